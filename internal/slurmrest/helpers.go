@@ -1,0 +1,155 @@
+package slurmrest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/hostlist"
+)
+
+// finishJob fills what every parser derives alike: nodes, GPUs and TRES.
+func finishJob(j Job, tresAlloc string, gresDetail []string) (Job, error) {
+	var err error
+	if j.NodeList != "" {
+		if j.Nodes, err = hostlist.Expand(j.NodeList); err != nil {
+			return j, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+	}
+	if j.GPUs, err = JobGPUs(j.NodeList, gresDetail); err != nil {
+		return j, fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	if j.TRESAlloc, err = ParseTRES(tresAlloc); err != nil {
+		return j, fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	return j, nil
+}
+
+// jobList converts a jobs answer. slurmrestd answers a conditional request
+// with no change by an empty list, last_update 0 and a warning.
+func jobList[T any](since, updated time.Time, in []T, conv func(T) (Job, error)) (JobList, error) {
+	out := JobList{Updated: updated}
+	if !since.IsZero() && len(in) == 0 && updated.IsZero() {
+		return JobList{Unchanged: true, Updated: since}, nil
+	}
+	out.Jobs = make([]Job, 0, len(in))
+	for _, j := range in {
+		x, err := conv(j)
+		if err != nil {
+			return JobList{}, err
+		}
+		out.Jobs = append(out.Jobs, x)
+	}
+	if out.Updated.IsZero() {
+		out.Updated = since
+	}
+	return out, nil
+}
+
+func oneJob[T any](op string, in []T, conv func(T) (Job, error)) (Job, error) {
+	if len(in) == 0 {
+		return Job{}, &APIError{Op: op, Status: http.StatusNotFound}
+	}
+	return conv(in[0])
+}
+
+func finishNode(n Node) Node {
+	n.GPUs, n.GPUType = countGPUs(n.GRES)
+	n.GPUsUsed, _ = countGPUs(n.GRESUsed)
+	return n
+}
+
+// shareRow places a row of the sshare tree: user rows carry the account in
+// parent; account rows carry it in name.
+func shareRow(s Share, name string, typ []string) Share {
+	isUser := false
+	for _, t := range typ {
+		if strings.EqualFold(t, "USER") {
+			isUser = true
+		}
+	}
+	if isUser {
+		s.User, s.Account = name, s.Parent
+	} else {
+		s.Account = name
+	}
+	if s.LevelFS >= math.MaxUint64/2 { // "infinite" is sent as uint64 max
+		s.LevelFS = math.Inf(1)
+	}
+	return s
+}
+
+// environment returns env with a PATH: slurmrestd refuses a submission
+// without an environment (HTTP 500, "I/O error writing script/environment").
+func environment(env []string) []string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "PATH=") {
+			return env
+		}
+	}
+	return append(append([]string(nil), env...), "PATH=/usr/local/bin:/usr/bin:/bin")
+}
+
+func minutesUp(d time.Duration) int64 { return int64((d + time.Minute - 1) / time.Minute) }
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func hasFlag(flags []string, f string) bool {
+	for _, x := range flags {
+		if strings.EqualFold(x, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// tresJSON renders a TRES list for nested limit objects; a nil list is
+// "null" (leave the limit alone); a TRES with Count -1 clears that limit.
+func tresJSON(l TRESList) string {
+	if l == nil {
+		return "null"
+	}
+	type w struct {
+		Type  string `json:"type"`
+		Name  string `json:"name,omitempty"`
+		Count int64  `json:"count"`
+	}
+	out := make([]w, 0, len(l))
+	for _, t := range l {
+		out = append(out, w{t.Type, t.Name, t.Count})
+	}
+	return mustJSON(out)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only called with plain data
+	}
+	return string(b)
+}
+
+// jsonInto fills a generated anonymous struct from JSON, which is shorter and
+// safer than naming its nested types.
+func jsonInto(raw string, dst any) error {
+	if err := json.Unmarshal([]byte(raw), dst); err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	return nil
+}
+
+// created maps slurmdbd's "already exists" (HTTP 304) to ErrExists.
+func created(op, user string, status int, body []byte) error {
+	if status == http.StatusNotModified {
+		return fmt.Errorf("%s: %w", op, ErrExists)
+	}
+	return checkResponse(op, user, status, body)
+}

@@ -1,0 +1,336 @@
+package slurmrest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ping is one controller's answer to a ping.
+type Ping struct {
+	Hostname   string
+	Responding bool
+	Primary    bool
+	Latency    time.Duration
+	Status     string // "No error" on v0.0.45; "UP"/"DOWN" on v0.0.42
+}
+
+// ServerInfo says what the server is and which parser the client speaks.
+type ServerInfo struct {
+	Release string // Slurm release, e.g. "26.05.5"
+	Cluster string
+	Parser  string // data parser in use, e.g. "v0.0.45"
+	Offered []string
+}
+
+// JobState is Slurm's job state: a base state plus flags, as slurmrestd
+// lists them ("PENDING", "COMPLETING", ...). Treat it as a set.
+type JobState []string
+
+// Has reports whether s contains state (case-insensitive).
+func (s JobState) Has(state string) bool {
+	return slices.ContainsFunc(s, func(x string) bool { return strings.EqualFold(x, state) })
+}
+
+// Base returns the first (base) state, or "" when unknown.
+func (s JobState) Base() string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func (s JobState) String() string { return strings.Join(s, ",") }
+
+// GPU is one allocated GPU: the node and Slurm's GPU index on that node,
+// which is the position of the device in the node's gres.conf File list (and
+// what CUDA_VISIBLE_DEVICES carries inside the job).
+type GPU struct {
+	Node  string
+	Index int
+	Type  string // "h100", or "" for an untyped GRES
+}
+
+func (g GPU) String() string { return fmt.Sprintf("%s:%d", g.Node, g.Index) }
+
+// Job is a Slurm job as Strata sees it.
+type Job struct {
+	ID           int64
+	Name         string
+	User         string
+	UserID       int64
+	Account      string
+	Partition    string
+	QOS          string
+	State        JobState
+	StateReason  string // "" when Slurm says None
+	Nodes        []string
+	NodeList     string // compressed, as Slurm prints it
+	GPUs         []GPU
+	TRESAlloc    TRESList
+	TRESPerNode  string
+	Comment      string
+	AdminComment string
+	Requeue      bool // the job may be requeued
+	RestartCount int
+	Held         bool
+	TimeLimit    time.Duration // 0 when unlimited or unset
+	SubmitTime   time.Time
+	EligibleTime time.Time
+	StartTime    time.Time
+	EndTime      time.Time
+	ExitCode     int
+	WorkDir      string
+	StdOut       string
+	BatchHost    string
+}
+
+// Running reports whether the job is running.
+func (j Job) Running() bool { return j.State.Has("RUNNING") }
+
+// JobList is the answer to a conditional jobs listing.
+type JobList struct {
+	Jobs []Job
+	// Unchanged is true when nothing changed since the time asked for; Jobs
+	// is then empty and the caller keeps what it has.
+	Unchanged bool
+	// Updated is the server's last update time, to pass as since next time.
+	Updated time.Time
+}
+
+// JobSpec is what Submit sends. Zero fields are left to Slurm's defaults.
+type JobSpec struct {
+	Name        string
+	Script      string
+	Account     string
+	Partition   string
+	QOS         string
+	TRESPerNode string // "gres/gpu:2", "gres/gpu:h100:4"
+	Nodes       string // node count or range, e.g. "2" or "1-2"
+	Tasks       int
+	CPUsPerTask int
+	TimeLimit   time.Duration // rounded up to whole minutes
+	WorkDir     string
+	StdOut      string
+	StdErr      string
+	Comment     string
+	Environment []string // KEY=VALUE; PATH is added when missing
+	Requeue     *bool
+	Hold        bool
+	Exclusive   bool
+}
+
+// SubmitResult is slurmrestd's answer to a submission.
+type SubmitResult struct {
+	JobID       int64
+	StepID      string
+	UserMessage string // job_submit plugin message
+	Warnings    []string
+}
+
+// JobUpdate changes a job; nil fields are left alone.
+type JobUpdate struct {
+	Comment      *string
+	AdminComment *string
+	Requeue      *bool
+	Hold         *bool
+	TimeLimit    *time.Duration
+	BeginTime    *time.Time
+}
+
+// Node is a Slurm node.
+type Node struct {
+	Name       string
+	State      []string
+	Reason     string
+	Partitions []string
+	CPUs       int
+	AllocCPUs  int
+	RealMemory int64 // MiB
+	GPUs       int    // configured GPUs
+	GPUsUsed   int    // allocated GPUs
+	GPUType    string // first GPU type in the node's GRES, if any
+	GRES       string
+	GRESUsed   string
+	Address    string
+	Port       int
+}
+
+// Partition is a Slurm partition.
+type Partition struct {
+	Name       string
+	Nodes      string
+	TotalNodes int
+	TotalCPUs  int
+	State      []string
+	MaxTime    time.Duration // 0 when unlimited
+	QOS        string
+	Accounts   string // AllowAccounts; "" for all
+}
+
+// Share is one row of the fair-share tree (sshare).
+type Share struct {
+	Account         string
+	User            string // "" for an account row
+	Parent          string
+	Shares          int64
+	SharesNorm      float64
+	RawUsage        int64
+	EffectiveUsage  float64
+	FairShareFactor float64
+	LevelFS         float64 // +Inf for an association that has used nothing
+}
+
+// Account is a slurmdbd account.
+type Account struct {
+	Name         string
+	Description  string
+	Organization string
+	Coordinators []string
+}
+
+// Association is a slurmdbd association: an account row (User == "") or a
+// user's row under an account.
+type Association struct {
+	Cluster    string
+	Account    string
+	User       string
+	Partition  string
+	Parent     string // parent account of an account row
+	Fairshare  int64
+	QOS        []string
+	DefaultQOS string
+	GrpTRES    TRESList
+	GrpTRESMin TRESList
+	MaxTRESJob TRESList
+	MaxJobs    *int64
+	Priority   *int64
+}
+
+// AccountSpec creates an account together with its association.
+type AccountSpec struct {
+	Name         string
+	Parent       string // "" means root
+	Description  string
+	Organization string
+	Fairshare    int64
+	QOS          []string
+	DefaultQOS   string
+	GrpTRES      TRESList
+}
+
+// User is a slurmdbd user.
+type User struct {
+	Name           string
+	DefaultAccount string
+	AdminLevel     string
+	Accounts       []string
+}
+
+// UserSpec adds a user with associations under one or more accounts.
+type UserSpec struct {
+	Name           string
+	Accounts       []string
+	DefaultAccount string
+	Fairshare      int64
+}
+
+// QOS is a slurmdbd quality of service.
+type QOS struct {
+	Name           string
+	Description    string
+	Priority       *int64
+	GrpTRES        TRESList
+	MaxTRESPerUser TRESList
+	MaxTRESPerJob  TRESList
+	MaxWall        time.Duration // 0 when unlimited
+	Preempt        []string
+	Flags          []string
+}
+
+// TRES is one trackable resource with a count, e.g. gres/gpu=8.
+type TRES struct {
+	Type  string // "cpu", "mem", "gres", "node", "billing"
+	Name  string // "gpu", "gpu:h100" for gres; "" otherwise
+	Count int64
+}
+
+// Key is the TRES as Slurm names it: "cpu", "gres/gpu", "gres/gpu:h100".
+func (t TRES) Key() string {
+	if t.Name == "" {
+		return t.Type
+	}
+	return t.Type + "/" + t.Name
+}
+
+// TRESList is a list of TRES, printed the way sacctmgr prints it.
+type TRESList []TRES
+
+func (l TRESList) String() string {
+	parts := make([]string, 0, len(l))
+	for _, t := range l {
+		parts = append(parts, t.Key()+"="+strconv.FormatInt(t.Count, 10))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// Get returns the count of key ("gres/gpu") and whether it is present.
+func (l TRESList) Get(key string) (int64, bool) {
+	for _, t := range l {
+		if t.Key() == key {
+			return t.Count, true
+		}
+	}
+	return 0, false
+}
+
+// ParseTRES parses "cpu=2,mem=2000M,node=1,gres/gpu=8,gres/gpu:h100=8".
+// Memory with a unit suffix (K, M, G, T) is converted to MiB, as Slurm
+// counts it.
+func ParseTRES(s string) (TRESList, error) {
+	if isUnset(s) {
+		return nil, nil
+	}
+	var out TRESList
+	for _, item := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("TRES %q: item %q is not key=count", s, item)
+		}
+		n, err := parseTRESCount(v)
+		if err != nil {
+			return nil, fmt.Errorf("TRES %q: item %q: %w", s, item, err)
+		}
+		typ, name, _ := strings.Cut(k, "/")
+		out = append(out, TRES{Type: typ, Name: name, Count: n})
+	}
+	return out, nil
+}
+
+func parseTRESCount(v string) (int64, error) {
+	mult := int64(1)
+	if v != "" {
+		switch v[len(v)-1] {
+		case 'K', 'k':
+			mult, v = -1024, v[:len(v)-1] // KiB to MiB: divide
+		case 'M', 'm':
+			v = v[:len(v)-1]
+		case 'G', 'g':
+			mult, v = 1024, v[:len(v)-1]
+		case 'T', 't':
+			mult, v = 1024*1024, v[:len(v)-1]
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("count %q is not a number", v)
+	}
+	if mult < 0 {
+		return int64(f / 1024), nil
+	}
+	return int64(f * float64(mult)), nil
+}

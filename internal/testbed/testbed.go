@@ -1,0 +1,231 @@
+// Package testbed gives integration tests the Slurm test beds that
+// test/testbed/slurm/testbed.sh started: it reads their environment files,
+// builds clients, mints tokens, waits for job states, and prints the
+// daemons' logs when a test fails.
+//
+// STRATA_TESTBEDS names the environment files, separated by spaces or
+// colons (make test-integration sets it to one test bed per Slurm version).
+package testbed
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+)
+
+// Bed is one running test bed.
+type Bed struct {
+	Name        string
+	Version     string // "26.05"
+	Release     string // "26.05.5"
+	Cluster     string
+	URL         string
+	Parsers     []string
+	AdminUser   string
+	TokenFile   string
+	JWTKey      string
+	Root        string
+	Bin         string
+	Scontrol    string
+	Logs        []string
+	Nodes       []string
+	GPUsPerNode int
+	GPUType     string
+	Partition   string
+	Account     string
+	Users       []string
+	JobDir      string // inside Root
+	SlurmConf   string
+}
+
+// EnvVar names the environment files of the test beds.
+const EnvVar = "STRATA_TESTBEDS"
+
+// All returns every configured test bed, or skips the test when none is
+// configured; `make test` always configures them.
+func All(t testing.TB) []*Bed {
+	t.Helper()
+	v := os.Getenv(EnvVar)
+	if v == "" {
+		t.Skipf("%s is not set: run `make test-integration`, which starts the test beds", EnvVar)
+	}
+	var beds []*Bed
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ':' }) {
+		b, err := Load(f)
+		if err != nil {
+			t.Fatalf("test bed %s: %v", f, err)
+		}
+		beds = append(beds, b)
+	}
+	return beds
+}
+
+// Load reads one environment file.
+func Load(path string) (*Bed, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the test bed up? make testbed-up)", err)
+	}
+	defer f.Close()
+	kv := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		kv[k] = strings.Trim(v, `"`)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	b := &Bed{
+		Name: kv["STRATA_TB_NAME"], Version: kv["STRATA_TB_SLURM_VERSION"], Release: kv["STRATA_TB_SLURM_RELEASE"],
+		Cluster: kv["STRATA_TB_CLUSTER"], URL: kv["STRATA_TB_REST_URL"], Parsers: strings.Fields(kv["STRATA_TB_PARSERS"]),
+		AdminUser: kv["STRATA_TB_ADMIN_USER"], TokenFile: kv["STRATA_TB_ADMIN_TOKEN_FILE"], JWTKey: kv["STRATA_TB_JWT_KEY"],
+		Root: kv["STRATA_TB_ROOT"], Bin: kv["STRATA_TB_BIN"], Scontrol: kv["STRATA_TB_SCONTROL"],
+		Logs: strings.Fields(kv["STRATA_TB_LOGS"]), Nodes: strings.Fields(kv["STRATA_TB_NODES"]),
+		GPUType: kv["STRATA_TB_GPU_TYPE"], Partition: kv["STRATA_TB_PARTITION"], Account: kv["STRATA_TB_ACCOUNT"],
+		Users: strings.Fields(kv["STRATA_TB_USERS"]), JobDir: kv["STRATA_TB_JOB_DIR"], SlurmConf: kv["SLURM_CONF"],
+	}
+	fmt.Sscan(kv["STRATA_TB_GPUS_PER_NODE"], &b.GPUsPerNode)
+	if b.URL == "" || b.TokenFile == "" {
+		return nil, fmt.Errorf("%s: not a test bed environment file", path)
+	}
+	return b, nil
+}
+
+// Each runs fn as a parallel subtest per test bed, named after its version.
+func Each(t *testing.T, fn func(t *testing.T, b *Bed)) {
+	t.Helper()
+	for _, b := range All(t) {
+		t.Run("slurm-"+b.Version, func(t *testing.T) {
+			t.Parallel()
+			b.DumpLogsOnFailure(t)
+			fn(t, b)
+		})
+	}
+}
+
+// Config is a client configuration for the admin token.
+func (b *Bed) Config() slurmrest.Config {
+	return slurmrest.Config{
+		URL: b.URL, User: b.AdminUser, Tokens: &slurmrest.FileToken{Path: b.TokenFile},
+		Requeuer: slurmrest.ScontrolRequeuer{Path: b.Scontrol},
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+}
+
+// Client connects as the admin.
+func (b *Bed) Client(t testing.TB) *slurmrest.Client {
+	t.Helper()
+	c, err := slurmrest.New(Context(t), b.Config())
+	if err != nil {
+		t.Fatalf("connect to %s: %v", b.Name, err)
+	}
+	return c
+}
+
+// Context is a context that ends with the test or after five minutes.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// HostPath maps a path inside the test bed's root to the host.
+func (b *Bed) HostPath(p string) string { return filepath.Join(b.Root, p) }
+
+// WaitJob polls until cond holds for the job or the timeout passes.
+func WaitJob(t testing.TB, c *slurmrest.Client, id int64, timeout time.Duration, what string, cond func(slurmrest.Job) bool) slurmrest.Job {
+	t.Helper()
+	ctx := Context(t)
+	end := time.Now().Add(timeout)
+	var last slurmrest.Job
+	var lastErr error
+	for time.Now().Before(end) {
+		last, lastErr = c.Job(ctx, id)
+		if lastErr == nil && cond(last) {
+			return last
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("job %d: not %s after %s (state %v, reason %q, restarts %d, err %v)",
+		id, what, timeout, last.State, last.StateReason, last.RestartCount, lastErr)
+	return last
+}
+
+// WaitFile polls until the file inside the root contains substr.
+func (b *Bed) WaitFile(t testing.TB, path, substr string, timeout time.Duration) string {
+	t.Helper()
+	end := time.Now().Add(timeout)
+	var data []byte
+	for time.Now().Before(end) {
+		data, _ = os.ReadFile(b.HostPath(path))
+		if strings.Contains(string(data), substr) {
+			return string(data)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: no %q after %s; it holds:\n%s", path, substr, timeout, data)
+	return ""
+}
+
+// Lock takes an exclusive lock on the test bed for tests that change
+// cluster-wide state (topology, partitions, QOS used by other tests).
+func (b *Bed) Lock(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(b.Root), "test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("lock: %v", err)
+	}
+	t.Cleanup(func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
+}
+
+// DumpLogsOnFailure prints the tails of the daemons' logs when t fails.
+func (b *Bed) DumpLogsOnFailure(t testing.TB) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var files []string
+		for _, d := range b.Logs {
+			m, _ := filepath.Glob(filepath.Join(d, "*"))
+			files = append(files, m...)
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil || len(data) == 0 {
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			if len(lines) > 25 {
+				lines = lines[len(lines)-25:]
+			}
+			t.Logf("==> %s (test bed %s) <==\n%s", f, b.Name, strings.Join(lines, "\n"))
+		}
+	})
+}
+
+// Unique returns a name no other test run uses: prefix plus the time.
+func Unique(prefix string) string {
+	return fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1_000_000_000)
+}
