@@ -497,4 +497,3 @@ func (a *api42) deleteQOS(ctx context.Context, name string) error {
 	}
 	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
 }
-

@@ -511,4 +511,3 @@ func (a *api45) deleteQOS(ctx context.Context, name string) error {
 	}
 	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
 }
-

@@ -149,7 +149,7 @@ type Node struct {
 	Partitions []string
 	CPUs       int
 	AllocCPUs  int
-	RealMemory int64 // MiB
+	RealMemory int64  // MiB
 	GPUs       int    // configured GPUs
 	GPUsUsed   int    // allocated GPUs
 	GPUType    string // first GPU type in the node's GRES, if any
