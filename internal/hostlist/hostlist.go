@@ -73,6 +73,9 @@ func expandOne(list string, off int, item string, budget int) ([]string, error) 
 		if strings.ContainsAny(item, "]") {
 			return nil, &SyntaxError{list, off, "unmatched ']'"}
 		}
+		if budget < 1 {
+			return nil, &SyntaxError{list, off, fmt.Sprintf("expands to more than %d hosts", MaxHosts)}
+		}
 		return []string{item}, nil
 	}
 	end := strings.IndexByte(item[open:], ']')

@@ -380,7 +380,7 @@ func (a *api42) deleteAssociation(ctx context.Context, cluster, account, user st
 }
 
 func (a *api42) users(ctx context.Context) ([]User, error) {
-	r, err := a.gen.SlurmdbV0042GetUsersWithResponse(ctx, nil)
+	r, err := a.gen.SlurmdbV0042GetUsersWithResponse(ctx, &gen.SlurmdbV0042GetUsersParams{WithAssocs: ptr("true")})
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}

@@ -394,7 +394,7 @@ func (a *api45) deleteAssociation(ctx context.Context, cluster, account, user st
 }
 
 func (a *api45) users(ctx context.Context) ([]User, error) {
-	r, err := a.gen.SlurmdbV0045GetUsersWithResponse(ctx, nil)
+	r, err := a.gen.SlurmdbV0045GetUsersWithResponse(ctx, &gen.SlurmdbV0045GetUsersParams{WithAssocs: ptr("true")})
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}

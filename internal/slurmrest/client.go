@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -79,6 +78,10 @@ type AssociationFilter struct {
 }
 
 type userKey struct{}
+
+// noChangeSince (2100-01-01) asks for jobs changed after a time no job has
+// reached: the cheapest authenticated question slurmctld answers.
+const noChangeSince = "4102444800"
 
 // New connects to slurmrestd, picks the newest parser it offers (or
 // cfg.Parser) and logs the choice.
@@ -193,7 +196,7 @@ func (c *Client) probe(ctx context.Context, parser string) (openapiMeta, error) 
 	// slurmrestd answers a ping made with a bad token with 200 and
 	// responding=false, as it does when slurmctld is down. A conditional jobs
 	// query that matches nothing tells the two apart at no cost.
-	if err := c.get(ctx, op, "/slurm/"+parser+"/jobs/?update_time="+strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)); err != nil {
+	if err := c.get(ctx, op, "/slurm/"+parser+"/jobs/?update_time="+noChangeSince); err != nil {
 		return meta, err
 	}
 	return meta, fmt.Errorf("%s: slurmrestd answers but no slurmctld responds to its ping", op)
@@ -289,8 +292,7 @@ func (c *Client) Ping(ctx context.Context) ([]Ping, error) {
 	}
 	// v0.0.42 says only "DOWN" for a bad token too: ask a question that
 	// fails with the real reason.
-	if err := c.get(c.ctx(ctx), "ping", "/slurm/"+c.info.Parser+"/jobs/?update_time="+
-		strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)); err != nil {
+	if err := c.get(c.ctx(ctx), "ping", "/slurm/"+c.info.Parser+"/jobs/?update_time="+noChangeSince); err != nil {
 		return pings, err
 	}
 	return pings, fmt.Errorf("ping: no slurmctld responds (status %q)", status)

@@ -16,12 +16,6 @@ import (
 	"github.com/strata-hpc/strata/internal/testbed"
 )
 
-const trapScript = `#!/bin/bash
-trap 'echo "got USR1 restart=${SLURM_RESTART_COUNT:-0}"' USR1
-echo "start restart=${SLURM_RESTART_COUNT:-0} gpus=${CUDA_VISIBLE_DEVICES}"
-for i in $(seq 900); do sleep 1; done
-`
-
 func TestParserNegotiation(t *testing.T) {
 	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
 		c := b.Client(t)

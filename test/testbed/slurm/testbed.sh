@@ -226,7 +226,7 @@ rest_ping() { # parser
 cmd_up() {
   need_root
   command -v curl >/dev/null || die "curl is missing: apt-get install curl"
-  if alive "$PIDS/slurmctld.pid" && alive "$PIDS/slurmrestd.pid"; then
+  if [ "$TB_FRESH" != 1 ] && alive "$PIDS/slurmctld.pid" && alive "$PIDS/slurmrestd.pid" && [ -s "$INST/env" ]; then
     log "already running; environment file: $INST/env"; return 0
   fi
   [ -s "$TARBALL" ] || cmd_build
