@@ -3,10 +3,15 @@
 package slurmrest_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,4 +124,84 @@ func TestCapture(t *testing.T) {
 		rec.record("")
 		rec.save(t, filepath.Join(*captureDir, "slurm-"+b.Version))
 	})
+}
+
+// recorder is an http.RoundTripper that saves the exchanges made while on.
+type recorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	on   string // name of the exchange being recorded; "" records nothing
+	recs []record
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil {
+		reqBody, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	resp, err := r.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on != "" {
+		rec := record{Seq: len(r.recs) + 1, Name: r.on, User: req.Header.Get("X-SLURM-USER-NAME"), Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, Status: resp.StatusCode}
+		if json.Valid(reqBody) {
+			rec.Request = reqBody
+		}
+		if json.Valid(body) {
+			rec.Response = body
+		}
+		r.recs = append(r.recs, rec)
+	}
+	return resp, nil
+}
+
+func (r *recorder) record(name string) { r.mu.Lock(); r.on = name; r.mu.Unlock() }
+
+// save writes one file per exchange, named after the exchange.
+func (r *recorder) save(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, rec := range r.recs {
+		seen[rec.Name]++
+		name := rec.Name
+		if seen[rec.Name] > 1 {
+			name = rec.Name + "-" + string(rune('0'+seen[rec.Name]))
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p != nil {
+		return *p
+	}
+	return zero
+}
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

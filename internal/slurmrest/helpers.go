@@ -102,15 +102,6 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-func hasFlag(flags []string, f string) bool {
-	for _, x := range flags {
-		if strings.EqualFold(x, f) {
-			return true
-		}
-	}
-	return false
-}
-
 // tresJSON renders a TRES list for nested limit objects; a nil list is
 // "null" (leave the limit alone); a TRES with Count -1 clears that limit.
 func tresJSON(l TRESList) string {
@@ -124,7 +115,7 @@ func tresJSON(l TRESList) string {
 	}
 	out := make([]w, 0, len(l))
 	for _, t := range l {
-		out = append(out, w{t.Type, t.Name, t.Count})
+		out = append(out, w(t))
 	}
 	return mustJSON(out)
 }

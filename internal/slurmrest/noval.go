@@ -66,13 +66,6 @@ func setNoVal[T ~noValInt](n int64) *T {
 	return &w
 }
 
-// infNoVal builds the NoVal that means "no limit".
-func infNoVal[T ~noValInt]() *T {
-	t := true
-	w := T(noValInt{Set: &t, Infinite: &t})
-	return &w
-}
-
 func noValTime[T ~noValInt](p *T) time.Time {
 	n := noVal(p)
 	if v, ok := n.Value(); ok && v > 0 {

@@ -102,7 +102,9 @@ func Load(path string) (*Bed, error) {
 		GPUType: kv["STRATA_TB_GPU_TYPE"], Partition: kv["STRATA_TB_PARTITION"], Account: kv["STRATA_TB_ACCOUNT"],
 		Users: strings.Fields(kv["STRATA_TB_USERS"]), JobDir: kv["STRATA_TB_JOB_DIR"], SlurmConf: kv["SLURM_CONF"],
 	}
-	fmt.Sscan(kv["STRATA_TB_GPUS_PER_NODE"], &b.GPUsPerNode)
+	if _, err := fmt.Sscan(kv["STRATA_TB_GPUS_PER_NODE"], &b.GPUsPerNode); err != nil {
+		return nil, fmt.Errorf("%s: STRATA_TB_GPUS_PER_NODE: %w", path, err)
+	}
 	if b.URL == "" || b.TokenFile == "" {
 		return nil, fmt.Errorf("%s: not a test bed environment file", path)
 	}
@@ -196,7 +198,7 @@ func (b *Bed) Lock(t testing.TB) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatalf("lock: %v", err)
 	}
-	t.Cleanup(func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
+	t.Cleanup(func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
 }
 
 // DumpLogsOnFailure prints the tails of the daemons' logs when t fails.

@@ -1,0 +1,150 @@
+// Command strata-demo shows a new user the local test cluster that
+// `make demo` starts: its nodes and fake GPUs, a GPU job submitted as a
+// normal user through slurmrestd, the GPU indices Slurm gave it, and how to
+// reach and stop everything.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/testbed"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "strata-demo:", err)
+		os.Exit(1)
+	}
+}
+
+const demoScript = `#!/bin/bash
+echo "job $SLURM_JOB_ID on $(hostname -s)/$SLURMD_NODENAME sees CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+sleep 600
+`
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("strata-demo", flag.ContinueOnError)
+	envFile := fs.String("env", "/var/lib/strata/testbed/s2605/env", "environment file of the test bed (written by testbed.sh up)")
+	user := fs.String("user", "alice", "user to submit the GPU job as")
+	gpus := fs.Int("gpus", 2, "GPUs to ask for")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b, err := testbed.Load(*envFile)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg := b.Config()
+	cfg.Logger = log
+	admin, err := slurmrest.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	info := admin.Info()
+	fmt.Fprintf(out, "\n== Cluster %s: Slurm %s, slurmrestd at %s (data parser %s; offered %s)\n\n",
+		b.Cluster, info.Release, b.URL, info.Parser, strings.Join(info.Offered, ", "))
+
+	nodes, err := admin.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tCPUS\tGPUS (used/total)\tGRES")
+	for _, n := range nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d %s\t%s\n", n.Name, strings.Join(n.State, ","), n.CPUs, n.GPUsUsed, n.GPUs, n.GPUType, n.GRES)
+	}
+	tw.Flush()
+
+	// The job goes in as a normal user, with a token minted from the
+	// cluster's JWT key, as a portal would do it.
+	signer, err := slurmrest.NewKeySigner(b.JWTKey, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	cfg.Tokens = signer
+	asUser, err := slurmrest.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	outFile := b.JobDir + "/demo-%j.out"
+	res, err := asUser.Submit(ctx, *user, slurmrest.JobSpec{
+		Name: "strata-demo", Script: demoScript, Account: b.Account, Partition: b.Partition,
+		TRESPerNode: fmt.Sprintf("gres/gpu:%d", *gpus), TimeLimit: 10 * time.Minute,
+		WorkDir: b.JobDir, StdOut: outFile,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n== Submitted job %d as %s through slurmrestd, asking for %d GPUs\n", res.JobID, *user, *gpus)
+	job, err := waitRunning(ctx, admin, res.JobID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "   state %s on %s, account %s, partition %s\n", job.State, job.NodeList, job.Account, job.Partition)
+	fmt.Fprintf(out, "   GPUs Slurm allocated (node:index):")
+	for _, g := range job.GPUs {
+		fmt.Fprintf(out, " %s", g)
+	}
+	fmt.Fprintln(out)
+	path := b.HostPath(strings.ReplaceAll(outFile, "%j", fmt.Sprint(res.JobID)))
+	if line, err := waitLine(ctx, path); err == nil {
+		fmt.Fprintf(out, "   the job itself says: %s\n", line)
+	}
+
+	fmt.Fprintf(out, `
+== Try it yourself
+   Slurm commands of this cluster:  %[1]s/squeue   %[1]s/sinfo -N   %[1]s/scontrol show job %[2]d
+   REST:  curl -H "X-SLURM-USER-TOKEN: $(cat %[3]s)" %[4]s/slurm/%[5]s/job/%[2]d
+   job output: %[6]s
+   cancel the job:  %[1]s/scancel %[2]d
+   stop the cluster:  make testbed-down      daemon logs:  bash test/testbed/slurm/testbed.sh logs
+`, b.Bin, res.JobID, b.TokenFile, b.URL, info.Parser, path)
+	return nil
+}
+
+func waitRunning(ctx context.Context, c *slurmrest.Client, id int64) (slurmrest.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		j, err := c.Job(ctx, id)
+		if err == nil && j.Running() {
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return j, fmt.Errorf("job %d did not start within 60 s (state %s, reason %q): %w", id, j.State, j.StateReason, errors.Join(err, ctx.Err()))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func waitLine(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+			line, _, _ := strings.Cut(string(data), "\n")
+			return line, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
