@@ -24,7 +24,7 @@ DEB_PACKAGES := debootstrap zstd curl jq ca-certificates
 help: ## show this help
 	@echo "Strata make targets (quick start: make demo, then make test):"
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
-		awk -F':.*## ' '{printf "  \033[1m%-20s\033[0m %s\n", $$1, $$2}'
+		awk -F':.*## ' '{printf "  %-20s %s\n", $$1, $$2}'
 
 .PHONY: deps
 deps: ## install the Debian packages the test beds need (root)
@@ -72,7 +72,8 @@ test-unit: $(OAPI_CODEGEN) ## unit tests: no network, no services (race detector
 
 .PHONY: testbed-up
 testbed-up: deps ## start one Slurm test bed per SLURM_VERSIONS (fresh state)
-	@for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) build; done
+	@pids=""; for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) build & pids="$$pids $$!"; done; \
+	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 	@pids=""; for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) up --fresh & pids="$$pids $$!"; done; \
 	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 
