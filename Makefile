@@ -86,8 +86,8 @@ testbed-status: ## show the test beds' daemons
 	@for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) status || true; done
 
 .PHONY: test-integration
-test-integration: testbed-up ## integration tests on a real Slurm of every SLURM_VERSIONS
-	STRATA_TESTBEDS="$(TESTBED_ENVS)" $(GO) test -race -count=1 -tags integration -timeout 20m ./...
+test-integration: testbed-up $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS
+	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" $(GO) test -race -count=1 -tags integration -timeout 20m ./...
 
 .PHONY: test
 test: test-unit test-integration ## every test: unit, then integration on the test beds

@@ -20,7 +20,8 @@ Options (or the variables in brackets):
   --version V     Slurm release: 26.05 (Debian testing) or 24.11 (Debian 13)  [SLURM_VERSION, default 26.05]
   --name N        instance name; two instances with different names and ports
                   can run side by side                                          [TB_NAME, default s<version>]
-  --port-base P   first of the ports this instance uses (P..P+3, P+10..)       [TB_PORT_BASE]
+  --port-base P   first of the ports this instance uses (P..P+2, P+11..)       [TB_PORT_BASE]
+  --cluster C     Slurm ClusterName                                             [TB_CLUSTER, default: the name]
   --nodes N       number of slurmd nodes                                        [TB_NODES, default 4]
   --gpus N        fake GPUs per node                                            [TB_GPUS, default 8]
   --fresh         (up) start from the cached root: empty accounting DB and state [TB_FRESH=1]
@@ -44,6 +45,7 @@ while [ $# -gt 0 ]; do
     --version) SLURM_VERSION=$2; shift 2 ;;
     --name) TB_NAME=$2; shift 2 ;;
     --port-base) TB_PORT_BASE=$2; shift 2 ;;
+    --cluster) TB_CLUSTER=$2; shift 2 ;;
     --nodes) TB_NODES=$2; shift 2 ;;
     --gpus) TB_GPUS=$2; shift 2 ;;
     --fresh) TB_FRESH=1; shift ;;
@@ -295,6 +297,7 @@ STRATA_TB_SLURM_RELEASE=$release
 STRATA_TB_CLUSTER=$CLUSTER
 STRATA_TB_REST_URL=http://127.0.0.1:$P_REST
 STRATA_TB_PARSERS="$parsers"
+STRATA_TB_API_VERSION=${parsers##* }
 STRATA_TB_ADMIN_USER=root
 STRATA_TB_ADMIN_TOKEN_FILE=$INST/admin.jwt
 STRATA_TB_JWT_KEY=$R/etc/slurm/jwt_hs256.key
