@@ -2,6 +2,7 @@ package slurmrest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -326,8 +327,8 @@ func parseTRESCount(v string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, fmt.Errorf("count %q is not a number", v)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e18 {
+		return 0, fmt.Errorf("count %q is not a TRES count", v)
 	}
 	if mult < 0 {
 		return int64(f / 1024), nil
