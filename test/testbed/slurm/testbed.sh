@@ -15,6 +15,7 @@ Commands:
   status    show the daemons, their PIDs and whether slurmrestd answers
   env       print the environment file of a running test bed
   logs      print the tail of every daemon log (what a failing test shows)
+  restart-ctld  start slurmctld again if it stopped (a bad topology makes it exit)
 
 Options (or the variables in brackets):
   --version V     Slurm release: 26.05 (Debian testing) or 24.11 (Debian 13)  [SLURM_VERSION, default 26.05]
@@ -389,6 +390,15 @@ cmd_status() {
   return $rc
 }
 
+cmd_restart_ctld() {
+  need_root
+  [ -s "$INST/env" ] || die "not running (no $INST/env)"
+  if alive "$PIDS/slurmctld.pid"; then log "slurmctld is running"; return 0; fi
+  T0=$(now)
+  launch slurmctld slurm /usr/sbin/slurmctld -D
+  waitfor slurmctld 60 in_root scontrol ping
+}
+
 cmd_logs() {
   local f
   for f in "$R"/var/log/slurm/*.log "$R"/var/log/mysql/error.log "$LOGS"/*.out; do
@@ -404,6 +414,7 @@ case $CMD in
   status) cmd_status ;;
   env) [ -s "$INST/env" ] || die "not running (no $INST/env)"; cat "$INST/env" ;;
   logs) cmd_logs ;;
+  restart-ctld) cmd_restart_ctld ;;
   ""|-h|--help|help) usage ;;
   *) echo "testbed: unknown command $CMD (see --help)" >&2; exit 2 ;;
 esac

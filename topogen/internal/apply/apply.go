@@ -1,0 +1,248 @@
+// Package apply puts a candidate topology file in place the way an admin
+// who has lost a cluster to a bad topology.conf would: validate it first,
+// write it atomically beside a timestamped backup, ask slurmctld to
+// reconfigure, check that slurmctld still answers and that it now reports
+// exactly the placement that was written, and otherwise restore the backup
+// and reconfigure again.
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/topogen/internal/render"
+)
+
+// Controller is slurmctld as apply needs it.
+type Controller interface {
+	Reconfigure(ctx context.Context) error
+	Ping(ctx context.Context) error
+	ShowTopology(ctx context.Context) ([]byte, error)
+}
+
+// Restarter starts slurmctld again after it stopped (a bad topology makes
+// slurmctld exit on reconfigure). Optional.
+type Restarter interface {
+	Restart(ctx context.Context) error
+}
+
+// Errors, each with its own exit code in topogen.
+var (
+	ErrInvalid        = errors.New("candidate topology is invalid")
+	ErrRolledBack     = errors.New("slurmctld did not take the new topology: the previous file is back in place")
+	ErrRollbackFailed = errors.New("rollback failed: slurmctld may be down or running an unknown topology")
+)
+
+// Options for Apply.
+type Options struct {
+	Path       string   // the live topology.conf
+	Candidate  []byte   // what to put there
+	KnownNodes []string // the cluster's nodes, for validation; nil skips that check
+	// SkipValidation writes a candidate that fails validation anyway
+	// (to test the rollback path; never in production).
+	SkipValidation bool
+	// Settle is how long slurmctld gets after reconfigure before the
+	// checks (a fatal topology error stops it a moment after reconfigure
+	// has returned success). Default 3 s.
+	Settle    time.Duration
+	Ctl       Controller
+	Restarter Restarter
+	Log       *slog.Logger
+	Now       func() time.Time
+}
+
+// Result says what Apply did.
+type Result struct {
+	Changed    bool
+	Backup     string // path of the backup of the previous file ("" if there was none)
+	RolledBack bool
+	Problems   []string // validation errors or why the rollback happened
+}
+
+// Validate parses and validates a candidate.
+func Validate(candidate []byte, known []string) []string {
+	tc, errs := render.ParseTopoConf(candidate)
+	errs = append(errs, tc.Validate(known)...)
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// Apply runs the whole sequence. It returns ErrInvalid, ErrRolledBack or
+// ErrRollbackFailed (wrapped) when it did not leave the candidate live.
+func Apply(ctx context.Context, o Options) (Result, error) {
+	var res Result
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Settle == 0 {
+		o.Settle = 3 * time.Second
+	}
+	if problems := Validate(o.Candidate, o.KnownNodes); len(problems) > 0 {
+		res.Problems = problems
+		if !o.SkipValidation {
+			return res, fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+		}
+		o.Log.Warn("writing a topology that failed validation, as asked", "problems", len(problems))
+	}
+	old, err := os.ReadFile(o.Path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return res, fmt.Errorf("read %s: %w", o.Path, err)
+	}
+	existed := err == nil
+	if existed && bytes.Equal(old, o.Candidate) {
+		o.Log.Info("topology unchanged: nothing to apply", "path", o.Path)
+		return res, nil
+	}
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(o.Path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if existed {
+		res.Backup = fmt.Sprintf("%s.%s.bak", o.Path, o.Now().UTC().Format("20060102T150405Z"))
+		if err := WriteAtomic(res.Backup, old, mode); err != nil {
+			return res, fmt.Errorf("back up %s: %w", o.Path, err)
+		}
+	}
+	if err := WriteAtomic(o.Path, o.Candidate, mode); err != nil {
+		return res, fmt.Errorf("write %s: %w", o.Path, err)
+	}
+	res.Changed = true
+	o.Log.Info("topology written", "path", o.Path, "backup", res.Backup)
+
+	why := check(ctx, o, o.Candidate)
+	if why == "" {
+		o.Log.Info("slurmctld took the new topology", "path", o.Path)
+		return res, nil
+	}
+	res.Problems = append(res.Problems, why)
+	o.Log.Error("new topology failed: rolling back", "reason", why)
+	res.RolledBack = true
+	if existed {
+		err = WriteAtomic(o.Path, old, mode)
+	} else {
+		err = os.Remove(o.Path)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%w: restore %s: %v (first failure: %s)", ErrRollbackFailed, o.Path, err, why)
+	}
+	if again := check(ctx, o, old); again != "" && existed {
+		return res, fmt.Errorf("%w: after restoring %s: %s (first failure: %s)", ErrRollbackFailed, o.Path, again, why)
+	}
+	return res, fmt.Errorf("%w: %s", ErrRolledBack, why)
+}
+
+// check reconfigures and verifies that slurmctld answers and reports the
+// placement of want. It returns why not, or "".
+func check(ctx context.Context, o Options, want []byte) string {
+	if err := o.Ctl.Reconfigure(ctx); err != nil {
+		return "reconfigure: " + err.Error()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err().Error()
+	case <-time.After(o.Settle):
+	}
+	if err := o.Ctl.Ping(ctx); err != nil {
+		msg := "slurmctld stopped answering after reconfigure: " + err.Error()
+		if o.Restarter == nil {
+			return msg
+		}
+		if rerr := o.Restarter.Restart(ctx); rerr != nil {
+			return msg + "; restart failed: " + rerr.Error()
+		}
+		o.Log.Warn("slurmctld restarted", "after", err)
+		if err := waitPing(ctx, o.Ctl, 60*time.Second); err != nil {
+			return msg + "; restarted, but it still does not answer: " + err.Error()
+		}
+		return msg
+	}
+	out, err := o.Ctl.ShowTopology(ctx)
+	if err != nil {
+		return "scontrol show topology: " + err.Error()
+	}
+	live, err := render.ParseShowTopology(out)
+	if err != nil {
+		return err.Error()
+	}
+	tc, _ := render.ParseTopoConf(want)
+	if d := tc.Placement().Diff(live, 10); len(d) > 0 {
+		return "slurmctld reports another placement than the file (written vs live): " + strings.Join(d, "; ")
+	}
+	return ""
+}
+
+func waitPing(ctx context.Context, c Controller, d time.Duration) error {
+	end := time.Now().Add(d)
+	var err error
+	for time.Now().Before(end) {
+		if err = c.Ping(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// WriteAtomic writes data to path through a temporary file in the same
+// folder, synced and renamed, so a reader sees the old or the new file and
+// never half of one.
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Backups lists the backups of path, newest first.
+func Backups(path string) ([]string, error) {
+	m, err := filepath.Glob(path + ".*.bak")
+	if err != nil {
+		return nil, err
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(m)))
+	return m, nil
+}

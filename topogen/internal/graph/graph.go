@@ -1,0 +1,646 @@
+// Package graph turns a discovered InfiniBand fabric into Strata's one
+// canonical model of it: host names, the leaf switch each host hangs off,
+// and the smallest tree of switches above the leaves that keeps the real
+// grouping, one root per disconnected fabric. Renderers translate this
+// model; nothing downstream reads raw tool output.
+//
+// Build is pure: it takes a parsed fabric and options and returns the graph
+// with a finding for every decision a careful admin would want to know
+// about (hosts on several leaves, hosts cabled to spines, links between
+// leaves, unnamed HCAs, nodes the fabric has and Slurm lacks, and the
+// reverse). Nothing is dropped without a finding.
+package graph
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/strata-hpc/strata/topogen/internal/discover/ib"
+)
+
+// Options steer Build.
+type Options struct {
+	// HostRule derives a host name from an HCA's node description; its
+	// first capture group is the name. Default: DefaultHostRule, the first
+	// word when a device name follows it ("a08-p1-dgx-04-c01 mlx5_5"), so
+	// a firmware default such as "MT4129 ConnectX7" names no host.
+	HostRule *regexp.Regexp
+	// Names maps node or port GUIDs to host names; it wins over HostRule.
+	Names map[string]string
+	// IncludeHCA and ExcludeHCA select HCAs by node description, so a
+	// storage fabric or a second rail is not taken for the compute fabric
+	// (e.g. include `mlx5_[0-3]$`). Nil selects every HCA.
+	IncludeHCA, ExcludeHCA *regexp.Regexp
+	// ExcludeGUIDs drops HCAs by node or port GUID.
+	ExcludeGUIDs map[string]bool
+	// SlurmNodes, when not nil, is the cluster's node list: hosts the
+	// fabric has and Slurm lacks are left out of the graph (with a
+	// finding), and Slurm nodes the fabric lacks are reported.
+	SlurmNodes []string
+	// SwitchNames is "auto" (default: the name in the switch's
+	// description when every switch has a distinct one, else S-<guid>),
+	// "guid" (always S-<guid>) or "description".
+	SwitchNames string
+}
+
+// Severity of a finding.
+type Severity string
+
+// Severities.
+const (
+	Info    Severity = "info"
+	Warning Severity = "warning"
+)
+
+// Finding is one decision Build took, or one thing it noticed.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	Kind     string   `json:"kind"`
+	Subject  string   `json:"subject"`
+	Message  string   `json:"message"`
+}
+
+func (f Finding) String() string { return fmt.Sprintf("%s: %s %s: %s", f.Severity, f.Kind, f.Subject, f.Message) }
+
+// Switch is a logical switch of the tree: one physical switch, or several
+// parallel ones (spines that reach exactly the same switches below) merged.
+type Switch struct {
+	Name     string   `json:"name"`
+	Level    int      `json:"level"` // 0 for leaves
+	GUIDs    []string `json:"guids,omitempty"`
+	Desc     string   `json:"description,omitempty"`
+	Hosts    []string `json:"hosts,omitempty"`    // leaves only
+	Children []string `json:"children,omitempty"` // names of switches one level down
+}
+
+// Fabric is one connected fabric with a single root.
+type Fabric struct {
+	Name     string    `json:"name"`
+	Root     string    `json:"root"`
+	Switches []*Switch `json:"switches"` // leaves first, then by level and name
+}
+
+// Graph is the canonical model of the compute fabric.
+type Graph struct {
+	Fabrics  []*Fabric `json:"fabrics"`
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Hosts returns every host of the graph, sorted.
+func (g *Graph) Hosts() []string {
+	var out []string
+	for _, f := range g.Fabrics {
+		for _, s := range f.Switches {
+			out = append(out, s.Hosts...)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LeafOf maps each host to its leaf switch.
+func (g *Graph) LeafOf() map[string]string {
+	m := map[string]string{}
+	for _, f := range g.Fabrics {
+		for _, s := range f.Switches {
+			for _, h := range s.Hosts {
+				m[h] = s.Name
+			}
+		}
+	}
+	return m
+}
+
+// DefaultHostRule matches node descriptions as the OFED/DOCA tools set
+// them: the host name, a space, the device name.
+const DefaultHostRule = `^(\S+) (?:mlx\d+_\d+|HCA-\d+|hfi\d+_\d+|qib\d+|ib[a-z]*\d+\S*)$`
+
+var defaultHostRule = regexp.MustCompile(DefaultHostRule)
+
+type builder struct {
+	f        *ib.Fabric
+	opt      Options
+	findings []Finding
+	names    map[string]string // switch GUID -> name
+}
+
+func (b *builder) note(sev Severity, kind, subject, format string, args ...any) {
+	b.findings = append(b.findings, Finding{Severity: sev, Kind: kind, Subject: subject, Message: fmt.Sprintf(format, args...)})
+}
+
+// Build makes the graph. It fails only when no host at all can be placed.
+func Build(f *ib.Fabric, opt Options) (*Graph, error) {
+	if opt.HostRule == nil {
+		opt.HostRule = defaultHostRule
+	}
+	if opt.HostRule.NumSubexp() < 1 {
+		return nil, fmt.Errorf("host rule %q has no capture group: wrap the host name part in ( )", opt.HostRule)
+	}
+	b := &builder{f: f, opt: opt}
+	if err := b.nameSwitches(); err != nil {
+		return nil, err
+	}
+	hostLeaf := b.placeHosts()
+	if len(hostLeaf) == 0 {
+		return nil, fmt.Errorf("no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (%d findings)", len(b.findings))
+	}
+	g := &Graph{}
+	adj := b.switchAdjacency()
+	leaves := map[string][]string{} // leaf GUID -> hosts
+	for h, l := range hostLeaf {
+		leaves[l] = append(leaves[l], h)
+	}
+	for _, comp := range components(adj, leaves) {
+		g.Fabrics = append(g.Fabrics, b.tree(comp, adj, leaves))
+	}
+	sort.Slice(g.Fabrics, func(i, j int) bool { return firstHost(g.Fabrics[i]) < firstHost(g.Fabrics[j]) })
+	for i, fab := range g.Fabrics {
+		fab.Name = fmt.Sprintf("fabric%d", i+1)
+		if strings.HasPrefix(fab.Root, "\x00root") {
+			b.renameRoot(fab, fab.Name+"-root")
+		}
+	}
+	g.Findings = b.findings
+	return g, nil
+}
+
+func firstHost(f *Fabric) string {
+	first := ""
+	for _, s := range f.Switches {
+		for _, h := range s.Hosts {
+			if first == "" || h < first {
+				first = h
+			}
+		}
+	}
+	return first
+}
+
+// mfPattern pulls the switch name out of descriptions like
+// "MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"; hashPattern out of
+// "Voltaire 4036 # hoibp0013".
+var (
+	mfPattern   = regexp.MustCompile(`^MF0;([^:]+):`)
+	hashPattern = regexp.MustCompile(`#\s*(\S+)\s*$`)
+	unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+)
+
+// SanitizeName makes a Slurm-safe switch or block name: letters, digits,
+// '.', '_' and '-' only (brackets and commas would be read as host lists).
+func SanitizeName(s string) string {
+	return strings.Trim(unsafeChars.ReplaceAllString(s, "-"), "-")
+}
+
+func (b *builder) nameSwitches() error {
+	b.names = map[string]string{}
+	mode := b.opt.SwitchNames
+	if mode == "" {
+		mode = "auto"
+	}
+	if mode != "auto" && mode != "guid" && mode != "description" {
+		return fmt.Errorf("switch names %q: want auto, guid or description", mode)
+	}
+	fromDesc := map[string]string{}
+	count := map[string]int{}
+	for _, s := range b.f.ByType(ib.Switch) {
+		n := ""
+		if m := mfPattern.FindStringSubmatch(s.Desc); m != nil {
+			n = m[1]
+		} else if m := hashPattern.FindStringSubmatch(s.Desc); m != nil {
+			n = m[1]
+		} else if mode == "description" {
+			n = s.Desc
+		}
+		n = SanitizeName(n)
+		fromDesc[s.GUID] = n
+		if n != "" {
+			count[n]++
+		}
+	}
+	for _, s := range b.f.ByType(ib.Switch) {
+		n := fromDesc[s.GUID]
+		switch {
+		case mode == "guid" || n == "":
+			b.names[s.GUID] = "S-" + s.GUID
+		case count[n] > 1:
+			b.names[s.GUID] = "S-" + s.GUID
+			b.note(Info, "switch-name", "S-"+s.GUID, "description name %q is shared by %d switches: using the GUID", n, count[n])
+		default:
+			b.names[s.GUID] = n
+		}
+	}
+	return nil
+}
+
+// hostName derives the Slurm host name of an HCA, or "".
+func (b *builder) hostName(n *ib.Node) string {
+	if name := b.opt.Names[n.GUID]; name != "" {
+		return name
+	}
+	for _, pg := range n.PortGUIDs {
+		if name := b.opt.Names[pg]; name != "" {
+			return name
+		}
+	}
+	if m := b.opt.HostRule.FindStringSubmatch(n.Desc); m != nil && m[1] != "" {
+		return m[1]
+	}
+	return ""
+}
+
+func (b *builder) excluded(n *ib.Node) string {
+	if b.opt.ExcludeGUIDs[n.GUID] {
+		return "its GUID is excluded"
+	}
+	for _, pg := range n.PortGUIDs {
+		if b.opt.ExcludeGUIDs[pg] {
+			return "its port GUID " + pg + " is excluded"
+		}
+	}
+	if b.opt.IncludeHCA != nil && !b.opt.IncludeHCA.MatchString(n.Desc) {
+		return fmt.Sprintf("its description does not match the include pattern %q", b.opt.IncludeHCA)
+	}
+	if b.opt.ExcludeHCA != nil && b.opt.ExcludeHCA.MatchString(n.Desc) {
+		return fmt.Sprintf("its description matches the exclude pattern %q", b.opt.ExcludeHCA)
+	}
+	return ""
+}
+
+// placeHosts names HCAs and picks one leaf switch (GUID) per host.
+func (b *builder) placeHosts() map[string]string {
+	type count struct {
+		leaf string
+		n    int
+	}
+	seen := map[string]map[string]int{} // host -> leaf GUID -> HCAs
+	excludedHCAs := 0
+	for _, ca := range b.f.ByType(ib.CA) {
+		if ca.Aggregation {
+			continue // SHARP aggregation nodes live in switches; never Slurm nodes
+		}
+		if why := b.excluded(ca); why != "" {
+			excludedHCAs++
+			continue
+		}
+		name := b.hostName(ca)
+		if name == "" {
+			b.note(Warning, "unnamed-hca", "H-"+ca.GUID, "HCA %q (line %d) matches neither the GUID map nor the host rule %q: left out",
+				ca.Desc, ca.Line, b.opt.HostRule)
+			continue
+		}
+		linked := false
+		for _, nb := range b.f.Neighbors(ca.GUID) {
+			peer := b.f.Nodes[nb.GUID]
+			if peer == nil || peer.Type != ib.Switch {
+				continue
+			}
+			if seen[name] == nil {
+				seen[name] = map[string]int{}
+			}
+			seen[name][nb.GUID]++
+			linked = true
+		}
+		if !linked {
+			b.note(Warning, "unlinked-hca", name, "HCA H-%s (%q) has no link to a switch: left out", ca.GUID, ca.Desc)
+		}
+	}
+	if excludedHCAs > 0 {
+		b.note(Info, "hca-filter", "fabric", "%d HCAs left out by the rail/fabric filters", excludedHCAs)
+	}
+	if b.opt.SlurmNodes != nil {
+		inSlurm := map[string]bool{}
+		for _, n := range b.opt.SlurmNodes {
+			inSlurm[n] = true
+		}
+		for h := range seen {
+			if !inSlurm[h] {
+				b.note(Warning, "not-in-slurm", h, "the fabric has this host but Slurm does not: left out of the topology")
+				delete(seen, h)
+			}
+		}
+		for _, n := range b.opt.SlurmNodes {
+			if _, ok := seen[n]; !ok {
+				b.note(Warning, "not-in-fabric", n, "Slurm has this node but the fabric shows no HCA for it: it will be under no switch")
+			}
+		}
+	}
+	out := map[string]string{}
+	hosts := make([]string, 0, len(seen))
+	for h := range seen {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		var cs []count
+		for l, n := range seen[h] {
+			cs = append(cs, count{l, n})
+		}
+		sort.Slice(cs, func(i, j int) bool {
+			if cs[i].n != cs[j].n {
+				return cs[i].n > cs[j].n
+			}
+			return b.names[cs[i].leaf] < b.names[cs[j].leaf]
+		})
+		out[h] = cs[0].leaf
+		if len(cs) > 1 {
+			var others []string
+			for _, c := range cs[1:] {
+				others = append(others, fmt.Sprintf("%s (%d HCA)", b.names[c.leaf], c.n))
+			}
+			b.note(Warning, "multi-leaf-host", h, "HCAs on several switches: placed under %s (%d HCA), also on %s; "+
+				"select one rail with the HCA filters if this is a rail-optimised fabric", b.names[cs[0].leaf], cs[0].n, strings.Join(others, ", "))
+		}
+	}
+	return out
+}
+
+// switchAdjacency returns switch-to-switch links (self-links dropped).
+func (b *builder) switchAdjacency() map[string]map[string]bool {
+	adj := map[string]map[string]bool{}
+	for _, s := range b.f.ByType(ib.Switch) {
+		adj[s.GUID] = map[string]bool{}
+	}
+	selfLinks := map[string]int{}
+	for _, l := range b.f.Links {
+		a, c := b.f.Nodes[l.A], b.f.Nodes[l.B]
+		if a == nil || c == nil || a.Type != ib.Switch || c.Type != ib.Switch {
+			continue
+		}
+		if l.A == l.B {
+			selfLinks[l.A]++
+			continue
+		}
+		adj[l.A][l.B] = true
+		adj[l.B][l.A] = true
+	}
+	for g, n := range selfLinks {
+		b.note(Info, "self-link", b.names[g], "%d links from the switch to itself ignored", n)
+	}
+	return adj
+}
+
+// components returns the connected switch sets that hold at least one
+// leaf, each sorted.
+func components(adj map[string]map[string]bool, leaves map[string][]string) [][]string {
+	seen := map[string]bool{}
+	var starts []string
+	for l := range leaves {
+		starts = append(starts, l)
+	}
+	sort.Strings(starts)
+	var out [][]string
+	for _, s := range starts {
+		if seen[s] {
+			continue
+		}
+		var comp []string
+		queue := []string{s}
+		seen[s] = true
+		for len(queue) > 0 {
+			x := queue[0]
+			queue = queue[1:]
+			comp = append(comp, x)
+			for y := range adj[x] {
+				if !seen[y] {
+					seen[y] = true
+					queue = append(queue, y)
+				}
+			}
+		}
+		sort.Strings(comp)
+		out = append(out, comp)
+	}
+	return out
+}
+
+// tree builds one fabric: levels by distance from the leaves, parallel
+// switches merged, each group under exactly one parent, one root.
+func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map[string][]string) *Fabric {
+	b.dropForeignLeaves(comp, adj, leaves, nil)
+	dist := map[string]int{}
+	var queue []string
+	for _, g := range comp {
+		if _, ok := leaves[g]; ok {
+			dist[g] = 0
+			queue = append(queue, g)
+		}
+	}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for y := range adj[x] {
+			if _, ok := dist[y]; !ok {
+				dist[y] = dist[x] + 1
+				queue = append(queue, y)
+			}
+		}
+	}
+	fab := &Fabric{}
+	// Level 0: one logical switch per leaf.
+	group := map[string]*Switch{} // physical GUID -> its logical switch at its level
+	var current []*Switch
+	for _, g := range comp {
+		if d, ok := dist[g]; !ok || d != 0 {
+			continue
+		}
+		hs := append([]string(nil), leaves[g]...)
+		sort.Strings(hs)
+		s := &Switch{Name: b.names[g], Level: 0, GUIDs: []string{g}, Desc: b.f.Nodes[g].Desc, Hosts: hs}
+		group[g] = s
+		current = append(current, s)
+		for y := range adj[g] {
+			if d, ok := dist[y]; ok && d == 0 && g < y {
+				b.note(Warning, "leaf-link", s.Name, "link to leaf %s ignored: Slurm's tree has no links between leaves", b.names[y])
+			}
+		}
+	}
+	for _, s := range current {
+		g := s.GUIDs[0]
+		up := false
+		for y := range adj[g] {
+			if d, ok := dist[y]; ok && d > 0 {
+				up = true
+			}
+		}
+		if !up && hasLeafNeighbor(g, adj, dist) {
+			b.note(Warning, "hosts-on-spine", s.Name, "this switch has hosts and links only to other leaf switches: it is kept as a leaf")
+		}
+	}
+	fab.Switches = append(fab.Switches, current...)
+	var tops []*Switch
+	for level := 1; len(current) > 0; level++ {
+		// Candidate parents and the level-below groups each reaches.
+		reach := map[string]map[*Switch]bool{}
+		for _, g := range comp {
+			if d, ok := dist[g]; !ok || d != level {
+				continue
+			}
+			reach[g] = map[*Switch]bool{}
+			for y := range adj[g] {
+				if d, ok := dist[y]; ok && d == level-1 {
+					reach[g][group[y]] = true
+				}
+			}
+		}
+		// Merge parents that reach exactly the same groups.
+		byKey := map[string]*Switch{}
+		var parents []*Switch
+		children := map[*Switch][]*Switch{}
+		guids := make([]string, 0, len(reach))
+		for g := range reach {
+			guids = append(guids, g)
+		}
+		sort.Slice(guids, func(i, j int) bool { return b.names[guids[i]] < b.names[guids[j]] })
+		for _, g := range guids {
+			var names []string
+			var kids []*Switch
+			for k := range reach[g] {
+				names = append(names, k.Name)
+				kids = append(kids, k)
+			}
+			sort.Strings(names)
+			key := strings.Join(names, ",")
+			if p, ok := byKey[key]; ok {
+				p.GUIDs = append(p.GUIDs, g)
+				group[g] = p
+				continue
+			}
+			p := &Switch{Name: b.names[g], Level: level, GUIDs: []string{g}, Desc: b.f.Nodes[g].Desc}
+			byKey[key] = p
+			group[g] = p
+			parents = append(parents, p)
+			sort.Slice(kids, func(i, j int) bool { return kids[i].Name < kids[j].Name })
+			children[p] = kids
+		}
+		for _, p := range parents {
+			if len(p.GUIDs) > 1 {
+				var ns []string
+				for _, g := range p.GUIDs {
+					ns = append(ns, b.names[g])
+				}
+				b.note(Info, "merged-switches", p.Name, "%d parallel switches reach the same switches below and are one switch for Slurm: %s",
+					len(p.GUIDs), strings.Join(ns, ","))
+			}
+		}
+		// Each group below gets exactly one parent: the widest that reaches it.
+		assigned := map[*Switch]bool{}
+		sort.SliceStable(parents, func(i, j int) bool {
+			if len(children[parents[i]]) != len(children[parents[j]]) {
+				return len(children[parents[i]]) > len(children[parents[j]])
+			}
+			return parents[i].Name < parents[j].Name
+		})
+		for _, p := range parents {
+			for _, k := range children[p] {
+				if assigned[k] {
+					continue
+				}
+				assigned[k] = true
+				p.Children = append(p.Children, k.Name)
+			}
+		}
+		var kept []*Switch
+		takenBy := map[string]*Switch{} // child name -> the parent that took it
+		for _, p := range parents {
+			for _, c := range p.Children {
+				takenBy[c] = p
+			}
+		}
+		for _, p := range parents {
+			if len(p.Children) == 0 {
+				// Its children all have a wider parent. Switches above it
+				// reach that parent instead, so no name dangles.
+				q := takenBy[children[p][0].Name]
+				for _, g := range p.GUIDs {
+					group[g] = q
+				}
+				q.GUIDs = append(q.GUIDs, p.GUIDs...)
+				b.note(Info, "redundant-switch", p.Name, "every switch below it already has a wider parent (%s): folded into it", q.Name)
+				continue
+			}
+			sort.Strings(p.Children)
+			kept = append(kept, p)
+		}
+		for _, s := range current {
+			if !assigned[s] {
+				tops = append(tops, s)
+			}
+		}
+		sort.Slice(kept, func(i, j int) bool { return kept[i].Name < kept[j].Name })
+		fab.Switches = append(fab.Switches, kept...)
+		current = kept
+	}
+	if len(tops) == 1 {
+		fab.Root = tops[0].Name
+		return fab
+	}
+	// Several tops (separate trees joined only by the fabric, or leaves
+	// with no switch above): one synthetic root keeps one root per fabric.
+	maxLevel := 0
+	var names []string
+	for _, t := range tops {
+		if t.Level > maxLevel {
+			maxLevel = t.Level
+		}
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	root := &Switch{Name: "\x00root", Level: maxLevel + 1, Children: names}
+	fab.Switches = append(fab.Switches, root)
+	fab.Root = root.Name
+	return fab
+}
+
+func hasLeafNeighbor(g string, adj map[string]map[string]bool, dist map[string]int) bool {
+	for y := range adj[g] {
+		if d, ok := dist[y]; ok && d == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *builder) renameRoot(f *Fabric, name string) {
+	for _, s := range f.Switches {
+		if s.Name == f.Root {
+			s.Name = name
+		}
+	}
+	f.Root = name
+	b.note(Info, "synthetic-root", name, "%s has several top switches; a root switch that exists only in topology.conf joins them", f.Name)
+}
+
+// dropForeignLeaves removes from adj the switches that link to HCAs but
+// hold none of the placed hosts: leaves of another rail, of a storage
+// fabric, or of hosts that were left out. Kept, they would sit above the
+// spines and become the root. A spine with a stray HCA (a UFM server, say)
+// stays: a switch is a leaf only when HCAs make up a third or more of its
+// links.
+func (b *builder) dropForeignLeaves(comp []string, adj map[string]map[string]bool, leaves map[string][]string, _ map[string]int) {
+	var dropped []string
+	for _, g := range comp {
+		if _, ok := leaves[g]; ok {
+			continue
+		}
+		ca, sw := 0, len(adj[g])
+		for _, nb := range b.f.Neighbors(g) {
+			if n := b.f.Nodes[nb.GUID]; n != nil && n.Type == ib.CA && !n.Aggregation {
+				ca++
+			}
+		}
+		if ca > 0 && ca*2 >= sw {
+			dropped = append(dropped, b.names[g])
+			for y := range adj[g] {
+				delete(adj[y], g)
+			}
+			adj[g] = map[string]bool{}
+		}
+	}
+	if len(dropped) > 0 {
+		sort.Strings(dropped)
+		b.note(Info, "foreign-leaf", strings.Join(dropped, ","), "%d switches link to HCAs but hold none of the placed hosts "+
+			"(another rail, a storage fabric, or hosts left out): left out of the tree", len(dropped))
+	}
+}

@@ -1,0 +1,117 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/strata-hpc/strata/topogen/internal/discover/nvml"
+)
+
+// GresOptions steer GresConf.
+type GresOptions struct {
+	// CoresPerNode gives the number of physical cores of each node (CPUs
+	// divided by threads per core, as Slurm counts them). A GPU's Cores=
+	// is written only for nodes listed here: NVML reports logical CPUs,
+	// and on a node with hyper-threads those numbers are not Slurm's core
+	// numbers, so guessing would make slurmd reject gres.conf.
+	CoresPerNode map[string]int
+	// DevicePrefix is where the device files are; default "/dev/nvidia".
+	DevicePrefix string
+}
+
+// GresConf renders one gres.conf line per GPU, in device minor order, so
+// Slurm's GPU index on each node is the position of /dev/nvidiaN in the
+// list, with NVLink counts (Links=) and CPU affinity (Cores=) where known.
+func GresConf(nodes []nvml.Node, opt GresOptions, source string) ([]byte, error) {
+	if opt.DevicePrefix == "" {
+		opt.DevicePrefix = "/dev/nvidia"
+	}
+	ns := append([]nvml.Node(nil), nodes...)
+	sort.Slice(ns, func(i, j int) bool { return ns[i].Hostname < ns[j].Hostname })
+	var b bytes.Buffer
+	b.WriteString(Header(source))
+	b.WriteString("AutoDetect=off\n")
+	for _, n := range ns {
+		gpus := append([]nvml.GPU(nil), n.GPUs...)
+		sort.Slice(gpus, func(i, j int) bool { return gpus[i].Minor < gpus[j].Minor })
+		pos := map[int]int{} // NVML index -> position in this node's list
+		for i, g := range gpus {
+			if g.Minor < 0 {
+				return nil, fmt.Errorf("node %s: GPU %d has no device minor number: cannot name its device file", n.Hostname, g.Index)
+			}
+			pos[g.Index] = i
+		}
+		fmt.Fprintf(&b, "# %s: %d GPUs\n", n.Hostname, len(gpus))
+		for i, g := range gpus {
+			fmt.Fprintf(&b, "NodeName=%s Name=gpu", n.Hostname)
+			if g.Type != "" {
+				fmt.Fprintf(&b, " Type=%s", g.Type)
+			}
+			fmt.Fprintf(&b, " File=%s%d", opt.DevicePrefix, g.Minor)
+			if max, ok := opt.CoresPerNode[n.Hostname]; ok && g.CPUAffinity != "" {
+				cores, err := coresBelow(g.CPUAffinity, max)
+				if err != nil {
+					return nil, fmt.Errorf("node %s GPU %d: %w", n.Hostname, g.Index, err)
+				}
+				if cores != "" {
+					fmt.Fprintf(&b, " Cores=%s", cores)
+				}
+			}
+			if len(g.NVLinks) > 0 {
+				links := make([]string, len(gpus))
+				for j := range links {
+					links[j] = "0"
+				}
+				links[i] = "-1"
+				for _, l := range g.NVLinks {
+					if p, ok := pos[l.Peer]; ok && l.Peer >= 0 && p != i {
+						links[p] = strconv.Itoa(l.Count)
+					}
+				}
+				fmt.Fprintf(&b, " Links=%s", strings.Join(links, ","))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// coresBelow keeps the CPUs of a list ("0-47,96-143") below max and
+// writes them back as a list.
+func coresBelow(list string, max int) (string, error) {
+	var keep []int
+	for _, r := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(r), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return "", fmt.Errorf("CPU list %q: %q is not a number", list, lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return "", fmt.Errorf("CPU list %q: bad range %q", list, r)
+			}
+		}
+		for c := a; c <= b && c < max; c++ {
+			keep = append(keep, c)
+		}
+	}
+	sort.Ints(keep)
+	var parts []string
+	for i := 0; i < len(keep); {
+		j := i
+		for j+1 < len(keep) && keep[j+1] == keep[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(keep[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", keep[i], keep[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ","), nil
+}
