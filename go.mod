@@ -3,12 +3,12 @@ module github.com/strata-hpc/strata
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/oapi-codegen/runtime v1.9.0
 	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (
-	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect

@@ -33,7 +33,10 @@ func (s Scontrol) run(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 // Reconfigure runs scontrol reconfigure.
-func (s Scontrol) Reconfigure(ctx context.Context) error { _, err := s.run(ctx, "reconfigure"); return err }
+func (s Scontrol) Reconfigure(ctx context.Context) error {
+	_, err := s.run(ctx, "reconfigure")
+	return err
+}
 
 // Ping fails unless scontrol ping reports the primary controller UP.
 func (s Scontrol) Ping(ctx context.Context) error {

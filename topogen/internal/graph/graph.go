@@ -62,7 +62,9 @@ type Finding struct {
 	Message  string   `json:"message"`
 }
 
-func (f Finding) String() string { return fmt.Sprintf("%s: %s %s: %s", f.Severity, f.Kind, f.Subject, f.Message) }
+func (f Finding) String() string {
+	return fmt.Sprintf("%s: %s %s: %s", f.Severity, f.Kind, f.Subject, f.Message)
+}
 
 // Switch is a logical switch of the tree: one physical switch, or several
 // parallel ones (spines that reach exactly the same switches below) merged.
