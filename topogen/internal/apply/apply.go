@@ -123,7 +123,7 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	res.Changed = true
 	o.Log.Info("topology written", "path", o.Path, "backup", res.Backup)
 
-	why := check(ctx, o, o.Candidate)
+	why := check(ctx, o, o.Candidate, false)
 	if why == "" {
 		o.Log.Info("slurmctld took the new topology", "path", o.Path)
 		return res, nil
@@ -139,36 +139,46 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("%w: restore %s: %v (first failure: %s)", ErrRollbackFailed, o.Path, err, why)
 	}
-	if again := check(ctx, o, old); again != "" && existed {
+	if again := check(ctx, o, old, true); again != "" && existed {
 		return res, fmt.Errorf("%w: after restoring %s: %s (first failure: %s)", ErrRollbackFailed, o.Path, again, why)
 	}
 	return res, fmt.Errorf("%w: %s", ErrRolledBack, why)
 }
 
 // check reconfigures and verifies that slurmctld answers and reports the
-// placement of want. It returns why not, or "".
-func check(ctx context.Context, o Options, want []byte) string {
+// placement of want. It returns why not, or "". A first check never
+// restarts slurmctld (it would start on the bad file); the check after a
+// rollback does, through the Restarter, since the file is good again.
+func check(ctx context.Context, o Options, want []byte, rollback bool) string {
+	restart := rollback && o.Restarter != nil
+	down := ""
 	if err := o.Ctl.Reconfigure(ctx); err != nil {
-		return "reconfigure: " + err.Error()
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err().Error()
-	case <-time.After(o.Settle):
-	}
-	if err := o.Ctl.Ping(ctx); err != nil {
-		msg := "slurmctld stopped answering after reconfigure: " + err.Error()
-		if o.Restarter == nil {
-			return msg
+		if !restart {
+			return "reconfigure: " + err.Error()
 		}
-		if rerr := o.Restarter.Restart(ctx); rerr != nil {
-			return msg + "; restart failed: " + rerr.Error()
+		down = "reconfigure: " + err.Error()
+	} else {
+		select {
+		case <-ctx.Done():
+			return ctx.Err().Error()
+		case <-time.After(o.Settle):
 		}
-		o.Log.Warn("slurmctld restarted", "after", err)
+		if err := o.Ctl.Ping(ctx); err != nil {
+			down = "slurmctld stopped answering after reconfigure: " + err.Error()
+			if !restart {
+				return down
+			}
+		}
+	}
+	if down != "" {
+		o.Log.Warn("slurmctld is down: starting it again", "reason", down)
+		if err := o.Restarter.Restart(ctx); err != nil {
+			return down + "; restart failed: " + err.Error()
+		}
 		if err := waitPing(ctx, o.Ctl, 60*time.Second); err != nil {
-			return msg + "; restarted, but it still does not answer: " + err.Error()
+			return down + "; restarted, but it does not answer: " + err.Error()
 		}
-		return msg
+		o.Log.Info("slurmctld is up again")
 	}
 	out, err := o.Ctl.ShowTopology(ctx)
 	if err != nil {

@@ -1,0 +1,255 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/test/fabricgen"
+	"github.com/strata-hpc/strata/topogen/internal/apply"
+	"github.com/strata-hpc/strata/topogen/internal/discover/nvml"
+	"github.com/strata-hpc/strata/topogen/internal/render"
+)
+
+// topogenOn runs topogen in-process against a test bed and returns its
+// exit code and output.
+func topogenOn(t *testing.T, cfgPath string, args ...string) (int, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(testbed.Context(t), append([]string{"topogen", "-c", cfgPath}, args...), &out, &errb)
+	code := exitOK
+	if err != nil {
+		code = exitFailure
+		if ex, ok := err.(exitError); ok {
+			code = ex.code
+		}
+	}
+	return code, out.String() + errb.String() + fmt.Sprint(err)
+}
+
+// setup writes a topogen config for the bed and returns its path, and
+// restores the bed's topology (and slurm.conf) when the test ends.
+func setup(t *testing.T, b *testbed.Bed, format, fabric, nodesDir string) string {
+	t.Helper()
+	b.Lock(t)
+	topo := b.HostPath("/etc/slurm/topology.conf")
+	conf := b.HostPath("/etc/slurm/slurm.conf")
+	origTopo, err := os.ReadFile(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origConf, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.WriteFile(topo, origTopo, 0o644)
+		_ = os.WriteFile(conf, origConf, 0o644)
+		ctl := scontrolFor(t, b)
+		ctx := testbed.Context(t)
+		if err := ctl.Ping(ctx); err != nil {
+			_ = ctl.Restart(ctx)
+		}
+		_ = ctl.Reconfigure(ctx)
+		time.Sleep(2 * time.Second)
+		if err := ctl.Ping(ctx); err != nil {
+			t.Errorf("slurmctld is not back after the test: %v", err)
+		}
+	})
+	script, _ := filepath.Abs("../../../test/testbed/slurm/testbed.sh")
+	cfg := fmt.Sprintf(`apiVersion: strata/v1
+kind: TopogenConfig
+slurm:
+  format: %s
+  topology_file: %s
+  scontrol: %s
+  restart_command: bash %s restart-ctld --version %s --name %s
+  node_source: slurmrestd
+  rest:
+    url: %s
+    user: %s
+    token_file: %s
+fabric:
+  ibnetdiscover: %s
+nvlink:
+  nodes_dir: %s
+`, format, topo, b.Scontrol, script, b.Version, b.Name, b.URL, b.AdminUser, b.TokenFile, fabric, nodesDir)
+	path := filepath.Join(t.TempDir(), "topogen.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func scontrolFor(t *testing.T, b *testbed.Bed) apply.Scontrol {
+	script, _ := filepath.Abs("../../../test/testbed/slurm/testbed.sh")
+	return apply.Scontrol{Path: b.Scontrol, RestartCommand: fmt.Sprintf("bash %s restart-ctld --version %s --name %s", script, b.Version, b.Name)}
+}
+
+func showTopology(t *testing.T, b *testbed.Bed) []byte {
+	t.Helper()
+	out, err := scontrolFor(t, b).ShowTopology(testbed.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestTreeApplyPlacement: a generated fabric whose leaves pair gpu1 with
+// gpu3 and gpu2 with gpu4 (not the test bed's default) is planned, applied
+// and verified, and then a 2-node job lands under one leaf while another
+// node is busy.
+func TestTreeApplyPlacement(t *testing.T) {
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		dir := t.TempDir()
+		fab := filepath.Join(dir, "fabric.out")
+		var buf bytes.Buffer
+		if err := fabricgen.Write(&buf, fabricgen.Spec{Leaves: [][]string{{"gpu1", "gpu3"}, {"gpu2", "gpu4"}}, Spines: 2, Seed: 7}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fab, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := setup(t, b, "tree", fab, dir)
+
+		code, out := topogenOn(t, cfg, "plan")
+		if code != exitChanges || !strings.Contains(out, "+ SwitchName=LEAF-0001") && !strings.Contains(out, "Nodes=gpu[1,3]") {
+			t.Fatalf("plan: exit %d, want %d with the new leaves:\n%s", code, exitChanges, out)
+		}
+		code, out = topogenOn(t, cfg, "apply", "--settle", "1s")
+		if code != exitOK {
+			t.Fatalf("apply: exit %d:\n%s", code, out)
+		}
+		show := showTopology(t, b)
+		live, err := render.ParseShowTopology(show)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live["node gpu1"] != live["node gpu3"] || live["node gpu2"] != live["node gpu4"] || live["node gpu1"] == live["node gpu2"] {
+			t.Fatalf("scontrol show topology does not pair gpu1/gpu3 and gpu2/gpu4:\n%s", show)
+		}
+		if code, out := topogenOn(t, cfg, "plan"); code != exitOK {
+			t.Errorf("plan after apply: exit %d, want 0:\n%s", code, out)
+		}
+		backups, _ := filepath.Glob(b.HostPath("/etc/slurm/topology.conf") + ".*.bak")
+		if len(backups) == 0 {
+			t.Errorf("apply left no backup of the previous topology.conf")
+		}
+		for _, f := range backups {
+			t.Cleanup(func() { os.Remove(f) })
+		}
+
+		// Placement: fill one node, then ask for two whole nodes.
+		c := b.Client(t)
+		ctx := testbed.Context(t)
+		busy, err := c.Submit(ctx, "alice", slurmrest.JobSpec{Name: "busy", Script: "#!/bin/sh\nsleep 300\n", Account: b.Account,
+			Partition: b.Partition, TRESPerNode: "gres/gpu:8", WorkDir: b.JobDir, StdOut: "/dev/null"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Cancel(testbed.Context(t), busy.JobID) })
+		bj := testbed.WaitJob(t, c, busy.JobID, time.Minute, "running", slurmrest.Job.Running)
+		pair, err := c.Submit(ctx, "alice", slurmrest.JobSpec{Name: "pair", Script: "#!/bin/sh\nsleep 300\n", Account: b.Account,
+			Partition: b.Partition, Nodes: "2", TRESPerNode: "gres/gpu:8", WorkDir: b.JobDir, StdOut: "/dev/null"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Cancel(testbed.Context(t), pair.JobID) })
+		pj := testbed.WaitJob(t, c, pair.JobID, time.Minute, "running", slurmrest.Job.Running)
+		if len(pj.Nodes) != 2 || live["node "+pj.Nodes[0]] != live["node "+pj.Nodes[1]] {
+			t.Errorf("2-node job on %v (busy node %v): want both under one leaf (%v)", pj.Nodes, bj.Nodes, live)
+		}
+	})
+}
+
+// TestApplyRefusesAndRollsBack: a broken candidate is refused before it
+// reaches Slurm; one that slurmctld rejects anyway (forced past
+// validation) is rolled back, and slurmctld is up afterwards.
+func TestApplyRefusesAndRollsBack(t *testing.T) {
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		dir := t.TempDir()
+		cfg := setup(t, b, "tree", filepath.Join(dir, "none.out"), dir)
+		topo := b.HostPath("/etc/slurm/topology.conf")
+		before, _ := os.ReadFile(topo)
+		bad := filepath.Join(dir, "bad.conf")
+		// spine1 names a child that is not defined: slurmctld exits on it.
+		if err := os.WriteFile(bad, []byte("SwitchName=leaf1 Nodes=gpu[1-4]\nSwitchName=spine1 Switches=leaf[1-3]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out := topogenOn(t, cfg, "apply", "--from-file", bad)
+		if code != exitInvalid || !strings.Contains(out, "leaf2, which is not defined") {
+			t.Fatalf("apply of a broken file: exit %d, want %d naming the undefined switch:\n%s", code, exitInvalid, out)
+		}
+		if after, _ := os.ReadFile(topo); !bytes.Equal(before, after) {
+			t.Fatalf("a refused candidate changed %s", topo)
+		}
+		code, out = topogenOn(t, cfg, "apply", "--from-file", bad, "--skip-validation", "--settle", "3s")
+		if code != exitRolledBack {
+			t.Fatalf("forced apply of a file slurmctld rejects: exit %d, want %d:\n%s", code, exitRolledBack, out)
+		}
+		if after, _ := os.ReadFile(topo); !bytes.Equal(before, after) {
+			t.Errorf("after the rollback %s is not the previous file:\n%s", topo, after)
+		}
+		if _, err := b.Client(t).Ping(testbed.Context(t)); err != nil {
+			t.Errorf("slurmctld is not up after the rollback: %v", err)
+		}
+		backups, _ := filepath.Glob(topo + ".*.bak")
+		for _, f := range backups {
+			t.Cleanup(func() { os.Remove(f) })
+		}
+	})
+}
+
+// TestBlockApply: NVLink domains from node descriptions become a block
+// topology that slurmctld reports (26.05).
+func TestBlockApply(t *testing.T) {
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		if b.Version != "26.05" {
+			t.Skip("block topology is exercised on 26.05")
+		}
+		dir := t.TempDir()
+		for i, n := range b.Nodes {
+			node := nvml.Node{Hostname: n, CollectedAt: time.Unix(1795900000, 0).UTC(), Source: nvml.SourceNVML}
+			for g := 0; g < b.GPUsPerNode; g++ {
+				node.GPUs = append(node.GPUs, nvml.GPU{Index: g, Minor: g, UUID: fmt.Sprintf("GPU-%s-%d", n, g), Name: "NVIDIA GB200", Type: "gb200",
+					PCIBusID: fmt.Sprintf("0000:%02x:00.0", g+1), NUMANode: -1,
+					Fabric: &nvml.Fabric{ClusterUUID: "5f2c8a34-0000-4000-8000-00000000000" + fmt.Sprint(i/2), CliqueID: 1, State: nvml.FabricCompleted}})
+			}
+			var buf bytes.Buffer
+			if err := nvml.Write(&buf, node); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n+".json"), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := setup(t, b, "block", filepath.Join(dir, "none.out"), dir)
+		conf := b.HostPath("/etc/slurm/slurm.conf")
+		data, _ := os.ReadFile(conf)
+		if err := os.WriteFile(conf, bytes.Replace(data, []byte("TopologyPlugin=topology/tree"), []byte("TopologyPlugin=topology/block"), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out := topogenOn(t, cfg, "apply", "--settle", "1s")
+		if code != exitOK {
+			t.Fatalf("apply block topology: exit %d:\n%s", code, out)
+		}
+		show := showTopology(t, b)
+		for _, want := range []string{"BlockName=nvl1", "Nodes=gpu[1-2]", "BlockName=nvl2", "Nodes=gpu[3-4]"} {
+			if !strings.Contains(string(show), want) {
+				t.Errorf("scontrol show topology lacks %q:\n%s", want, show)
+			}
+		}
+		backups, _ := filepath.Glob(b.HostPath("/etc/slurm/topology.conf") + ".*.bak")
+		for _, f := range backups {
+			t.Cleanup(func() { os.Remove(f) })
+		}
+	})
+}
