@@ -132,8 +132,7 @@ func ParseTopoConf(data []byte) (*TopoConf, []ConfError) {
 // Validate checks a topology.conf for everything that makes slurmctld
 // stop (duplicate or undefined switches, non-numeric ranges, a switch
 // with nothing below it, a cycle) or place jobs wrongly (a node under two
-// leaves, several roots, nodes Slurm does not know, tree and block lines
-// mixed). knownNodes, when not nil, is the cluster's node list.
+// leaves, nodes Slurm does not know, tree and block lines mixed). knownNodes, when not nil, is the cluster's node list.
 func (tc *TopoConf) Validate(knownNodes []string) []ConfError {
 	var errs []ConfError
 	if len(tc.Switches) > 0 && len(tc.Blocks) > 0 {
@@ -184,17 +183,17 @@ func (tc *TopoConf) Validate(knownNodes []string) []ConfError {
 		}
 	}
 	if len(tc.Switches) > 0 {
-		var roots []string
+		// Several roots are fine: each disconnected fabric has its own, and
+		// Slurm only warns that no switch reaches every node. No root at
+		// all is a cycle.
+		roots := 0
 		for _, s := range tc.Switches {
 			if !hasParent[s.Name] {
-				roots = append(roots, s.Name)
+				roots++
 			}
 		}
-		if len(roots) == 0 {
+		if roots == 0 {
 			errs = append(errs, ConfError{0, "no root switch: the switches form a cycle"})
-		} else if len(roots) > 1 {
-			sort.Strings(roots)
-			errs = append(errs, ConfError{0, fmt.Sprintf("%d root switches (%s): no switch reaches every node, so Slurm cannot place jobs across them", len(roots), strings.Join(roots, ","))})
 		}
 		if c := cycle(byName); c != "" {
 			errs = append(errs, ConfError{0, "switch cycle: " + c})
