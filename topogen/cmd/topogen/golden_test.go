@@ -75,7 +75,7 @@ var goldenCases = map[string]struct {
 	"ibtopotool-2": {args: []string{"--ibnetdiscover", ibData + "ibtopotool-2.topo", "--no-node-check", "--host-rule", `^(\S+)`}},
 	"ibtopotool-3": {args: []string{"--ibnetdiscover", ibData + "ibtopotool-3.topo", "--no-node-check", "--host-rule", `^(\S+)`}},
 	"ibtopotool-4": {args: []string{"--ibnetdiscover", ibData + "ibtopotool-4.topo", "--no-node-check", "--host-rule", `^(\S+)`}},
-	"osc-ports": {args: []string{"--ibnetdiscover", ibData + "osc-test.out", "--no-node-check", "--host-rule", `^\s*(\S+)`}},
+	"osc-ports":    {args: []string{"--ibnetdiscover", ibData + "osc-test.out", "--no-node-check", "--host-rule", `^\s*(\S+)`}},
 	"generated-fat-tree": {
 		args: []string{"--ibnetdiscover", generated(fabricgen.Spec{Nodes: 12, NodesPerLeaf: 4, Spines: 3, Seed: 1}), "--no-node-check"},
 		check: func(t *testing.T, tc *render.TopoConf, out string) {
