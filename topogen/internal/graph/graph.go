@@ -125,7 +125,37 @@ type builder struct {
 	f        *ib.Fabric
 	opt      Options
 	findings []Finding
-	names    map[string]string // switch GUID -> name
+	names    map[string]string   // switch GUID -> name
+	nbrs     map[string][]string // node GUID -> the other ends of its links (self-links left out)
+	byType   map[ib.NodeType][]*ib.Node
+}
+
+// nodes returns the fabric's nodes of one type, sorted by GUID, computed
+// once (ib.Fabric.ByType sorts on every call).
+func (b *builder) nodes(t ib.NodeType) []*ib.Node {
+	if b.byType == nil {
+		b.byType = map[ib.NodeType][]*ib.Node{}
+	}
+	if _, ok := b.byType[t]; !ok {
+		b.byType[t] = b.f.ByType(t)
+	}
+	return b.byType[t]
+}
+
+// neighbors indexes the links once: ib.Fabric.Neighbors scans every link
+// per call, which is quadratic over a whole fabric.
+func (b *builder) neighbors(guid string) []string {
+	if b.nbrs == nil {
+		b.nbrs = make(map[string][]string, len(b.f.Nodes))
+		for _, l := range b.f.Links {
+			if l.A == l.B {
+				continue
+			}
+			b.nbrs[l.A] = append(b.nbrs[l.A], l.B)
+			b.nbrs[l.B] = append(b.nbrs[l.B], l.A)
+		}
+	}
+	return b.nbrs[guid]
 }
 
 func (b *builder) note(sev Severity, kind, subject, format string, args ...any) {
@@ -206,7 +236,7 @@ func (b *builder) nameSwitches() error {
 	}
 	fromDesc := map[string]string{}
 	count := map[string]int{}
-	for _, s := range b.f.ByType(ib.Switch) {
+	for _, s := range b.nodes(ib.Switch) {
 		n := ""
 		if m := mfPattern.FindStringSubmatch(s.Desc); m != nil {
 			n = m[1]
@@ -221,7 +251,7 @@ func (b *builder) nameSwitches() error {
 			count[n]++
 		}
 	}
-	for _, s := range b.f.ByType(ib.Switch) {
+	for _, s := range b.nodes(ib.Switch) {
 		n := fromDesc[s.GUID]
 		switch {
 		case mode == "guid" || n == "":
@@ -278,7 +308,7 @@ func (b *builder) placeHosts() map[string]string {
 	}
 	seen := map[string]map[string]int{} // host -> leaf GUID -> HCAs
 	excludedHCAs := 0
-	for _, ca := range b.f.ByType(ib.CA) {
+	for _, ca := range b.nodes(ib.CA) {
 		if ca.Aggregation {
 			continue // SHARP aggregation nodes live in switches; never Slurm nodes
 		}
@@ -293,15 +323,15 @@ func (b *builder) placeHosts() map[string]string {
 			continue
 		}
 		linked := false
-		for _, nb := range b.f.Neighbors(ca.GUID) {
-			peer := b.f.Nodes[nb.GUID]
+		for _, nb := range b.neighbors(ca.GUID) {
+			peer := b.f.Nodes[nb]
 			if peer == nil || peer.Type != ib.Switch {
 				continue
 			}
 			if seen[name] == nil {
 				seen[name] = map[string]int{}
 			}
-			seen[name][nb.GUID]++
+			seen[name][nb]++
 			linked = true
 		}
 		if !linked {
@@ -316,7 +346,7 @@ func (b *builder) placeHosts() map[string]string {
 		for _, n := range b.opt.SlurmNodes {
 			inSlurm[n] = true
 		}
-		for h := range seen {
+		for _, h := range sortedKeys(seen) { // sorted: findings are output, and map order is random
 			if !inSlurm[h] {
 				b.note(Warning, "not-in-slurm", h, "the fabric has this host but Slurm does not: left out of the topology")
 				delete(seen, h)
@@ -361,7 +391,7 @@ func (b *builder) placeHosts() map[string]string {
 // switchAdjacency returns switch-to-switch links (self-links dropped).
 func (b *builder) switchAdjacency() map[string]map[string]bool {
 	adj := map[string]map[string]bool{}
-	for _, s := range b.f.ByType(ib.Switch) {
+	for _, s := range b.nodes(ib.Switch) {
 		adj[s.GUID] = map[string]bool{}
 	}
 	selfLinks := map[string]int{}
@@ -377,8 +407,8 @@ func (b *builder) switchAdjacency() map[string]map[string]bool {
 		adj[l.A][l.B] = true
 		adj[l.B][l.A] = true
 	}
-	for g, n := range selfLinks {
-		b.note(Info, "self-link", b.names[g], "%d links from the switch to itself ignored", n)
+	for _, g := range sortedKeys(selfLinks) {
+		b.note(Info, "self-link", b.names[g], "%d links from the switch to itself ignored", selfLinks[g])
 	}
 	return adj
 }
@@ -452,7 +482,7 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 		s := &Switch{Name: b.names[g], Level: 0, GUIDs: []string{g}, Desc: b.f.Nodes[g].Desc, Hosts: hs}
 		group[g] = s
 		current = append(current, s)
-		for y := range adj[g] {
+		for _, y := range sortedKeys(adj[g]) {
 			if d, ok := dist[y]; ok && d == 0 && g < y {
 				b.note(Warning, "leaf-link", s.Name, "link to leaf %s ignored: Slurm's tree has no links between leaves", b.names[y])
 			}
@@ -470,6 +500,7 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 			b.note(Warning, "hosts-on-spine", s.Name, "this switch has hosts and links only to other leaf switches: it is kept as a leaf")
 		}
 	}
+	sort.Slice(current, func(i, j int) bool { return current[i].Name < current[j].Name }) // leaves by name, as Fabric.Switches promises
 	fab.Switches = append(fab.Switches, current...)
 	var tops []*Switch
 	for level := 1; len(current) > 0; level++ {
@@ -595,6 +626,16 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 	return fab
 }
 
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 func hasLeafNeighbor(g string, adj map[string]map[string]bool, dist map[string]int) bool {
 	for y := range adj[g] {
 		if d, ok := dist[y]; ok && d == 0 {
@@ -627,8 +668,8 @@ func (b *builder) dropForeignLeaves(comp []string, adj map[string]map[string]boo
 			continue
 		}
 		ca, sw := 0, len(adj[g])
-		for _, nb := range b.f.Neighbors(g) {
-			if n := b.f.Nodes[nb.GUID]; n != nil && n.Type == ib.CA && !n.Aggregation {
+		for _, nb := range b.neighbors(g) {
+			if n := b.f.Nodes[nb]; n != nil && n.Type == ib.CA && !n.Aggregation {
 				ca++
 			}
 		}
