@@ -50,8 +50,9 @@ $(GOLANGCI_LINT):
 tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) ## install the pinned Go tools into ./bin
 
 .PHONY: build
-build: ## compile every package and the demo
+build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build ./...
+	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
 	$(GO) build -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: generate
@@ -107,6 +108,13 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint
 	$(GO) vet -tags integration ./...
 	$(GOLANGCI_LINT) run ./...
 	$(GOLANGCI_LINT) run --build-tags integration ./...
+	@# systemd units: every complaint except the binary that is not installed here
+	@out=$$(systemd-analyze verify packaging/systemd/*.service packaging/systemd/*.timer 2>&1 | grep -v 'Command /usr/bin/[a-z-]* is not executable' || true); \
+		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
+
+.PHONY: bench
+bench: ## benchmarks (topogen: parse + graph + render of real and generated fabrics)
+	$(GO) test -run '^$$' -bench . -benchtime 5x -cpu 1 ./topogen/...
 
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and show it working
