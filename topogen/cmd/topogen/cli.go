@@ -203,7 +203,7 @@ func buildModel(ctx context.Context, c *cli.Context, cfg config.Config, log *slo
 	needBlocks := cfg.Slurm.Format == "block" || (cfg.Slurm.Format == "yaml" && dirHasJSON(cfg.NVLink.NodesDir))
 	var sources []string
 	if needTree {
-		if m.tree, err = buildTree(cfg, m.nodes); err != nil {
+		if m.tree, err = buildTree(cfg, m.nodes, log); err != nil {
 			return nil, exitError{exitFailure, err.Error()}
 		}
 		sources = append(sources, filepath.Base(cfg.Fabric.IBNetDiscover))
@@ -242,7 +242,7 @@ func logFinding(log *slog.Logger, f graph.Finding) {
 	log.Log(context.Background(), lvl, f.Message, "kind", f.Kind, "subject", f.Subject)
 }
 
-func buildTree(cfg config.Config, nodes []string) (*graph.Graph, error) {
+func buildTree(cfg config.Config, nodes []string, log *slog.Logger) (*graph.Graph, error) {
 	f, err := os.Open(cfg.Fabric.IBNetDiscover)
 	if err != nil {
 		return nil, fmt.Errorf("fabric dump: %w (capture one with: ibnetdiscover > %s)", err, cfg.Fabric.IBNetDiscover)
@@ -251,6 +251,11 @@ func buildTree(cfg config.Config, nodes []string) (*graph.Graph, error) {
 	fab, err := ib.Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Fabric.IBNetDiscover, err)
+	}
+	// Every line the parser skipped, with its number: nothing is dropped
+	// without a word.
+	for _, d := range fab.Diagnostics {
+		log.Warn("fabric dump line skipped", "file", cfg.Fabric.IBNetDiscover, "line", d.Line, "reason", d.Msg, "text", d.Text)
 	}
 	opt := graph.Options{SlurmNodes: nodes, SwitchNames: cfg.Fabric.SwitchNames, ExcludeGUIDs: map[string]bool{}}
 	if opt.HostRule, err = compile(cfg.Fabric.HostRule); err != nil {
