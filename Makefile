@@ -18,6 +18,7 @@ SLURM_VERSIONS ?= 26.05 24.11
 TESTBED := test/testbed/slurm/testbed.sh
 TB_STATE ?= /var/lib/strata/testbed
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
+DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 DEB_PACKAGES := debootstrap zstd curl jq ca-certificates
 
 .PHONY: help
@@ -119,7 +120,12 @@ bench: ## benchmarks (topogen: parse + graph + render of real and generated fabr
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and show it working
 	$(MAKE) --no-print-directory testbed-up SLURM_VERSIONS=$(firstword $(SLURM_VERSIONS))
-	$(GO) run ./test/demo -env $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))/env
+	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
+	$(GO) run ./test/demo -env $(DEMO_INST)/env -topogen-dir $(DEMO_INST)/demo
+	@echo; echo "== topogen plan: what topogen would change in the cluster's topology.conf for that fabric"
+	@rc=0; $(BIN)/topogen -c $(DEMO_INST)/demo/topogen.yaml --log-level warn plan || rc=$$?; \
+		echo "(topogen plan exited $$rc: 0 = up to date, 2 = changes; apply them with: $(BIN)/topogen -c $(DEMO_INST)/demo/topogen.yaml apply)"; \
+		[ $$rc = 0 ] || [ $$rc = 2 ]
 
 .PHONY: ci
 ci: lint test ## what CI runs: lint and every test

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/test/fabricgen"
 )
 
 func main() {
@@ -41,6 +44,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	envFile := fs.String("env", "/var/lib/strata/testbed/s2605/env", "environment file of the test bed (written by testbed.sh up)")
 	user := fs.String("user", "alice", "user to submit the GPU job as")
 	gpus := fs.Int("gpus", 2, "GPUs to ask for")
+	topoDir := fs.String("topogen-dir", "", "write a generated fabric of the test bed's nodes and a topogen config here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +110,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "   the job itself says: %s\n", line)
 	}
 
+	if *topoDir != "" {
+		if err := writeTopogenInputs(*topoDir, b); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n== topogen inputs for this cluster are in %s (a generated InfiniBand fabric: leaves gpu1+gpu3 and gpu2+gpu4)\n", *topoDir)
+	}
+
 	fmt.Fprintf(out, `
 == Try it yourself
    Slurm commands of this cluster:  %[1]s/squeue   %[1]s/sinfo -N   %[1]s/scontrol show job %[2]d
@@ -147,4 +158,47 @@ func waitLine(ctx context.Context, path string) (string, error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// writeTopogenInputs writes an ibnetdiscover dump of a fabric made up for
+// the test bed's nodes and a topogen config that plans against the test
+// bed's topology.conf, so the demo can show topogen plan on a live cluster.
+func writeTopogenInputs(dir string, b *testbed.Bed) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var leaves [][]string
+	for i := 0; i < len(b.Nodes); i += 2 {
+		leaf := []string{b.Nodes[i]}
+		if i+2 < len(b.Nodes) {
+			leaf = append(leaf, b.Nodes[i+2])
+		}
+		leaves = append(leaves, leaf)
+	}
+	if len(b.Nodes) >= 4 {
+		leaves = [][]string{{b.Nodes[0], b.Nodes[2]}, {b.Nodes[1], b.Nodes[3]}}
+	}
+	var dump bytes.Buffer
+	if err := fabricgen.Write(&dump, fabricgen.Spec{Leaves: leaves, Spines: 2, Seed: 1}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ibnetdiscover.out"), dump.Bytes(), 0o644); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`# topogen config for the demo test bed %s
+apiVersion: strata/v1
+kind: TopogenConfig
+slurm:
+  format: tree
+  topology_file: %s
+  scontrol: %s
+  node_source: slurmrestd
+  rest:
+    url: %s
+    user: %s
+    token_file: %s
+fabric:
+  ibnetdiscover: %s
+`, b.Name, b.HostPath("/etc/slurm/topology.conf"), b.Scontrol, b.URL, b.AdminUser, b.TokenFile, filepath.Join(dir, "ibnetdiscover.out"))
+	return os.WriteFile(filepath.Join(dir, "topogen.yaml"), []byte(cfg), 0o644)
 }
