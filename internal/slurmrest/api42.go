@@ -175,6 +175,7 @@ func (a *api42) nodes(ctx context.Context) ([]Node, error) {
 		out = append(out, finishNode(Node{
 			Name: deref(n.Name), State: derefSlice(n.State), Reason: deref(n.Reason), Partitions: derefSlice(n.Partitions),
 			CPUs: int(deref(n.Cpus)), AllocCPUs: int(deref(n.AllocCpus)), RealMemory: deref(n.RealMemory),
+			Sockets: int(deref(n.Sockets)), Cores: int(deref(n.Cores)), Threads: int(deref(n.Threads)),
 			GRES: deref(n.Gres), GRESUsed: deref(n.GresUsed), Address: deref(n.Address), Port: int(deref(n.Port)),
 		}))
 	}

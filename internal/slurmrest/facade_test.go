@@ -77,7 +77,7 @@ func TestReplay(t *testing.T) {
 				if n.Name == "gpu1" {
 					used = 2
 				}
-				if n.GPUs != 8 || n.GPUType != "h100" || n.GPUsUsed != used || n.CPUs != 16 {
+				if n.GPUs != 8 || n.GPUType != "h100" || n.GPUsUsed != used || n.CPUs != 16 || n.Sockets != 2 || n.Cores != 8 || n.Threads != 1 {
 					t.Errorf("node %s = %+v, want 8 h100 GPUs, %d used, 16 CPUs", n.Name, n, used)
 				}
 			}

@@ -150,6 +150,9 @@ type Node struct {
 	Partitions []string
 	CPUs       int
 	AllocCPUs  int
+	Sockets    int    // per node (all boards)
+	Cores      int    // per socket
+	Threads    int    // per core
 	RealMemory int64  // MiB
 	GPUs       int    // configured GPUs
 	GPUsUsed   int    // allocated GPUs
