@@ -137,9 +137,9 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 		err = os.Remove(o.Path)
 	}
 	if err != nil {
-		return res, fmt.Errorf("%w: restore %s: %v (first failure: %s)", ErrRollbackFailed, o.Path, err, why)
+		return res, fmt.Errorf("%w: restore %s: %w (first failure: %s)", ErrRollbackFailed, o.Path, err, why)
 	}
-	if again := check(ctx, o, old, true); again != "" && existed {
+	if again := check(ctx, o, old, true); again != "" {
 		return res, fmt.Errorf("%w: after restoring %s: %s (first failure: %s)", ErrRollbackFailed, o.Path, again, why)
 	}
 	return res, fmt.Errorf("%w: %s", ErrRolledBack, why)
@@ -180,9 +180,14 @@ func check(ctx context.Context, o Options, want []byte, rollback bool) string {
 		}
 		o.Log.Info("slurmctld is up again")
 	}
+	if rollback && want == nil {
+		// The rollback removed a file that did not exist before: there is
+		// no placement to compare, but slurmctld must still answer.
+		return ""
+	}
 	out, err := o.Ctl.ShowTopology(ctx)
 	if err != nil {
-		return "scontrol show topology: " + err.Error()
+		return err.Error() // Scontrol's errors already name the command
 	}
 	live, err := render.ParseShowTopology(out)
 	if err != nil {
@@ -221,7 +226,7 @@ func WriteAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
+	defer func() { _ = os.Remove(tmp) }() // no-op after the rename
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -100,7 +101,9 @@ func Parse(name string, data []byte) (Config, error) {
 	cfg := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
+	// An empty or all-comment file has no document (io.EOF): the defaults
+	// apply, as with no file at all.
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if errs := cfg.Validate(); len(errs) > 0 {
@@ -160,6 +163,9 @@ func (c Config) Validate() []error {
 		} else if path == "fabric.host_rule" && r.NumSubexp() < 1 {
 			bad(path, "%q has no capture group: put the host name part in ( ), e.g. ^(\\S+) HCA-\\d+", re)
 		}
+	}
+	if graph.SanitizeName(c.NVLink.BlockPrefix) != c.NVLink.BlockPrefix {
+		bad("nvlink.block_prefix", "%q: use letters, digits, '.', '_' and '-' only, not at either end", c.NVLink.BlockPrefix)
 	}
 	for i, s := range c.NVLink.BlockSizes {
 		if s <= 0 || (i > 0 && s <= c.NVLink.BlockSizes[i-1]) {

@@ -84,11 +84,11 @@ func (p Placement) Diff(q Placement, max int) []string {
 	sort.Strings(sorted)
 	for _, k := range sorted {
 		if p[k] != q[k] {
-			out = append(out, fmt.Sprintf("%s: %q vs %q", k, p[k], q[k]))
-			if len(out) == max {
+			if max > 0 && len(out) == max { // "..." only when a difference is really left out
 				out = append(out, "...")
 				break
 			}
+			out = append(out, fmt.Sprintf("%s: %q vs %q", k, p[k], q[k]))
 		}
 	}
 	return out
