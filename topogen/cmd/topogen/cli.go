@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -361,25 +362,95 @@ func slurmNodes(ctx context.Context, c *cli.Context, cfg config.Config) ([]strin
 
 // nodesFromSlurmConf lists the NodeName= entries of a slurm.conf.
 func nodesFromSlurmConf(data []byte) ([]string, error) {
-	var out []string
+	names, _, err := slurmConfNodes(data)
+	return names, err
+}
+
+// slurmConfNodes lists the NodeName= entries of a slurm.conf and the
+// physical cores of each, where the line says (Boards × SocketsPerBoard ×
+// CoresPerSocket, Sockets × CoresPerSocket, or CPUs / ThreadsPerCore).
+func slurmConfNodes(data []byte) ([]string, map[string]int, error) {
+	var names []string
+	cores := map[string]int{}
 	for i, line := range strings.Split(string(data), "\n") {
 		if j := strings.IndexByte(line, '#'); j >= 0 {
 			line = line[:j]
 		}
+		kv := map[string]string{}
+		first := ""
 		for _, f := range strings.Fields(line) {
 			k, v, ok := strings.Cut(f, "=")
-			if !ok || !strings.EqualFold(k, "NodeName") || strings.EqualFold(v, "DEFAULT") {
+			if !ok {
 				continue
 			}
-			hs, err := hostlist.Expand(v)
-			if err != nil {
-				return nil, fmt.Errorf("slurm.conf line %d: %w", i+1, err)
+			if first == "" {
+				first = strings.ToLower(k)
 			}
-			out = append(out, hs...)
-			break
+			kv[strings.ToLower(k)] = v
+		}
+		if first != "nodename" || strings.EqualFold(kv["nodename"], "DEFAULT") {
+			continue
+		}
+		hs, err := hostlist.Expand(kv["nodename"])
+		if err != nil {
+			return nil, nil, fmt.Errorf("slurm.conf line %d: %w", i+1, err)
+		}
+		names = append(names, hs...)
+		num := func(k string, def int) int {
+			n, err := strconv.Atoi(kv[k])
+			if err != nil || n <= 0 {
+				return def
+			}
+			return n
+		}
+		n := 0
+		switch {
+		case kv["corespersocket"] != "" && kv["socketsperboard"] != "":
+			n = num("boards", 1) * num("socketsperboard", 1) * num("corespersocket", 1)
+		case kv["corespersocket"] != "":
+			n = num("sockets", 1) * num("corespersocket", 1)
+		case kv["cpus"] != "":
+			n = num("cpus", 0) / num("threadspercore", 1)
+		}
+		if n > 0 {
+			for _, h := range hs {
+				cores[h] = n
+			}
 		}
 	}
-	return out, nil
+	return names, cores, nil
+}
+
+// coresPerNode returns the physical cores of each node from the node
+// source, for gres.conf's Cores=; nil when the source cannot say.
+func coresPerNode(ctx context.Context, cfg config.Config) (map[string]int, error) {
+	switch cfg.Slurm.NodeSource {
+	case "slurm.conf":
+		data, err := os.ReadFile(cfg.Slurm.SlurmConf)
+		if err != nil {
+			return nil, err
+		}
+		_, cores, err := slurmConfNodes(data)
+		return cores, err
+	case "slurmrestd":
+		client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.REST.URL, User: cfg.Slurm.REST.User,
+			Tokens: &slurmrest.FileToken{Path: cfg.Slurm.REST.TokenFile}})
+		if err != nil {
+			return nil, err
+		}
+		ns, err := client.Nodes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cores := map[string]int{}
+		for _, n := range ns {
+			if n.Sockets > 0 && n.Cores > 0 {
+				cores[n.Name] = n.Sockets * n.Cores
+			}
+		}
+		return cores, nil
+	}
+	return nil, nil
 }
 
 // candidate renders the topology file topogen owns.
@@ -407,7 +478,14 @@ func cmdRender(c *cli.Context, log *slog.Logger) error {
 	case "topology":
 		out = m.candidate()
 	case "gres":
-		out, err = render.GresConf(m.gpuNodes, render.GresOptions{}, m.source)
+		var cores map[string]int
+		if cores, err = coresPerNode(c.Context, cfg); err != nil {
+			return exitError{exitFailure, "cores per node: " + err.Error()}
+		}
+		if cores == nil {
+			log.Warn("the node source gives no core counts: gres.conf is written without Cores=", "node_source", cfg.Slurm.NodeSource)
+		}
+		out, err = render.GresConf(m.gpuNodes, render.GresOptions{CoresPerNode: cores}, m.source)
 	case "json":
 		out, err = render.GraphJSON(m.tree, m.blocks)
 	case "labels":
@@ -530,7 +608,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	var cand []byte
+	var cand, expect []byte
 	var nodes []string
 	if f := c.String("from-file"); f != "" {
 		if cand, err = os.ReadFile(f); err != nil {
@@ -545,13 +623,32 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			return err
 		}
 		cand, nodes = m.candidate(), m.nodes
+		if cfg.Slurm.Format == "yaml" {
+			// topology.yaml holds the tree (the default topology, which
+			// scontrol show topology reports) and the blocks: validate both
+			// as topology.conf, verify against the default one.
+			if m.blocks != nil {
+				if problems := apply.Validate(render.BlockConf(*m.blocks, m.source), nodes); len(problems) > 0 {
+					fmt.Fprintln(c.App.Writer, "Not applied: the NVLink blocks are invalid:")
+					for _, p := range problems {
+						fmt.Fprintln(c.App.Writer, "  "+p)
+					}
+					return exitError{exitInvalid, ""}
+				}
+			}
+			if m.tree != nil {
+				expect = render.TreeConf(m.tree, m.source)
+			} else {
+				expect = render.BlockConf(*m.blocks, m.source)
+			}
+		}
 	}
-	if cfg.Slurm.Format == "yaml" {
-		return exitError{exitFailure, "apply of topology.yaml is not supported yet: render it, review it, and install it by hand"}
+	if cfg.Slurm.Format == "yaml" && expect == nil {
+		return exitError{exitFailure, "--from-file with format yaml: topogen cannot check a topology.yaml it did not render"}
 	}
 	warnOtherFile(cfg, log)
 	ctl := apply.Scontrol{Path: cfg.Slurm.Scontrol, RestartCommand: cfg.Slurm.RestartCommand}
-	opt := apply.Options{Path: cfg.Slurm.TopologyFile, Candidate: cand, KnownNodes: nodes, SkipValidation: c.Bool("skip-validation"),
+	opt := apply.Options{Path: cfg.Slurm.TopologyFile, Candidate: cand, Expect: expect, KnownNodes: nodes, SkipValidation: c.Bool("skip-validation"),
 		Settle: c.Duration("settle"), Ctl: ctl, Log: log}
 	if cfg.Slurm.RestartCommand != "" {
 		opt.Restarter = ctl

@@ -41,6 +41,10 @@ func setup(t *testing.T, b *testbed.Bed, format, fabric, nodesDir string) string
 	t.Helper()
 	b.Lock(t)
 	topo := b.HostPath("/etc/slurm/topology.conf")
+	topoFile := topo
+	if format == "yaml" {
+		topoFile = b.HostPath("/etc/slurm/topology.yaml")
+	}
 	conf := b.HostPath("/etc/slurm/slurm.conf")
 	origTopo, err := os.ReadFile(topo)
 	if err != nil {
@@ -51,6 +55,9 @@ func setup(t *testing.T, b *testbed.Bed, format, fabric, nodesDir string) string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if format == "yaml" {
+			_ = os.Remove(topoFile)
+		}
 		_ = os.WriteFile(topo, origTopo, 0o644)
 		_ = os.WriteFile(conf, origConf, 0o644)
 		ctl := scontrolFor(t, b)
@@ -81,7 +88,7 @@ fabric:
   ibnetdiscover: %s
 nvlink:
   nodes_dir: %s
-`, format, topo, b.Scontrol, script, b.Version, b.Name, b.URL, b.AdminUser, b.TokenFile, fabric, nodesDir)
+`, format, topoFile, b.Scontrol, script, b.Version, b.Name, b.URL, b.AdminUser, b.TokenFile, fabric, nodesDir)
 	path := filepath.Join(t.TempDir(), "topogen.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -216,21 +223,7 @@ func TestBlockApply(t *testing.T) {
 			t.Skip("block topology is exercised on 26.05")
 		}
 		dir := t.TempDir()
-		for i, n := range b.Nodes {
-			node := nvml.Node{Hostname: n, CollectedAt: time.Unix(1795900000, 0).UTC(), Source: nvml.SourceNVML}
-			for g := 0; g < b.GPUsPerNode; g++ {
-				node.GPUs = append(node.GPUs, nvml.GPU{Index: g, Minor: g, UUID: fmt.Sprintf("GPU-%s-%d", n, g), Name: "NVIDIA GB200", Type: "gb200",
-					PCIBusID: fmt.Sprintf("0000:%02x:00.0", g+1), NUMANode: -1,
-					Fabric: &nvml.Fabric{ClusterUUID: "5f2c8a34-0000-4000-8000-00000000000" + fmt.Sprint(i/2), CliqueID: 1, State: nvml.FabricCompleted}})
-			}
-			var buf bytes.Buffer
-			if err := nvml.Write(&buf, node); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, n+".json"), buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeNVLinkNodes(t, b, dir)
 		cfg := setup(t, b, "block", filepath.Join(dir, "none.out"), dir)
 		conf := b.HostPath("/etc/slurm/slurm.conf")
 		data, _ := os.ReadFile(conf)
@@ -248,6 +241,70 @@ func TestBlockApply(t *testing.T) {
 			}
 		}
 		backups, _ := filepath.Glob(b.HostPath("/etc/slurm/topology.conf") + ".*.bak")
+		for _, f := range backups {
+			t.Cleanup(func() { os.Remove(f) })
+		}
+	})
+}
+
+// writeNVLinkNodes writes node descriptions that put gpu1+gpu2 and
+// gpu3+gpu4 in two complete multi-node NVLink domains.
+func writeNVLinkNodes(t *testing.T, b *testbed.Bed, dir string) {
+	t.Helper()
+	for i, n := range b.Nodes {
+		node := nvml.Node{Hostname: n, CollectedAt: time.Unix(1795900000, 0).UTC(), Source: nvml.SourceNVML}
+		for g := 0; g < b.GPUsPerNode; g++ {
+			node.GPUs = append(node.GPUs, nvml.GPU{Index: g, Minor: g, UUID: fmt.Sprintf("GPU-%s-%d", n, g), Name: "NVIDIA GB200", Type: "gb200",
+				PCIBusID: fmt.Sprintf("0000:%02x:00.0", g+1), NUMANode: -1,
+				Fabric: &nvml.Fabric{ClusterUUID: "5f2c8a34-0000-4000-8000-00000000000" + fmt.Sprint(i/2), CliqueID: 1, State: nvml.FabricCompleted}})
+		}
+		var buf bytes.Buffer
+		if err := nvml.Write(&buf, node); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n+".json"), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestYAMLApply: topology.yaml (Slurm 25.05 and later) with the tree as the
+// default topology and the NVLink blocks as "nvl" is applied and verified.
+func TestYAMLApply(t *testing.T) {
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		if b.Version == "24.11" {
+			t.Skip("topology.yaml needs Slurm 25.05 or later")
+		}
+		dir := t.TempDir()
+		writeNVLinkNodes(t, b, dir)
+		fab := filepath.Join(dir, "fabric.out")
+		var buf bytes.Buffer
+		if err := fabricgen.Write(&buf, fabricgen.Spec{Leaves: [][]string{{"gpu1", "gpu3"}, {"gpu2", "gpu4"}}, Spines: 1, Seed: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fab, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := setup(t, b, "yaml", fab, dir)
+		code, out := topogenOn(t, cfg, "apply", "--settle", "1s")
+		if code != exitOK {
+			t.Fatalf("apply topology.yaml: exit %d:\n%s", code, out)
+		}
+		live, err := render.ParseShowTopology(showTopology(t, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live["node gpu1"] != "R0-LEAF-0001" || live["node gpu3"] != "R0-LEAF-0001" || live["node gpu2"] != "R0-LEAF-0002" {
+			t.Errorf("default topology is not the tree of topology.yaml: %v", live)
+		}
+		nvl, err := scontrolFor(t, b).ShowTopologyNamed(testbed.Context(t), "nvl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(nvl), "BlockName=nvl1") || !strings.Contains(string(nvl), "Nodes=gpu[3-4]") {
+			t.Errorf("scontrol show topology nvl does not show the blocks:\n%s", nvl)
+		}
+		backups, _ := filepath.Glob(b.HostPath("/etc/slurm/topology.yaml") + ".*.bak")
 		for _, f := range backups {
 			t.Cleanup(func() { os.Remove(f) })
 		}

@@ -43,8 +43,13 @@ var (
 
 // Options for Apply.
 type Options struct {
-	Path       string   // the live topology.conf
-	Candidate  []byte   // what to put there
+	Path      string // the live topology.conf (or topology.yaml)
+	Candidate []byte // what to put there
+	// Expect, for a candidate that is not topology.conf syntax
+	// (topology.yaml), is the same topology as topology.conf lines: it is
+	// what gets validated and what `scontrol show topology` (which shows
+	// the default topology) must report. Nil means the candidate itself.
+	Expect     []byte
 	KnownNodes []string // the cluster's nodes, for validation; nil skips that check
 	// SkipValidation writes a candidate that fails validation anyway
 	// (to test the rollback path; never in production).
@@ -91,7 +96,11 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if o.Settle == 0 {
 		o.Settle = 3 * time.Second
 	}
-	if problems := Validate(o.Candidate, o.KnownNodes); len(problems) > 0 {
+	expect := o.Candidate
+	if o.Expect != nil {
+		expect = o.Expect
+	}
+	if problems := Validate(expect, o.KnownNodes); len(problems) > 0 {
 		res.Problems = problems
 		if !o.SkipValidation {
 			return res, fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
@@ -123,7 +132,7 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	res.Changed = true
 	o.Log.Info("topology written", "path", o.Path, "backup", res.Backup)
 
-	why := check(ctx, o, o.Candidate, false)
+	why := check(ctx, o, expect, false)
 	if why == "" {
 		o.Log.Info("slurmctld took the new topology", "path", o.Path)
 		return res, nil
@@ -139,7 +148,14 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("%w: restore %s: %w (first failure: %s)", ErrRollbackFailed, o.Path, err, why)
 	}
-	if again := check(ctx, o, old, true); again != "" {
+	// The old file's placement can be compared only when it is
+	// topology.conf syntax; for topology.yaml the rollback checks that
+	// slurmctld answers.
+	wantOld := old
+	if o.Expect != nil || !existed {
+		wantOld = nil
+	}
+	if again := check(ctx, o, wantOld, true); again != "" {
 		return res, fmt.Errorf("%w: after restoring %s: %s (first failure: %s)", ErrRollbackFailed, o.Path, again, why)
 	}
 	return res, fmt.Errorf("%w: %s", ErrRolledBack, why)

@@ -55,6 +55,12 @@ func (s Scontrol) ShowTopology(ctx context.Context) ([]byte, error) {
 	return s.run(ctx, "show", "topology")
 }
 
+// ShowTopologyNamed runs scontrol show topology NAME (one topology of a
+// topology.yaml).
+func (s Scontrol) ShowTopologyNamed(ctx context.Context, name string) ([]byte, error) {
+	return s.run(ctx, "show", "topology", name)
+}
+
 // Restart runs RestartCommand.
 func (s Scontrol) Restart(ctx context.Context) error {
 	if s.RestartCommand == "" {

@@ -36,7 +36,6 @@ type Slurm struct {
 	// it makes Slurm ignore topology.conf).
 	Format       string `yaml:"format"`
 	TopologyFile string `yaml:"topology_file"`
-	GresFile     string `yaml:"gres_file"` // "" leaves gres.conf alone
 	Scontrol     string `yaml:"scontrol"`
 	// RestartCommand starts slurmctld again if a reconfigure stopped it.
 	RestartCommand string `yaml:"restart_command"`

@@ -175,7 +175,7 @@ func TestExampleFileMentionsEveryKey(t *testing.T) {
 	}
 	for _, key := range []string{
 		"apiVersion:", "kind:",
-		"slurm:", "format:", "topology_file:", "gres_file:", "scontrol:", "restart_command:", "node_source:", "slurm_conf:",
+		"slurm:", "format:", "topology_file:", "scontrol:", "restart_command:", "node_source:", "slurm_conf:",
 		"rest:", "url:", "user:", "token_file:",
 		"fabric:", "ibnetdiscover:", "host_rule:", "guid_map:", "include_hca:", "exclude_hca:", "exclude_guids:", "switch_names:",
 		"nvlink:", "nodes_dir:", "block_prefix:", "degraded:", "block_sizes:",

@@ -66,6 +66,16 @@ func GresConf(nodes []nvml.Node, opt GresOptions, source string) ([]byte, error)
 					links[j] = "0"
 				}
 				links[i] = "-1"
+				// GPUs on NVSwitches (peer -1) reach every other GPU on the
+				// node's switches with as many links as the poorer of the two
+				// has, which is what nvidia-smi topo -m shows (NV18).
+				if mine := switchLinks(g); mine > 0 {
+					for j, o := range gpus {
+						if theirs := switchLinks(o); j != i && theirs > 0 {
+							links[j] = strconv.Itoa(min(mine, theirs))
+						}
+					}
+				}
 				for _, l := range g.NVLinks {
 					if p, ok := pos[l.Peer]; ok && l.Peer >= 0 && p != i {
 						links[p] = strconv.Itoa(l.Count)
@@ -114,4 +124,15 @@ func coresBelow(list string, max int) (string, error) {
 		i = j + 1
 	}
 	return strings.Join(parts, ","), nil
+}
+
+// switchLinks counts a GPU's NVLinks to NVSwitches.
+func switchLinks(g nvml.GPU) int {
+	n := 0
+	for _, l := range g.NVLinks {
+		if l.Peer < 0 {
+			n += l.Count
+		}
+	}
+	return n
 }

@@ -131,3 +131,29 @@ func TestGresConfErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGresConfNVSwitch: GPUs that reach each other only through NVSwitches
+// (NVML reports peer -1) get the poorer side's switch link count, as
+// nvidia-smi topo -m shows NV18 between every pair of an HGX H100.
+func TestGresConfNVSwitch(t *testing.T) {
+	node := nvml.Node{Hostname: "hgx1", GPUs: []nvml.GPU{
+		{Index: 0, Minor: 0, Type: "h100", NVLinks: []nvml.Link{{Peer: -1, Count: 18}}},
+		{Index: 1, Minor: 1, Type: "h100", NVLinks: []nvml.Link{{Peer: -1, Count: 18}}},
+		{Index: 2, Minor: 2, Type: "h100", NVLinks: []nvml.Link{{Peer: -1, Count: 12}}}, // a degraded GPU: 6 links down
+		{Index: 3, Minor: 3, Type: "h100"},                                              // no NVLink at all
+	}}
+	out, err := render.GresConf([]nvml.Node{node}, render.GresOptions{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"NodeName=hgx1 Name=gpu Type=h100 File=/dev/nvidia0 Links=-1,18,12,0\n",
+		"NodeName=hgx1 Name=gpu Type=h100 File=/dev/nvidia1 Links=18,-1,12,0\n",
+		"NodeName=hgx1 Name=gpu Type=h100 File=/dev/nvidia2 Links=12,12,-1,0\n",
+		"NodeName=hgx1 Name=gpu Type=h100 File=/dev/nvidia3\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("gres.conf lacks %q:\n%s", want, out)
+		}
+	}
+}
