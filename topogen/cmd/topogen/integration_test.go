@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +29,8 @@ func topogenOn(t *testing.T, cfgPath string, args ...string) (int, string) {
 	code := exitOK
 	if err != nil {
 		code = exitFailure
-		if ex, ok := err.(exitError); ok {
+		var ex exitError
+		if errors.As(err, &ex) {
 			code = ex.code
 		}
 	}
