@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "reclaimd.db")
+	s := open(t, path)
+	id, err := s.Intent(ctx, Record{JobID: 42, Tenant: "acme", Kind: "requeue", Rule: "train", Reason: "8 of 8 GPUs idle for 30m0s",
+		Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{"gpu1", 0}, {"gpu1", 1}}, DecidedAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Intent(ctx, Record{JobID: 43, Kind: "warn", Reason: "dry", Status: StatusDryRun, DecidedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// A new process finds the open intent, and only that one.
+	s = open(t, path)
+	pending, err := s.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{{ID: id, JobID: 42, Tenant: "acme", Kind: "requeue", Rule: "train", Reason: "8 of 8 GPUs idle for 30m0s",
+		Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{"gpu1", 0}, {"gpu1", 1}}, Status: StatusIntent, DecidedAt: t0}}
+	if diff := cmp.Diff(want, pending); diff != "" {
+		t.Fatalf("pending after restart (-want +got):\n%s", diff)
+	}
+	if err := s.Finish(ctx, id, StatusDone, "", t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, id, StatusDone, "", t0.Add(2*time.Second)); err == nil || !strings.Contains(err.Error(), "not an open intent") {
+		t.Errorf("second Finish: err = %v, want a refusal", err)
+	}
+	if p, _ := s.Pending(ctx); len(p) != 0 {
+		t.Errorf("pending after finish: %v", p)
+	}
+	recs, err := s.Job(ctx, 42)
+	if err != nil || len(recs) != 1 || recs[0].Status != StatusDone || recs[0].DoneAt == nil || !recs[0].DoneAt.Equal(t0.Add(time.Second)) {
+		t.Errorf("job 42 records = %+v, %v", recs, err)
+	}
+	dry, _ := s.Job(ctx, 43)
+	if len(dry) != 1 || dry[0].Status != StatusDryRun || dry[0].DoneAt == nil {
+		t.Errorf("dry-run record = %+v: want finished at once", dry)
+	}
+}
+
+func TestSince(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "r.db"))
+	for i := 0; i < 5; i++ {
+		if _, err := s.Intent(ctx, Record{JobID: int64(i), Kind: "warn", Reason: "r", DecidedAt: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Since(ctx, t0.Add(2*time.Minute), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].JobID != 2 || got[1].JobID != 3 {
+		t.Errorf("since +2m, limit 2 = %+v, want jobs 2 and 3", got)
+	}
+}
+
+func TestStates(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "r.db"))
+	if err := s.SaveStates(ctx, map[int64]json.RawMessage{1: json.RawMessage(`{"phase":"warned"}`), 2: json.RawMessage(`{"phase":"observed"}`)}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	// Job 2 ended: only job 1 is kept, with its new state.
+	if err := s.SaveStates(ctx, map[int64]json.RawMessage{1: json.RawMessage(`{"phase":"signalled"}`)}, map[int64]bool{1: true}, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.States(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]json.RawMessage{1: json.RawMessage(`{"phase":"signalled"}`)}, got); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+}
+
+func TestSchemaVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r.db")
+	s := open(t, path)
+	if _, err := s.db.ExecContext(ctx, `UPDATE meta SET value='99' WHERE key='schema'`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+		t.Errorf("Open of a newer schema: err = %v", err)
+	}
+}
