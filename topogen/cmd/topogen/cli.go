@@ -130,7 +130,7 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 			},
 		},
 	}
-	cli.AppHelpTemplate += "\n" + exitCodesHelp + "\n"
+	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n"
 	return app.RunContext(ctx, args)
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +21,16 @@ import (
 	"github.com/strata-hpc/strata/topogen/internal/render"
 )
 
+// cliMu serialises in-process runs: urfave/cli shares its help flag
+// between apps, so two apps must not parse flags at once.
+var cliMu sync.Mutex
+
 // topogenOn runs topogen in-process against a test bed and returns its
 // exit code and output.
 func topogenOn(t *testing.T, cfgPath string, args ...string) (int, string) {
 	t.Helper()
+	cliMu.Lock()
+	defer cliMu.Unlock()
 	var out, errb bytes.Buffer
 	err := run(testbed.Context(t), append([]string{"topogen", "-c", cfgPath}, args...), &out, &errb)
 	code := exitOK
