@@ -342,12 +342,7 @@ func slurmNodes(ctx context.Context, c *cli.Context, cfg config.Config) ([]strin
 		}
 		return nodesFromSlurmConf(data)
 	case "slurmrestd":
-		client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.REST.URL, User: cfg.Slurm.REST.User,
-			Tokens: &slurmrest.FileToken{Path: cfg.Slurm.REST.TokenFile}})
-		if err != nil {
-			return nil, fmt.Errorf("node list: %w", err)
-		}
-		ns, err := client.Nodes(ctx)
+		ns, err := restNodes(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("node list: %w", err)
 		}
@@ -358,6 +353,16 @@ func slurmNodes(ctx context.Context, c *cli.Context, cfg config.Config) ([]strin
 		return out, nil
 	}
 	return nil, nil
+}
+
+// restNodes lists the cluster's nodes through slurmrestd.
+func restNodes(ctx context.Context, cfg config.Config) ([]slurmrest.Node, error) {
+	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.REST.URL, User: cfg.Slurm.REST.User,
+		Tokens: &slurmrest.FileToken{Path: cfg.Slurm.REST.TokenFile}})
+	if err != nil {
+		return nil, err
+	}
+	return client.Nodes(ctx)
 }
 
 // nodesFromSlurmConf lists the NodeName= entries of a slurm.conf.
@@ -433,12 +438,7 @@ func coresPerNode(ctx context.Context, cfg config.Config) (map[string]int, error
 		_, cores, err := slurmConfNodes(data)
 		return cores, err
 	case "slurmrestd":
-		client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.REST.URL, User: cfg.Slurm.REST.User,
-			Tokens: &slurmrest.FileToken{Path: cfg.Slurm.REST.TokenFile}})
-		if err != nil {
-			return nil, err
-		}
-		ns, err := client.Nodes(ctx)
+		ns, err := restNodes(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
