@@ -1,0 +1,312 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/source"
+)
+
+// Source samples the node's GPUs: source.NVML on a GPU node, source.Replay
+// for demos and tests. It returns one sample per GPU, stamped now.
+type Source interface {
+	Sample(ctx context.Context, now time.Time) ([]source.Sample, error)
+}
+
+// Recorder keeps every sample the agent takes, with its job ids, for a later
+// replay: a source.Recorder.
+type Recorder interface {
+	Record(samples []source.Sample) error
+}
+
+// Defaults of Config.
+const (
+	DefaultInterval = 10 * time.Second
+	DefaultWindow   = 10 * time.Minute
+)
+
+// Config sets up an Agent. Node and Source are required; zero values take
+// the defaults described with each field.
+type Config struct {
+	Node   string // the node's name as Slurm knows it
+	Source Source
+
+	Interval time.Duration // between samples; DefaultInterval
+	// Window is how far back the windows reach; DefaultWindow. MaxSamples
+	// bounds each window's length as well (Window/Interval + 1 by
+	// default); the oldest samples go first.
+	Window     time.Duration
+	MaxSamples int
+	// StaleAfter is how old the last good sample may be before /healthz
+	// fails and the GPU gauges are withdrawn; 3 × Interval.
+	StaleAfter time.Duration
+
+	Procs    ProcReader   // where job ids come from; ProcFS{Root: "/proc"}
+	Recorder Recorder     // optional: gets every sample taken
+	Logger   *slog.Logger // slog.Default()
+	// Now is the clock; time.Now. The sampling loop's ticker is the time
+	// package's, so tests run Run under testing/synctest.
+	Now func() time.Time
+
+	Build BuildInfo // labels of strata_build_info
+}
+
+// BuildInfo describes the binary in strata_build_info. Empty fields read
+// "unknown", and GoVersion runtime.Version().
+type BuildInfo struct {
+	Version, Revision, GoVersion string
+}
+
+// Agent samples a node's GPUs and keeps their rolling windows. Its methods
+// are safe for concurrent use: Run samples while the HTTP handlers read.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+
+	sampling sync.Mutex // one SampleOnce at a time, so windows stay in time order
+
+	mu          sync.Mutex
+	windows     map[int]*window // by GPU index
+	lastOK      time.Time       // of the last good sample
+	lastAttempt time.Time
+	lastErr     error // of the last attempt; nil when it went well
+}
+
+// New checks cfg, fills in its defaults and returns an Agent. Every problem
+// with cfg is reported, each with its field's name.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.MaxSamples == 0 && cfg.Interval > 0 {
+		cfg.MaxSamples = int(cfg.Window/cfg.Interval) + 1
+	}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = 3 * cfg.Interval
+	}
+	if cfg.Procs == nil {
+		cfg.Procs = ProcFS{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	for _, s := range []*string{&cfg.Build.Version, &cfg.Build.Revision} {
+		if *s == "" {
+			*s = "unknown"
+		}
+	}
+	if cfg.Build.GoVersion == "" {
+		cfg.Build.GoVersion = runtime.Version()
+	}
+
+	var errs []error
+	if cfg.Node == "" {
+		errs = append(errs, errors.New("node: empty; give the node's name as Slurm knows it"))
+	}
+	if cfg.Source == nil {
+		errs = append(errs, errors.New("source: none; give an NVML or replay source"))
+	}
+	if cfg.Interval < 0 {
+		errs = append(errs, fmt.Errorf("interval: %s is negative", cfg.Interval))
+	}
+	if cfg.Window < cfg.Interval {
+		errs = append(errs, fmt.Errorf("window: %s is shorter than the interval %s", cfg.Window, cfg.Interval))
+	}
+	if cfg.MaxSamples < 1 {
+		errs = append(errs, fmt.Errorf("max_samples: %d; want at least 1", cfg.MaxSamples))
+	}
+	if cfg.StaleAfter < cfg.Interval {
+		errs = append(errs, fmt.Errorf("stale_after: %s is shorter than the interval %s, so every sample would be stale", cfg.StaleAfter, cfg.Interval))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("agent config: %w", errors.Join(errs...))
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger, windows: map[int]*window{}}
+	a.metrics = newMetrics(a)
+	return a, nil
+}
+
+// Registry is the agent's private Prometheus registry, served at /metrics;
+// a main may add the Go and process collectors to it.
+func (a *Agent) Registry() *prometheus.Registry { return a.metrics.reg }
+
+// Run samples at once and then every Interval until ctx is done, when it
+// returns nil. A failed sample is logged (when the error changes), counted
+// and shown by /healthz; the loop goes on.
+func (a *Agent) Run(ctx context.Context) error {
+	a.log.Info("agent started", "node", a.cfg.Node, "interval", a.cfg.Interval, "window", a.cfg.Window)
+	ticker := time.NewTicker(a.cfg.Interval)
+	defer ticker.Stop()
+	for {
+		_ = a.SampleOnce(ctx) // its error is logged and kept for /healthz
+		select {
+		case <-ctx.Done():
+			a.log.Info("agent stopped", "node", a.cfg.Node)
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// SampleOnce takes one sample of every GPU, maps its processes to jobs and
+// adds it to the windows. It returns the source's error, which it also
+// keeps for /healthz and the snapshot.
+func (a *Agent) SampleOnce(ctx context.Context) error {
+	a.sampling.Lock()
+	defer a.sampling.Unlock()
+	now := a.cfg.Now().UTC()
+	samples, err := a.cfg.Source.Sample(ctx, now)
+	a.metrics.samples.Inc()
+	if err != nil {
+		if ctx.Err() != nil {
+			return err // shutting down: not the source's fault
+		}
+		a.metrics.errors.Inc()
+		a.mu.Lock()
+		changed := a.lastErr == nil || a.lastErr.Error() != err.Error()
+		a.lastErr, a.lastAttempt = err, now
+		a.mu.Unlock()
+		if changed {
+			a.log.Warn("sample failed", "node", a.cfg.Node, "error", err)
+		}
+		return err
+	}
+
+	a.mapJobs(samples)
+	if a.cfg.Recorder != nil {
+		if err := a.cfg.Recorder.Record(samples); err != nil {
+			a.log.Warn("record failed", "node", a.cfg.Node, "error", err)
+		}
+	}
+
+	a.mu.Lock()
+	recovered := a.lastErr != nil
+	a.lastErr, a.lastAttempt, a.lastOK = nil, now, now
+	for _, s := range samples {
+		w := a.windows[s.GPU]
+		if w == nil || w.uuid != s.UUID {
+			if w != nil {
+				a.log.Warn("gpu replaced", "node", a.cfg.Node, "gpu_index", s.GPU, "old_uuid", w.uuid, "uuid", s.UUID)
+			}
+			w = &window{}
+			a.windows[s.GPU] = w
+		}
+		w.add(s)
+	}
+	for i, w := range a.windows {
+		w.evict(now.Add(-a.cfg.Window), a.cfg.MaxSamples)
+		if len(w.points) == 0 {
+			delete(a.windows, i)
+		}
+	}
+	a.mu.Unlock()
+
+	a.metrics.last.Set(float64(now.UnixNano()) / 1e9)
+	if recovered {
+		a.log.Info("sample recovered", "node", a.cfg.Node, "gpus", len(samples))
+	}
+	return nil
+}
+
+// mapJobs adds to each sample (and MIG instance) the jobs of its processes.
+func (a *Agent) mapJobs(samples []source.Sample) {
+	cache := map[int]int64{} // pid -> job; 0: none
+	jobs := func(pids []int, known []int64) []int64 {
+		out := slices.Clone(known)
+		for _, pid := range pids {
+			id, ok := cache[pid]
+			if !ok {
+				id, _ = jobOf(a.cfg.Procs, pid)
+				cache[pid] = id
+			}
+			if id != 0 {
+				out = append(out, id)
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	for i := range samples {
+		s := &samples[i]
+		s.JobIDs = jobs(s.PIDs, s.JobIDs)
+		for k := range s.MIGInstances {
+			m := &s.MIGInstances[k]
+			m.JobIDs = jobs(m.PIDs, m.JobIDs)
+		}
+	}
+	for pid, id := range cache {
+		if id == 0 {
+			a.log.Debug("gpu process without a job", "node", a.cfg.Node, "pid", pid)
+		}
+	}
+}
+
+// Snapshot returns the windows as the controller reads them, oldest sample
+// first; samples older than Window are left out even when sampling has
+// stopped. The result is the caller's to keep.
+func (a *Agent) Snapshot() Snapshot {
+	now := a.cfg.Now().UTC()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Snapshot{
+		Node:            a.cfg.Node,
+		TakenAt:         now,
+		IntervalSeconds: a.cfg.Interval.Seconds(),
+		WindowSeconds:   a.cfg.Window.Seconds(),
+		SourceOK:        a.lastErr == nil && !a.lastOK.IsZero(),
+		GPUs:            []GPUWindow{},
+	}
+	if a.lastErr != nil {
+		s.LastError = a.lastErr.Error()
+	}
+	if !a.lastOK.IsZero() {
+		t := a.lastOK
+		s.LastSampleAt = &t
+	}
+	oldest := now.Add(-a.cfg.Window)
+	for _, i := range slices.Sorted(maps.Keys(a.windows)) {
+		w := a.windows[i]
+		g := GPUWindow{Index: i, UUID: w.uuid, Model: w.model, MemTotalMiB: w.memTotalMiB, MIG: w.mig, Samples: []Point{}}
+		for _, p := range w.points {
+			if p.At.Before(oldest) {
+				continue
+			}
+			g.Samples = append(g.Samples, p.clone())
+		}
+		s.GPUs = append(s.GPUs, g)
+	}
+	return s
+}
+
+// health says whether the agent's data can be trusted, and why not.
+func (a *Agent) health() (bool, string) {
+	now := a.cfg.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.lastErr != nil:
+		return false, fmt.Sprintf("sampling failed at %s: %v", a.lastAttempt.UTC().Format(time.RFC3339), a.lastErr)
+	case a.lastOK.IsZero():
+		return false, "no sample yet"
+	case now.Sub(a.lastOK) > a.cfg.StaleAfter:
+		return false, fmt.Sprintf("stale: the last sample, at %s, is %s old (stale after %s); is the sampling loop stuck?",
+			a.lastOK.UTC().Format(time.RFC3339), now.Sub(a.lastOK).Round(time.Second), a.cfg.StaleAfter)
+	}
+	return true, fmt.Sprintf("ok: %d GPUs sampled at %s", len(a.windows), a.lastOK.UTC().Format(time.RFC3339))
+}

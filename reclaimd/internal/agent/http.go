@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Handler serves the agent's endpoints: GET /v1/snapshot (JSON, type
+// Snapshot), GET /healthz (text: 200 "ok: …" or 503 with the reason) and
+// GET /metrics (Prometheus). Other paths are 404, other methods 405.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/snapshot", a.serveSnapshot)
+	mux.HandleFunc("GET /healthz", a.serveHealth)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (a *Agent) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
+	b, err := json.Marshal(a.Snapshot())
+	if err != nil { // only non-finite floats, which no source produces
+		a.log.Error("encode snapshot failed", "error", err)
+		http.Error(w, "encode snapshot: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(b, '\n'))
+}
+
+func (a *Agent) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	ok, reason := a.health()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	w.Write([]byte(reason + "\n"))
+}

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"slices"
+	"time"
+)
+
+// Snapshot is the JSON document of GET /v1/snapshot: the node's rolling
+// windows, for the reclaimd controller. Times are RFC 3339 in UTC with
+// nanoseconds; percentages run from 0 to 100; a value the GPU cannot measure
+// is null, never 0, because 0 means idle. Lists are [] when empty, never
+// null.
+//
+//	{
+//	  "node": "gpu01",                         // as Slurm knows it
+//	  "taken_at": "2026-03-01T12:10:00Z",      // when this document was made
+//	  "interval_seconds": 10,                  // between samples
+//	  "window_seconds": 600,                   // how far back samples reach
+//	  "source_ok": true,                       // the last sampling worked
+//	  "last_error": "",                        // its error when it did not
+//	  "last_sample_at": "2026-03-01T12:10:00Z", // last good sample; null before the first
+//	  "gpus": [{
+//	    "index": 0, "uuid": "GPU-…", "model": "NVIDIA A100-SXM4-40GB",
+//	    "mem_total_mib": 40960, "mig": false,
+//	    "samples": [{                          // oldest first
+//	      "at": "2026-03-01T12:09:50Z",
+//	      "util": 97,                          // kernel time; null in MIG mode
+//	      "mem_activity": 42,                  // memory controller busy; null in MIG mode
+//	      "sm_active": null,                   // busy SMs (Hopper+); null when unknown
+//	      "mem_used_mib": 30500,
+//	      "pcie_rx_kbs": 1000, "pcie_tx_kbs": 500,       // KiB/s; null when unknown
+//	      "nvlink_rx_kbs": null, "nvlink_tx_kbs": null,  // KiB/s; null when unknown
+//	      "processes": 1,                      // compute processes on the GPU
+//	      "job_ids": [1001],                   // Slurm jobs of those processes
+//	      "mig_instances": [{                  // only in MIG mode
+//	        "gpu_instance": 1, "compute_instance": 0, "uuid": "MIG-…",
+//	        "mem_used_mib": 5000, "mem_total_mib": 9856, "processes": 2, "job_ids": [1003]
+//	      }]
+//	    }]
+//	  }]
+//	}
+//
+// A GPU with processes but no job ids runs something outside Slurm (or a
+// process whose job the agent could not read). The controller should not
+// act on a snapshot whose source_ok is false or whose samples stop short of
+// taken_at by more than a few intervals.
+type Snapshot struct {
+	Node            string      `json:"node"`
+	TakenAt         time.Time   `json:"taken_at"`
+	IntervalSeconds float64     `json:"interval_seconds"`
+	WindowSeconds   float64     `json:"window_seconds"`
+	SourceOK        bool        `json:"source_ok"`
+	LastError       string      `json:"last_error"`
+	LastSampleAt    *time.Time  `json:"last_sample_at"`
+	GPUs            []GPUWindow `json:"gpus"`
+}
+
+// GPUWindow is one GPU's window, described as its latest sample found it.
+type GPUWindow struct {
+	Index       int     `json:"index"`
+	UUID        string  `json:"uuid"`
+	Model       string  `json:"model"`
+	MemTotalMiB float64 `json:"mem_total_mib"`
+	MIG         bool    `json:"mig"`
+	Samples     []Point `json:"samples"`
+}
+
+// Point is one sample of one GPU in a window.
+type Point struct {
+	At           time.Time  `json:"at"`
+	Util         *float64   `json:"util"`
+	MemActivity  *float64   `json:"mem_activity"`
+	SMActive     *float64   `json:"sm_active"`
+	MemUsedMiB   float64    `json:"mem_used_mib"`
+	PCIeRxKBs    *float64   `json:"pcie_rx_kbs"`
+	PCIeTxKBs    *float64   `json:"pcie_tx_kbs"`
+	NVLinkRxKBs  *float64   `json:"nvlink_rx_kbs"`
+	NVLinkTxKBs  *float64   `json:"nvlink_tx_kbs"`
+	Processes    int        `json:"processes"`
+	JobIDs       []int64    `json:"job_ids"`
+	MIGInstances []MIGPoint `json:"mig_instances,omitempty"`
+}
+
+// MIGPoint is one MIG device of a GPU in MIG mode at one sample.
+type MIGPoint struct {
+	GPUInstance     int     `json:"gpu_instance"`
+	ComputeInstance int     `json:"compute_instance"`
+	UUID            string  `json:"uuid"`
+	MemUsedMiB      float64 `json:"mem_used_mib"`
+	MemTotalMiB     float64 `json:"mem_total_mib"`
+	Processes       int     `json:"processes"`
+	JobIDs          []int64 `json:"job_ids"`
+}
+
+// clone returns a deep copy of p.
+func (p Point) clone() Point {
+	c := p
+	for _, f := range []**float64{&c.Util, &c.MemActivity, &c.SMActive, &c.PCIeRxKBs, &c.PCIeTxKBs, &c.NVLinkRxKBs, &c.NVLinkTxKBs} {
+		if *f != nil {
+			v := **f
+			*f = &v
+		}
+	}
+	c.JobIDs = slices.Clone(p.JobIDs)
+	if p.MIGInstances != nil {
+		c.MIGInstances = make([]MIGPoint, len(p.MIGInstances))
+		for i, m := range p.MIGInstances {
+			m.JobIDs = slices.Clone(m.JobIDs)
+			c.MIGInstances[i] = m
+		}
+	}
+	return c
+}
