@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+	"github.com/strata-hpc/strata/reclaimd/internal/store"
+)
+
+// JobReclaim is the answer of GET /v1/jobs/{id}/reclaim: where the job
+// stands and every decision about it, in words and numbers.
+type JobReclaim struct {
+	JobID   int64            `json:"job_id"`
+	State   *decide.JobState `json:"state,omitempty"`
+	Records []store.Record   `json:"decisions"`
+}
+
+// Handler serves the API: GET /v1/jobs/{id}/reclaim, GET
+// /v1/decisions?since=RFC3339&limit=N, /healthz and /metrics. staleAfter
+// is how old the last cycle may be before /healthz fails.
+func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/jobs/{id}/reclaim", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil || id <= 0 {
+			httpError(w, http.StatusBadRequest, "job id %q is not a number", r.PathValue("id"))
+			return
+		}
+		recs, err := c.cfg.Store.Job(r.Context(), id)
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "read records: %v", err)
+			return
+		}
+		states, err := c.cfg.Store.States(r.Context())
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "read states: %v", err)
+			return
+		}
+		out := JobReclaim{JobID: id, Records: recs}
+		if raw, ok := states[id]; ok {
+			var st decide.JobState
+			if json.Unmarshal(raw, &st) == nil {
+				out.State = &st
+			}
+		}
+		if out.State == nil && len(recs) == 0 {
+			httpError(w, http.StatusNotFound, "reclaimd has no record of job %d: it never judged it idle", id)
+			return
+		}
+		if out.Records == nil {
+			out.Records = []store.Record{}
+		}
+		writeJSON(w, out)
+	})
+	mux.HandleFunc("GET /v1/decisions", func(w http.ResponseWriter, r *http.Request) {
+		since := time.Time{}
+		if s := r.URL.Query().Get("since"); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				if sec, err2 := strconv.ParseInt(s, 10, 64); err2 == nil {
+					t = time.Unix(sec, 0)
+				} else {
+					httpError(w, http.StatusBadRequest, "since=%q: want RFC 3339 (2026-11-29T12:00:00Z) or Unix seconds", s)
+					return
+				}
+			}
+			since = t
+		}
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		recs, err := c.cfg.Store.Since(r.Context(), since, limit)
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "read records: %v", err)
+			return
+		}
+		if recs == nil {
+			recs = []store.Record{}
+		}
+		writeJSON(w, map[string]any{"decisions": recs})
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		st := c.LastStatus()
+		switch {
+		case st.At.IsZero():
+			httpError(w, http.StatusServiceUnavailable, "no cycle yet")
+		case c.cfg.Now().Sub(st.At) > staleAfter:
+			httpError(w, http.StatusServiceUnavailable, "last cycle at %s is older than %s", st.At.Format(time.RFC3339), staleAfter)
+		case !st.SlurmOK || !st.Source:
+			httpError(w, http.StatusServiceUnavailable, "last cycle acted on nothing: %s", st.Error)
+		default:
+			writeJSON(w, st)
+		}
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func httpError(w http.ResponseWriter, code int, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+}

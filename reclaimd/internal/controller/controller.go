@@ -1,0 +1,483 @@
+// Package controller is reclaimd's cycle: read the running GPU jobs from
+// slurmrestd (one conditional request), their GPUs' samples from the node
+// agents, the jobs' states from the store; run the pure decide.Decide;
+// save the states; and carry out each action safely: intent recorded
+// first, the job re-read and checked to be the same run on the same GPUs,
+// the job marked, one log line with the evidence, the outcome recorded.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/reclaimrules"
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/reclaimd/internal/collect"
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+	"github.com/strata-hpc/strata/reclaimd/internal/store"
+)
+
+// Slurm is what the controller needs of slurmrestd (*slurmrest.Client).
+type Slurm interface {
+	Jobs(ctx context.Context, since time.Time) (slurmrest.JobList, error)
+	Job(ctx context.Context, id int64) (slurmrest.Job, error)
+	Update(ctx context.Context, id int64, u slurmrest.JobUpdate) error
+	Signal(ctx context.Context, id int64, sig string, batchOnly bool) error
+	Requeue(ctx context.Context, id int64, opt slurmrest.RequeueOptions) error
+	Cancel(ctx context.Context, id int64) error
+}
+
+// Collector gives the samples of the GPUs on the given nodes.
+type Collector interface {
+	Collect(ctx context.Context, nodes []string) (collect.Result, error)
+}
+
+// Notifier tells a job's owner about an action.
+type Notifier interface {
+	Notify(ctx context.Context, n Notice) error
+}
+
+// Notice is one message to a job's owner.
+type Notice struct {
+	JobID   int64     `json:"job_id"`
+	User    string    `json:"user"`
+	Account string    `json:"account"`
+	Tenant  string    `json:"tenant"`
+	Action  string    `json:"action"`
+	Rule    string    `json:"rule"`
+	Reason  string    `json:"reason"`
+	DryRun  bool      `json:"dry_run"`
+	At      time.Time `json:"at"`
+}
+
+// Config of the controller.
+type Config struct {
+	Slurm     Slurm
+	Collector Collector
+	Store     *store.Store
+	// Rules returns the rules in force (reloaded on SIGHUP by the caller).
+	Rules    func() reclaimrules.Rules
+	Notifier Notifier // nil: no notices
+	// Tenants maps accounts to tenants; an account not in it is its own
+	// tenant.
+	Tenants map[string]string
+	// SignalBatchOnly sends checkpoint signals to the batch shell only
+	// (scripts forward them); false signals every process of the job.
+	SignalBatchOnly bool
+	Log             *slog.Logger
+	Metrics         *Metrics
+	Now             func() time.Time
+}
+
+// Controller runs cycles.
+type Controller struct {
+	cfg Config
+
+	mu       sync.Mutex
+	since    time.Time
+	jobs     []slurmrest.Job // last full answer, reused while unchanged
+	last     Status
+	interval time.Duration
+}
+
+// Status is the outcome of the last cycle, for /healthz.
+type Status struct {
+	At      time.Time `json:"at"`
+	SlurmOK bool      `json:"slurm_ok"`
+	Source  bool      `json:"source_ok"`
+	Error   string    `json:"error,omitempty"`
+	Jobs    int       `json:"jobs"`
+	Actions int       `json:"actions"`
+}
+
+// New makes a controller.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Slurm == nil || cfg.Collector == nil || cfg.Store == nil || cfg.Rules == nil {
+		return nil, errors.New("controller: Slurm, Collector, Store and Rules are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	return &Controller{cfg: cfg}, nil
+}
+
+// LastStatus is the outcome of the last cycle.
+func (c *Controller) LastStatus() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// Run runs a cycle every interval until ctx ends.
+func (c *Controller) Run(ctx context.Context, interval time.Duration) error {
+	c.interval = interval
+	if err := c.Recover(ctx); err != nil {
+		c.cfg.Log.Error("finishing open intents failed", "error", err)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := c.Cycle(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Log.Warn("reclaim cycle failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Controller) tenant(account string) string {
+	if t := c.cfg.Tenants[account]; t != "" {
+		return t
+	}
+	return account
+}
+
+// className reads the workload class from the job's comment
+// ("strata:class=train") and falls back to the partition.
+func className(j slurmrest.Job) string {
+	for _, f := range strings.Fields(j.Comment) {
+		if v, ok := strings.CutPrefix(f, "strata:class="); ok {
+			return v
+		}
+	}
+	return j.Partition
+}
+
+func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
+	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
+		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount}
+	for _, g := range j.GPUs {
+		d.GPUs = append(d.GPUs, decide.GPUKey{Node: g.Node, Index: g.Index})
+	}
+	return d
+}
+
+// readJobs returns the running jobs with GPUs, asking slurmrestd only for
+// what changed since the last cycle.
+func (c *Controller) readJobs(ctx context.Context) ([]slurmrest.Job, error) {
+	c.mu.Lock()
+	since := c.since
+	c.mu.Unlock()
+	list, err := c.cfg.Slurm.Jobs(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !list.Unchanged {
+		c.jobs = list.Jobs
+	}
+	c.since = list.Updated
+	var out []slurmrest.Job
+	for _, j := range c.jobs {
+		if j.Running() && len(j.GPUs) > 0 {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// Cycle runs one cycle and returns the decision it carried out.
+func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
+	start := c.cfg.Now()
+	defer func() { c.cfg.Metrics.CycleSeconds.Observe(time.Since(start).Seconds()) }()
+	snap := decide.Snapshot{Taken: start, SlurmOK: true, SourceOK: true, States: map[int64]decide.JobState{}}
+	var cycleErr []string
+	jobs, err := c.readJobs(ctx)
+	if err != nil {
+		snap.SlurmOK = false
+		cycleErr = append(cycleErr, "slurmrestd: "+err.Error())
+	}
+	byID := map[int64]slurmrest.Job{}
+	nodeSet := map[string]bool{}
+	for _, j := range jobs {
+		snap.Jobs = append(snap.Jobs, c.toDecide(j))
+		byID[j.ID] = j
+		for _, g := range j.GPUs {
+			nodeSet[g.Node] = true
+		}
+	}
+	nodes := make([]string, 0, len(nodeSet))
+	for n := range nodeSet {
+		nodes = append(nodes, n)
+	}
+	res, err := c.cfg.Collector.Collect(ctx, nodes)
+	if err != nil {
+		snap.SourceOK = false
+		cycleErr = append(cycleErr, "metrics: "+err.Error())
+	}
+	for node, why := range res.Failed {
+		c.cfg.Log.Warn("node agent failed: its GPUs count as stale this cycle", "node", node, "error", why)
+	}
+	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
+	if !res.Newest.IsZero() {
+		c.cfg.Metrics.DataAge.Set(start.Sub(res.Newest).Seconds())
+	}
+	stored, err := c.cfg.Store.States(ctx)
+	if err != nil {
+		return decide.Decision{}, fmt.Errorf("read states: %w", err)
+	}
+	for id, raw := range stored {
+		var st decide.JobState
+		if err := json.Unmarshal(raw, &st); err != nil {
+			c.cfg.Log.Warn("stored state unreadable: starting the job afresh", "job_id", id, "error", err)
+			continue
+		}
+		snap.States[id] = st
+	}
+	rules := c.cfg.Rules()
+	d := decide.Decide(snap, start, rules)
+
+	// States first: a crash after this point finds the intents below and
+	// does not decide the same warning twice.
+	if snap.SlurmOK {
+		raw := map[int64]json.RawMessage{}
+		keep := map[int64]bool{}
+		for id, st := range d.States {
+			b, err := json.Marshal(st)
+			if err != nil {
+				return d, err
+			}
+			raw[id] = b
+			keep[id] = true
+		}
+		if err := c.cfg.Store.SaveStates(ctx, raw, keep, start); err != nil {
+			return d, fmt.Errorf("save states: %w", err)
+		}
+	}
+	c.account(snap, d, byID)
+	for _, a := range d.Actions {
+		if ok := c.execute(ctx, a, byID[a.JobID]); !ok {
+			// Decide advanced the state as if the action had run; it did
+			// not, so the job keeps its previous state and the next cycle
+			// decides again.
+			c.revertState(ctx, a.JobID, snap.States, start)
+		}
+	}
+	st := Status{At: start, SlurmOK: snap.SlurmOK, Source: snap.SourceOK, Jobs: len(snap.Jobs), Actions: len(d.Actions),
+		Error: strings.Join(cycleErr, "; ")}
+	c.mu.Lock()
+	c.last = st
+	c.mu.Unlock()
+	if len(cycleErr) > 0 {
+		return d, errors.New(st.Error)
+	}
+	return d, nil
+}
+
+// account adds the cycle's idle GPU time to the metrics.
+func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[int64]slurmrest.Job) {
+	iv := c.interval
+	if iv <= 0 {
+		return
+	}
+	idle := map[int64]bool{}
+	for _, a := range d.Actions {
+		if a.Kind != decide.Recover {
+			idle[a.JobID] = true
+		}
+	}
+	for id, st := range d.States {
+		if st.Phase == decide.Warned || st.Phase == decide.Signalled || st.Phase == decide.Notified {
+			idle[id] = true
+		}
+	}
+	for id := range idle {
+		j := byID[id]
+		c.cfg.Metrics.IdleGPUSeconds.WithLabelValues(c.tenant(j.Account)).Add(float64(len(j.GPUs)) * iv.Seconds())
+	}
+}
+
+// revertState puts back the state a job had before this cycle.
+func (c *Controller) revertState(ctx context.Context, id int64, prev map[int64]decide.JobState, at time.Time) {
+	st, ok := prev[id]
+	if !ok {
+		st = decide.JobState{Phase: decide.Observed, Since: at}
+	}
+	b, err := json.Marshal(st)
+	if err == nil {
+		err = c.cfg.Store.SaveStates(ctx, map[int64]json.RawMessage{id: b}, nil, at)
+	}
+	if err != nil {
+		c.cfg.Log.Error("restoring the state of a job whose action did not run failed", "job_id", id, "error", err)
+	}
+}
+
+// execute carries out one action exactly once, or records why not. It
+// reports whether the action ran (or was recorded as a dry run).
+func (c *Controller) execute(ctx context.Context, a decide.Action, j slurmrest.Job) bool {
+	log := c.cfg.Log
+	rec := store.Record{JobID: a.JobID, Tenant: c.tenant(j.Account), Account: j.Account, User: j.User, Kind: string(a.Kind),
+		Rule: a.Rule, Reason: a.Reason, DecidedAt: c.cfg.Now()}
+	for _, g := range a.Evidence.GPUs {
+		rec.GPUs = append(rec.GPUs, store.GPU{Node: g.GPU.Node, Index: g.GPU.Index})
+	}
+	rec.Evidence, _ = json.Marshal(a.Evidence)
+	if a.DryRun {
+		rec.Status = store.StatusDryRun
+		if _, err := c.cfg.Store.Intent(ctx, rec); err != nil {
+			log.Error("recording a dry-run decision failed", "job_id", a.JobID, "error", err)
+		}
+		log.Info("reclaim action (dry run: not carried out)", "action", a)
+		c.cfg.Metrics.Actions.WithLabelValues(rec.Tenant, string(a.Kind), "dry-run").Inc()
+		return true
+	}
+	id, err := c.cfg.Store.Intent(ctx, rec)
+	if err != nil {
+		// Without a recorded intent the action does not run: a crash
+		// could otherwise repeat it unseen.
+		log.Error("recording the intent failed: action not carried out", "job_id", a.JobID, "kind", a.Kind, "error", err)
+		c.cfg.Metrics.Actions.WithLabelValues(rec.Tenant, string(a.Kind), "failed").Inc()
+		return false
+	}
+	return c.carryOut(ctx, id, a, j, rec)
+}
+
+// carryOut re-reads the job, acts, and finishes the record. It reports
+// whether the action ran.
+func (c *Controller) carryOut(ctx context.Context, id int64, a decide.Action, j slurmrest.Job, rec store.Record) bool {
+	log := c.cfg.Log
+	finish := func(status, errText string) {
+		if err := c.cfg.Store.Finish(ctx, id, status, errText, c.cfg.Now()); err != nil {
+			log.Error("recording the outcome failed", "job_id", a.JobID, "record", id, "error", err)
+		}
+		c.cfg.Metrics.Actions.WithLabelValues(rec.Tenant, string(a.Kind), status).Inc()
+	}
+	now, err := c.cfg.Slurm.Job(ctx, a.JobID)
+	if err != nil {
+		log.Warn("reclaim action abandoned: the job could not be re-read", "action", a, "error", err)
+		finish(store.StatusAbandoned, "re-read: "+err.Error())
+		return false
+	}
+	if !now.Running() {
+		log.Info("reclaim action abandoned: the job is no longer running", "action", a, "state", now.State.String())
+		finish(store.StatusAbandoned, "job is "+now.State.String())
+		return false
+	}
+	if err := a.StillApplies(c.toDecide(now)); err != nil {
+		log.Info("reclaim action abandoned", "action", a, "why", err.Error())
+		finish(store.StatusAbandoned, err.Error())
+		return false
+	}
+	if err := c.act(ctx, a, now); err != nil {
+		log.Error("reclaim action failed", "action", a, "error", err)
+		finish(store.StatusFailed, err.Error())
+		return false
+	}
+	log.Info("reclaim action", "action", a, "user", now.User, "account", now.Account, "tenant", rec.Tenant)
+	finish(store.StatusDone, "")
+	if a.Kind == decide.Requeue || a.Kind == decide.RequeueHold || a.Kind == decide.Cancel {
+		c.cfg.Metrics.ReclaimedGPUSeconds.WithLabelValues(rec.Tenant).Add(reclaimedSeconds(now, c.cfg.Now()))
+	}
+	return true
+}
+
+// reclaimedSeconds is the GPU time a reclaimed job would still have held:
+// its GPUs times what was left of its time limit.
+func reclaimedSeconds(j slurmrest.Job, now time.Time) float64 {
+	if j.TimeLimit <= 0 || j.StartTime.IsZero() {
+		return 0
+	}
+	left := j.StartTime.Add(j.TimeLimit).Sub(now)
+	if left < 0 {
+		return 0
+	}
+	return float64(len(j.GPUs)) * left.Seconds()
+}
+
+// act marks the job and does what the action says.
+func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) error {
+	mark := a.Marker()
+	if err := c.cfg.Slurm.Update(ctx, a.JobID, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
+		return fmt.Errorf("mark job: %w", err)
+	}
+	switch a.Kind {
+	case decide.Signal:
+		if err := c.cfg.Slurm.Signal(ctx, a.JobID, a.Signal, c.cfg.SignalBatchOnly); err != nil {
+			return err
+		}
+	case decide.Requeue, decide.RequeueHold:
+		if err := c.cfg.Slurm.Requeue(ctx, a.JobID, slurmrest.RequeueOptions{Hold: a.Kind == decide.RequeueHold, Reason: a.Reason}); err != nil {
+			return err
+		}
+	case decide.Cancel:
+		if err := c.cfg.Slurm.Cancel(ctx, a.JobID); err != nil {
+			return err
+		}
+	}
+	if c.cfg.Notifier != nil {
+		n := Notice{JobID: a.JobID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Action: string(a.Kind),
+			Rule: a.Rule, Reason: a.Reason, At: c.cfg.Now()}
+		if err := c.cfg.Notifier.Notify(ctx, n); err != nil {
+			c.cfg.Log.Warn("notifying the owner failed", "job_id", a.JobID, "user", j.User, "error", err)
+		}
+	}
+	return nil
+}
+
+// Recover finishes or abandons, exactly once, the intents a crash left
+// open: an action whose effect is visible is recorded done; an action on a
+// job that is still the same run is carried out now; the rest abandoned.
+func (c *Controller) Recover(ctx context.Context) error {
+	pending, err := c.cfg.Store.Pending(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range pending {
+		var ev decide.Evidence
+		_ = json.Unmarshal(rec.Evidence, &ev)
+		a := decide.Action{JobID: rec.JobID, Kind: decide.Kind(rec.Kind), Rule: rec.Rule, Reason: rec.Reason, Evidence: ev}
+		if a.Kind == decide.Signal {
+			a.Signal = c.signalOf(rec.Rule)
+		}
+		j, err := c.cfg.Slurm.Job(ctx, rec.JobID)
+		status, why := "", ""
+		switch {
+		case errors.Is(err, slurmrest.ErrNotFound):
+			status, why = store.StatusAbandoned, "job gone after a restart"
+		case err != nil:
+			return fmt.Errorf("re-read job %d: %w", rec.JobID, err)
+		case a.Kind == decide.Cancel && j.State.Has("CANCELLED"),
+			(a.Kind == decide.Requeue || a.Kind == decide.RequeueHold) && (j.RestartCount > 0 && !j.StartTime.Equal(ev.JobStart)):
+			status, why = store.StatusDone, "found done after a restart"
+		case a.Kind == decide.Signal || a.Kind == decide.Warn || a.Kind == decide.Notify || a.Kind == decide.Recover:
+			// Whether a signal or a notice went out cannot be checked:
+			// never send it twice.
+			status, why = store.StatusAbandoned, "interrupted by a restart; not repeated, since it cannot be checked"
+		}
+		if status != "" {
+			if err := c.cfg.Store.Finish(ctx, rec.ID, status, why, c.cfg.Now()); err != nil {
+				return err
+			}
+			c.cfg.Log.Info("open intent settled after a restart", "job_id", rec.JobID, "kind", rec.Kind, "outcome", status, "why", why)
+			continue
+		}
+		c.cfg.Log.Info("finishing an open intent after a restart", "job_id", rec.JobID, "kind", rec.Kind)
+		c.carryOut(ctx, rec.ID, a, j, rec)
+	}
+	return nil
+}
+
+func (c *Controller) signalOf(rule string) string {
+	for _, r := range c.cfg.Rules().Rules {
+		if r.Name == rule {
+			return r.Signal.Name
+		}
+	}
+	return "USR1"
+}

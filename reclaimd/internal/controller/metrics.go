@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the controller's Prometheus metrics, in a private registry.
+// The only high-level label is tenant; job ids, users and nodes never
+// become labels.
+type Metrics struct {
+	Registry            *prometheus.Registry
+	IdleGPUSeconds      *prometheus.CounterVec
+	ReclaimedGPUSeconds *prometheus.CounterVec
+	Actions             *prometheus.CounterVec
+	CycleSeconds        prometheus.Histogram
+	DataAge             prometheus.Gauge
+}
+
+// Version is set by the build.
+var Version = "dev"
+
+// NewMetrics registers the metrics.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		IdleGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_idle_gpu_seconds_total",
+			Help: "GPU time held by jobs judged idle (warned, signalled or noticed), by tenant.",
+		}, []string{"tenant"}),
+		ReclaimedGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_reclaimed_gpu_seconds_total",
+			Help: "GPU time given back by requeues and cancels: GPUs times what was left of the job's time limit, by tenant.",
+		}, []string{"tenant"}),
+		Actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_actions_total",
+			Help: "Reclaim actions by tenant, action and result (done, failed, abandoned, dry-run).",
+		}, []string{"tenant", "action", "result"}),
+		CycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "strata_reclaim_cycle_duration_seconds",
+			Help:    "Time one reclaim cycle took.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		DataAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_reclaim_data_age_seconds",
+			Help: "Age of the newest GPU sample at the start of the last cycle.",
+		}),
+	}
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strata_build_info",
+		Help: "Build of this Strata part; the value is always 1.",
+	}, []string{"part", "version", "goversion"})
+	build.WithLabelValues("reclaimd", Version, runtime.Version()).Set(1)
+	m.Registry.MustRegister(m.IdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.CycleSeconds, m.DataAge, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

@@ -1,0 +1,467 @@
+package decide
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/reclaimrules"
+)
+
+// Info returns what rules and exemptions match the job on.
+func (j Job) Info() reclaimrules.JobInfo {
+	return reclaimrules.JobInfo{Tenant: j.Tenant, Account: j.Account, User: j.User, Class: j.Class, QOS: j.QOS, Partition: j.Partition}
+}
+
+// Decide works out this cycle's actions and every job's next state; see
+// the package documentation for the rules it follows. It is a pure
+// function of its arguments: s.States is read, never written. It takes
+// O(jobs × GPUs per job × log samples + samples in the windows) time.
+func Decide(s Snapshot, now time.Time, r reclaimrules.Rules) Decision {
+	c := cycle{s: s, now: now, interval: s.SampleInterval}
+	if c.interval <= 0 {
+		c.interval = DefaultSampleInterval
+	}
+	c.gate, c.gateDetail = c.gates(r)
+	c.rules = r.WithDefaults()
+	c.limits = c.rules.Limits
+
+	total := 0
+	for _, j := range s.Jobs {
+		total += len(j.GPUs)
+	}
+	c.gpus = make([]GPUEvidence, 0, total)
+	out := make([]outcome, len(s.Jobs))
+	next := make(map[int64]JobState, len(s.Jobs))
+	var destructive []int
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		if _, dup := next[j.ID]; dup {
+			out[i] = outcome{skip: SkipDuplicate, detail: "the snapshot lists the job twice; the first is judged"}
+			continue
+		}
+		c.judge(j, &out[i])
+		next[j.ID] = out[i].next
+		if out[i].action.Kind.Destructive() {
+			destructive = append(destructive, i)
+		}
+	}
+	c.limit(out, destructive)
+
+	d := Decision{States: next}
+	for i := range out {
+		o := &out[i]
+		id := s.Jobs[i].ID
+		if o.skip != SkipDuplicate {
+			next[id] = o.next
+		}
+		if o.action.Kind != "" {
+			o.action.JobID = id
+			o.action.DryRun = c.rules.DryRun
+			d.Actions = append(d.Actions, o.action)
+			continue
+		}
+		d.Skipped = append(d.Skipped, Skip{JobID: id, Reason: o.skip, Detail: o.detail})
+	}
+	return d
+}
+
+// cycle holds what one call of Decide shares between jobs.
+type cycle struct {
+	s          Snapshot
+	now        time.Time
+	interval   time.Duration
+	rules      reclaimrules.Rules
+	limits     reclaimrules.Limits
+	gate       SkipReason // set when no job may get an action
+	gateDetail string
+	gpus       []GPUEvidence // backing store of every Evidence.GPUs
+}
+
+// outcome is one job's result: an action, or a skip with its reason.
+type outcome struct {
+	action Action // Kind "" when there is none
+	skip   SkipReason
+	detail string
+	prev   JobState // the state before this cycle
+	next   JobState
+	weight float64 // idle GPU-seconds, to order destructive actions
+}
+
+// gates returns why no job may get an action this cycle, if so.
+func (c *cycle) gates(r reclaimrules.Rules) (SkipReason, string) {
+	switch {
+	case !c.s.SlurmOK:
+		return SkipSlurmFailing, "slurmrestd did not answer this cycle: no action until it does"
+	case !c.s.SourceOK:
+		return SkipSourceFailing, "the GPU metrics source did not answer this cycle: no action until it does"
+	case c.s.Taken.IsZero():
+		return SkipOldSnapshot, "the snapshot has no time"
+	case c.now.Sub(c.s.Taken) > 2*c.interval:
+		return SkipOldSnapshot, fmt.Sprintf("snapshot taken %s before the decision, more than twice the %s sample interval", ago(c.now, c.s.Taken), c.interval)
+	}
+	if errs := r.Validate(); len(errs) > 0 {
+		detail := errs[0].Error()
+		if len(errs) > 1 {
+			detail += fmt.Sprintf(" (and %d more problems)", len(errs)-1)
+		}
+		return SkipInvalidRules, detail
+	}
+	return "", ""
+}
+
+// judge decides for one job, into o.
+func (c *cycle) judge(j *Job, o *outcome) {
+	now := c.now
+	prev, known := c.s.States[j.ID]
+	if !known || prev.Phase == "" {
+		prev.Phase = Observed
+		if prev.Since.IsZero() {
+			prev.Since = now
+		}
+	}
+	if !prev.RunStart.IsZero() && !prev.RunStart.Equal(j.Start) {
+		prev = JobState{Phase: Observed, Since: now} // a new run: a new ladder
+	}
+	prev.RunStart = j.Start
+	o.prev, o.next = prev, prev
+	skip := func(reason SkipReason, detail string) {
+		o.skip, o.detail = reason, detail
+	}
+	// dropLadder ends the ladder of a job that is no longer judged.
+	dropLadder := func() {
+		if prev.Phase == Warned || prev.Phase == Signalled || prev.Phase == Notified {
+			o.next = JobState{Phase: Observed, Since: now, RunStart: j.Start}
+		}
+	}
+
+	if c.gate != "" {
+		skip(c.gate, c.gateDetail)
+		return
+	}
+	if prev.Phase == Requeued || prev.Phase == Cancelled {
+		skip(SkipActed, fmt.Sprintf("%s %s ago; Slurm still lists the run as running", prev.Phase, ago(now, prev.Since)))
+		return
+	}
+	info := j.Info()
+	if why, ok := c.rules.Exempt.Exempts(info); ok {
+		dropLadder()
+		skip(SkipExempt, why+" is exempt")
+		return
+	}
+	rule, ok := c.rules.For(info)
+	if !ok {
+		dropLadder()
+		skip(SkipNoRule, fmt.Sprintf("no rule matches tenant %q, account %q, user %q, class %q, QOS %q, partition %q",
+			j.Tenant, j.Account, j.User, j.Class, j.QOS, j.Partition))
+		return
+	}
+	o.next.Rule = rule.Name
+	if len(j.GPUs) == 0 {
+		skip(SkipNoGPUs, "the job holds no GPUs")
+		return
+	}
+	age := now.Sub(j.Start)
+	if grace := rule.StartupGrace.Std(); age < grace {
+		skip(SkipStartupGrace, fmt.Sprintf("started %s ago; startup grace %s", age.Round(time.Second), grace))
+		return
+	}
+	window := rule.Idle.Window.Std()
+	from := now.Add(-window)
+	if age < window {
+		fw := rule.FirstWindow.Std()
+		if fw <= 0 || age < fw {
+			judgeAt := window
+			if fw > 0 {
+				judgeAt = fw
+			}
+			skip(SkipTooYoung, fmt.Sprintf("ran %s; first judged at %s", age.Round(time.Second), judgeAt))
+			return
+		}
+		from, window = j.Start, age
+	}
+
+	ev, st := c.evaluate(j, rule, from)
+	if st != "" {
+		skip(SkipStaleData, st)
+		return
+	}
+	partial := ev.IdleGPUs > 0 && ev.IdleGPUs < ev.TotalGPUs && rule.PartialIdle.Enabled &&
+		ev.IdleGPUs >= rule.PartialIdle.MinIdleGPUs &&
+		float64(ev.IdleGPUs) >= rule.PartialIdle.MinIdleFraction*float64(ev.TotalGPUs)
+	idle := ev.IdleGPUs == ev.TotalGPUs || partial
+
+	act := func(k Kind, reason string) {
+		o.action = Action{Kind: k, Rule: rule.Name, Reason: reason, Evidence: ev}
+		if k == Signal {
+			o.action.Signal = rule.Signal.Name
+		}
+		o.next.Actions++
+		o.next.Since = now
+		switch k {
+		case Warn:
+			o.next.Phase, o.next.WarnedAt = Warned, now
+		case Signal:
+			o.next.Phase, o.next.SignalledAt = Signalled, now
+		case Requeue, RequeueHold:
+			o.next.Phase = Requeued
+		case Cancel:
+			o.next.Phase = Cancelled
+		case Notify:
+			o.next.Phase = Notified
+		case Recover:
+			o.next.Phase, o.next.WarnedAt, o.next.SignalledAt, o.next.Partial = Recovered, time.Time{}, time.Time{}, false
+		}
+		if k.Destructive() {
+			idleFor := window
+			if !prev.WarnedAt.IsZero() {
+				idleFor += now.Sub(prev.WarnedAt)
+			}
+			o.weight = float64(ev.IdleGPUs) * idleFor.Seconds()
+		}
+	}
+
+	if !idle {
+		busy := busyText(ev, rule, window)
+		switch prev.Phase {
+		case Warned, Notified:
+			act(Recover, "busy again: "+busy+"; the reclaim is withdrawn")
+			return
+		case Signalled:
+			// The point of no return (see the package documentation).
+			end, note := endAction(rule, prev.Partial, j, c.limits)
+			waited := now.Sub(prev.SignalledAt)
+			if wait := rule.Signal.Wait.Std(); waited < wait {
+				skip(SkipWaiting, fmt.Sprintf("signalled %s ago; %s in %s", ago(now, prev.SignalledAt), verb(end), (wait-waited).Round(time.Second)))
+				return
+			}
+			act(end, fmt.Sprintf("%s sent %s ago; GPU activity after the signal (a checkpoint) does not withdraw it: %s%s; %s",
+				signalName(rule), ago(now, prev.SignalledAt), note, verb(end), busy))
+			return
+		}
+		skip(SkipBusy, busy)
+		return
+	}
+
+	o.next.Partial = partial
+	end, note := endAction(rule, partial, j, c.limits)
+	seen := func() string { return idleText(ev, rule, window) }
+	switch prev.Phase {
+	case Notified:
+		skip(SkipNotified, fmt.Sprintf("notified %s ago; still idle", ago(now, prev.Since)))
+		return
+	case Warned:
+		waited := now.Sub(prev.WarnedAt)
+		if w := rule.Warn.Std(); waited < w {
+			skip(SkipWaiting, fmt.Sprintf("warned %s ago; next step in %s", ago(now, prev.WarnedAt), (w-waited).Round(time.Second)))
+			return
+		}
+		if end.Destructive() && rule.Signal.Name != "" {
+			act(Signal, fmt.Sprintf("%s; still idle %s after the warning: %s, then %s in %s",
+				seen(), ago(now, prev.WarnedAt), rule.Signal.Name, verb(end), rule.Signal.Wait))
+			return
+		}
+		act(end, fmt.Sprintf("%s; still idle %s after the warning: %s%s", seen(), ago(now, prev.WarnedAt), note, verb(end)))
+		return
+	case Signalled:
+		waited := now.Sub(prev.SignalledAt)
+		if w := rule.Signal.Wait.Std(); waited < w {
+			skip(SkipWaiting, fmt.Sprintf("signalled %s ago; %s in %s", ago(now, prev.SignalledAt), verb(end), (w-waited).Round(time.Second)))
+			return
+		}
+		act(end, fmt.Sprintf("%s; still idle %s after %s: %s%s", seen(), ago(now, prev.SignalledAt), signalName(rule), note, verb(end)))
+		return
+	}
+	// Observed or Recovered: the first idle verdict.
+	if end == Notify {
+		act(Notify, seen()+"; "+note+"notify only")
+		return
+	}
+	plan := fmt.Sprintf("%s in %s", verb(end), rule.Warn)
+	if rule.Signal.Name != "" {
+		plan = fmt.Sprintf("%s in %s, then %s %s later,", rule.Signal.Name, rule.Warn, verb(end), rule.Signal.Wait)
+	}
+	act(Warn, fmt.Sprintf("%s; warning: %s unless the GPUs get busy", seen(), plan))
+}
+
+// endAction returns the action that ends the ladder, and a note when a
+// requeue was turned into a notice ("requeue limit reached (3 of 3
+// requeues): ").
+func endAction(rule reclaimrules.Rule, partial bool, j *Job, l reclaimrules.Limits) (Kind, string) {
+	a := rule.Action
+	if partial {
+		a = rule.PartialIdle.Action
+	}
+	if a.Requeues() {
+		if limit := l.RequeueLimit(rule); j.Requeues >= limit {
+			return Notify, fmt.Sprintf("requeue limit reached (%d of %d requeues): ", j.Requeues, limit)
+		}
+	}
+	switch a {
+	case reclaimrules.ActionRequeue:
+		return Requeue, ""
+	case reclaimrules.ActionRequeueHold:
+		return RequeueHold, ""
+	case reclaimrules.ActionCancel:
+		return Cancel, ""
+	}
+	return Notify, ""
+}
+
+// verb names an end action in a sentence.
+func verb(k Kind) string {
+	switch k {
+	case RequeueHold:
+		return "requeue and hold"
+	case Notify:
+		return "notify only"
+	}
+	return string(k)
+}
+
+// signalName is the signal a Signalled job got: the rule's, or a generic
+// word when the rule has lost it since.
+func signalName(rule reclaimrules.Rule) string {
+	if rule.Signal.Name != "" {
+		return rule.Signal.Name
+	}
+	return "the signal"
+}
+
+// evaluate judges every GPU of a job over (from, now]. It returns the
+// evidence, or why the data is stale.
+func (c *cycle) evaluate(j *Job, rule reclaimrules.Rule, from time.Time) (Evidence, string) {
+	ev := Evidence{WindowStart: from, WindowEnd: c.now, JobStart: j.Start, TotalGPUs: len(j.GPUs)}
+	start := len(c.gpus)
+	span := c.now.Sub(from)
+	stale := ""
+	for _, g := range j.GPUs {
+		ge, why := c.evaluateGPU(g, c.s.Samples[g], from, span, rule.Idle)
+		if why != "" && stale == "" {
+			stale = g.String() + ": " + why
+		}
+		if ge.Idle {
+			ev.IdleGPUs++
+		}
+		c.gpus = append(c.gpus, ge)
+	}
+	ev.GPUs = c.gpus[start:len(c.gpus):len(c.gpus)]
+	return ev, stale
+}
+
+// evaluateGPU reads one GPU's samples in (from, now]; each covers at most
+// one sample interval before it.
+func (c *cycle) evaluateGPU(g GPUKey, samples []Sample, from time.Time, span time.Duration, def reclaimrules.IdleDef) (GPUEvidence, string) {
+	ge := GPUEvidence{GPU: g}
+	// A sample describes the interval before it, so one taken at from
+	// belongs to the time before the window (at a job's start: to the
+	// GPU's previous job).
+	i := sort.Search(len(samples), func(i int) bool { return samples[i].At.After(from) })
+	// Integer nanoseconds: time.Time's Sub costs more, and this is the
+	// inner loop of the whole cycle.
+	var covered int64
+	step, end := int64(c.interval), c.now.UnixNano()
+	prev, newest := from.UnixNano(), -1
+	invalid := false
+	for ; i < len(samples); i++ {
+		s := &samples[i]
+		at := s.At.UnixNano()
+		if at > end {
+			break
+		}
+		covered += min(at-prev, step)
+		prev, newest = at, i
+		ge.Samples++
+		if math.IsNaN(s.UtilPercent) || math.IsNaN(s.MemActivityPercent) {
+			invalid = true
+		}
+		ge.MaxUtilPercent = max(ge.MaxUtilPercent, s.UtilPercent)
+		ge.MaxMemActivityPercent = max(ge.MaxMemActivityPercent, s.MemActivityPercent)
+		ge.MaxMemUsedMiB = max(ge.MaxMemUsedMiB, s.MemUsedMiB)
+	}
+	if span > 0 {
+		ge.Coverage = min(float64(covered)/float64(span), 1)
+	}
+	switch {
+	case ge.Samples == 0:
+		return ge, fmt.Sprintf("no samples in the %s window", span.Round(time.Second))
+	case invalid:
+		return ge, "a sample has no value (NaN)"
+	}
+	ge.Newest = samples[newest].At
+	switch {
+	case c.now.Sub(ge.Newest) > 2*c.interval:
+		return ge, fmt.Sprintf("newest sample %s old, expected every %s", ago(c.now, ge.Newest), c.interval)
+	case ge.Coverage < def.MinCoverage:
+		return ge, fmt.Sprintf("samples cover %.0f%% of the %s window, need %.0f%%", 100*ge.Coverage, span.Round(time.Second), 100*def.MinCoverage)
+	}
+	ge.Idle = ge.MaxUtilPercent <= def.MaxUtilPercent && ge.MaxMemActivityPercent <= def.MaxMemActivityPercent
+	return ge, ""
+}
+
+// limit turns the destructive actions past limits.max_actions_per_cycle
+// into skips, keeping those with the most idle GPU-time (then the lowest
+// job id, so that the choice is stable).
+func (c *cycle) limit(out []outcome, destructive []int) {
+	limit := c.limits.MaxActionsPerCycle
+	if len(destructive) <= limit {
+		return
+	}
+	slices.SortStableFunc(destructive, func(a, b int) int {
+		if d := cmp.Compare(out[b].weight, out[a].weight); d != 0 {
+			return d
+		}
+		return cmp.Compare(c.s.Jobs[a].ID, c.s.Jobs[b].ID)
+	})
+	for _, i := range destructive[limit:] {
+		o := &out[i]
+		o.skip = SkipActionLimit
+		o.detail = fmt.Sprintf("%s deferred: at most %d signals, requeues and cancels per cycle, the most idle GPU-time first", o.action.Kind, limit)
+		o.action = Action{}
+		o.next = o.prev
+	}
+}
+
+// idleText describes the idle GPUs: "8 of 8 GPUs idle for 30m0s: util ≤
+// 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%)".
+func idleText(ev Evidence, rule reclaimrules.Rule, window time.Duration) string {
+	var u, m float64
+	for _, g := range ev.GPUs {
+		if g.Idle {
+			u, m = max(u, g.MaxUtilPercent), max(m, g.MaxMemActivityPercent)
+		}
+	}
+	return fmt.Sprintf("%d of %s idle for %s: util ≤ %s%%, memory activity ≤ %s%% (max seen %.1f%%, %.1f%%)",
+		ev.IdleGPUs, gpus(ev.TotalGPUs), window.Round(time.Second), pct(rule.Idle.MaxUtilPercent), pct(rule.Idle.MaxMemActivityPercent), u, m)
+}
+
+// busyText describes the busy GPUs: "2 of 8 GPUs above util 5% or memory
+// activity 5% in the last 30m0s (max seen 87.0%, 40.0%)".
+func busyText(ev Evidence, rule reclaimrules.Rule, window time.Duration) string {
+	var u, m float64
+	for _, g := range ev.GPUs {
+		if !g.Idle {
+			u, m = max(u, g.MaxUtilPercent), max(m, g.MaxMemActivityPercent)
+		}
+	}
+	return fmt.Sprintf("%d of %s above util %s%% or memory activity %s%% in the last %s (max seen %.1f%%, %.1f%%)",
+		ev.TotalGPUs-ev.IdleGPUs, gpus(ev.TotalGPUs), pct(rule.Idle.MaxUtilPercent), pct(rule.Idle.MaxMemActivityPercent), window.Round(time.Second), u, m)
+}
+
+func gpus(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return strconv.Itoa(n) + " GPUs"
+}
+
+// ago is the time from t to now, to the second: for people, not for
+// arithmetic.
+func ago(now, t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }
+
+// pct formats a percentage without trailing zeros: 5, 2.5, 0.25.
+func pct(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
