@@ -19,7 +19,7 @@ TESTBED := test/testbed/slurm/testbed.sh
 TB_STATE ?= /var/lib/strata/testbed
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
-DEB_PACKAGES := debootstrap zstd curl jq ca-certificates
+DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus
 
 .PHONY: help
 help: ## show this help
@@ -54,6 +54,7 @@ tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) ## install the pinned Go tools into ./bi
 build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
+	$(GO) build -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
 	$(GO) build -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: generate
@@ -114,8 +115,8 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint
 		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 
 .PHONY: bench
-bench: ## benchmarks (topogen: parse + graph + render of real and generated fabrics)
-	$(GO) test -run '^$$' -bench . -benchtime 5x -cpu 1 ./topogen/...
+bench: ## benchmarks (topogen on real and generated fabrics; reclaimd's decide on 1,000 nodes x 8 GPUs)
+	$(GO) test -run '^$$' -bench . -benchtime 5x -cpu 1 ./topogen/... ./reclaimd/...
 
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and show it working

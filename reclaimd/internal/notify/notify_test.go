@@ -1,0 +1,70 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/controller"
+)
+
+var notice = controller.Notice{JobID: 42, User: "alice", Account: "acme-llm", Tenant: "acme", Action: "warn", Rule: "train",
+	Reason: "8 of 8 GPUs idle for 30m0s", At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+
+func TestWebhook(t *testing.T) {
+	var got controller.Notice
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("content type %q", r.Header.Get("Content-Type"))
+		}
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer srv.Close()
+	if err := (Webhook{URL: srv.URL}).Notify(context.Background(), notice); err != nil {
+		t.Fatal(err)
+	}
+	if got != notice {
+		t.Errorf("webhook got %+v, want %+v", got, notice)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "nope", http.StatusTeapot) }))
+	defer bad.Close()
+	if err := (Webhook{URL: bad.URL}).Notify(context.Background(), notice); err == nil || !strings.Contains(err.Error(), "HTTP 418: nope") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestMail runs a stand-in sendmail (the exec edge) that saves the message.
+func TestMail(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "message")
+	sm := filepath.Join(dir, "sendmail")
+	if err := os.WriteFile(sm, []byte("#!/bin/sh\n[ \"$1\" = -t ] || exit 3\ncat > "+out+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Mail{Sendmail: sm, From: "reclaimd", Domain: "example.org"}).Notify(context.Background(), notice); err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := os.ReadFile(out)
+	for _, want := range []string{"To: alice@example.org\n", "From: reclaimd\n", "Subject: [strata] job 42: warn (train)\n",
+		"Why: 8 of 8 GPUs idle for 30m0s"} {
+		if !strings.Contains(string(msg), want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	if err := (Mail{Sendmail: filepath.Join(dir, "missing")}).Notify(context.Background(), notice); err == nil {
+		t.Errorf("a missing sendmail was not an error")
+	}
+	noUser := notice
+	noUser.User = ""
+	if err := (Mail{Sendmail: sm}).Notify(context.Background(), noUser); err == nil {
+		t.Errorf("a notice without a user was sent")
+	}
+}
