@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,6 +285,117 @@ func TestRecoverOpenIntent(t *testing.T) {
 		recs, _ := st.Job(ctx, id)
 		if len(recs) != 1 || recs[0].ID != rid || recs[0].Status != store.StatusDone {
 			t.Errorf("records = %+v, want the one intent, done", recs)
+		}
+	})
+}
+
+// switchable is the network edge between reclaimd and slurmrestd: a proxy
+// that can refuse every request, as a stopped slurmrestd would.
+type switchable struct {
+	mu   sync.Mutex
+	down bool
+	next http.Handler
+}
+
+func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	down := s.down
+	s.mu.Unlock()
+	if down {
+		// Drop the connection without an answer.
+		hj, ok := w.(http.Hijacker)
+		if ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		http.Error(w, "down", http.StatusBadGateway)
+		return
+	}
+	s.next.ServeHTTP(w, r)
+}
+
+func (s *switchable) set(down bool) { s.mu.Lock(); s.down = down; s.mu.Unlock() }
+
+// TestCancelThroughOutage: under a rule that cancels, an idle job is warned
+// and cancelled; while slurmrestd is unreachable for a cycle nothing is done
+// and /healthz says why, and the next cycle goes on.
+func TestCancelThroughOutage(t *testing.T) {
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		ctx := testbed.Context(t)
+		admin := b.Client(t)
+		target, err := url.Parse(b.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edge := &switchable{next: httputil.NewSingleHostReverseProxy(target)}
+		proxy := httptest.NewServer(edge)
+		defer proxy.Close()
+		cfg := b.Config()
+		cfg.URL = proxy.URL
+		c, err := slurmrest.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := b.Nodes[0]
+		id := submit(t, admin, b, "alice", node, testbed.Unique("cancel"))
+		urls := replayAgents(t, b, nil)
+		rules, err := reclaimrules.Parse([]byte(`{"apiVersion": "strata/v1", "kind": "ReclaimRules",
+		  "rules": [{"name": "idle-cancel", "idle": {"window": "1m"}, "warn": "10s", "action": "cancel"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "reclaimd.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ctl, err := controller.New(controller.Config{Slurm: c, Store: st, Rules: func() reclaimrules.Rules { return rules },
+			Collector: &collect.Agents{URL: urls}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		health := httptest.NewServer(ctl.Handler(time.Minute))
+		defer health.Close()
+		var kinds []string
+		outageDone := false
+		deadline := time.Now().Add(4 * time.Minute)
+		for time.Now().Before(deadline) && (len(kinds) == 0 || kinds[len(kinds)-1] != "cancel") {
+			if len(kinds) == 1 && !outageDone {
+				// Warned: now slurmrestd goes away for one cycle.
+				edge.set(true)
+				d, err := ctl.Cycle(ctx)
+				if err == nil || len(d.Actions) != 0 {
+					t.Fatalf("cycle with slurmrestd down: err %v, %d actions; want an error and no action", err, len(d.Actions))
+				}
+				r, err := http.Get(health.URL + "/healthz")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Body.Close()
+				if r.StatusCode != http.StatusServiceUnavailable {
+					t.Errorf("healthz during the outage = %d, want 503", r.StatusCode)
+				}
+				edge.set(false)
+				outageDone = true
+				time.Sleep(10 * time.Second) // past the warning, so the next good cycle cancels
+			}
+			d, err := ctl.Cycle(ctx)
+			if err != nil {
+				t.Fatalf("cycle: %v", err)
+			}
+			for _, a := range d.Actions {
+				kinds = append(kinds, string(a.Kind))
+			}
+			time.Sleep(3 * time.Second)
+		}
+		if strings.Join(kinds, ",") != "warn,cancel" || !outageDone {
+			t.Fatalf("actions = %v (outage tested: %v), want warn then cancel", kinds, outageDone)
+		}
+		testbed.WaitJob(t, admin, id, 30*time.Second, "cancelled", func(j slurmrest.Job) bool { return j.State.Has("CANCELLED") })
+		if r, err := http.Get(health.URL + "/healthz"); err != nil || r.StatusCode != http.StatusOK {
+			t.Errorf("healthz after the outage: %v %v", r, err)
 		}
 	})
 }
