@@ -394,8 +394,13 @@ func TestCancelThroughOutage(t *testing.T) {
 			t.Fatalf("actions = %v (outage tested: %v), want warn then cancel", kinds, outageDone)
 		}
 		testbed.WaitJob(t, admin, id, 30*time.Second, "cancelled", func(j slurmrest.Job) bool { return j.State.Has("CANCELLED") })
-		if r, err := http.Get(health.URL + "/healthz"); err != nil || r.StatusCode != http.StatusOK {
-			t.Errorf("healthz after the outage: %v %v", r, err)
+		r, err := http.Get(health.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			t.Errorf("healthz after the outage = %d, want 200", r.StatusCode)
 		}
 	})
 }

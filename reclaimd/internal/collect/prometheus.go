@@ -1,0 +1,562 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+)
+
+// The defaults of the Prometheus fields: dcgm-exporter's metric and label
+// names.
+const (
+	defaultPromWindow      = time.Hour // the longest rule window
+	defaultPromStep        = 30 * time.Second
+	defaultPromNodeLabel   = "Hostname"
+	defaultPromGPULabel    = "gpu"
+	defaultPromUtil        = "DCGM_FI_DEV_GPU_UTIL"
+	defaultPromMemActivity = "DCGM_FI_PROF_DRAM_ACTIVE"
+	defaultPromFBUsed      = "DCGM_FI_DEV_FB_USED"
+	defaultPromMaxBytes    = 64 << 20
+	// memCopyUtil is dcgm-exporter's other memory-activity metric, a
+	// percentage (DRAM_ACTIVE is a ratio); the one a site without the
+	// profiling metrics (DCP) uses.
+	memCopyUtil = "DCGM_FI_DEV_MEM_COPY_UTIL"
+)
+
+// Prometheus reads the GPU samples from a Prometheus that scrapes
+// dcgm-exporter on the GPU nodes, with one range query per cycle for all
+// the nodes asked for (see [Prometheus.Query]).
+//
+// Each sample at time t is the maximum of each metric over the Step before
+// t (max_over_time), not the last value Prometheus holds at t: decide reads
+// a sample as standing for the interval before it and judges the maximum,
+// so a burst between two steps must count, and a gap in the scrapes must
+// stay a gap (a plain selector would fill up to five minutes of it with
+// the last value, which may read as idle). Step must therefore be at least
+// dcgm-exporter's scrape interval, or GPUs show gaps and read as stale.
+//
+// Prometheus is safe for concurrent use once its fields are set.
+type Prometheus struct {
+	// URL is Prometheus's base URL, e.g. "http://prometheus:9090" (a path
+	// prefix such as "/prometheus" is kept).
+	URL string
+	// Client makes the request; one with a 30s timeout when nil.
+	Client *http.Client
+	// Window is how far back each query reaches (default 1h, the longest
+	// rule window).
+	Window time.Duration
+	// Step is the query resolution and so the sample interval reported to
+	// decide (default 30s); at least the scrape interval.
+	Step time.Duration
+	// NodeLabel is the label that names the Slurm node (default
+	// "Hostname", dcgm-exporter's own). With "instance", a ":port" suffix
+	// is allowed in the query and stripped from the answer.
+	NodeLabel string
+	// GPULabel is the label that holds the GPU index as Slurm numbers it
+	// (default "gpu").
+	GPULabel string
+	// UtilMetric is the GPU utilisation in percent (default
+	// DCGM_FI_DEV_GPU_UTIL).
+	UtilMetric string
+	// MemActivityMetric is the memory activity (default
+	// DCGM_FI_PROF_DRAM_ACTIVE, a 0–1 ratio); DCGM_FI_DEV_MEM_COPY_UTIL
+	// (a percentage) where the profiling metrics are not collected.
+	MemActivityMetric string
+	// MemActivityScale turns MemActivityMetric into percent; when 0, 1
+	// for DCGM_FI_DEV_MEM_COPY_UTIL and 100 for anything else (a ratio).
+	MemActivityScale float64
+	// FBUsedMetric is the frame buffer in use, in MiB (default
+	// DCGM_FI_DEV_FB_USED). It is evidence only: where it is missing a
+	// sample records 0.
+	FBUsedMetric string
+	// MaxResponseBytes bounds the answer read (default 64 MiB, about a
+	// thousand 8-GPU nodes at the default Window and Step).
+	MaxResponseBytes int64
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// APIError is an answer from Prometheus that is not a result: an HTTP
+// error, a "status":"error" answer, or a body that is not Prometheus's
+// JSON.
+type APIError struct {
+	// Query is the PromQL query sent.
+	Query string
+	// HTTPStatus is the answer's HTTP status code.
+	HTTPStatus int
+	// Type and Message are Prometheus's errorType and error ("bad_data",
+	// "parse error at char 5: ..."); Type is empty where the body was not
+	// Prometheus's error JSON, and Message then quotes the body or says
+	// what was wrong with it.
+	Type, Message string
+}
+
+// Error says what Prometheus answered to which query; a long query is
+// shortened.
+func (e *APIError) Error() string {
+	q := e.Query
+	if len(q) > 300 {
+		q = q[:300] + "…"
+	}
+	msg := e.Message
+	if e.Type != "" {
+		msg = e.Type + ": " + msg
+	}
+	return fmt.Sprintf("prometheus query_range %q: HTTP %d: %s", q, e.HTTPStatus, msg)
+}
+
+// promConfig is a Prometheus with the defaults filled in.
+type promConfig struct {
+	window, step        time.Duration
+	nodeLabel, gpuLabel string
+	util, mem, fb       string
+	memScale            float64
+	maxBytes            int64
+	stripPort           bool // the node label is "instance": host:port
+	client              *http.Client
+	now                 func() time.Time
+}
+
+func (p *Prometheus) config() promConfig {
+	c := promConfig{
+		window: p.Window, step: p.Step, nodeLabel: p.NodeLabel, gpuLabel: p.GPULabel,
+		util: p.UtilMetric, mem: p.MemActivityMetric, fb: p.FBUsedMetric,
+		memScale: p.MemActivityScale, maxBytes: p.MaxResponseBytes, client: p.Client, now: p.Now,
+	}
+	if c.window <= 0 {
+		c.window = defaultPromWindow
+	}
+	if c.step <= 0 {
+		c.step = defaultPromStep
+	}
+	c.step = max(c.step, time.Millisecond) // Prometheus's resolution
+	c.nodeLabel = cmpOr(c.nodeLabel, defaultPromNodeLabel)
+	c.gpuLabel = cmpOr(c.gpuLabel, defaultPromGPULabel)
+	c.util = cmpOr(c.util, defaultPromUtil)
+	c.mem = cmpOr(c.mem, defaultPromMemActivity)
+	c.fb = cmpOr(c.fb, defaultPromFBUsed)
+	if c.memScale == 0 {
+		c.memScale = 100
+		if c.mem == memCopyUtil {
+			c.memScale = 1
+		}
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = defaultPromMaxBytes
+	}
+	if c.client == nil {
+		c.client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.stripPort = c.nodeLabel == "instance"
+	return c
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Query is the PromQL range query Collect sends for these nodes: paste it
+// into Prometheus's graph page to see what reclaimd sees. For the defaults
+// and nodes gpu1 and gpu2 (one line, wrapped here):
+//
+//	label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1|gpu2"}[30s]),
+//	  "__name__", "DCGM_FI_DEV_GPU_UTIL", "", "")
+//	or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1|gpu2"}[30s]),
+//	  "__name__", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")
+//	or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2"}[30s]),
+//	  "__name__", "DCGM_FI_DEV_FB_USED", "", "")
+//
+// max_over_time drops the metric name, so label_replace puts it back, and
+// the three metrics travel in one answer.
+func (p *Prometheus) Query(nodes []string) string {
+	return p.config().query(normNodes(nodes))
+}
+
+func (c promConfig) query(nodes []string) string {
+	quoted := make([]string, len(nodes))
+	for i, n := range nodes {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	re := strings.Join(quoted, "|")
+	if c.stripPort {
+		re = "(?:" + re + ")(?::[0-9]+)?"
+	}
+	matcher := c.nodeLabel + "=~" + strconv.Quote(re)
+	rng := promDuration(c.step)
+	parts := make([]string, 0, 3)
+	for _, m := range []string{c.util, c.mem, c.fb} {
+		parts = append(parts, fmt.Sprintf(`label_replace(max_over_time(%s{%s}[%s]), "__name__", %s, "", "")`,
+			m, matcher, rng, strconv.Quote(m)))
+	}
+	return strings.Join(parts, " or ")
+}
+
+// promDuration writes d as a PromQL duration: whole seconds where it can,
+// else milliseconds (older Prometheus does not parse "1m30s").
+func promDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// normNodes sorts the nodes and drops duplicates and empty names, so the
+// query is the same whatever order the controller gives them in.
+func normNodes(nodes []string) []string {
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Collect queries Prometheus once for the samples of the GPUs on the given
+// nodes over the last Window. A node without a single series, or without
+// the utilisation or memory-activity metric, is in Failed with what to
+// check; a time at which a GPU has no utilisation or no memory activity
+// is left out, so it reads as a gap (stale), never as idle. Collect
+// returns an error when the query fails or no node has samples.
+func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error) {
+	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
+	nodes = normNodes(nodes)
+	if len(nodes) == 0 {
+		return res, nil
+	}
+	c := p.config()
+	res.Interval = c.step
+	if p.URL == "" {
+		return res, errors.New("prometheus: no URL set: give Prometheus's base URL, e.g. http://prometheus:9090")
+	}
+	query := c.query(nodes)
+	end := c.now()
+	body, err := c.fetch(ctx, p.URL, query, end.Add(-c.window), end)
+	if err != nil {
+		return res, err
+	}
+	series, err := parseQueryRange(body)
+	if err != nil {
+		return res, &APIError{Query: query, HTTPStatus: http.StatusOK, Message: err.Error()}
+	}
+	c.join(series, nodes, &res)
+	if len(res.Failed) == len(nodes) {
+		return res, fmt.Errorf("prometheus: no samples for any of the %d nodes (e.g. %s)", len(nodes), firstFailure(res.Failed))
+	}
+	return res, nil
+}
+
+// fetch POSTs the query (a form, so a long node list fits) and returns the
+// body of a 200 answer.
+func (c promConfig) fetch(ctx context.Context, base, query string, start, end time.Time) ([]byte, error) {
+	form := url.Values{
+		"query": {query},
+		"start": {promTime(start)},
+		"end":   {promTime(end)},
+		"step":  {strconv.FormatFloat(c.step.Seconds(), 'f', -1, 64)},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/api/v1/query_range",
+		strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus query_range: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus query_range: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus query_range: read answer: %w", err)
+	}
+	if int64(len(body)) > c.maxBytes {
+		return nil, &APIError{Query: query, HTTPStatus: resp.StatusCode, Message: fmt.Sprintf(
+			"answer larger than %d bytes: raise the response limit, or use a longer step", c.maxBytes)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		// Prometheus answers errors (400 bad_data, 422 execution, 503
+		// timeout) with its error JSON; a proxy in front may not.
+		var env promEnvelope
+		if json.Unmarshal(body, &env) == nil && env.Status == "error" {
+			return nil, &APIError{Query: query, HTTPStatus: resp.StatusCode, Type: env.ErrorType, Message: env.Error}
+		}
+		return nil, &APIError{Query: query, HTTPStatus: resp.StatusCode, Message: snippet(body)}
+	}
+	return body, nil
+}
+
+// promTime writes t as Prometheus's API takes it: Unix seconds, to the
+// millisecond.
+func promTime(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMilli())/1e3, 'f', 3, 64)
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if s == "" {
+		return "(empty body)"
+	}
+	return strconv.Quote(s)
+}
+
+// promEnvelope is the frame of every Prometheus API answer.
+type promEnvelope struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+}
+
+// promSeries is one series of a matrix result.
+type promSeries struct {
+	Metric map[string]string `json:"metric"`
+	Values []promPoint       `json:"values"`
+}
+
+// promPoint is one [unix_seconds, "value"] pair.
+type promPoint struct {
+	ms int64 // Unix milliseconds
+	v  float64
+}
+
+// UnmarshalJSON reads Prometheus's [1795900000.123, "42"].
+func (pt *promPoint) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw) != 2 {
+		return fmt.Errorf("point %s: want [time, \"value\"]", b)
+	}
+	var ts json.Number
+	if err := json.Unmarshal(raw[0], &ts); err != nil {
+		return fmt.Errorf("point %s: time: %w", b, err)
+	}
+	sec, err := ts.Float64()
+	// Year 1 to 9999 at most; anything else is not a sample time.
+	if err != nil || math.IsNaN(sec) || math.Abs(sec) > 253402300799 {
+		return fmt.Errorf("point %s: time %q is not Unix seconds", b, ts)
+	}
+	var vs string
+	if err := json.Unmarshal(raw[1], &vs); err != nil {
+		return fmt.Errorf("point %s: value: %w", b, err)
+	}
+	// Prometheus writes NaN, +Inf and -Inf, which ParseFloat reads.
+	v, err := strconv.ParseFloat(vs, 64)
+	if err != nil {
+		return fmt.Errorf("point %s: value %q is not a number", b, vs)
+	}
+	pt.ms, pt.v = int64(math.Round(sec*1e3)), v
+	return nil
+}
+
+// parseQueryRange reads a successful /api/v1/query_range answer: the
+// series of its matrix. It is a pure function of the body, so it is
+// fuzzed.
+func parseQueryRange(body []byte) ([]promSeries, error) {
+	var env promEnvelope
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&env); err != nil {
+		return nil, fmt.Errorf("answer is not Prometheus API JSON: %w (body %s)", err, snippet(body))
+	}
+	switch env.Status {
+	case "success":
+	case "error":
+		return nil, fmt.Errorf("%s: %s", env.ErrorType, env.Error)
+	default:
+		return nil, fmt.Errorf("answer has status %q, want \"success\" (body %s)", env.Status, snippet(body))
+	}
+	var data struct {
+		ResultType string       `json:"resultType"`
+		Result     []promSeries `json:"result"`
+	}
+	if err := json.Unmarshal(env.Data, &data); err != nil {
+		return nil, fmt.Errorf("answer's data: %w", err)
+	}
+	if data.ResultType != "matrix" {
+		return nil, fmt.Errorf("answer's resultType is %q, want \"matrix\": is the URL a Prometheus API?", data.ResultType)
+	}
+	return data.Result, nil
+}
+
+// promAcc gathers one GPU's three metrics at one time.
+type promAcc struct {
+	util, mem, fb          float64
+	hasUtil, hasMem, hasFB bool
+}
+
+// merge keeps the larger value where a GPU has two series of one metric
+// (labels that changed in the window, two exporters): the maximum is
+// what decide judges, so taking it never makes a GPU look idler. NaN wins,
+// so decide reads the GPU as stale.
+func merge(v *float64, has *bool, x float64) {
+	if !*has || math.IsNaN(x) || x > *v {
+		*v = x
+	}
+	*has = true
+}
+
+// nodeSeen is what the answer held for one node, for the Failed reason.
+type nodeSeen struct {
+	util, mem, fb bool
+	badGPU        string // a gpu label value that is not an index
+}
+
+// join groups the series by node and GPU, joins the three metrics by
+// timestamp into samples, and names the nodes without samples in Failed.
+func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
+	want := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		want[n] = true
+	}
+	seen := map[string]*nodeSeen{}
+	accs := map[decide.GPUKey]map[int64]*promAcc{}
+	for _, s := range series {
+		node := s.Metric[c.nodeLabel]
+		if c.stripPort {
+			if h, _, err := net.SplitHostPort(node); err == nil {
+				node = h
+			}
+		}
+		if !want[node] {
+			continue
+		}
+		ns := seen[node]
+		if ns == nil {
+			ns = &nodeSeen{}
+			seen[node] = ns
+		}
+		idx, err := strconv.Atoi(s.Metric[c.gpuLabel])
+		if err != nil || idx < 0 {
+			ns.badGPU = s.Metric[c.gpuLabel]
+			continue
+		}
+		var which int
+		switch s.Metric["__name__"] {
+		case c.util:
+			which, ns.util = 0, true
+		case c.mem:
+			which, ns.mem = 1, true
+		case c.fb:
+			which, ns.fb = 2, true
+		default:
+			continue
+		}
+		key := decide.GPUKey{Node: node, Index: idx}
+		byTime := accs[key]
+		if byTime == nil {
+			byTime = map[int64]*promAcc{}
+			accs[key] = byTime
+		}
+		for _, pt := range s.Values {
+			a := byTime[pt.ms]
+			if a == nil {
+				a = &promAcc{}
+				byTime[pt.ms] = a
+			}
+			switch which {
+			case 0:
+				merge(&a.util, &a.hasUtil, pt.v)
+			case 1:
+				merge(&a.mem, &a.hasMem, pt.v*c.memScale)
+			case 2:
+				merge(&a.fb, &a.hasFB, pt.v)
+			}
+		}
+	}
+	for key, byTime := range accs {
+		times := make([]int64, 0, len(byTime))
+		for ms, a := range byTime {
+			if a.hasUtil && a.hasMem { // else a gap: stale, never idle
+				times = append(times, ms)
+			}
+		}
+		if len(times) == 0 {
+			continue
+		}
+		slices.Sort(times)
+		samples := make([]decide.Sample, 0, len(times))
+		for _, ms := range times {
+			a := byTime[ms]
+			fb := a.fb
+			if !a.hasFB || math.IsNaN(fb) || math.IsInf(fb, 0) {
+				fb = 0 // evidence only; a NaN here would spoil the action's record
+			}
+			s := decide.Sample{At: time.UnixMilli(ms), UtilPercent: finiteOrNaN(a.util),
+				MemActivityPercent: finiteOrNaN(a.mem), MemUsedMiB: fb}
+			samples = append(samples, s)
+			if s.At.After(res.Newest) {
+				res.Newest = s.At
+			}
+		}
+		res.Samples[key] = samples
+	}
+	withSamples := map[string]bool{}
+	for key := range res.Samples {
+		withSamples[key.Node] = true
+	}
+	for _, n := range nodes {
+		if withSamples[n] {
+			continue
+		}
+		res.Failed[n] = c.whyNoSamples(n, seen[n])
+	}
+}
+
+// finiteOrNaN reads ±Inf as NaN: a value DCGM could not have measured,
+// which decide reads as stale.
+func finiteOrNaN(v float64) float64 {
+	if math.IsInf(v, 0) {
+		return math.NaN()
+	}
+	return v
+}
+
+// whyNoSamples says why a node has no samples, and what to check.
+func (c promConfig) whyNoSamples(node string, ns *nodeSeen) string {
+	switch {
+	case ns == nil:
+		return fmt.Sprintf("Prometheus has no DCGM series for node %s in the last %s: is dcgm-exporter running there, "+
+			"and is its %s label the Slurm node name?", node, c.window, c.nodeLabel)
+	case !ns.util && !ns.mem && !ns.fb && ns.badGPU != "":
+		return fmt.Sprintf("Prometheus's DCGM series for node %s have %s=%q, not a GPU index: set the GPU label",
+			node, c.gpuLabel, ns.badGPU)
+	case !ns.util:
+		return fmt.Sprintf("Prometheus has no %s series for node %s: is the field in dcgm-exporter's counters file?",
+			c.util, node)
+	case !ns.mem && c.mem != memCopyUtil:
+		return fmt.Sprintf("Prometheus has no %s series for node %s: enable it in dcgm-exporter's counters file, "+
+			"or use %s (needs no profiling metrics)", c.mem, node, memCopyUtil)
+	case !ns.mem:
+		return fmt.Sprintf("Prometheus has no %s series for node %s: is the field in dcgm-exporter's counters file?",
+			c.mem, node)
+	default:
+		return fmt.Sprintf("Prometheus has %s and %s for node %s, but never at the same time", c.util, c.mem, node)
+	}
+}
