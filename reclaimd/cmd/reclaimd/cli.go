@@ -146,8 +146,14 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		}
 		notifiers = append(notifiers, m)
 	}
+	var col controller.Collector = &collect.Agents{URLTemplate: cfg.Agents.URLTemplate, Client: &http.Client{Timeout: cfg.Agents.Timeout}}
+	if cfg.Source == "prometheus" {
+		p := cfg.Prometheus
+		col = &collect.Prometheus{URL: p.URL, Step: p.Step, Window: p.Window, NodeLabel: p.NodeLabel, MemActivityMetric: p.MemActivityMetric,
+			Client: &http.Client{Timeout: p.Timeout}}
+	}
 	ccfg := controller.Config{Slurm: client, Store: st, Rules: current, Tenants: cfg.Tenants, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
-		Collector: &collect.Agents{URLTemplate: cfg.Agents.URLTemplate, Client: &http.Client{Timeout: cfg.Agents.Timeout}}, Log: log}
+		Collector: col, Log: log}
 	if len(notifiers) > 0 {
 		ccfg.Notifier = notifiers
 	}

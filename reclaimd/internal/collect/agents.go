@@ -1,7 +1,8 @@
 // Package collect gives the reclaimd controller the GPU samples of the
-// GPUs its jobs hold: from the node agents over HTTP (GET /v1/snapshot),
-// one request per node per cycle. A value an agent could not measure is
-// dropped, never read as 0: a GPU with too few samples is not idle.
+// GPUs its jobs hold: from the node agents over HTTP (GET /v1/snapshot,
+// one request per node per cycle), or from Prometheus where sites run
+// dcgm-exporter (one range query per cycle). A value that was not measured
+// is dropped, never read as 0: a GPU with too few samples is not idle.
 package collect
 
 import (

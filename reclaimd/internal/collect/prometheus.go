@@ -35,6 +35,8 @@ const (
 	// percentage (DRAM_ACTIVE is a ratio); the one a site without the
 	// profiling metrics (DCP) uses.
 	memCopyUtil = "DCGM_FI_DEV_MEM_COPY_UTIL"
+	// metricLabel names each answer series' metric (see Prometheus.Query).
+	metricLabel = "strata_metric"
 )
 
 // Prometheus reads the GPU samples from a Prometheus that scrapes
@@ -180,14 +182,16 @@ func cmpOr(s, def string) string {
 // and nodes gpu1 and gpu2 (one line, wrapped here):
 //
 //	label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1|gpu2"}[30s]),
-//	  "__name__", "DCGM_FI_DEV_GPU_UTIL", "", "")
+//	  "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")
 //	or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1|gpu2"}[30s]),
-//	  "__name__", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")
+//	  "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")
 //	or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2"}[30s]),
-//	  "__name__", "DCGM_FI_DEV_FB_USED", "", "")
+//	  "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")
 //
-// max_over_time drops the metric name, so label_replace puts it back, and
-// the three metrics travel in one answer.
+// max_over_time drops the metric name, so label_replace names each series'
+// metric in a label of its own, strata_metric. (Not __name__ again: "or"
+// matches series on their labels without the name, so it would keep only
+// the first metric of each GPU.)
 func (p *Prometheus) Query(nodes []string) string {
 	return p.config().query(normNodes(nodes))
 }
@@ -205,8 +209,8 @@ func (c promConfig) query(nodes []string) string {
 	rng := promDuration(c.step)
 	parts := make([]string, 0, 3)
 	for _, m := range []string{c.util, c.mem, c.fb} {
-		parts = append(parts, fmt.Sprintf(`label_replace(max_over_time(%s{%s}[%s]), "__name__", %s, "", "")`,
-			m, matcher, rng, strconv.Quote(m)))
+		parts = append(parts, fmt.Sprintf(`label_replace(max_over_time(%s{%s}[%s]), %q, %s, "", "")`,
+			m, matcher, rng, metricLabel, strconv.Quote(m)))
 	}
 	return strings.Join(parts, " or ")
 }
@@ -258,7 +262,10 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 	}
 	series, err := parseQueryRange(body)
 	if err != nil {
-		return res, &APIError{Query: query, HTTPStatus: http.StatusOK, Message: err.Error()}
+		apiErr := &APIError{Message: err.Error()}
+		errors.As(err, &apiErr) // a "status":"error" answer
+		apiErr.Query, apiErr.HTTPStatus = query, http.StatusOK
+		return res, apiErr
 	}
 	c.join(series, nodes, &res)
 	if len(res.Failed) == len(nodes) {
@@ -325,18 +332,18 @@ func snippet(b []byte) string {
 	return strconv.Quote(s)
 }
 
-// promEnvelope is the frame of every Prometheus API answer.
+// promEnvelope is the frame of every Prometheus API answer, less its
+// data: what an error answer holds.
 type promEnvelope struct {
-	Status    string          `json:"status"`
-	Data      json.RawMessage `json:"data"`
-	ErrorType string          `json:"errorType"`
-	Error     string          `json:"error"`
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
 }
 
 // promSeries is one series of a matrix result.
 type promSeries struct {
 	Metric map[string]string `json:"metric"`
-	Values []promPoint       `json:"values"`
+	Values promValues        `json:"values"`
 }
 
 // promPoint is one [unix_seconds, "value"] pair.
@@ -345,64 +352,162 @@ type promPoint struct {
 	v  float64
 }
 
-// UnmarshalJSON reads Prometheus's [1795900000.123, "42"].
-func (pt *promPoint) UnmarshalJSON(b []byte) error {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
+// promValues is a series' values: [[1795900000.25,"42"],...].
+type promValues []promPoint
+
+// UnmarshalJSON reads the values with a scanner of its own: an answer for
+// a thousand nodes holds millions of points, and decoding each through
+// encoding/json takes seconds and gigabytes. encoding/json has checked
+// that b is valid JSON; the scanner still checks the shape.
+func (vs *promValues) UnmarshalJSON(b []byte) error {
+	sc := pointScanner{b: b}
+	if sc.literal("null") {
+		*vs = nil
+		return nil
 	}
-	if len(raw) != 2 {
-		return fmt.Errorf("point %s: want [time, \"value\"]", b)
+	if !sc.expect('[') {
+		return sc.fail("values: want an array")
 	}
-	var ts json.Number
-	if err := json.Unmarshal(raw[0], &ts); err != nil {
-		return fmt.Errorf("point %s: time: %w", b, err)
+	out := make(promValues, 0, bytes.Count(b, []byte{'['})-1)
+	if sc.expect(']') {
+		*vs = out
+		return sc.end()
 	}
-	sec, err := ts.Float64()
-	// Year 1 to 9999 at most; anything else is not a sample time.
-	if err != nil || math.IsNaN(sec) || math.Abs(sec) > 253402300799 {
-		return fmt.Errorf("point %s: time %q is not Unix seconds", b, ts)
+	for {
+		pt, err := sc.point()
+		if err != nil {
+			return err
+		}
+		out = append(out, pt)
+		if sc.expect(']') {
+			break
+		}
+		if !sc.expect(',') {
+			return sc.fail("values: want , or ]")
+		}
 	}
-	var vs string
-	if err := json.Unmarshal(raw[1], &vs); err != nil {
-		return fmt.Errorf("point %s: value: %w", b, err)
+	*vs = out
+	return sc.end()
+}
+
+// pointScanner reads the JSON of a values array.
+type pointScanner struct {
+	b   []byte
+	off int
+}
+
+func (sc *pointScanner) space() {
+	for sc.off < len(sc.b) && (sc.b[sc.off] == ' ' || sc.b[sc.off] == '\t' || sc.b[sc.off] == '\n' || sc.b[sc.off] == '\r') {
+		sc.off++
 	}
-	// Prometheus writes NaN, +Inf and -Inf, which ParseFloat reads.
-	v, err := strconv.ParseFloat(vs, 64)
-	if err != nil {
-		return fmt.Errorf("point %s: value %q is not a number", b, vs)
+}
+
+// expect consumes c, after white space, if it comes next.
+func (sc *pointScanner) expect(c byte) bool {
+	sc.space()
+	if sc.off < len(sc.b) && sc.b[sc.off] == c {
+		sc.off++
+		return true
 	}
-	pt.ms, pt.v = int64(math.Round(sec*1e3)), v
+	return false
+}
+
+func (sc *pointScanner) literal(s string) bool {
+	sc.space()
+	if bytes.HasPrefix(sc.b[sc.off:], []byte(s)) {
+		sc.off += len(s)
+		return true
+	}
+	return false
+}
+
+func (sc *pointScanner) end() error {
+	sc.space()
+	if sc.off != len(sc.b) {
+		return sc.fail("values: data after the array")
+	}
 	return nil
+}
+
+func (sc *pointScanner) fail(msg string) error {
+	near := sc.b[min(sc.off, len(sc.b)):]
+	if len(near) > 40 {
+		near = near[:40]
+	}
+	return fmt.Errorf("%s at byte %d (near %q)", msg, sc.off, near)
+}
+
+// point reads [1795900000.25,"42"]. Prometheus writes values as strings,
+// NaN, +Inf and -Inf among them, which ParseFloat reads.
+func (sc *pointScanner) point() (promPoint, error) {
+	if !sc.expect('[') {
+		return promPoint{}, sc.fail("point: want [time, \"value\"]")
+	}
+	sc.space()
+	start := sc.off
+	for sc.off < len(sc.b) && strings.IndexByte("0123456789+-.eE", sc.b[sc.off]) >= 0 {
+		sc.off++
+	}
+	sec, err := strconv.ParseFloat(string(sc.b[start:sc.off]), 64)
+	// Year 1 to 9999 at most; anything else is not a sample time.
+	if err != nil || math.Abs(sec) > 253402300799 {
+		sc.off = start
+		return promPoint{}, sc.fail("point: time is not Unix seconds")
+	}
+	if !sc.expect(',') || !sc.expect('"') {
+		return promPoint{}, sc.fail("point: want [time, \"value\"]")
+	}
+	start = sc.off
+	for sc.off < len(sc.b) && sc.b[sc.off] != '"' && sc.b[sc.off] != '\\' {
+		sc.off++
+	}
+	str := string(sc.b[start:sc.off])
+	if !sc.expect('"') { // an escape: no number has one
+		sc.off = start
+		return promPoint{}, sc.fail("point: value is not a number")
+	}
+	v, err := strconv.ParseFloat(str, 64)
+	if err != nil {
+		sc.off = start
+		return promPoint{}, sc.fail("point: value is not a number")
+	}
+	if !sc.expect(']') {
+		return promPoint{}, sc.fail("point: want [time, \"value\"]")
+	}
+	return promPoint{ms: int64(math.Round(sec * 1e3)), v: v}, nil
 }
 
 // parseQueryRange reads a successful /api/v1/query_range answer: the
 // series of its matrix. It is a pure function of the body, so it is
 // fuzzed.
 func parseQueryRange(body []byte) ([]promSeries, error) {
-	var env promEnvelope
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&env); err != nil {
-		return nil, fmt.Errorf("answer is not Prometheus API JSON: %w (body %s)", err, snippet(body))
+	var ans struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+		Data      struct {
+			ResultType string       `json:"resultType"`
+			Result     []promSeries `json:"result"`
+		} `json:"data"`
 	}
-	switch env.Status {
+	if err := json.Unmarshal(body, &ans); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || len(bytes.TrimSpace(body)) == 0 {
+			return nil, fmt.Errorf("answer is not Prometheus API JSON: %w (body %s)", err, snippet(body))
+		}
+		return nil, fmt.Errorf("unreadable answer: %w", err)
+	}
+	switch ans.Status {
 	case "success":
 	case "error":
-		return nil, fmt.Errorf("%s: %s", env.ErrorType, env.Error)
+		return nil, &APIError{Type: ans.ErrorType, Message: ans.Error}
 	default:
-		return nil, fmt.Errorf("answer has status %q, want \"success\" (body %s)", env.Status, snippet(body))
+		return nil, fmt.Errorf("answer has status %q, want \"success\" (body %s)", ans.Status, snippet(body))
 	}
-	var data struct {
-		ResultType string       `json:"resultType"`
-		Result     []promSeries `json:"result"`
+	if ans.Data.ResultType != "matrix" {
+		return nil, fmt.Errorf("answer's resultType is %q, want \"matrix\": is the URL a Prometheus API?", ans.Data.ResultType)
 	}
-	if err := json.Unmarshal(env.Data, &data); err != nil {
-		return nil, fmt.Errorf("answer's data: %w", err)
-	}
-	if data.ResultType != "matrix" {
-		return nil, fmt.Errorf("answer's resultType is %q, want \"matrix\": is the URL a Prometheus API?", data.ResultType)
-	}
-	return data.Result, nil
+	return ans.Data.Result, nil
 }
 
 // promAcc gathers one GPU's three metrics at one time.
@@ -436,7 +541,7 @@ func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
 		want[n] = true
 	}
 	seen := map[string]*nodeSeen{}
-	accs := map[decide.GPUKey]map[int64]*promAcc{}
+	accs := map[decide.GPUKey]map[int64]promAcc{}
 	for _, s := range series {
 		node := s.Metric[c.nodeLabel]
 		if c.stripPort {
@@ -458,7 +563,7 @@ func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
 			continue
 		}
 		var which int
-		switch s.Metric["__name__"] {
+		switch s.Metric[metricLabel] {
 		case c.util:
 			which, ns.util = 0, true
 		case c.mem:
@@ -471,15 +576,11 @@ func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
 		key := decide.GPUKey{Node: node, Index: idx}
 		byTime := accs[key]
 		if byTime == nil {
-			byTime = map[int64]*promAcc{}
+			byTime = make(map[int64]promAcc, len(s.Values))
 			accs[key] = byTime
 		}
 		for _, pt := range s.Values {
 			a := byTime[pt.ms]
-			if a == nil {
-				a = &promAcc{}
-				byTime[pt.ms] = a
-			}
 			switch which {
 			case 0:
 				merge(&a.util, &a.hasUtil, pt.v)
@@ -488,6 +589,7 @@ func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
 			case 2:
 				merge(&a.fb, &a.hasFB, pt.v)
 			}
+			byTime[pt.ms] = a
 		}
 	}
 	for key, byTime := range accs {

@@ -29,7 +29,11 @@ type Config struct {
 	// an account not listed is its own tenant.
 	Tenants map[string]string `yaml:"tenants"`
 	Slurm   Slurm             `yaml:"slurm"`
-	Agents  Agents            `yaml:"agents"`
+	// Source of GPU samples: "agents" (reclaimd agent on every GPU node)
+	// or "prometheus" (sites that already run dcgm-exporter).
+	Source     string     `yaml:"source"`
+	Agents     Agents     `yaml:"agents"`
+	Prometheus Prometheus `yaml:"prometheus"`
 	Notify  Notify            `yaml:"notify"`
 	Agent   Agent             `yaml:"agent"`
 }
@@ -49,6 +53,21 @@ type Slurm struct {
 type Agents struct {
 	URLTemplate string        `yaml:"url_template"`
 	Timeout     time.Duration `yaml:"timeout"`
+}
+
+// Prometheus reads dcgm-exporter's metrics.
+type Prometheus struct {
+	URL string `yaml:"url"`
+	// Step must be at least the scrape interval; each sample is the
+	// maximum over one step.
+	Step time.Duration `yaml:"step"`
+	// Window is how far back each cycle asks: the longest rule window.
+	Window    time.Duration `yaml:"window"`
+	NodeLabel string        `yaml:"node_label"`
+	// MemActivityMetric: DCGM_FI_PROF_DRAM_ACTIVE (a ratio, needs DCGM
+	// profiling) or DCGM_FI_DEV_MEM_COPY_UTIL (a percentage).
+	MemActivityMetric string        `yaml:"mem_activity_metric"`
+	Timeout           time.Duration `yaml:"timeout"`
 }
 
 // Notify says how owners are told.
@@ -83,7 +102,10 @@ func Default() Config {
 		RulesFile: "/etc/strata/reclaim-rules.json",
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
 			Scontrol: "scontrol", SignalBatchOnly: true},
+		Source: "agents",
 		Agents: Agents{URLTemplate: "http://{node}:9810", Timeout: 5 * time.Second},
+		Prometheus: Prometheus{URL: "http://127.0.0.1:9090", Step: 30 * time.Second, Window: time.Hour, NodeLabel: "Hostname",
+			MemActivityMetric: "DCGM_FI_PROF_DRAM_ACTIVE", Timeout: 30 * time.Second},
 		Notify: Notify{Sendmail: "/usr/sbin/sendmail", MailFrom: "reclaimd"},
 		Agent:  Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 15 * time.Minute, ProcRoot: "/proc"},
 	}
@@ -139,6 +161,12 @@ func (c Config) Validate() []error {
 	}
 	if c.Slurm.URL == "" || c.Slurm.TokenFile == "" {
 		bad("slurm", "url and token_file are required")
+	}
+	if c.Source != "agents" && c.Source != "prometheus" {
+		bad("source", "%q: want agents or prometheus", c.Source)
+	}
+	if c.Source == "prometheus" && (c.Prometheus.URL == "" || c.Prometheus.Step <= 0 || c.Prometheus.Window < c.Prometheus.Step) {
+		bad("prometheus", "url, a positive step and a window of at least one step are required")
 	}
 	if !strings.Contains(c.Agents.URLTemplate, "{node}") {
 		bad("agents.url_template", "%q has no {node}", c.Agents.URLTemplate)

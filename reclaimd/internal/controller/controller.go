@@ -222,7 +222,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		cycleErr = append(cycleErr, "metrics: "+err.Error())
 	}
 	for node, why := range res.Failed {
-		c.cfg.Log.Warn("node agent failed: its GPUs count as stale this cycle", "node", node, "error", why)
+		c.cfg.Log.Warn("no GPU samples for a node: its GPUs count as stale this cycle", "node", node, "error", why)
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
 	if !res.Newest.IsZero() {

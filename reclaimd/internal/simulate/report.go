@@ -1,0 +1,211 @@
+package simulate
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+)
+
+// Report is what a simulation found.
+type Report struct {
+	// From and To bound the simulated time; Step is the cycle interval and
+	// SampleInterval the trace's.
+	From           time.Time     `json:"from"`
+	To             time.Time     `json:"to"`
+	Step           time.Duration `json:"-"`
+	SampleInterval time.Duration `json:"-"`
+	// Notes are caveats: of the trace's source, of the rules, of the run.
+	Notes []string `json:"notes"`
+	// Jobs holds every run that overlaps [From, To), by start.
+	Jobs []JobTimeline `json:"jobs"`
+	// TotalGPUHours is the GPU-hours the runs held within [From, To).
+	TotalGPUHours float64 `json:"total_gpu_hours"`
+	// IdleGPUHours is the GPU-hours the runs spent judged idle: from a
+	// warning or notice until the run recovered, ended or was reclaimed
+	// (only the idle GPUs of a partly idle run).
+	IdleGPUHours float64 `json:"idle_gpu_hours"`
+	// ReclaimedGPUHours is the GPU-hours that requeues and cancels would
+	// have freed: each reclaimed run's GPUs from the action to its
+	// recorded end (or To).
+	ReclaimedGPUHours float64 `json:"reclaimed_gpu_hours"`
+	// JobsTouched counts the runs with any action, warnings included;
+	// JobsReclaimed those requeued or cancelled.
+	JobsTouched   int `json:"jobs_touched"`
+	JobsReclaimed int `json:"jobs_reclaimed"`
+	// StaleJobs counts the runs skipped at least once for stale data
+	// (missing or old samples): the trace has gaps where they ran.
+	StaleJobs int `json:"stale_jobs"`
+	// ByAction counts the actions by kind ("warn", "cancel", …).
+	ByAction map[string]int `json:"by_action"`
+	// ByTenant sums the runs up by tenant ("" for none).
+	ByTenant map[string]TenantTotals `json:"by_tenant"`
+}
+
+// TenantTotals sum up one tenant's runs.
+type TenantTotals struct {
+	Jobs              int     `json:"jobs"`
+	JobsTouched       int     `json:"jobs_touched"`
+	JobsReclaimed     int     `json:"jobs_reclaimed"`
+	GPUHours          float64 `json:"gpu_hours"`
+	IdleGPUHours      float64 `json:"idle_gpu_hours"`
+	ReclaimedGPUHours float64 `json:"reclaimed_gpu_hours"`
+}
+
+// JobTimeline is one run and what the rules did to it.
+type JobTimeline struct {
+	JobID   int64  `json:"job_id"`
+	User    string `json:"user,omitempty"`
+	Account string `json:"account,omitempty"`
+	Tenant  string `json:"tenant,omitempty"`
+	GPUs    int    `json:"gpus"`
+	// Start and End are the run's, as recorded.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Rule is the rule of the last action, if any.
+	Rule   string  `json:"rule,omitempty"`
+	Events []Event `json:"events,omitempty"`
+	// IdleGPUSeconds is the run's part of Report.IdleGPUHours.
+	IdleGPUSeconds float64 `json:"idle_gpu_seconds"`
+	// ReclaimedAt is when the run was requeued or cancelled (zero: never);
+	// ReclaimedGPUSeconds is GPUs × (End − ReclaimedAt), End clipped to
+	// the simulation's To.
+	ReclaimedAt         time.Time `json:"reclaimed_at,omitzero"`
+	ReclaimedGPUSeconds float64   `json:"reclaimed_gpu_seconds"`
+	// StaleCycles counts the cycles the run was skipped for stale data.
+	StaleCycles int `json:"stale_cycles,omitempty"`
+}
+
+// Event is one action on a run.
+type Event struct {
+	At     time.Time   `json:"at"`
+	Kind   decide.Kind `json:"kind"`
+	Reason string      `json:"reason"`
+}
+
+// textTime is how the text report writes times (always UTC).
+const textTime = "2006-01-02 15:04:05"
+
+// WriteText writes the report for people: its notes, the summary, the
+// totals per tenant, and the timeline of every run the rules touched.
+func (r Report) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, n := range r.Notes {
+		fmt.Fprintf(bw, "NOTE: %s\n", n)
+	}
+	pct := 0.0
+	if r.TotalGPUHours > 0 {
+		pct = 100 * r.ReclaimedGPUHours / r.TotalGPUHours
+	}
+	fmt.Fprintf(bw, "GPU-hours in trace: %.1f, would be reclaimed: %.1f (%.1f %%), jobs touched: %d of %d\n",
+		r.TotalGPUHours, r.ReclaimedGPUHours, pct, r.JobsTouched, len(r.Jobs))
+	fmt.Fprintf(bw, "GPU-hours judged idle: %.1f, jobs requeued or cancelled: %d, actions: %s\n",
+		r.IdleGPUHours, r.JobsReclaimed, actionCounts(r.ByAction))
+	fmt.Fprintf(bw, "simulated %s to %s UTC, a cycle every %s, samples every %s\n",
+		r.From.UTC().Format(textTime), r.To.UTC().Format(textTime), r.Step, r.SampleInterval)
+	if r.StaleJobs > 0 {
+		fmt.Fprintf(bw, "jobs skipped for stale data at least once: %d (the trace has gaps where they ran; see stale_cycles in the JSON report)\n", r.StaleJobs)
+	}
+
+	if len(r.ByTenant) > 0 {
+		fmt.Fprintln(bw)
+		tenants := slices.Collect(maps.Keys(r.ByTenant))
+		slices.SortFunc(tenants, func(a, b string) int {
+			ta, tb := r.ByTenant[a], r.ByTenant[b]
+			if c := cmp.Compare(tb.ReclaimedGPUHours, ta.ReclaimedGPUHours); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(tb.GPUHours, ta.GPUHours); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b)
+		})
+		width := len("tenant")
+		for _, name := range tenants {
+			width = max(width, utf8.RuneCountInString(tenantName(name)))
+		}
+		pad := func(s string) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)) }
+		fmt.Fprintf(bw, "%s  jobs  touched  reclaimed  GPU-hours  idle GPU-hours  reclaimed GPU-hours\n", pad("tenant"))
+		for _, name := range tenants {
+			t := r.ByTenant[name]
+			fmt.Fprintf(bw, "%s  %4d  %7d  %9d  %9.1f  %14.1f  %19.1f\n", pad(tenantName(name)), t.Jobs, t.JobsTouched, t.JobsReclaimed, t.GPUHours, t.IdleGPUHours, t.ReclaimedGPUHours)
+		}
+	}
+
+	for _, j := range r.Jobs {
+		if len(j.Events) == 0 {
+			continue
+		}
+		fmt.Fprintln(bw)
+		fmt.Fprintf(bw, "job %d", j.JobID)
+		for _, kv := range [][2]string{{"user", j.User}, {"account", j.Account}, {"tenant", j.Tenant}, {"rule", j.Rule}} {
+			if kv[1] != "" {
+				fmt.Fprintf(bw, "  %s %s", kv[0], kv[1])
+			}
+		}
+		fmt.Fprintf(bw, "  %s  %s to %s (%s)\n", gpuCount(j.GPUs), j.Start.UTC().Format(textTime), j.End.UTC().Format(textTime), j.End.Sub(j.Start))
+		for _, e := range j.Events {
+			fmt.Fprintf(bw, "  %s  %-12s  %s\n", e.At.UTC().Format(textTime), e.Kind, e.Reason)
+		}
+		if !j.ReclaimedAt.IsZero() {
+			fmt.Fprintf(bw, "  reclaimed %.2f GPU-hours (%s × %s), idle %.2f GPU-hours\n",
+				j.ReclaimedGPUSeconds/3600, gpuCount(j.GPUs), time.Duration(j.ReclaimedGPUSeconds/float64(j.GPUs)*float64(time.Second)).Round(time.Second), j.IdleGPUSeconds/3600)
+		} else {
+			fmt.Fprintf(bw, "  not reclaimed, idle %.2f GPU-hours\n", j.IdleGPUSeconds/3600)
+		}
+	}
+	return bw.Flush()
+}
+
+// tenantName is how the text report names a tenant.
+func tenantName(t string) string {
+	if t == "" {
+		return "(none)"
+	}
+	return t
+}
+
+// actionCounts writes "cancel 6, warn 11", or "none".
+func actionCounts(by map[string]int) string {
+	if len(by) == 0 {
+		return "none"
+	}
+	kinds := slices.Sorted(maps.Keys(by))
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, by[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func gpuCount(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return fmt.Sprintf("%d GPUs", n)
+}
+
+// WriteJSON writes the report as one indented JSON document, durations as
+// Go duration strings ("30s").
+func (r Report) WriteJSON(w io.Writer) error {
+	type plain Report // without the methods, so that it encodes field by field
+	out := struct {
+		plain
+		Step           string `json:"step"`
+		SampleInterval string `json:"sample_interval"`
+	}{plain(r), r.Step.String(), r.SampleInterval.String()}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/reclaimrules"
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+)
+
+// DefaultStep is the cycle interval a simulation uses when Options gives
+// none: reclaimd's default.
+const DefaultStep = 30 * time.Second
+
+// maxCycles bounds a simulation (at the default step, almost five years):
+// past it, the From, To and Step given are almost certainly a mistake.
+const maxCycles = 5_000_000
+
+// Options shape a simulation.
+type Options struct {
+	// Step is the cycle interval, reclaimd's interval (0: DefaultStep).
+	Step time.Duration
+	// From and To bound the simulated time (zero: the first job's start,
+	// the last job's end). Runs that overlap [From, To) are simulated;
+	// GPU-hours are counted inside it only.
+	From, To time.Time
+}
+
+// Run simulates reclaimd over the trace with the rules and reports what it
+// would have done; see the package documentation. The trace is read, never
+// written. Rules that do not validate are simulated as reclaimd would run
+// them: no action at all, with a note in the report.
+func Run(tr Trace, rules reclaimrules.Rules, opt Options) Report {
+	step := opt.Step
+	if step <= 0 {
+		step = DefaultStep
+	}
+	from, to := opt.From, opt.To
+	if len(tr.Jobs) > 0 {
+		first, last := tr.Jobs[0].Start, tr.Jobs[0].End
+		for _, j := range tr.Jobs {
+			first, last = minTime(first, j.Start), maxTime(last, j.End)
+		}
+		if from.IsZero() {
+			from = first
+		}
+		if to.IsZero() {
+			to = last
+		}
+	}
+	rep := Report{From: from, To: to, Step: step, SampleInterval: tr.SampleInterval, Notes: slices.Clone(tr.Notes),
+		ByAction: map[string]int{}, ByTenant: map[string]TenantTotals{}}
+	if rep.SampleInterval <= 0 {
+		rep.SampleInterval = decide.DefaultSampleInterval
+	}
+	if rules.DryRun {
+		rep.Notes = append(rep.Notes, `the rules are in dry-run mode ("dry_run": true): simulated as if they were on`)
+	}
+	if errs := rules.Validate(); len(errs) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the rules do not validate (%v, and %d more problems): reclaimd would take no action; check them with `reclaimd check-config`", errs[0], len(errs)-1))
+	}
+	if !to.After(from) {
+		rep.Notes = append(rep.Notes, "nothing to simulate: the trace has no jobs, or To is not after From")
+		return rep
+	}
+	if n := to.Sub(from) / step; n > maxCycles {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("not simulated: %d cycles of %s from %s to %s is more than %d; narrow From and To or lengthen the step",
+			n, step, formatTime(from), formatTime(to), maxCycles))
+		return rep
+	}
+
+	s := newSim(tr, rules, from, to, step)
+	s.run()
+	s.report(&rep)
+	return rep
+}
+
+// sim is one simulation in progress.
+type sim struct {
+	tr       Trace
+	rules    reclaimrules.Rules
+	from, to time.Time
+	step     time.Duration
+	window   time.Duration // the longest rule window: samples kept per GPU
+
+	runs    []*run // the runs that overlap [from, to), by start
+	series  map[decide.GPUKey]*series
+	states  map[int64]decide.JobState
+	running []*run
+}
+
+// run is one run of a job in the simulation.
+type run struct {
+	job      *Job
+	requeues int       // earlier runs of the job
+	series   []*series // one per GPU, in the job's order
+	end      time.Time // the recorded end, clipped to the simulation
+	tl       JobTimeline
+
+	stopped   bool      // requeued or cancelled by the simulation
+	idleSince time.Time // zero when the run is not judged idle
+	idleGPUs  int
+}
+
+// series is one GPU's samples with a sliding window over them: at time t,
+// samples[lo:hi] are those in (t − window, t]. Both ends only move
+// forward, so that keeping them costs O(samples) over a whole run.
+type series struct {
+	samples []decide.Sample
+	lo, hi  int
+}
+
+func (s *series) advance(t, windowStart time.Time) []decide.Sample {
+	for s.hi < len(s.samples) && !s.samples[s.hi].At.After(t) {
+		s.hi++
+	}
+	for s.lo < s.hi && !s.samples[s.lo].At.After(windowStart) {
+		s.lo++
+	}
+	return s.samples[s.lo:s.hi:s.hi]
+}
+
+func newSim(tr Trace, rules reclaimrules.Rules, from, to time.Time, step time.Duration) *sim {
+	s := &sim{tr: tr, rules: rules, from: from, to: to, step: step,
+		series: map[decide.GPUKey]*series{}, states: map[int64]decide.JobState{}}
+	for _, r := range rules.WithDefaults().Rules {
+		s.window = max(s.window, r.Idle.Window.Std(), r.FirstWindow.Std())
+	}
+	jobs := make([]Job, len(tr.Jobs))
+	copy(jobs, tr.Jobs)
+	sortJobs(jobs) // the order Run relies on, whoever built the trace
+	seen := map[int64]int{}
+	for i := range jobs {
+		j := &jobs[i]
+		n := seen[j.ID]
+		seen[j.ID]++
+		if !j.Start.Before(to) || !j.End.After(from) {
+			continue
+		}
+		r := &run{job: j, requeues: n, end: minTime(j.End, to)}
+		for _, g := range j.GPUs {
+			sr := s.series[g]
+			if sr == nil {
+				sr = &series{samples: tr.Samples[g]}
+				s.series[g] = sr
+			}
+			r.series = append(r.series, sr)
+		}
+		r.tl = JobTimeline{JobID: j.ID, User: j.User, Account: j.Account, Tenant: j.Tenant, GPUs: len(j.GPUs), Start: j.Start, End: j.End}
+		s.runs = append(s.runs, r)
+	}
+	return s
+}
+
+// run steps the clock from s.from to s.to.
+func (s *sim) run() {
+	snap := decide.Snapshot{
+		Samples:        map[decide.GPUKey][]decide.Sample{},
+		SampleInterval: s.tr.SampleInterval,
+		SourceOK:       true,
+		SlurmOK:        true,
+	}
+	var jobs []decide.Job
+	byID := map[int64]*run{}
+	next := 0 // the next run to start
+	for t := s.from; t.Before(s.to); t = t.Add(s.step) {
+		for next < len(s.runs) && !s.runs[next].job.Start.After(t) {
+			s.running = append(s.running, s.runs[next])
+			next++
+		}
+		// Runs that ended: their idle time ends with them.
+		kept := s.running[:0]
+		for _, r := range s.running {
+			if r.job.End.After(t) {
+				kept = append(kept, r)
+				continue
+			}
+			r.closeIdle(r.end)
+		}
+		clear(s.running[len(kept):])
+		s.running = kept
+
+		windowStart := t.Add(-s.window)
+		jobs = jobs[:0]
+		clear(snap.Samples)
+		clear(byID)
+		for _, r := range s.running {
+			j := r.job
+			jobs = append(jobs, decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: j.Tenant, Class: j.Class,
+				QOS: j.QOS, Partition: j.Partition, Start: j.Start, GPUs: j.GPUs, Requeues: r.requeues})
+			byID[j.ID] = r
+			for i, g := range j.GPUs {
+				snap.Samples[g] = r.series[i].advance(t, windowStart)
+			}
+		}
+		snap.Taken, snap.Jobs, snap.States = t, jobs, s.states
+		d := decide.Decide(snap, t, s.rules)
+		for _, sk := range d.Skipped {
+			if sk.Reason == decide.SkipStaleData {
+				byID[sk.JobID].tl.StaleCycles++
+			}
+		}
+		for _, a := range d.Actions {
+			byID[a.JobID].act(t, a)
+		}
+		s.states = d.States
+
+		kept = s.running[:0]
+		for _, r := range s.running {
+			if !r.stopped {
+				kept = append(kept, r)
+			}
+		}
+		clear(s.running[len(kept):])
+		s.running = kept
+	}
+	for _, r := range s.running {
+		r.closeIdle(r.end)
+	}
+}
+
+// act records one action on the run at t.
+func (r *run) act(t time.Time, a decide.Action) {
+	r.tl.Events = append(r.tl.Events, Event{At: t, Kind: a.Kind, Reason: a.Reason})
+	r.tl.Rule = a.Rule
+	switch a.Kind {
+	case decide.Warn, decide.Notify:
+		if r.idleSince.IsZero() {
+			r.idleSince, r.idleGPUs = t, a.Evidence.IdleGPUs
+		}
+	case decide.Recover:
+		r.closeIdle(t)
+	case decide.Requeue, decide.RequeueHold, decide.Cancel:
+		r.closeIdle(t)
+		r.stopped = true
+		r.tl.ReclaimedAt = t
+		r.tl.ReclaimedGPUSeconds = float64(len(r.job.GPUs)) * r.end.Sub(t).Seconds()
+	}
+}
+
+// closeIdle ends the run's idle time, if any, at t.
+func (r *run) closeIdle(t time.Time) {
+	if r.idleSince.IsZero() {
+		return
+	}
+	if t.After(r.idleSince) {
+		r.tl.IdleGPUSeconds += float64(r.idleGPUs) * t.Sub(r.idleSince).Seconds()
+	}
+	r.idleSince, r.idleGPUs = time.Time{}, 0
+}
+
+// report sums the runs up into rep.
+func (s *sim) report(rep *Report) {
+	rep.Jobs = make([]JobTimeline, 0, len(s.runs))
+	for _, r := range s.runs {
+		tl := r.tl
+		start := maxTime(r.job.Start, s.from)
+		gpuHours := float64(len(r.job.GPUs)) * r.end.Sub(start).Hours()
+		tt := rep.ByTenant[tl.Tenant]
+		tt.Jobs++
+		tt.GPUHours += gpuHours
+		tt.IdleGPUHours += tl.IdleGPUSeconds / 3600
+		tt.ReclaimedGPUHours += tl.ReclaimedGPUSeconds / 3600
+		rep.TotalGPUHours += gpuHours
+		rep.IdleGPUHours += tl.IdleGPUSeconds / 3600
+		rep.ReclaimedGPUHours += tl.ReclaimedGPUSeconds / 3600
+		if len(tl.Events) > 0 {
+			tt.JobsTouched++
+			rep.JobsTouched++
+		}
+		if !tl.ReclaimedAt.IsZero() {
+			tt.JobsReclaimed++
+			rep.JobsReclaimed++
+		}
+		if tl.StaleCycles > 0 {
+			rep.StaleJobs++
+		}
+		for _, e := range tl.Events {
+			rep.ByAction[string(e.Kind)]++
+		}
+		rep.ByTenant[tl.Tenant] = tt
+		rep.Jobs = append(rep.Jobs, tl)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
