@@ -34,8 +34,8 @@ type Config struct {
 	Source     string     `yaml:"source"`
 	Agents     Agents     `yaml:"agents"`
 	Prometheus Prometheus `yaml:"prometheus"`
-	Notify  Notify            `yaml:"notify"`
-	Agent   Agent             `yaml:"agent"`
+	Notify     Notify     `yaml:"notify"`
+	Agent      Agent      `yaml:"agent"`
 }
 
 // Slurm reaches slurmrestd.
