@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/hostlist"
+
 	gen "github.com/strata-hpc/strata/internal/slurmrest/v0045"
 )
 
@@ -98,6 +100,13 @@ func (a *api45) submit(ctx context.Context, s JobSpec) (SubmitResult, error) {
 	}
 	if s.Tasks > 0 {
 		d.Tasks = ptr(int64(s.Tasks))
+	}
+	if s.NodeList != "" {
+		nodes, err := hostlist.Expand(s.NodeList)
+		if err != nil {
+			return SubmitResult{}, fmt.Errorf("submit job: node list: %w", err)
+		}
+		d.RequiredNodes = &nodes
 	}
 	if s.CPUsPerTask > 0 {
 		d.CpusPerTask = ptr(int64(s.CPUsPerTask))
@@ -432,6 +441,19 @@ func (a *api45) addUser(ctx context.Context, cluster string, u UserSpec) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return created(op, a.user(ctx), r.StatusCode(), r.Body)
+}
+
+func (a *api45) setDefaultAccount(ctx context.Context, user, account string) error {
+	op := fmt.Sprintf("set default account of %s to %s", user, account)
+	u := gen.V0045User{Name: user}
+	if err := jsonInto(fmt.Sprintf(`{"account":%s}`, mustJSON(account)), &u.Default); err != nil {
+		return err
+	}
+	r, err := a.gen.SlurmdbV0045PostUsersWithResponse(ctx, gen.V0045OpenapiUsersResp{Users: []gen.V0045User{u}})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
 }
 
 func (a *api45) deleteUser(ctx context.Context, name string) error {

@@ -66,6 +66,7 @@ type backend interface {
 	users(ctx context.Context) ([]User, error)
 	addUser(ctx context.Context, cluster string, u UserSpec) error
 	deleteUser(ctx context.Context, name string) error
+	setDefaultAccount(ctx context.Context, user, account string) error
 	qos(ctx context.Context) ([]QOS, error)
 	setQOS(ctx context.Context, q QOS) error
 	deleteQOS(ctx context.Context, name string) error
@@ -450,6 +451,12 @@ func (c *Client) AddUser(ctx context.Context, cluster string, u UserSpec) error 
 		return fmt.Errorf("add user %s: no accounts", u.Name)
 	}
 	return c.be.addUser(c.ctx(ctx), cluster, u)
+}
+
+// SetDefaultAccount changes a user's default account (which must be one
+// of their associations).
+func (c *Client) SetDefaultAccount(ctx context.Context, user, account string) error {
+	return c.be.setDefaultAccount(c.ctx(ctx), user, account)
 }
 
 // DeleteUser removes a user and all their associations.

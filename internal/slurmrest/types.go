@@ -111,6 +111,8 @@ type JobSpec struct {
 	QOS         string
 	TRESPerNode string // "gres/gpu:2", "gres/gpu:h100:4"
 	Nodes       string // node count or range, e.g. "2" or "1-2"
+	// NodeList asks for these nodes (sbatch --nodelist), as a host list.
+	NodeList    string
 	Tasks       int
 	CPUsPerTask int
 	TimeLimit   time.Duration // rounded up to whole minutes

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/policy/internal/apply"
+	"github.com/strata-hpc/strata/policy/internal/compile"
+	"github.com/strata-hpc/strata/policy/internal/plan"
+	"github.com/strata-hpc/strata/policy/internal/spec"
+)
+
+// Exit codes, stable for cron and monitoring.
+const (
+	exitOK      = 0 // done; drift: Slurm matches the policy
+	exitFailure = 1 // could not run
+	exitDrift   = 2 // drift: Slurm differs from the policy; plan: there are changes
+	exitInvalid = 3 // the policy file has errors; nothing was read or written
+)
+
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var log *slog.Logger
+	restFlags := []cli.Flag{
+		&cli.StringFlag{Name: "policy", Aliases: []string{"p"}, Value: "/etc/strata/policy.yaml", Usage: "the policy file"},
+		&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:6820", Usage: "slurmrestd", EnvVars: []string{"STRATA_SLURMRESTD"}},
+		&cli.StringFlag{Name: "user", Value: "root", Usage: "Slurm administrator to act as"},
+		&cli.StringFlag{Name: "token-file", Value: "/etc/strata/policy.jwt", Usage: "JWT of that administrator (re-read when it changes)"},
+		&cli.BoolFlag{Name: "prune", Usage: "also remove Strata's objects the policy no longer has"},
+	}
+	app := &cli.App{
+		Name:  "strata-policy",
+		Usage: "make Slurm's accounts, fair-share, limits and QOS match one policy file",
+		Description: `strata-policy check              validate the policy (every error as file:line:col with a hint)
+strata-policy plan               show the ordered changes Slurm needs (exit 2 when there are some)
+strata-policy apply --apply      make them (without --apply: the plan only)
+strata-policy drift              exit 0 when Slurm matches the policy, 2 when not (for cron)
+
+Strata marks what it creates (account organization "strata", QOS description "strata: ...")
+and never changes or removes anything unmarked; removals need --prune.`,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"}},
+		Before: func(c *cli.Context) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+				return err
+			}
+			log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			return nil
+		},
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands: []*cli.Command{
+			{Name: "check", Usage: "validate the policy file", Flags: restFlags[:1], Action: func(c *cli.Context) error {
+				p, err := load(c)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "%s is valid: %d tenants, %d classes\n", c.String("policy"), len(p.Tenants), len(p.Classes))
+				return nil
+			}},
+			{Name: "plan", Usage: "show the changes", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
+			{Name: "apply", Usage: "make the changes (with --apply)", Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"}),
+				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }},
+			{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
+		},
+	}
+	app.CustomAppHelpTemplate = cli.AppHelpTemplate
+	return app.RunContext(ctx, args)
+}
+
+func load(c *cli.Context) (*spec.Policy, error) {
+	p, err := spec.Load(c.String("policy"))
+	if err != nil {
+		return nil, exitError{exitInvalid, err.Error()}
+	}
+	return p, nil
+}
+
+func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) error {
+	p, err := load(c)
+	if err != nil {
+		return err
+	}
+	want, err := compile.Compile(p)
+	if err != nil {
+		return exitError{exitFailure, err.Error()}
+	}
+	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
+		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log})
+	if err != nil {
+		return exitError{exitFailure, err.Error()}
+	}
+	live, err := readLive(ctx, client)
+	if err != nil {
+		return exitError{exitFailure, err.Error()}
+	}
+	changes := plan.Make(want, live, plan.Options{Prune: c.Bool("prune")})
+	w := c.App.Writer
+	if len(changes) == 0 {
+		fmt.Fprintf(w, "Slurm matches %s.\n", c.String("policy"))
+		return nil
+	}
+	fmt.Fprintf(w, "%d changes:\n", len(changes))
+	for _, ch := range changes {
+		fmt.Fprintln(w, "  "+ch.String())
+	}
+	if !write {
+		if c.Command.Name == "apply" {
+			fmt.Fprintln(w, "\nNothing written: run with --apply to make these changes.")
+		}
+		return exitError{exitDrift, ""}
+	}
+	res := apply.Apply(ctx, client, want.Cluster, changes, log)
+	fmt.Fprintf(w, "\nApplied %d of %d changes.\n", len(res.Applied), len(changes))
+	if res.Err != nil {
+		return exitError{exitFailure, fmt.Sprintf("stopped at the first failed write: %v (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied))}
+	}
+	return nil
+}
+
+func readLive(ctx context.Context, c *slurmrest.Client) (plan.Live, error) {
+	var l plan.Live
+	var err error
+	if l.QOS, err = c.QOS(ctx); err != nil {
+		return l, err
+	}
+	if l.Accounts, err = c.Accounts(ctx); err != nil {
+		return l, err
+	}
+	if l.Associations, err = c.Associations(ctx, slurmrest.AssociationFilter{}); err != nil {
+		return l, err
+	}
+	if l.Users, err = c.Users(ctx); err != nil {
+		return l, err
+	}
+	return l, nil
+}

@@ -1,0 +1,182 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/testbed"
+)
+
+var cliMu sync.Mutex // urfave/cli shares its help flag between apps
+
+func policyOn(t *testing.T, b *testbed.Bed, file string, args ...string) (int, string) {
+	t.Helper()
+	cliMu.Lock()
+	defer cliMu.Unlock()
+	var out, errb bytes.Buffer
+	full := append([]string{"strata-policy", "--log-level", "warn"}, args...)
+	full = append(full, "--policy", file, "--url", b.URL, "--user", b.AdminUser, "--token-file", b.TokenFile)
+	err := run(testbed.Context(t), full, &out, &errb)
+	code := exitOK
+	if err != nil {
+		code = exitFailure
+		var ex exitError
+		if errors.As(err, &ex) {
+			code = ex.code
+		}
+	}
+	return code, out.String() + errb.String() + fmt.Sprint(err)
+}
+
+const testPolicy = `apiVersion: strata/v1
+kind: Policy
+cluster:
+  name: %[1]s
+  gpu_types: [h100]
+classes:
+  - name: %[2]s-train
+    partition: gpu
+    max_time: 24h
+    priority: 100
+  - name: %[2]s-batch
+    partition: gpu
+    max_time: 12h
+    priority: 10
+tenants:
+  - name: %[2]s
+    shares: %[3]d
+    limits:
+      gpus: 16
+      gpu_hours: 1000
+    projects:
+      - name: llm
+        shares: 40
+        limits:
+          gpus: 8
+        members:
+          - user: alice
+      - name: cv
+        shares: 20
+        members:
+          - user: bob
+%[4]s`
+
+func writePolicy(t *testing.T, dir string, b *testbed.Bed, tenant string, shares int, extra string) string {
+	t.Helper()
+	p := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf(testPolicy, b.Cluster, tenant, shares, extra)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPlanApplyDrift: an empty slurmdbd gets the policy in one apply; a
+// second apply writes nothing; a changed share is a one-line plan; a manual
+// change is drift; prune removes only Strata's objects.
+func TestPlanApplyDrift(t *testing.T) {
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		b.Lock(t)
+		ctx := testbed.Context(t)
+		c := b.Client(t)
+		tenant := testbed.Unique("pol")
+		dir := t.TempDir()
+		file := writePolicy(t, dir, b, tenant, 30, "")
+		t.Cleanup(func() {
+			for _, u := range b.Users { // give the test users back their default account first
+				_ = c.SetDefaultAccount(ctx, u, b.Account)
+			}
+			for _, a := range []string{tenant + "-llm", tenant + "-cv", tenant} {
+				_ = c.DeleteAccount(ctx, a)
+			}
+			for _, q := range []string{tenant + "-train", tenant + "-batch"} {
+				_ = c.DeleteQOS(ctx, q)
+			}
+		})
+		code, out := policyOn(t, b, file, "plan")
+		if code != exitDrift || !strings.Contains(out, "create qos") || !strings.Contains(out, "create account     "+tenant+"-llm") {
+			t.Fatalf("plan on an empty slurmdbd: exit %d:\n%s", code, out)
+		}
+		if code, out = policyOn(t, b, file, "apply", "--apply"); code != exitOK {
+			t.Fatalf("apply: exit %d:\n%s", code, out)
+		}
+		if code, out = policyOn(t, b, file, "plan"); code != exitOK || !strings.Contains(out, "Slurm matches") {
+			t.Fatalf("plan after apply: exit %d, want 0 and no change:\n%s", code, out)
+		}
+		assocs, err := c.Associations(ctx, slurmrest.AssociationFilter{Account: tenant + "-llm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var acct, alice bool
+		for _, a := range assocs {
+			if a.User == "" && a.Parent == tenant && a.Fairshare == 40 && a.GrpTRES.String() == "gres/gpu=8" {
+				acct = true
+			}
+			if a.User == "alice" {
+				alice = true
+			}
+		}
+		if !acct || !alice {
+			t.Fatalf("slurmdbd after apply: %+v", assocs)
+		}
+
+		// A changed share is a one-line plan with old -> new.
+		file = writePolicy(t, dir, b, tenant, 35, "")
+		code, out = policyOn(t, b, file, "plan")
+		if code != exitDrift || !strings.Contains(out, "1 changes") || !strings.Contains(out, "fairshare: 30 -> 35") {
+			t.Fatalf("plan after a share change: exit %d:\n%s", code, out)
+		}
+		if code, out = policyOn(t, b, file, "apply", "--apply"); code != exitOK {
+			t.Fatalf("apply: exit %d:\n%s", code, out)
+		}
+
+		// A manual change behind Strata's back is drift.
+		if err := c.SetAssociations(ctx, []slurmrest.Association{{Cluster: b.Cluster, Account: tenant + "-cv", Fairshare: 99}}); err != nil {
+			t.Fatal(err)
+		}
+		code, out = policyOn(t, b, file, "drift")
+		if code != exitDrift || !strings.Contains(out, "fairshare: 99 -> 20") {
+			t.Fatalf("drift after a manual change: exit %d:\n%s", code, out)
+		}
+		if code, out = policyOn(t, b, file, "apply", "--apply"); code != exitOK {
+			t.Fatalf("apply: exit %d:\n%s", code, out)
+		}
+		if code, out = policyOn(t, b, file, "drift"); code != exitOK {
+			t.Fatalf("drift after converging: exit %d:\n%s", code, out)
+		}
+
+		// Prune: drop project cv; only Strata's objects go.
+		noCV := strings.Replace(fmt.Sprintf(testPolicy, b.Cluster, tenant, 35, ""), "      - name: cv\n        shares: 20\n        members:\n          - user: bob\n", "", 1)
+		if err := os.WriteFile(file, []byte(noCV), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out = policyOn(t, b, file, "plan")
+		if code != exitOK || strings.Contains(out, "delete") {
+			t.Fatalf("plan without --prune removed something: exit %d:\n%s", code, out)
+		}
+		code, out = policyOn(t, b, file, "apply", "--apply", "--prune")
+		if code != exitOK || !strings.Contains(out, "delete association "+tenant+"-cv/bob") || !strings.Contains(out, "delete account     "+tenant+"-cv") ||
+			!strings.Contains(out, "default_account: "+tenant+"-cv -> "+b.Account) {
+			t.Fatalf("apply --prune: exit %d:\n%s", code, out)
+		}
+		accts, _ := c.Accounts(ctx)
+		var names []string
+		for _, a := range accts {
+			names = append(names, a.Name)
+		}
+		joined := "," + strings.Join(names, ",") + ","
+		if strings.Contains(joined, ","+tenant+"-cv,") || !strings.Contains(joined, ","+b.Account+",") {
+			t.Errorf("after prune the accounts are %v: want %s-cv gone and %s (not Strata's) kept", names, tenant, b.Account)
+		}
+		_ = time.Second
+	})
+}
