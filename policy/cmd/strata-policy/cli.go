@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/strata-hpc/strata/policy/internal/apply"
 	"github.com/strata-hpc/strata/policy/internal/compile"
 	"github.com/strata-hpc/strata/policy/internal/plan"
+	"github.com/strata-hpc/strata/policy/internal/render"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
@@ -74,10 +77,43 @@ and never changes or removes anything unmarked; removals need --prune.`,
 			{Name: "apply", Usage: "make the changes (with --apply)", Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"}),
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }},
 			{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
+			{Name: "render", Usage: "write the files other parts read: reclaim-rules.json, tenants.json", Flags: []cli.Flag{restFlags[0],
+				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: "/etc/strata", Usage: "where to write"}}, Action: cmdRender},
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate
 	return app.RunContext(ctx, args)
+}
+
+func cmdRender(c *cli.Context) error {
+	p, err := load(c)
+	if err != nil {
+		return err
+	}
+	rules, err := render.ReclaimRules(p)
+	if err != nil {
+		return exitError{exitFailure, err.Error()}
+	}
+	tenants, err := render.TenantsJSON(p)
+	if err != nil {
+		return exitError{exitFailure, err.Error()}
+	}
+	dir := c.String("output-dir")
+	for name, data := range map[string][]byte{"reclaim-rules.json": rules, "tenants.json": tenants} {
+		if err := writeAtomic(filepath.Join(dir, name), data); err != nil {
+			return exitError{exitFailure, err.Error()}
+		}
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, name))
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func load(c *cli.Context) (*spec.Policy, error) {
