@@ -22,8 +22,9 @@ const (
 )
 
 // maxSynthesised bounds the samples FromClusterCockpit makes (about 1 GB
-// in memory): past it, the step is too short for the trace.
-const maxSynthesised = 20_000_000
+// in memory): past it, the step is too short for the trace. A variable,
+// so that the fuzz test can keep its workers small.
+var maxSynthesised int64 = 20_000_000
 
 // The columns FromClusterCockpit reads; the export has more, which it
 // ignores.
@@ -70,7 +71,8 @@ func LoadClusterCockpit(jobsPath, clusterPath string, step time.Duration) (Trace
 // them; without (nil), it is its position among the bus ids the export
 // shows on that node, sorted, which is NVML's order when every GPU of the
 // node appears. Account and tenant are the project; the export has no
-// users.
+// users. A job whose accelerators name a node but no GPU (one in the Alex
+// export) is left out, with a note.
 func FromClusterCockpit(name string, jobsCSV, cluster io.Reader, step time.Duration) (Trace, error) {
 	if step <= 0 {
 		step = DefaultStep

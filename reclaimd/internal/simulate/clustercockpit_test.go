@@ -287,6 +287,9 @@ func FuzzFromClusterCockpit(f *testing.F) {
 		f.Add(strings.Join(lines[:min(len(lines), 12)], ""))
 	}
 	f.Add("job_id,subcluster,partition,start_time,end_time,num_acc,accelerators,acc_utilization_avg,project\n1,a,b,100,200,2,n:x|y;m:z,0,p\n")
+	old := maxSynthesised
+	maxSynthesised = 100_000 // not a gigabyte per input
+	f.Cleanup(func() { maxSynthesised = old })
 	f.Fuzz(func(t *testing.T, in string) {
 		tr, err := FromClusterCockpit("f.csv", strings.NewReader(in), nil, time.Minute)
 		if err != nil {

@@ -19,13 +19,13 @@
 //
 // job_id, start, end and gpus are required; user, account, tenant, class,
 // qos and partition are what rules and exemptions match on and may be left
-// out or empty. end is when the run really ended. gpus lists the run's GPUs
-// as node:index, separated by ";". sacct gives all of it: JobIDRaw, User,
-// Account, Start, End and the GPU indexes of AllocTRES/gres_detail; the
-// tenant and class are what strata-policy derives from the account and QOS.
-// The same job_id may appear on several rows when the runs do not overlap:
-// a job that Slurm requeued. Each later run counts as one requeue of the
-// job, for the rules' requeue limits.
+// out or empty, spelled as the rules spell them. end is when the run really
+// ended. gpus lists the run's GPUs as node:index, separated by ";", the
+// index being the one Slurm reports in the job's gres_detail (IDX in
+// `scontrol show job -d`). sacct gives the rest: JobIDRaw, User, Account,
+// QOS, Partition, Start, End. The same job_id may appear on several rows
+// when the runs do not overlap: a job that Slurm requeued. Each later run
+// counts as one requeue of the job, for the rules' requeue limits.
 //
 // The samples file, one row per GPU and time (see [ParseSamples]):
 //
@@ -37,9 +37,9 @@
 // agent takes them; rows may come in any order. util is NVML's
 // utilization.gpu or DCGM's GPU_UTIL, mem_activity DCGM's DRAM active or
 // NVML's utilization.memory, both in percent; mem_used_mib is evidence
-// only. A Prometheus range query with the step as the sample interval, or
-// `reclaimd agent`'s recording, exports to it directly. The sample interval
-// is taken to be the commonest gap between a GPU's samples.
+// only. A Prometheus range query of DCGM's or the agent's gauges becomes
+// this file with one row per GPU and step. The sample interval is taken to
+// be the commonest gap between a GPU's samples.
 //
 // Parsers report every bad line at once (up to 20, then a count), each as
 // "file:line: message". [Trace.WriteCSV] writes a trace back in this
@@ -55,6 +55,11 @@
 // answering, and the job states [decide.Decide] returned the step before;
 // it records every action. A sliding index over each GPU's samples keeps a
 // run at O(samples + steps × running GPUs), plus Decide's own work.
+//
+// The report counts as touched every run with an action, warnings and
+// notices included (its owner would have heard from reclaimd), and as
+// reclaimed those requeued or cancelled. Idle GPU-hours run from a run's
+// warning or notice until it recovers, ends or is reclaimed.
 //
 // A run the simulation requeues or cancels stops holding its GPUs at that
 // moment: GPUs × (its recorded end − that moment) is the time reclaimed.

@@ -202,6 +202,13 @@ func (r Report) WriteJSON(w io.Writer) error {
 		Step           string `json:"step"`
 		SampleInterval string `json:"sample_interval"`
 	}{plain(r), r.Step.String(), r.SampleInterval.String()}
+	// Lists, never null: a reader should not need to tell the two apart.
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
+	if out.Jobs == nil {
+		out.Jobs = []JobTimeline{}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {

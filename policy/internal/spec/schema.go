@@ -1,0 +1,311 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// SchemaID is the $id of the policy's JSON Schema.
+const SchemaID = "https://github.com/strata-hpc/strata/policy/internal/spec/policy.schema.json"
+
+// Schema returns the JSON Schema (draft 2020-12) of the policy file,
+// generated from the Go types: their YAML keys, which keys are required
+// (those without omitempty), no other keys (additionalProperties: false),
+// and the enums, patterns and descriptions of the tables below. Editors
+// with a YAML language server check the file with it, from a modeline:
+//
+//	# yaml-language-server: $schema=<path or URL of policy.schema.json>
+//
+// The schema checks the shape of the file; [Parse] checks everything else
+// (references between names, limits against each other).
+func Schema() ([]byte, error) {
+	g := &schemaGen{defs: map[string]any{}}
+	root := g.object(reflect.TypeFor[Policy]())
+	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	root["$id"] = SchemaID
+	root["title"] = "Strata policy"
+	root["$defs"] = g.defs
+	if g.err != nil {
+		return nil, g.err
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // "gres/gpu:<type>" reads better than \u003c
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("marshal policy schema: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// schemaGen builds the schema of one type after another, collecting named
+// struct types in defs.
+type schemaGen struct {
+	defs map[string]any
+	err  error
+}
+
+const namePattern = `^[a-z][a-z0-9_-]*$`
+
+// goDurationPattern matches what time.ParseDuration reads (without a sign:
+// negative times are invalid everywhere).
+const goDurationPattern = `([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)`
+
+// durationPattern matches the forms of Duration.
+const durationPattern = `^(0|(` + goDurationPattern + `)+|[0-9]+d(` + goDurationPattern + `)*|[0-9]+-([01]?[0-9]|2[0-3])(:[0-5]?[0-9]){0,2}|[0-9]+(:[0-5]?[0-9]){1,2})$`
+
+// ruleDurationPattern matches reclaimrules.Duration.
+const ruleDurationPattern = `^(0|(` + goDurationPattern + `)+)$`
+
+// defNames name the $defs of struct types.
+var defNames = map[reflect.Type]string{
+	ruleType:         "ReclaimRule",
+	durationType:     "Duration",
+	ruleDurationType: "GoDuration",
+}
+
+// constraints add to the schema of a key ("Type.key"); for a list, they
+// apply to its items.
+var constraints = map[string]map[string]any{
+	"Policy.apiVersion":                {"const": APIVersion},
+	"Policy.kind":                      {"const": Kind},
+	"Policy.admins":                    {"pattern": namePattern},
+	"Cluster.name":                     {"pattern": namePattern},
+	"Cluster.gpu_types":                {"pattern": namePattern},
+	"Cluster.default_class":            {"pattern": namePattern},
+	"Class.name":                       {"pattern": namePattern},
+	"Class.partition":                  {"pattern": `^[A-Za-z0-9_.-]+$`},
+	"Class.preempt":                    {"pattern": namePattern},
+	"Class.preempt_mode":               {"enum": preemptModes},
+	"Tenant.name":                      {"pattern": namePattern},
+	"Tenant.classes":                   {"pattern": namePattern},
+	"Tenant.admins":                    {"pattern": namePattern},
+	"Project.name":                     {"pattern": namePattern},
+	"Project.classes":                  {"pattern": namePattern},
+	"Member.user":                      {"pattern": namePattern},
+	"Member.role":                      {"enum": roles},
+	"Serving.namespace":                {"pattern": namespaceRE.String(), "maxLength": 63},
+	"Disk.path":                        {"pattern": "^/"},
+	"Disk.filesystem":                  {"enum": filesystems},
+	"Disk.hard_gb":                     {"minimum": 1},
+	"ReclaimRule.action":               {"enum": []string{"notify", "requeue", "requeue-hold", "cancel"}},
+	"PartialIdle.action":               {"enum": []string{"notify", "requeue", "requeue-hold", "cancel"}},
+	"IdleDef.max_util_percent":         {"minimum": 0, "maximum": 100},
+	"IdleDef.max_mem_activity_percent": {"minimum": 0, "maximum": 100},
+	"IdleDef.min_coverage":             {"minimum": 0, "maximum": 1},
+	"PartialIdle.min_idle_fraction":    {"minimum": 0, "maximum": 1},
+}
+
+// descriptions document every key in the schema, for editors' hovers
+// (TestSchemaDescriptions fails on a key without one).
+var descriptions = map[string]string{
+	"Policy":            "A Strata policy: the cluster, its workload classes, and its tenants with their projects, members, limits and quotas. strata-policy compiles it into Slurm.",
+	"Policy.apiVersion": "Version of the policy format: strata/v1.",
+	"Policy.kind":       "Always Policy.",
+	"Policy.cluster":    "The Slurm cluster the policy applies to.",
+	"Policy.classes":    "Workload classes: each becomes a Slurm QOS with its partition, time limits, preemption and reclaim rule.",
+	"Policy.tenants":    "Tenants: Slurm accounts with their projects' accounts under them.",
+	"Policy.admins":     "Cluster-admin users (Slurm administrators).",
+
+	"Cluster":               "The Slurm cluster.",
+	"Cluster.name":          "The Slurm ClusterName (slurm.conf).",
+	"Cluster.gpu_types":     "GPU types (gres/gpu:<type>) that limits may name; they must be in AccountingStorageTRES.",
+	"Cluster.default_class": "Class of jobs that name none (default: batch, when defined).",
+
+	"Class":                  "A workload class: a Slurm QOS and partition with time limits, gang and topology rules, preemption and an idle reclaim rule.",
+	"Class.name":             "train, batch, interactive, serve, or a site-defined class.",
+	"Class.partition":        "Slurm partition the jobs of the class run in.",
+	"Class.default_time":     "Time limit of jobs that give none (default: the partition's DefaultTime).",
+	"Class.max_time":         "Longest time limit a job may ask for (default: the partition's MaxTime).",
+	"Class.priority":         "Priority of the class QOS.",
+	"Class.preempt":          "Classes whose jobs this class may preempt.",
+	"Class.preempt_mode":     "What happens to jobs of this class when preempted (default: the cluster's PreemptMode).",
+	"Class.requeue":          "Whether jobs are requeueable (default: true for train and batch, false for the others).",
+	"Class.whole_nodes":      "Multi-node jobs take whole nodes (--exclusive).",
+	"Class.switches":         "Multi-node jobs ask for --switches=N: their nodes under at most N leaf switches (0: no rule).",
+	"Class.max_gpus_per_job": "Most GPUs one job may use (0: no cap).",
+	"Class.reclaim":          "Idle-GPU rule reclaimd enforces for jobs of this class; its name and match are filled by strata-policy.",
+
+	"Tenant":             "A tenant: a Slurm account (parent of its projects' accounts), a QOS, and a Kubernetes namespace for serving.",
+	"Tenant.name":        "Tenant name, also its Slurm account.",
+	"Tenant.description": "Free text (sacctmgr stores it lowercased).",
+	"Tenant.shares":      "Fair-share weight of the tenant account (default 1).",
+	"Tenant.priority":    "Priority of the tenant QOS.",
+	"Tenant.limits":      "Limits of the whole tenant.",
+	"Tenant.classes":     "Classes its projects may use (default: all).",
+	"Tenant.admins":      "Tenant-admin users (Slurm coordinators of the tenant account).",
+	"Tenant.serving":     "Serving quota on Kubernetes, enforced by strata-bridge.",
+	"Tenant.projects":    "Projects: Slurm accounts <tenant>-<project>.",
+
+	"Project":             "A project: the Slurm account <tenant>-<project>.",
+	"Project.name":        "Project name; its Slurm account is <tenant>-<project>.",
+	"Project.description": "Free text (sacctmgr stores it lowercased).",
+	"Project.shares":      "Fair-share weight of the project within its tenant (default 1).",
+	"Project.limits":      "Limits of the project; each at most the tenant's (their sum may be more).",
+	"Project.classes":     "Classes the project may use, within its tenant's (default: the tenant's).",
+	"Project.members":     "Users of the project.",
+	"Project.disk":        "Project quota on the project directory.",
+
+	"Member":         "A user of a project.",
+	"Member.user":    "Unix user name.",
+	"Member.role":    "member (default), viewer (portal only, no Slurm association) or tenant-admin (also a coordinator of the tenant account).",
+	"Member.default": "This project is the user's default account (default: the user's first project).",
+
+	"Limits":               "Limits; 0 or absent is no limit.",
+	"Limits.gpus":          "GPUs in use at once (GrpTRES gres/gpu).",
+	"Limits.gpus_by_type":  "GPUs of each type in use at once (GrpTRES gres/gpu:<type>); 0 forbids the type.",
+	"Limits.cpus":          "CPUs in use at once (GrpTRES cpu).",
+	"Limits.memory_gb":     "Memory in use at once, GiB (GrpTRES mem).",
+	"Limits.running_jobs":  "Jobs running at once (GrpJobs).",
+	"Limits.gpus_per_user": "GPUs one user may use at once (MaxTRESPerUser gres/gpu on the QOS).",
+	"Limits.gpu_hours":     "GPU-hour budget (GrpTRESMins gres/gpu = gpu_hours*60).",
+
+	"Serving":           "Serving quota on Kubernetes.",
+	"Serving.gpus":      "GPUs the tenant's model servers may use.",
+	"Serving.replicas":  "Replicas the tenant's model servers may run.",
+	"Serving.namespace": "Kubernetes namespace (default: strata-<tenant>).",
+
+	"Disk":            "A project quota (XFS or Lustre) on the project directory.",
+	"Disk.path":       "Absolute path of the project directory.",
+	"Disk.filesystem": "File system of the directory: xfs or lustre.",
+	"Disk.soft_gb":    "Soft limit, GiB (0: none).",
+	"Disk.hard_gb":    "Hard limit, GiB.",
+	"Disk.inodes":     "Limit on files (0: none).",
+
+	"Duration":   `Job time: "36h", "90m", "7d", or Slurm's "1-00:00:00" (days-hours:minutes:seconds), "12:00:00", "30:00".`,
+	"GoDuration": `Duration with a unit: "90s", "30m", "1h30m".`,
+
+	"ReclaimRule":               "When the GPUs of a job of this class count as idle, and what reclaimd does then: warn, wait warn, signal, wait signal.wait, then act.",
+	"ReclaimRule.idle":          "Idle definition of one GPU.",
+	"ReclaimRule.startup_grace": "No judgement before the job has run this long.",
+	"ReclaimRule.first_window":  "Judge a job idle for its whole first first_window at that age; shorter than idle.window.",
+	"ReclaimRule.partial_idle":  "Judging multi-GPU jobs of which only some GPUs are idle.",
+	"ReclaimRule.warn":          "Wait after the warning before the ladder goes on (default 15m).",
+	"ReclaimRule.signal":        "Checkpoint signal sent before a requeue or cancel.",
+	"ReclaimRule.action":        "What ends the ladder for a wholly idle job (default notify).",
+	"ReclaimRule.max_requeues":  "Most requeues of a job by this rule; at the limit it is only notified.",
+
+	"IdleDef":                          "A GPU is idle when, in every sample of the window, utilisation and memory activity are at or under the thresholds.",
+	"IdleDef.max_util_percent":         "Highest GPU utilisation, percent, that counts as idle.",
+	"IdleDef.max_mem_activity_percent": "Highest memory activity, percent, that counts as idle.",
+	"IdleDef.window":                   "Sliding window the GPU must be idle for (default 1h, at least 1m).",
+	"IdleDef.min_coverage":             "Fraction of the window that samples must cover (default 0.8).",
+
+	"PartialIdle":                   "A job is partly idle when at least min_idle_gpus and min_idle_fraction of its GPUs are idle.",
+	"PartialIdle.enabled":           "Judge partly idle jobs.",
+	"PartialIdle.min_idle_gpus":     "Fewest idle GPUs (default 1).",
+	"PartialIdle.min_idle_fraction": "Fewest idle GPUs as a fraction of the job's.",
+	"PartialIdle.action":            "What ends the ladder for a partly idle job (default notify).",
+
+	"Signal":      "Checkpoint signal.",
+	"Signal.name": "Signal name, with or without SIG (USR1, TERM, ...); empty sends none.",
+	"Signal.wait": "Time the job has to checkpoint (default 5m).",
+}
+
+// defName is the $defs name of a named type.
+func defName(t reflect.Type) string {
+	if n, ok := defNames[t]; ok {
+		return n
+	}
+	return t.Name()
+}
+
+// object returns the schema of struct type t.
+func (g *schemaGen) object(t reflect.Type) map[string]any {
+	info := structOf(t)
+	name := defName(t)
+	props := map[string]any{}
+	required := []string{}
+	for _, f := range info.fields {
+		s := g.schema(f.typ, name+"."+f.name)
+		if d := descriptions[name+"."+f.name]; d != "" {
+			s["description"] = d
+		}
+		props[f.name] = s
+		if f.required {
+			required = append(required, f.name)
+		}
+	}
+	s := map[string]any{
+		"type":                 "object",
+		"properties":           props,
+		"additionalProperties": false,
+	}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	if d := descriptions[name]; d != "" {
+		s["description"] = d
+	}
+	return s
+}
+
+// ref returns a $ref to the definition of named type t, defining it first.
+func (g *schemaGen) ref(t reflect.Type, def func() map[string]any) map[string]any {
+	name := defName(t)
+	if _, done := g.defs[name]; !done {
+		g.defs[name] = nil // against recursion
+		s := def()
+		if d := descriptions[name]; d != "" {
+			s["description"] = d
+		}
+		g.defs[name] = s
+	}
+	return map[string]any{"$ref": "#/$defs/" + name}
+}
+
+// schema returns the schema of a value of type t at key ("Type.key").
+func (g *schemaGen) schema(t reflect.Type, key string) map[string]any {
+	var s map[string]any
+	switch {
+	case t == durationType:
+		return g.ref(t, func() map[string]any { return map[string]any{"type": "string", "pattern": durationPattern} })
+	case t == ruleDurationType:
+		return g.ref(t, func() map[string]any { return map[string]any{"type": "string", "pattern": ruleDurationPattern} })
+	case t.Kind() == reflect.Pointer:
+		return g.schema(t.Elem(), key)
+	case t.Kind() == reflect.Struct:
+		return g.ref(t, func() map[string]any { return g.object(t) })
+	case t.Kind() == reflect.String:
+		s = map[string]any{"type": "string"}
+	case t.Kind() == reflect.Bool:
+		s = map[string]any{"type": "boolean"}
+	case t.Kind() == reflect.Int:
+		s = map[string]any{"type": "integer", "minimum": 0}
+		if isSpecKey(key) {
+			s["maximum"] = maxCount
+		}
+	case t.Kind() == reflect.Float64:
+		s = map[string]any{"type": "number"}
+	case t.Kind() == reflect.Slice:
+		items := g.schema(t.Elem(), key)
+		return map[string]any{"type": "array", "items": items}
+	case t.Kind() == reflect.Map:
+		return map[string]any{
+			"type":                 "object",
+			"propertyNames":        map[string]any{"pattern": namePattern},
+			"additionalProperties": g.schema(t.Elem(), key),
+		}
+	default:
+		g.err = fmt.Errorf("policy schema: no rule for %s", t)
+		return map[string]any{}
+	}
+	for k, v := range constraints[key] {
+		s[k] = v
+	}
+	return s
+}
+
+// isSpecKey reports whether key ("Type.key") is a key of this package's
+// types, whose counts Slurm keeps in 32 bits.
+func isSpecKey(key string) bool {
+	typ, _, _ := strings.Cut(key, ".")
+	switch typ {
+	case "Policy", "Cluster", "Class", "Tenant", "Project", "Member", "Limits", "Serving", "Disk":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,254 @@
+// Package spec is the policy file of strata-policy: the Go types of
+// /etc/strata/policy.yaml, its strict decoding, its validation and the
+// JSON Schema that editors check it with.
+//
+// The file declares the cluster, its workload classes (train, batch,
+// interactive, serve and site-defined ones) and its tenants, each with
+// projects, members, shares, limits, budgets and quotas. strata-policy
+// compiles it into Slurm accounts, associations and QOS, and renders the
+// data files the other parts read (reclaim rules, serving quotas, tenant
+// map). This package only reads and checks the file: it has no Slurm, no
+// clock and no I/O other than [Load]'s one read.
+//
+// [Parse] is the mtail model of a compiler front end: every problem of a
+// file, whether YAML syntax, an unknown or repeated key, a value of the
+// wrong type or a semantic mistake, is one [Diagnostic]
+// "file:line:col: message (hint: what to do)", all of them at once, sorted
+// by position; a file with any problem yields no policy at all, so a caller
+// can never apply half of it.
+//
+// Conventions a policy author relies on, documented here once:
+//   - A limit of 0 (or absent) is no limit, except in gpus_by_type, where
+//     an entry of 0 forbids that GPU type (Slurm GrpTRES=gres/gpu:<type>=0).
+//   - Project limits may add up to more than their tenant's (the tenant is
+//     oversubscribed on purpose: Slurm enforces both levels, so the tenant
+//     limit still holds); a single project limit above its tenant's is an
+//     error, because the project could never reach it.
+//   - A user who is a member of several projects has one default account:
+//     the project marked default: true, or, when none is marked, the first
+//     project of the file in which the user is not a viewer.
+//   - Names of the cluster, classes, tenants, projects, users and GPU types
+//     match ^[a-z][a-z0-9_-]*$: sacctmgr lowercases names, so a name with
+//     capitals would never match what Slurm stores.
+package spec
+
+import (
+	"github.com/strata-hpc/strata/internal/reclaimrules"
+)
+
+// APIVersion and Kind head every policy file.
+const (
+	APIVersion = "strata/v1"
+	Kind       = "Policy"
+)
+
+// Policy is one policy file.
+type Policy struct {
+	APIVersion string  `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string  `yaml:"kind" json:"kind"`
+	Cluster    Cluster `yaml:"cluster" json:"cluster"`
+	// Classes are the workload classes; each becomes a Slurm QOS.
+	Classes []Class  `yaml:"classes" json:"classes"`
+	Tenants []Tenant `yaml:"tenants" json:"tenants"`
+	// Admins are the cluster-admin users (Slurm administrators).
+	Admins []string `yaml:"admins,omitempty" json:"admins,omitempty"`
+
+	// Positions locates every value [Parse] read, by path
+	// ("tenants[1].projects[0].members[2].user"), so that the compiler can
+	// report its own problems at the line and column of the value that
+	// caused them. Nil for a policy built in code.
+	Positions Positions `yaml:"-" json:"-"`
+}
+
+// Cluster names the Slurm cluster the policy applies to.
+type Cluster struct {
+	// Name is the Slurm ClusterName (slurm.conf).
+	Name string `yaml:"name" json:"name"`
+	// GPUTypes are the GPU types (gres/gpu:<type>) that limits may name,
+	// such as h100 and a100; they must be in AccountingStorageTRES.
+	GPUTypes []string `yaml:"gpu_types,omitempty" json:"gpu_types,omitempty"`
+	// DefaultClass is the class of jobs that name none ("": batch when
+	// that class is defined, else jobs must name a class).
+	DefaultClass string `yaml:"default_class,omitempty" json:"default_class,omitempty"`
+}
+
+// Class is a workload class: the Slurm QOS and partition jobs of the kind
+// run under, with their time limits, gang and topology rules, preemption
+// and reclaim rule.
+type Class struct {
+	// Name is train, batch, interactive, serve, or a site-defined class.
+	Name      string `yaml:"name" json:"name"`
+	Partition string `yaml:"partition" json:"partition"`
+	// DefaultTime is the time limit of jobs that give none (0: the
+	// partition's DefaultTime).
+	DefaultTime Duration `yaml:"default_time,omitempty" json:"default_time,omitempty"`
+	// MaxTime is the longest time limit a job may ask for (0: the
+	// partition's MaxTime).
+	MaxTime Duration `yaml:"max_time,omitempty" json:"max_time,omitempty"`
+	// Priority is the priority of the class QOS.
+	Priority int `yaml:"priority,omitempty" json:"priority,omitempty"`
+	// Preempt lists the classes whose jobs this class may preempt.
+	Preempt []string `yaml:"preempt,omitempty" json:"preempt,omitempty"`
+	// PreemptMode is what happens to jobs of this class when they are
+	// preempted: requeue, cancel or suspend ("": the cluster's
+	// PreemptMode).
+	PreemptMode string `yaml:"preempt_mode,omitempty" json:"preempt_mode,omitempty"`
+	// Requeue says whether jobs are requeueable (nil: true for train and
+	// batch, false for the others; [Policy.ApplyDefaults] fills it).
+	Requeue *bool `yaml:"requeue,omitempty" json:"requeue,omitempty"`
+	// WholeNodes makes multi-node jobs take whole nodes (--exclusive).
+	WholeNodes bool `yaml:"whole_nodes,omitempty" json:"whole_nodes,omitempty"`
+	// Switches makes multi-node jobs ask for --switches=N: their nodes
+	// under at most N leaf switches (0: no rule).
+	Switches int `yaml:"switches,omitempty" json:"switches,omitempty"`
+	// MaxGPUsPerJob caps one job's GPUs (0: no cap).
+	MaxGPUsPerJob int `yaml:"max_gpus_per_job,omitempty" json:"max_gpus_per_job,omitempty"`
+	// Reclaim is the idle rule reclaimd enforces for jobs of this class
+	// (nil: none). Its Name and Match are filled by the compiler, so they
+	// must be absent here.
+	Reclaim *reclaimrules.Rule `yaml:"reclaim,omitempty" json:"reclaim,omitempty"`
+	// Line is the source line of the class, for messages (0: unknown).
+	Line int `yaml:"-" json:"-"`
+}
+
+// Tenant is an organisation: a Slurm account (the parent of its projects'
+// accounts), a QOS, and a Kubernetes namespace for serving.
+type Tenant struct {
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Shares is the Fairshare of the tenant account (0: 1).
+	Shares int `yaml:"shares,omitempty" json:"shares,omitempty"`
+	// Priority is the priority of the tenant QOS.
+	Priority int    `yaml:"priority,omitempty" json:"priority,omitempty"`
+	Limits   Limits `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// Classes are the classes its projects may use (empty: all;
+	// [Policy.ApplyDefaults] fills them in).
+	Classes []string `yaml:"classes,omitempty" json:"classes,omitempty"`
+	// Admins are the tenant-admin users (Slurm coordinators of the tenant
+	// account).
+	Admins   []string  `yaml:"admins,omitempty" json:"admins,omitempty"`
+	Serving  *Serving  `yaml:"serving,omitempty" json:"serving,omitempty"`
+	Projects []Project `yaml:"projects" json:"projects"`
+	// Line is the source line of the tenant, for messages (0: unknown).
+	Line int `yaml:"-" json:"-"`
+}
+
+// Project is a Slurm account under its tenant's, named
+// "<tenant>-<project>" (see [Policy.Account]).
+type Project struct {
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Shares is the Fairshare of the project account within its tenant
+	// (0: 1).
+	Shares int    `yaml:"shares,omitempty" json:"shares,omitempty"`
+	Limits Limits `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// Classes are the classes the project may use, a subset of its
+	// tenant's (empty: the tenant's; [Policy.ApplyDefaults] fills them).
+	Classes []string `yaml:"classes,omitempty" json:"classes,omitempty"`
+	Members []Member `yaml:"members" json:"members"`
+	Disk    *Disk    `yaml:"disk,omitempty" json:"disk,omitempty"`
+	// Line is the source line of the project, for messages (0: unknown).
+	Line int `yaml:"-" json:"-"`
+}
+
+// The roles of a project member. RoleClusterAdmin is not a member role:
+// cluster admins are listed in [Policy.Admins].
+const (
+	RoleClusterAdmin = "cluster-admin"
+	RoleTenantAdmin  = "tenant-admin"
+	RoleMember       = "member"
+	RoleViewer       = "viewer"
+)
+
+// Member is a user of a project.
+type Member struct {
+	User string `yaml:"user" json:"user"`
+	// Role is member (""), viewer (sees the project in the portal, gets
+	// no Slurm association) or tenant-admin (a member who is also a
+	// coordinator of the tenant account).
+	Role string `yaml:"role,omitempty" json:"role,omitempty"`
+	// Default makes this project the user's default account.
+	Default bool `yaml:"default,omitempty" json:"default,omitempty"`
+	// Line is the source line of the member, for messages (0: unknown).
+	Line int `yaml:"-" json:"-"`
+}
+
+// Limits cap what a tenant or project may use at once, and its GPU-hour
+// budget. Zero is no limit (see the package documentation for
+// gpus_by_type).
+type Limits struct {
+	// GPUs is GrpTRES gres/gpu.
+	GPUs int `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	// GPUsByType is GrpTRES gres/gpu:<type>; an entry of 0 forbids the
+	// type.
+	GPUsByType map[string]int `yaml:"gpus_by_type,omitempty" json:"gpus_by_type,omitempty"`
+	// CPUs is GrpTRES cpu.
+	CPUs int `yaml:"cpus,omitempty" json:"cpus,omitempty"`
+	// MemoryGB is GrpTRES mem, in GiB.
+	MemoryGB int `yaml:"memory_gb,omitempty" json:"memory_gb,omitempty"`
+	// RunningJobs is GrpJobs.
+	RunningJobs int `yaml:"running_jobs,omitempty" json:"running_jobs,omitempty"`
+	// GPUsPerUser is MaxTRESPerUser gres/gpu (on the QOS).
+	GPUsPerUser int `yaml:"gpus_per_user,omitempty" json:"gpus_per_user,omitempty"`
+	// GPUHours is the GPU-hour budget: GrpTRESMins gres/gpu = GPUHours*60.
+	GPUHours int `yaml:"gpu_hours,omitempty" json:"gpu_hours,omitempty"`
+}
+
+// Serving is a tenant's quota for model serving on Kubernetes, which
+// strata-bridge enforces.
+type Serving struct {
+	GPUs     int `yaml:"gpus" json:"gpus"`
+	Replicas int `yaml:"replicas" json:"replicas"`
+	// Namespace is the tenant's Kubernetes namespace ("":
+	// "strata-<tenant>").
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
+// The file systems a disk quota can be set on.
+const (
+	FilesystemXFS    = "xfs"
+	FilesystemLustre = "lustre"
+)
+
+// Disk is a project's disk quota: an XFS project quota or a Lustre
+// project quota on the project's directory.
+type Disk struct {
+	Path       string `yaml:"path" json:"path"`
+	Filesystem string `yaml:"filesystem" json:"filesystem"`
+	// SoftGB is the soft limit in GiB (0: none).
+	SoftGB int `yaml:"soft_gb,omitempty" json:"soft_gb,omitempty"`
+	// HardGB is the hard limit in GiB.
+	HardGB int `yaml:"hard_gb" json:"hard_gb"`
+	// Inodes is the hard limit on files (0: none).
+	Inodes int `yaml:"inodes,omitempty" json:"inodes,omitempty"`
+}
+
+// The preempt modes of a class.
+const (
+	PreemptRequeue = "requeue"
+	PreemptCancel  = "cancel"
+	PreemptSuspend = "suspend"
+)
+
+// Account returns the Slurm account of a project: "<tenant>-<project>".
+// A tenant's own account is its name.
+func (p *Policy) Account(tenant, project string) string { return tenant + "-" + project }
+
+// Class returns the class named name.
+func (p *Policy) Class(name string) (*Class, bool) {
+	for i := range p.Classes {
+		if p.Classes[i].Name == name {
+			return &p.Classes[i], true
+		}
+	}
+	return nil, false
+}
+
+// Requeueable reports whether jobs of the class are requeueable: Requeue
+// when set, else true for train and batch.
+func (c *Class) Requeueable() bool {
+	if c.Requeue != nil {
+		return *c.Requeue
+	}
+	return c.Name == "train" || c.Name == "batch"
+}
