@@ -25,6 +25,7 @@ import (
 	"github.com/strata-hpc/strata/reclaimd/internal/config"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/notify"
+	"github.com/strata-hpc/strata/reclaimd/internal/simulate"
 	"github.com/strata-hpc/strata/reclaimd/internal/source"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
 )
@@ -62,6 +63,25 @@ record without acting. SIGHUP reloads the rules (a bad file keeps the old ones).
 			{Name: "run", Usage: "run the controller", Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) }},
 			{Name: "agent", Usage: "run the node agent", Action: func(c *cli.Context) error { return cmdAgent(ctx, c, log) }},
 			{Name: "check-config", Usage: "load the configuration and the rules, report every problem", Action: cmdCheck},
+			{
+				Name:  "simulate",
+				Usage: "run the rules over a recorded trace: GPU-hours reclaimed, jobs touched, each job's timeline",
+				Description: `Runs the same decision code over a trace so rules can be tuned before they act.
+A trace is two CSV files (see the simulate package): jobs
+(job_id,user,account,tenant,class,qos,partition,start,end,gpus with gpus as node:index;node:index)
+and samples (time,node,gpu,util,mem_activity[,mem_used_mib]); or a ClusterCockpit job export
+(--clustercockpit, flat series from per-job averages).`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "rules", Usage: "rules file (default: rules_file of the configuration)"},
+					&cli.StringFlag{Name: "jobs", Usage: "jobs CSV"},
+					&cli.StringFlag{Name: "samples", Usage: "samples CSV"},
+					&cli.StringFlag{Name: "clustercockpit", Usage: "a ClusterCockpit GPU job export (CSV) instead of --jobs/--samples"},
+					&cli.StringFlag{Name: "cluster-json", Usage: "with --clustercockpit: the cluster description, to map GPU ids to indexes"},
+					&cli.DurationFlag{Name: "step", Value: 30 * time.Second, Usage: "cycle interval"},
+					&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+				},
+				Action: cmdSimulate,
+			},
 		},
 	}
 	return app.RunContext(ctx, args)
@@ -77,6 +97,38 @@ func loadRules(path string) (reclaimrules.Rules, error) {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
+}
+
+func cmdSimulate(c *cli.Context) error {
+	rulesPath := c.String("rules")
+	if rulesPath == "" {
+		cfg, err := config.Load(c.String("config"))
+		if err != nil {
+			return fmt.Errorf("no --rules, and the configuration gives none: %w", err)
+		}
+		rulesPath = cfg.RulesFile
+	}
+	rules, err := loadRules(rulesPath)
+	if err != nil {
+		return err
+	}
+	var tr simulate.Trace
+	switch {
+	case c.String("clustercockpit") != "":
+		tr, err = simulate.LoadClusterCockpit(c.String("clustercockpit"), c.String("cluster-json"), c.Duration("step"))
+	case c.String("jobs") != "" && c.String("samples") != "":
+		tr, err = simulate.LoadTrace(c.String("jobs"), c.String("samples"))
+	default:
+		return errors.New("give --jobs and --samples, or --clustercockpit")
+	}
+	if err != nil {
+		return err
+	}
+	rep := simulate.Run(tr, rules, simulate.Options{Step: c.Duration("step")})
+	if c.Bool("json") {
+		return rep.WriteJSON(c.App.Writer)
+	}
+	return rep.WriteText(c.App.Writer)
 }
 
 func cmdCheck(c *cli.Context) error {
