@@ -37,15 +37,17 @@ deps: ## install the Debian packages the test beds need (root)
 	fi
 	@$(GO) version | grep -qE 'go1\.(2[6-9]|[3-9][0-9])' || { echo "Go 1.26 or later is needed (found: $$($(GO) version))"; exit 1; }
 
+# Tools are built into a private folder, then moved to a versioned name with
+# a plain-name link beside it.
 $(OAPI_CODEGEN):
-	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION)
-	mv $(BIN)/oapi-codegen $@ && ln -sf $(notdir $@) $(BIN)/oapi-codegen
+	@mkdir -p $(BIN)/.build
+	GOBIN=$(BIN)/.build $(GO) install github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION)
+	mv -f $(BIN)/.build/oapi-codegen $@ && ln -sfn $(notdir $@) $(BIN)/oapi-codegen
 
 $(GOLANGCI_LINT):
-	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	mv $(BIN)/golangci-lint $@ && ln -sf $(notdir $@) $(BIN)/golangci-lint
+	@mkdir -p $(BIN)/.build
+	GOBIN=$(BIN)/.build $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv -f $(BIN)/.build/golangci-lint $@ && ln -sfn $(notdir $@) $(BIN)/golangci-lint
 
 .PHONY: tools
 tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) ## install the pinned Go tools into ./bin
