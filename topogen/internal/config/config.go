@@ -4,15 +4,12 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/strata-hpc/strata/internal/yamlconf"
 
 	"github.com/strata-hpc/strata/topogen/internal/graph"
 )
@@ -95,22 +92,12 @@ func Load(path string) (Config, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes data strictly over the defaults and validates it.
+// Parse decodes data strictly over the defaults and validates it; an
+// empty file means the defaults.
 func Parse(name string, data []byte) (Config, error) {
 	cfg := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	// An empty or all-comment file has no document (io.EOF): the defaults
-	// apply, as with no file at all.
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	if errs := cfg.Validate(); len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = name + ": " + e.Error()
-		}
-		return Config{}, errors.New(strings.Join(msgs, "\n"))
+	if err := yamlconf.Decode(name, data, &cfg, func() []error { return cfg.Validate() }); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }
