@@ -209,9 +209,7 @@ func limits(l spec.Limits) (grp TRES, mins TRES, jobs int64) {
 		grp["gres/gpu"] = int64(l.GPUs)
 	}
 	for typ, n := range l.GPUsByType {
-		if n > 0 {
-			grp["gres/gpu:"+typ] = int64(n)
-		}
+		grp["gres/gpu:"+typ] = int64(n) // 0 forbids the type (spec: gpus_by_type)
 	}
 	if l.CPUs > 0 {
 		grp["cpu"] = int64(l.CPUs)

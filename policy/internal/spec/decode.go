@@ -338,7 +338,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 	t := v.Type()
 	if isNull(n) {
-		if t.Kind() != reflect.Slice && t.Kind() != reflect.Map {
+		switch {
+		case t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
+		case strings.HasSuffix(path, "]"):
+			d.bad(n, path, "give the item a value, or remove the empty '-' line", "%s has no value", keyName(path))
+		default:
 			d.bad(n, path, "give a value, or remove the key", "%s has no value", keyName(path))
 		}
 		return
@@ -463,38 +467,44 @@ func (d *decoder) decodeScalar(n *yaml.Node, path string, out any) {
 
 // mismatch reports a value of the wrong type.
 func (d *decoder) mismatch(n *yaml.Node, path, want string) {
-	var hint string
-	switch want {
-	case "a whole number":
-		if _, err := strconv.Atoi(n.Value); err == nil && n.Kind == yaml.ScalarNode {
-			hint = "remove the quotes: a number in quotes is a string"
-		} else {
-			hint = "write a whole number, such as 8"
-		}
-	case "a number":
-		hint = "write a number, such as 5 or 0.5"
-	case "true or false":
-		hint = "write true or false"
-		switch strings.ToLower(n.Value) {
-		case "yes", "no", "on", "off", "y", "n":
-			hint += fmt.Sprintf(": YAML 1.2 reads %s as a string", n.Value)
-		}
-	case "a string", "a duration":
-		if n.Kind == yaml.ScalarNode {
-			hint = fmt.Sprintf("quote it: %q", n.Value)
-		} else {
-			hint = "write a single value"
-		}
-	case "a list":
-		if n.Kind == yaml.ScalarNode {
-			hint = fmt.Sprintf("write a list: [%s], or one '- item' line per item", n.Value)
-		} else {
-			hint = "write a list: [a, b], or one '- item' line per item"
-		}
-	default:
-		hint = "write key: value lines indented under it"
+	hint := typeHint(n, want)
+	if n.Style&yaml.TaggedStyle != 0 {
+		hint = "remove the tag " + n.Tag + ": a policy uses no YAML tags"
 	}
 	d.bad(n, path, hint, "%s: want %s, got %s", keyName(path), want, describe(n))
+}
+
+// typeHint says how to write a value of the type wanted.
+func typeHint(n *yaml.Node, want string) string {
+	scalar := n.Kind == yaml.ScalarNode
+	switch want {
+	case "a whole number":
+		if _, err := strconv.Atoi(n.Value); err == nil && scalar {
+			return "remove the quotes: a number in quotes is a string"
+		}
+		return "write a whole number, such as 8"
+	case "a number":
+		return "write a number, such as 5 or 0.5"
+	case "true or false":
+		switch strings.ToLower(n.Value) {
+		case "yes", "no", "on", "off", "y", "n":
+			return fmt.Sprintf("write true or false: YAML 1.2 reads %s as a string", n.Value)
+		}
+		return "write true or false"
+	case "a duration":
+		return `write a duration with a unit, such as "30m" or "36h"`
+	case "a string":
+		if scalar {
+			return fmt.Sprintf("quote it: %q", n.Value)
+		}
+		return "write a single value"
+	case "a list":
+		if scalar {
+			return fmt.Sprintf("write a list: [%s], or one '- item' line per item", n.Value)
+		}
+		return "write a list: [a, b], or one '- item' line per item"
+	}
+	return "write key: value lines indented under it"
 }
 
 // describe names what a node holds, for messages.
@@ -512,7 +522,10 @@ func describe(n *yaml.Node) string {
 		v = v[:40] + "…"
 	}
 	if n.ShortTag() == "!!str" {
-		return strconv.Quote(v)
+		v = strconv.Quote(v)
+	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		v = n.Tag + " " + v
 	}
 	return v
 }

@@ -381,6 +381,15 @@ func TestParseInline(t *testing.T) {
 			"p.yaml:8:127: aliases expand to more than 100000 values (hint: write the values out: a policy is not that large)",
 		}},
 		"too many problems": {data: head + manyTenants(120), wantErrs: tooMany()},
+		"custom tag": {data: head + "tenants: [{name: !team acme, projects: []}]\n", wantErrs: []string{
+			"p.yaml:5:18: name: want a string, got !team acme (hint: remove the tag !team: a policy uses no YAML tags)",
+		}},
+		"empty list item": {data: head + "tenants:\n  -\n", wantErrs: []string{
+			"p.yaml:6:4: tenants[0] has no value (hint: give the item a value, or remove the empty '-' line)",
+		}},
+		"windows line ends": {data: strings.ReplaceAll(head+"tenants: [{name: acme, shares: x, projects: []}]\n", "\n", "\r\n"), wantErrs: []string{
+			`p.yaml:5:32: shares: want a whole number, got "x" (hint: write a whole number, such as 8)`,
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, err := spec.Parse("p.yaml", []byte(tc.data))
@@ -468,22 +477,44 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
-// TestParseUnchanged: Parse does not keep or change its input.
+// TestParseUnchanged: the policy does not share memory with Parse's
+// input, which a caller may reuse.
 func TestParseUnchanged(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "full.good.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := string(data)
-	p1, err := spec.Parse("full.good.yaml", data)
+	p, err := spec.Parse("full.good.yaml", data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range data {
 		data[i] = ' '
 	}
-	if diff := cmp.Diff(full(), p1, ignorePositions); diff != "" {
+	if diff := cmp.Diff(full(), p, ignorePositions); diff != "" {
 		t.Errorf("policy changed with its input (-want +got):\n%s", diff)
 	}
-	_ = before
+}
+
+// TestParseAccepts: spellings of minimal.good.yaml that read the same.
+func TestParseAccepts(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "minimal.good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := string(data)
+	for name, in := range map[string]string{
+		"byte order mark":   "\ufeff" + base,
+		"windows line ends": strings.ReplaceAll(base, "\n", "\r\n"),
+		"standard tags":     strings.Replace(base, "name: gpu", "name: !!str gpu", 1),
+		"document markers":  "---\n" + base + "...\n",
+		"anchor and alias": strings.Replace(strings.Replace(base, "partition: gpu", "partition: &p gpu", 1),
+			"name: acme", "name: acme\n    description: *p", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := spec.Parse("p.yaml", []byte(in)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
