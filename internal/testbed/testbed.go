@@ -111,12 +111,23 @@ func Load(path string) (*Bed, error) {
 	return b, nil
 }
 
-// Each runs fn as a parallel subtest per test bed, named after its version.
-func Each(t *testing.T, fn func(t *testing.T, b *Bed)) {
+// Each runs fn as a parallel subtest per test bed, named after its
+// version. The subtest holds the bed's lock shared: tests in other
+// packages (go test runs packages at once) may run beside it, but not one
+// that disturbs the whole cluster (EachExclusive).
+func Each(t *testing.T, fn func(t *testing.T, b *Bed)) { each(t, syscall.LOCK_SH, fn) }
+
+// EachExclusive is Each for tests that change cluster-wide state or stop
+// slurmctld (topology, slurm.conf, accounts other tests use): the subtest
+// waits until no other test uses the bed and keeps it to itself.
+func EachExclusive(t *testing.T, fn func(t *testing.T, b *Bed)) { each(t, syscall.LOCK_EX, fn) }
+
+func each(t *testing.T, how int, fn func(t *testing.T, b *Bed)) {
 	t.Helper()
 	for _, b := range All(t) {
 		t.Run("slurm-"+b.Version, func(t *testing.T) {
 			t.Parallel()
+			b.lock(t, how)
 			b.DumpLogsOnFailure(t)
 			fn(t, b)
 		})
@@ -187,15 +198,15 @@ func (b *Bed) WaitFile(t testing.TB, path, substr string, timeout time.Duration)
 	return ""
 }
 
-// Lock takes an exclusive lock on the test bed for tests that change
-// cluster-wide state (topology, partitions, QOS used by other tests).
-func (b *Bed) Lock(t testing.TB) {
+// lock takes the bed's lock (flock, so it holds across the test processes
+// of all packages) until the test ends.
+func (b *Bed) lock(t testing.TB, how int) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(filepath.Dir(b.Root), "test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatalf("lock: %v", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
 		t.Fatalf("lock: %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })

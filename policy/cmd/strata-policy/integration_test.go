@@ -84,8 +84,7 @@ func writePolicy(t *testing.T, dir string, b *testbed.Bed, tenant string, shares
 // second apply writes nothing; a changed share is a one-line plan; a manual
 // change is drift; prune removes only Strata's objects.
 func TestPlanApplyDrift(t *testing.T) {
-	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
-		b.Lock(t)
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		ctx := testbed.Context(t)
 		c := b.Client(t)
 		tenant := testbed.Unique("pol")

@@ -48,7 +48,6 @@ func topogenOn(t *testing.T, cfgPath string, args ...string) (int, string) {
 // restores the bed's topology (and slurm.conf) when the test ends.
 func setup(t *testing.T, b *testbed.Bed, format, fabric, nodesDir string) string {
 	t.Helper()
-	b.Lock(t)
 	topo := b.HostPath("/etc/slurm/topology.conf")
 	topoFile := topo
 	if format == "yaml" {
@@ -124,7 +123,7 @@ func showTopology(t *testing.T, b *testbed.Bed) []byte {
 // and verified, and then a 2-node job lands under one leaf while another
 // node is busy.
 func TestTreeApplyPlacement(t *testing.T) {
-	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		dir := t.TempDir()
 		fab := filepath.Join(dir, "fabric.out")
 		var buf bytes.Buffer
@@ -190,7 +189,7 @@ func TestTreeApplyPlacement(t *testing.T) {
 // reaches Slurm; one that slurmctld rejects anyway (forced past
 // validation) is rolled back, and slurmctld is up afterwards.
 func TestApplyRefusesAndRollsBack(t *testing.T) {
-	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		dir := t.TempDir()
 		cfg := setup(t, b, "tree", filepath.Join(dir, "none.out"), dir)
 		topo := b.HostPath("/etc/slurm/topology.conf")
@@ -227,7 +226,7 @@ func TestApplyRefusesAndRollsBack(t *testing.T) {
 // TestBlockApply: NVLink domains from node descriptions become a block
 // topology that slurmctld reports (26.05).
 func TestBlockApply(t *testing.T) {
-	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		if b.Version != "26.05" {
 			t.Skip("block topology is exercised on 26.05")
 		}
@@ -280,7 +279,7 @@ func writeNVLinkNodes(t *testing.T, b *testbed.Bed, dir string) {
 // TestYAMLApply: topology.yaml (Slurm 25.05 and later) with the tree as the
 // default topology and the NVLink blocks as "nvl" is applied and verified.
 func TestYAMLApply(t *testing.T) {
-	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		if b.Version == "24.11" {
 			t.Skip("topology.yaml needs Slurm 25.05 or later")
 		}
