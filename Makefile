@@ -57,6 +57,7 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
 	$(GO) build -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
+	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
 	$(GO) build -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: generate
@@ -129,6 +130,14 @@ demo: deps ## start a local Slurm 26.05 with fake GPUs and show it working
 	@rc=0; $(BIN)/topogen -c $(DEMO_INST)/demo/topogen.yaml --log-level warn plan || rc=$$?; \
 		echo "(topogen plan exited $$rc: 0 = up to date, 2 = changes; apply them with: $(BIN)/topogen -c $(DEMO_INST)/demo/topogen.yaml apply)"; \
 		[ $$rc = 0 ] || [ $$rc = 2 ]
+	$(GO) build -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
+	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
+	@echo; echo "== strata-policy: the example tenant policy, checked, and the reclaim rules it renders for reclaimd"
+	@$(BIN)/strata-policy check --policy etc/strata/policy.yaml
+	@$(BIN)/strata-policy render --policy etc/strata/policy.yaml -o $(DEMO_INST)/demo
+	@echo; echo "== reclaimd simulate: the example rules over a recorded trace (what reclaim would do before it acts)"
+	@$(BIN)/reclaimd simulate --rules reclaimd/internal/simulate/testdata/example-rules.json --step 1m \
+		--jobs reclaimd/internal/simulate/testdata/example.jobs.csv --samples reclaimd/internal/simulate/testdata/example.samples.csv
 
 .PHONY: ci
 ci: lint test ## what CI runs: lint and every test
