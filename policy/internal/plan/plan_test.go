@@ -9,7 +9,9 @@ import (
 	"github.com/strata-hpc/strata/policy/internal/compile"
 )
 
-func gpus(n int64) slurmrest.TRESList { return slurmrest.TRESList{{Type: "gres", Name: "gpu", Count: n}} }
+func gpus(n int64) slurmrest.TRESList {
+	return slurmrest.TRESList{{Type: "gres", Name: "gpu", Count: n}}
+}
 
 // want is a small compiled policy: one class QOS, tenant acme with
 // project acme-llm, user alice.
