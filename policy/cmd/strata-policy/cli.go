@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"io"
 	"log/slog"
 	"os"
@@ -26,12 +27,8 @@ const (
 	exitInvalid = 3 // the policy file has errors; nothing was read or written
 )
 
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return e.msg }
+// exitErr is an error with one of the exit codes above.
+func exitErr(code int, msg string) error { return cliexit.Error{Code: code, Msg: msg} }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var log *slog.Logger
@@ -92,16 +89,16 @@ func cmdRender(c *cli.Context) error {
 	}
 	rules, err := render.ReclaimRules(p)
 	if err != nil {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	tenants, err := render.TenantsJSON(p)
 	if err != nil {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	dir := c.String("output-dir")
 	for name, data := range map[string][]byte{"reclaim-rules.json": rules, "tenants.json": tenants} {
 		if err := writeAtomic(filepath.Join(dir, name), data); err != nil {
-			return exitError{exitFailure, err.Error()}
+			return exitErr(exitFailure, err.Error())
 		}
 		fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, name))
 	}
@@ -119,7 +116,7 @@ func writeAtomic(path string, data []byte) error {
 func load(c *cli.Context) (*spec.Policy, error) {
 	p, err := spec.Load(c.String("policy"))
 	if err != nil {
-		return nil, exitError{exitInvalid, err.Error()}
+		return nil, exitErr(exitInvalid, err.Error())
 	}
 	return p, nil
 }
@@ -131,16 +128,16 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	}
 	want, err := compile.Compile(p)
 	if err != nil {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
 		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log})
 	if err != nil {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	live, err := readLive(ctx, client)
 	if err != nil {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	changes := plan.Make(want, live, plan.Options{Prune: c.Bool("prune")})
 	w := c.App.Writer
@@ -156,12 +153,12 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 		if c.Command.Name == "apply" {
 			fmt.Fprintln(w, "\nNothing written: run with --apply to make these changes.")
 		}
-		return exitError{exitDrift, ""}
+		return exitErr(exitDrift, "")
 	}
 	res := apply.Apply(ctx, client, want.Cluster, changes, log)
 	fmt.Fprintf(w, "\nApplied %d of %d changes.\n", len(res.Applied), len(changes))
 	if res.Err != nil {
-		return exitError{exitFailure, fmt.Sprintf("stopped at the first failed write: %v (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied))}
+		return exitErr(exitFailure, fmt.Sprintf("stopped at the first failed write: %v (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))
 	}
 	return nil
 }

@@ -4,8 +4,8 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,14 +27,7 @@ func policyOn(t *testing.T, b *testbed.Bed, file string, args ...string) (int, s
 	full := append([]string{"strata-policy", "--log-level", "warn"}, args...)
 	full = append(full, "--policy", file, "--url", b.URL, "--user", b.AdminUser, "--token-file", b.TokenFile)
 	err := run(testbed.Context(t), full, &out, &errb)
-	code := exitOK
-	if err != nil {
-		code = exitFailure
-		var ex exitError
-		if errors.As(err, &ex) {
-			code = ex.code
-		}
-	}
+	code := cliexit.CodeOf(err)
 	return code, out.String() + errb.String() + fmt.Sprint(err)
 }
 

@@ -4,20 +4,6 @@
 // (one per cluster); `reclaimd agent` samples a GPU node (one per node).
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "github.com/strata-hpc/strata/internal/cliexit"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reclaimd:", err)
-		os.Exit(1)
-	}
-}
+func main() { cliexit.Main("reclaimd", run) }

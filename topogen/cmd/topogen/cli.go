@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"io"
 	"log/slog"
 	"os"
@@ -37,12 +38,8 @@ const (
 	exitRollbackErr = 5 // apply could not restore the old file or slurmctld: act now
 )
 
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return e.msg }
+// exitErr is an error with one of the exit codes above.
+func exitErr(code int, msg string) error { return cliexit.Error{Code: code, Msg: msg} }
 
 const exitCodesHelp = `EXIT CODES:
    0  done (plan: the live file already matches)
@@ -76,7 +73,7 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 		Before: func(c *cli.Context) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-				return exitError{exitFailure, fmt.Sprintf("--log-level: %v", err)}
+				return exitErr(exitFailure, fmt.Sprintf("--log-level: %v", err))
 			}
 			logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 			return nil
@@ -156,7 +153,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 		cfg, err = config.Default(), nil
 	}
 	if err != nil {
-		return cfg, exitError{exitFailure, err.Error()}
+		return cfg, exitErr(exitFailure, err.Error())
 	}
 	set := func(flag string, dst *string) {
 		if c.IsSet(flag) {
@@ -179,7 +176,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 		for _, e := range errs {
 			msgs = append(msgs, e.Error())
 		}
-		return cfg, exitError{exitFailure, "configuration: " + strings.Join(msgs, "; ")}
+		return cfg, exitErr(exitFailure, "configuration: "+strings.Join(msgs, "; "))
 	}
 	return cfg, nil
 }
@@ -198,14 +195,14 @@ func buildModel(ctx context.Context, c *cli.Context, cfg config.Config, log *slo
 	m := &model{cfg: cfg}
 	var err error
 	if m.nodes, err = slurmNodes(ctx, c, cfg); err != nil {
-		return nil, exitError{exitFailure, err.Error()}
+		return nil, exitErr(exitFailure, err.Error())
 	}
 	needTree := cfg.Slurm.Format == "tree" || cfg.Slurm.Format == "yaml"
 	needBlocks := cfg.Slurm.Format == "block" || (cfg.Slurm.Format == "yaml" && dirHasJSON(cfg.NVLink.NodesDir))
 	var sources []string
 	if needTree {
 		if m.tree, err = buildTree(cfg, m.nodes, log); err != nil {
-			return nil, exitError{exitFailure, err.Error()}
+			return nil, exitErr(exitFailure, err.Error())
 		}
 		sources = append(sources, filepath.Base(cfg.Fabric.IBNetDiscover))
 		for _, f := range m.tree.Findings {
@@ -214,13 +211,13 @@ func buildModel(ctx context.Context, c *cli.Context, cfg config.Config, log *slo
 	}
 	if needBlocks || c.String("what") == "gres" {
 		if m.gpuNodes, err = readNodes(cfg.NVLink.NodesDir); err != nil {
-			return nil, exitError{exitFailure, err.Error()}
+			return nil, exitErr(exitFailure, err.Error())
 		}
 	}
 	if needBlocks {
 		plan, err := graph.Blocks(m.gpuNodes, graph.BlockOptions{Prefix: cfg.NVLink.BlockPrefix, Degraded: cfg.NVLink.Degraded, Sizes: cfg.NVLink.BlockSizes})
 		if err != nil {
-			return nil, exitError{exitFailure, err.Error()}
+			return nil, exitErr(exitFailure, err.Error())
 		}
 		for _, f := range plan.Findings {
 			logFinding(log, f)
@@ -480,7 +477,7 @@ func cmdRender(c *cli.Context, log *slog.Logger) error {
 	case "gres":
 		var cores map[string]int
 		if cores, err = coresPerNode(c.Context, cfg); err != nil {
-			return exitError{exitFailure, "cores per node: " + err.Error()}
+			return exitErr(exitFailure, "cores per node: "+err.Error())
 		}
 		if cores == nil {
 			log.Warn("the node source gives no core counts: gres.conf is written without Cores=", "node_source", cfg.Slurm.NodeSource)
@@ -493,10 +490,10 @@ func cmdRender(c *cli.Context, log *slog.Logger) error {
 	case "labels-yaml":
 		out, err = render.LabelYAML(render.NodeLabels(m.tree, m.blocks))
 	default:
-		return exitError{exitFailure, fmt.Sprintf("--what %q: want topology, gres, json, labels or labels-yaml", c.String("what"))}
+		return exitErr(exitFailure, fmt.Sprintf("--what %q: want topology, gres, json, labels or labels-yaml", c.String("what")))
 	}
 	if err != nil {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	if p := c.String("output"); p != "" {
 		return apply.WriteAtomic(p, out, 0o644)
@@ -523,12 +520,12 @@ func cmdPlan(c *cli.Context, log *slog.Logger) error {
 			for _, p := range problems {
 				fmt.Fprintln(w, "  "+p)
 			}
-			return exitError{exitInvalid, ""}
+			return exitErr(exitInvalid, "")
 		}
 	}
 	live, err := os.ReadFile(cfg.Slurm.TopologyFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	if bytes.Equal(live, cand) {
 		fmt.Fprintf(w, "%s is up to date.\n", cfg.Slurm.TopologyFile)
@@ -549,7 +546,7 @@ func cmdPlan(c *cli.Context, log *slog.Logger) error {
 		}
 	}
 	fmt.Fprintln(w, "\nRun `topogen apply` to put it in place.")
-	return exitError{exitChanges, ""}
+	return exitErr(exitChanges, "")
 }
 
 // warnOtherFile warns when both topology.conf and topology.yaml exist:
@@ -612,10 +609,10 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	var nodes []string
 	if f := c.String("from-file"); f != "" {
 		if cand, err = os.ReadFile(f); err != nil {
-			return exitError{exitFailure, err.Error()}
+			return exitErr(exitFailure, err.Error())
 		}
 		if nodes, err = slurmNodes(ctx, c, cfg); err != nil {
-			return exitError{exitFailure, err.Error()}
+			return exitErr(exitFailure, err.Error())
 		}
 	} else {
 		m, err := buildModel(ctx, c, cfg, log)
@@ -633,7 +630,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 					for _, p := range problems {
 						fmt.Fprintln(c.App.Writer, "  "+p)
 					}
-					return exitError{exitInvalid, ""}
+					return exitErr(exitInvalid, "")
 				}
 			}
 			if m.tree != nil {
@@ -644,7 +641,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		}
 	}
 	if cfg.Slurm.Format == "yaml" && expect == nil {
-		return exitError{exitFailure, "--from-file with format yaml: topogen cannot check a topology.yaml it did not render"}
+		return exitErr(exitFailure, "--from-file with format yaml: topogen cannot check a topology.yaml it did not render")
 	}
 	warnOtherFile(cfg, log)
 	ctl := apply.Scontrol{Path: cfg.Slurm.Scontrol, RestartCommand: cfg.Slurm.RestartCommand}
@@ -661,14 +658,14 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		for _, p := range res.Problems {
 			fmt.Fprintln(w, "  "+p)
 		}
-		return exitError{exitInvalid, ""}
+		return exitErr(exitInvalid, "")
 	case errors.Is(err, apply.ErrRolledBack):
 		fmt.Fprintf(w, "Rolled back: %v\nThe previous %s is in place; the rejected one was saved nowhere else.\n", err, cfg.Slurm.TopologyFile)
-		return exitError{exitRolledBack, ""}
+		return exitErr(exitRolledBack, "")
 	case errors.Is(err, apply.ErrRollbackFailed):
-		return exitError{exitRollbackErr, err.Error()}
+		return exitErr(exitRollbackErr, err.Error())
 	case err != nil:
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	if !res.Changed {
 		fmt.Fprintf(w, "%s is up to date; nothing applied.\n", cfg.Slurm.TopologyFile)
@@ -687,16 +684,16 @@ func orNone(s string) string {
 
 func cmdValidate(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return exitError{exitFailure, "validate takes one file"}
+		return exitErr(exitFailure, "validate takes one file")
 	}
 	data, err := os.ReadFile(c.Args().First())
 	if err != nil {
-		return exitError{exitFailure, err.Error()}
+		return exitErr(exitFailure, err.Error())
 	}
 	var nodes []string
 	if c.IsSet("nodes") {
 		if nodes, err = hostlist.Expand(c.String("nodes")); err != nil {
-			return exitError{exitFailure, err.Error()}
+			return exitErr(exitFailure, err.Error())
 		}
 	}
 	problems := apply.Validate(data, nodes)
@@ -707,7 +704,7 @@ func cmdValidate(c *cli.Context) error {
 	for _, p := range problems {
 		fmt.Fprintf(c.App.Writer, "%s: %s\n", c.Args().First(), p)
 	}
-	return exitError{exitInvalid, ""}
+	return exitErr(exitInvalid, "")
 }
 
 func cmdCheckConfig(c *cli.Context) error {

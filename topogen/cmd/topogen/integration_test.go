@@ -4,8 +4,8 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,14 +33,7 @@ func topogenOn(t *testing.T, cfgPath string, args ...string) (int, string) {
 	defer cliMu.Unlock()
 	var out, errb bytes.Buffer
 	err := run(testbed.Context(t), append([]string{"topogen", "-c", cfgPath}, args...), &out, &errb)
-	code := exitOK
-	if err != nil {
-		code = exitFailure
-		var ex exitError
-		if errors.As(err, &ex) {
-			code = ex.code
-		}
-	}
+	code := cliexit.CodeOf(err)
 	return code, out.String() + errb.String() + fmt.Sprint(err)
 }
 

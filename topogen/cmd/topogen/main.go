@@ -3,28 +3,6 @@
 // and gres.conf true, with plan, validation, safe apply and rollback.
 package main
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "github.com/strata-hpc/strata/internal/cliexit"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		var ex exitError
-		if errors.As(err, &ex) {
-			if ex.msg != "" {
-				fmt.Fprintln(os.Stderr, "topogen:", ex.msg)
-			}
-			os.Exit(ex.code)
-		}
-		fmt.Fprintln(os.Stderr, "topogen:", err)
-		os.Exit(exitError{code: exitFailure}.code)
-	}
-}
+func main() { cliexit.Main("topogen", run) }
