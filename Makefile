@@ -134,7 +134,7 @@ demo: deps ## start a local Slurm 26.05 with fake GPUs and show it working
 	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
 	@echo; echo "== strata-policy: the example tenant policy, checked, and the reclaim rules it renders for reclaimd"
 	@$(BIN)/strata-policy check --policy etc/strata/policy.yaml
-	@$(BIN)/strata-policy render --policy etc/strata/policy.yaml -o $(DEMO_INST)/demo
+	@$(BIN)/strata-policy render --policy etc/strata/policy.yaml -o $(DEMO_INST)/demo --slurm-dir $(DEMO_INST)/demo/slurm
 	@echo; echo "== reclaimd simulate: the example rules over a recorded trace (what reclaim would do before it acts)"
 	@$(BIN)/reclaimd simulate --rules reclaimd/internal/simulate/testdata/example-rules.json --step 1m \
 		--jobs reclaimd/internal/simulate/testdata/example.jobs.csv --samples reclaimd/internal/simulate/testdata/example.samples.csv

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -74,8 +75,9 @@ and never changes or removes anything unmarked; removals need --prune.`,
 			{Name: "apply", Usage: "make the changes (with --apply)", Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"}),
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }},
 			{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
-			{Name: "render", Usage: "write the files other parts read: reclaim-rules.json, tenants.json", Flags: []cli.Flag{restFlags[0],
-				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: "/etc/strata", Usage: "where to write"}}, Action: cmdRender},
+			{Name: "render", Usage: "write the files other parts read (see render --help)", Description: renderDoc(), Flags: []cli.Flag{restFlags[0],
+				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: "/etc/strata", Usage: "where Strata's files go"},
+				&cli.StringFlag{Name: "slurm-dir", Value: "/etc/slurm", Usage: "where Slurm's files go (job_submit data, partitions include)"}}, Action: cmdRender},
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate
@@ -87,27 +89,53 @@ func cmdRender(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := render.ReclaimRules(p)
-	if err != nil {
-		return exitErr(exitFailure, err.Error())
+	dirs := map[string]string{render.DirStrata: c.String("output-dir"), render.DirSlurm: c.String("slurm-dir")}
+	type out struct {
+		path string
+		data []byte
+		mode os.FileMode
 	}
-	tenants, err := render.TenantsJSON(p)
-	if err != nil {
-		return exitErr(exitFailure, err.Error())
+	var outs []out
+	for _, f := range render.Files() {
+		data, err := f.Render(p)
+		if err != nil {
+			return exitErr(exitFailure, fmt.Sprintf("render %s: %v", f.Name, err))
+		}
+		outs = append(outs, out{filepath.Join(dirs[f.Dir], f.Name), data, f.Mode})
 	}
-	dir := c.String("output-dir")
-	for name, data := range map[string][]byte{"reclaim-rules.json": rules, "tenants.json": tenants} {
-		if err := writeAtomic(filepath.Join(dir, name), data); err != nil {
+	// Everything rendered before anything is written: a policy that fails
+	// to render one file changes none.
+	for _, o := range outs {
+		if err := writeAtomic(o.path, o.data, o.mode); err != nil {
 			return exitErr(exitFailure, err.Error())
 		}
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", filepath.Join(dir, name))
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", o.path)
 	}
 	return nil
 }
 
-func writeAtomic(path string, data []byte) error {
+func renderDoc() string {
+	var b strings.Builder
+	b.WriteString("Renders every derived file, all or none:\n")
+	for _, f := range render.Files() {
+		dir := "--output-dir"
+		if f.Dir == render.DirSlurm {
+			dir = "--slurm-dir"
+		}
+		fmt.Fprintf(&b, "  %-12s %-28s %s\n", dir, f.Name, f.Doc)
+	}
+	return b.String()
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

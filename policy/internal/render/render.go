@@ -1,16 +1,62 @@
 // Package render writes the files other parts read from a policy:
 // reclaim-rules.json for reclaimd (one rule per workload class with a
-// reclaim rule) and the account-to-tenant map. Output is deterministic.
+// reclaim rule), the account-to-tenant map, and the other derived files
+// each registered in [Files]. Every output is deterministic: the same
+// policy renders the same bytes.
 package render
 
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"sort"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
+
+// The directories a rendered file goes to.
+const (
+	DirStrata = "strata" // /etc/strata (strata-policy render --output-dir)
+	DirSlurm  = "slurm"  // /etc/slurm (strata-policy render --slurm-dir)
+)
+
+// File is one file render writes.
+type File struct {
+	// Name is the file's path relative to its directory.
+	Name string
+	// Dir is DirStrata or DirSlurm.
+	Dir string
+	// Mode is the file's permission bits.
+	Mode fs.FileMode
+	// Doc says who reads the file, for --help and logs.
+	Doc string
+	// Render renders the file from a policy that spec.Parse accepted.
+	Render func(*spec.Policy) ([]byte, error)
+}
+
+var files []File
+
+// register adds a file to [Files]; each output's own source file calls it
+// from init.
+func register(f File) { files = append(files, f) }
+
+// Files returns every file render writes, sorted by directory and name.
+func Files() []File {
+	out := append([]File(nil), files...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Dir != out[j].Dir {
+			return out[i].Dir < out[j].Dir
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func init() {
+	register(File{Name: "reclaim-rules.json", Dir: DirStrata, Mode: 0o644, Doc: "reclaimd's idle rules, one per class with a reclaim rule", Render: ReclaimRules})
+	register(File{Name: "tenants.json", Dir: DirStrata, Mode: 0o644, Doc: "account -> tenant, for reclaimd", Render: TenantsJSON})
+}
 
 // ReclaimRules returns the reclaim rules of a policy: for every class with
 // a reclaim rule, a rule named after the class that matches the class.
