@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
+	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
@@ -39,5 +40,38 @@ func TestReclaimRulesFromExample(t *testing.T) {
 	tj, err := TenantsJSON(p)
 	if err != nil || !strings.Contains(string(tj), `"acme-llm": "acme"`) {
 		t.Errorf("tenants = %s, %v", tj, err)
+	}
+}
+
+// TestServingFromExample: the example's acme has a serving block (8 GPUs,
+// 4 replicas, namespace strata-acme); globex has none, so it is listed
+// with a zero quota and the default namespace.
+func TestServingFromExample(t *testing.T) {
+	p, err := spec.Load("../../../etc/strata/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ServingJSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := servingquota.Parse(out)
+	if err != nil {
+		t.Fatalf("the bridge cannot read what policy renders: %v\n%s", err, out)
+	}
+	acme, ok := f.Lookup("acme-vision")
+	if !ok || acme.Tenant.Name != "acme" || acme.Project != "vision" || acme.Tenant.GPUs != 8 || acme.Tenant.Replicas != 4 || acme.Tenant.Namespace != "strata-acme" {
+		t.Errorf("acme-vision -> %+v %v", acme.Tenant, ok)
+	}
+	globex, ok := f.Lookup("globex-rl")
+	if !ok || globex.Tenant.GPUs != 0 || globex.Tenant.Replicas != 0 || globex.Tenant.Namespace != "strata-globex" {
+		t.Errorf("globex-rl -> %+v %v", globex.Tenant, ok)
+	}
+	names := []string{}
+	for _, f := range Files() {
+		names = append(names, f.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "serving.json") {
+		t.Errorf("Files() = %v, want serving.json among them", names)
 	}
 }

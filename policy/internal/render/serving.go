@@ -1,0 +1,40 @@
+package render
+
+import (
+	"github.com/strata-hpc/strata/internal/servingquota"
+	"github.com/strata-hpc/strata/policy/internal/spec"
+)
+
+func init() {
+	register(File{Name: "serving.json", Dir: DirStrata, Mode: 0o644, Doc: "accounts, namespaces and serving quotas, for strata-bridge", Render: ServingJSON})
+}
+
+// Serving returns the serving quotas of a policy: every tenant with its
+// namespace ("strata-<tenant>" unless the policy names one), its quota
+// (zero without a serving: block) and its projects' accounts.
+func Serving(p *spec.Policy) *servingquota.File {
+	f := &servingquota.File{APIVersion: servingquota.APIVersion, Kind: servingquota.Kind, Tenants: []servingquota.Tenant{}}
+	for _, t := range p.Tenants {
+		st := servingquota.Tenant{Name: t.Name, Namespace: "strata-" + t.Name, Projects: []servingquota.Project{}, Line: t.Line}
+		if t.Serving != nil {
+			st.GPUs, st.Replicas = t.Serving.GPUs, t.Serving.Replicas
+			if t.Serving.Namespace != "" {
+				st.Namespace = t.Serving.Namespace
+			}
+		}
+		for _, pr := range t.Projects {
+			st.Projects = append(st.Projects, servingquota.Project{Name: pr.Name, Account: p.Account(t.Name, pr.Name)})
+		}
+		f.Tenants = append(f.Tenants, st)
+	}
+	return f
+}
+
+// ServingJSON renders [Serving], validated.
+func ServingJSON(p *spec.Policy) ([]byte, error) {
+	f := Serving(p)
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return f.Marshal()
+}
