@@ -88,7 +88,8 @@ func job42(j gen.V0042JobInfo) (Job, error) {
 	if j.ExitCode != nil {
 		out.ExitCode = int(deref(noValPtr(j.ExitCode.ReturnCode)))
 	}
-	return finishJob(out, deref(j.TresAllocStr), derefSlice(j.GresDetail))
+	out.StateDesc, out.Dependency = deref(j.StateDescription), deref(j.Dependency)
+	return finishJob(out, deref(j.TresAllocStr), deref(j.TresReqStr), derefSlice(j.GresDetail))
 }
 
 func (a *api42) submit(ctx context.Context, s JobSpec) (SubmitResult, error) {
@@ -244,13 +245,27 @@ func (a *api42) shares(ctx context.Context) ([]Share, error) {
 			x.FairShareFactor, _ = noValF(s.Fairshare.Factor)
 			x.LevelFS, _ = noValF(s.Fairshare.Level)
 		}
+		if s.Tres != nil {
+			for _, u := range derefSlice(s.Tres.Usage) {
+				x.TRESUsage = shareTRES(x.TRESUsage, deref(u.Name), float64(deref(u.Value)))
+			}
+			for _, r := range derefSlice(s.Tres.RunSeconds) {
+				if n, ok := noVal(r.Value).Value(); ok {
+					x.TRESRunSecs = shareTRES(x.TRESRunSecs, deref(r.Name), n)
+				}
+			}
+		}
 		out = append(out, shareRow(x, deref(s.Name), derefSlice(s.Type)))
 	}
 	return out, nil
 }
 
-func (a *api42) accounts(ctx context.Context) ([]Account, error) {
-	r, err := a.gen.SlurmdbV0042GetAccountsWithResponse(ctx, nil)
+func (a *api42) accounts(ctx context.Context, withCoordinators bool) ([]Account, error) {
+	var p *gen.SlurmdbV0042GetAccountsParams
+	if withCoordinators {
+		p = &gen.SlurmdbV0042GetAccountsParams{WithCoordinators: ptr("true")} // an empty value lists none
+	}
+	r, err := a.gen.SlurmdbV0042GetAccountsWithResponse(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list accounts: %w", err)
 	}
@@ -262,7 +277,9 @@ func (a *api42) accounts(ctx context.Context) ([]Account, error) {
 	for _, x := range ok.Accounts {
 		acc := Account{Name: x.Name, Description: x.Description, Organization: x.Organization}
 		for _, c := range derefSlice(x.Coordinators) {
-			acc.Coordinators = append(acc.Coordinators, c.Name)
+			if deref(c.Direct) { // inherited ones are listed under the parent account
+				acc.Coordinators = append(acc.Coordinators, c.Name)
+			}
 		}
 		out = append(out, acc)
 	}
@@ -292,6 +309,34 @@ func (a *api42) createAccount(ctx context.Context, cluster string, s AccountSpec
 	return created(op, a.user(ctx), r.StatusCode(), r.Body)
 }
 
+// setAccounts creates or updates account records (POST /accounts), with no
+// association; see Client.SetAccounts.
+func (a *api42) setAccounts(ctx context.Context, in []AccountSpec) error {
+	list := make([]gen.V0042Account, 0, len(in))
+	for _, s := range in {
+		list = append(list, gen.V0042Account{Name: s.Name, Description: s.Description, Organization: s.Organization})
+	}
+	op := listOp("set account", in, func(s AccountSpec) string { return s.Name })
+	r, err := a.gen.SlurmdbV0042PostAccountsWithResponse(ctx, gen.V0042OpenapiAccountsResp{Accounts: list})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
+}
+
+// addAccountAssociations gives accounts their association under parent
+// (POST /accounts_association); slurmdbd answers 304 when all of them
+// have one.
+func (a *api42) addAccountAssociations(ctx context.Context, cluster, parent string, accounts []string) error {
+	body := gen.V0042OpenapiAccountsAddCondResp{AssociationCondition: &gen.V0042AccountsAddCond{Accounts: accounts, Clusters: &[]string{cluster}, Association: &gen.V0042AssocRecSet{Parent: nonEmpty(parent)}}}
+	op := listOp("add the association under "+orRoot(parent)+" of account", accounts, func(n string) string { return n })
+	r, err := a.gen.SlurmdbV0042PostAccountsAssociationWithResponse(ctx, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return created(op, a.user(ctx), r.StatusCode(), r.Body)
+}
+
 func (a *api42) deleteAccount(ctx context.Context, name string) error {
 	op := "delete account " + name
 	r, err := a.gen.SlurmdbV0042DeleteAccountWithResponse(ctx, name)
@@ -302,7 +347,7 @@ func (a *api42) deleteAccount(ctx context.Context, name string) error {
 }
 
 func (a *api42) associations(ctx context.Context, f AssociationFilter) ([]Association, error) {
-	p := &gen.SlurmdbV0042GetAssociationsParams{Account: nonEmpty(f.Account), User: nonEmpty(f.User)}
+	p := &gen.SlurmdbV0042GetAssociationsParams{Account: nonEmpty(f.account()), User: nonEmpty(f.User)}
 	r, err := a.gen.SlurmdbV0042GetAssociationsWithResponse(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list associations: %w", err)
@@ -314,7 +359,7 @@ func (a *api42) associations(ctx context.Context, f AssociationFilter) ([]Associ
 	out := make([]Association, 0, len(ok.Associations))
 	for _, x := range ok.Associations {
 		as := Association{Cluster: deref(x.Cluster), Account: deref(x.Account), User: x.User, Partition: deref(x.Partition),
-			Parent: deref(x.ParentAccount), Fairshare: deref(x.SharesRaw), Priority: noValPtr(x.Priority)}
+			Parent: deref(x.ParentAccount), Fairshare: deref(x.SharesRaw), Priority: noValPtr(x.Priority), IsDefault: deref(x.IsDefault)}
 		if x.Default != nil {
 			as.DefaultQOS = deref(x.Default.Qos)
 		}
@@ -359,9 +404,10 @@ func (a *api42) setAssociations(ctx context.Context, in []Association) error {
 		if x.Priority != nil {
 			as.Priority = setNoVal[gen.V0042Uint32NoValStruct](*x.Priority)
 		}
-		if x.GrpTRES != nil || x.MaxTRESJob != nil || x.GrpTRESMin != nil {
-			raw := fmt.Sprintf(`{"tres":{"total":%s,"per":{"job":%s},"group":{"minutes":%s}}}`,
-				tresJSON(x.GrpTRES), tresJSON(x.MaxTRESJob), tresJSON(x.GrpTRESMin))
+		if x.IsDefault {
+			as.IsDefault = ptr(true)
+		}
+		if raw := assocMaxJSON(x); raw != "" {
 			if err := jsonInto(raw, &as.Max); err != nil {
 				return err
 			}
@@ -430,12 +476,34 @@ func (a *api42) addUser(ctx context.Context, cluster string, u UserSpec) error {
 }
 
 func (a *api42) setDefaultAccount(ctx context.Context, user, account string) error {
-	op := fmt.Sprintf("set default account of %s to %s", user, account)
-	u := gen.V0042User{Name: user}
-	if err := jsonInto(fmt.Sprintf(`{"account":%s}`, mustJSON(account)), &u.Default); err != nil {
-		return err
+	return a.setDefaultAccounts(ctx, []User{{Name: user, DefaultAccount: account}})
+}
+
+func (a *api42) setDefaultAccounts(ctx context.Context, in []User) error {
+	list := make([]gen.V0042User, 0, len(in))
+	for _, x := range in {
+		u := gen.V0042User{Name: x.Name}
+		if err := jsonInto(fmt.Sprintf(`{"account":%s}`, mustJSON(x.DefaultAccount)), &u.Default); err != nil {
+			return err
+		}
+		list = append(list, u)
 	}
-	r, err := a.gen.SlurmdbV0042PostUsersWithResponse(ctx, gen.V0042OpenapiUsersResp{Users: []gen.V0042User{u}})
+	op := listOp("set default account of", in, func(u User) string { return u.Name + " to " + u.DefaultAccount })
+	r, err := a.gen.SlurmdbV0042PostUsersWithResponse(ctx, gen.V0042OpenapiUsersResp{Users: list})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
+}
+
+// addUsers creates user records only (POST /users); see Client.AddUsers.
+func (a *api42) addUsers(ctx context.Context, names []string) error {
+	list := make([]gen.V0042User, 0, len(names))
+	for _, n := range names {
+		list = append(list, gen.V0042User{Name: n})
+	}
+	op := listOp("add user", names, func(n string) string { return n })
+	r, err := a.gen.SlurmdbV0042PostUsersWithResponse(ctx, gen.V0042OpenapiUsersResp{Users: list})
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -465,6 +533,7 @@ func (a *api42) qos(ctx context.Context) ([]QOS, error) {
 		x := QOS{Name: deref(q.Name), Description: deref(q.Description), Priority: noValPtr(q.Priority), Flags: derefSlice(q.Flags)}
 		if q.Preempt != nil {
 			x.Preempt = derefSlice(q.Preempt.List)
+			x.PreemptMode = derefSlice(q.Preempt.Mode)
 		}
 		if l := q.Limits; l != nil && l.Max != nil {
 			if t := l.Max.Tres; t != nil {
@@ -482,7 +551,27 @@ func (a *api42) qos(ctx context.Context) ([]QOS, error) {
 	return out, nil
 }
 
-func (a *api42) setQOS(ctx context.Context, q QOS) error {
+func (a *api42) setQOS(ctx context.Context, q QOS) error { return a.setQOSList(ctx, []QOS{q}) }
+
+func (a *api42) setQOSList(ctx context.Context, in []QOS) error {
+	list := make([]gen.V0042Qos, 0, len(in))
+	for _, q := range in {
+		x, err := qos42(q)
+		if err != nil {
+			return err
+		}
+		list = append(list, x)
+	}
+	op := listOp("set QOS", in, func(q QOS) string { return q.Name })
+	r, err := a.gen.SlurmdbV0042PostQosWithResponse(ctx, nil, gen.V0042OpenapiSlurmdbdQosResp{Qos: list})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
+}
+
+// qos42 is one QOS as POST /qos takes it.
+func qos42(q QOS) (gen.V0042Qos, error) {
 	x := gen.V0042Qos{Name: ptr(q.Name), Description: nonEmpty(q.Description)}
 	if q.Priority != nil {
 		x.Priority = setNoVal[gen.V0042Uint32NoValStruct](*q.Priority)
@@ -497,19 +586,18 @@ func (a *api42) setQOS(ctx context.Context, q QOS) error {
 	raw := fmt.Sprintf(`{"max":{"tres":{"total":%s,"per":{"user":%s,"job":%s}},"wall_clock":%s}}`,
 		tresJSON(q.GrpTRES), tresJSON(q.MaxTRESPerUser), tresJSON(q.MaxTRESPerJob), wall)
 	if err := jsonInto(raw, &x.Limits); err != nil {
-		return err
+		return x, err
 	}
-	if len(q.Preempt) > 0 {
-		if err := jsonInto(fmt.Sprintf(`{"list":%s}`, mustJSON(q.Preempt)), &x.Preempt); err != nil {
-			return err
+	pre, err := preemptJSON(q.Preempt, q.PreemptMode)
+	if err != nil {
+		return x, fmt.Errorf("QOS %s: %w", q.Name, err)
+	}
+	if pre != "" {
+		if err := jsonInto(pre, &x.Preempt); err != nil {
+			return x, err
 		}
 	}
-	op := "set QOS " + q.Name
-	r, err := a.gen.SlurmdbV0042PostQosWithResponse(ctx, nil, gen.V0042OpenapiSlurmdbdQosResp{Qos: []gen.V0042Qos{x}})
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
+	return x, nil
 }
 
 func (a *api42) deleteQOS(ctx context.Context, name string) error {

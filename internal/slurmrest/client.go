@@ -57,7 +57,7 @@ type backend interface {
 	nodes(ctx context.Context) ([]Node, error)
 	partitions(ctx context.Context) ([]Partition, error)
 	shares(ctx context.Context) ([]Share, error)
-	accounts(ctx context.Context) ([]Account, error)
+	accounts(ctx context.Context, withCoordinators bool) ([]Account, error)
 	createAccount(ctx context.Context, cluster string, a AccountSpec) error
 	deleteAccount(ctx context.Context, name string) error
 	associations(ctx context.Context, f AssociationFilter) ([]Association, error)
@@ -70,12 +70,37 @@ type backend interface {
 	qos(ctx context.Context) ([]QOS, error)
 	setQOS(ctx context.Context, q QOS) error
 	deleteQOS(ctx context.Context, name string) error
+
+	// List writes: one request each (see lists.go).
+	setQOSList(ctx context.Context, q []QOS) error
+	setAccounts(ctx context.Context, a []AccountSpec) error
+	addAccountAssociations(ctx context.Context, cluster, parent string, accounts []string) error
+	addUsers(ctx context.Context, names []string) error
+	setDefaultAccounts(ctx context.Context, u []User) error
+
+	// setCoordinators makes users exactly the direct coordinators of
+	// account a (see coord.go).
+	setCoordinators(ctx context.Context, a Account, users []string) error
 }
 
 // AssociationFilter narrows Associations; empty fields match everything.
 type AssociationFilter struct {
 	Account string
 	User    string
+	// Accounts matches any of these accounts (and Account, when set too).
+	Accounts []string
+}
+
+// account is the account query: a comma-separated list.
+func (f AssociationFilter) account() string {
+	if len(f.Accounts) == 0 {
+		return f.Account
+	}
+	all := f.Accounts
+	if f.Account != "" {
+		all = append([]string{f.Account}, all...)
+	}
+	return strings.Join(all, ",")
 }
 
 type userKey struct{}
@@ -406,7 +431,15 @@ func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
 func (c *Client) Shares(ctx context.Context) ([]Share, error) { return c.be.shares(c.ctx(ctx)) }
 
 // Accounts lists the accounts.
-func (c *Client) Accounts(ctx context.Context) ([]Account, error) { return c.be.accounts(c.ctx(ctx)) }
+func (c *Client) Accounts(ctx context.Context) ([]Account, error) {
+	return c.be.accounts(c.ctx(ctx), false)
+}
+
+// AccountsWithCoordinators lists the accounts with their direct
+// coordinators (Accounts leaves Coordinators empty).
+func (c *Client) AccountsWithCoordinators(ctx context.Context) ([]Account, error) {
+	return c.be.accounts(c.ctx(ctx), true)
+}
 
 // CreateAccount creates an account with its association on cluster in one
 // request (an association posted before its account would be an orphan).
@@ -427,7 +460,10 @@ func (c *Client) Associations(ctx context.Context, f AssociationFilter) ([]Assoc
 }
 
 // SetAssociations modifies existing associations (or adds user associations
-// under existing accounts). Fields left zero are not sent.
+// under existing accounts), all in one request. Fields left zero are not
+// sent; but slurmdbd clears the TRES limits (GrpTRES, GrpTRESMins,
+// MaxTRESPerJob) of an existing association that a write leaves out, so
+// send every limit the association should keep.
 func (c *Client) SetAssociations(ctx context.Context, a []Association) error {
 	for _, x := range a {
 		if x.Account == "" || x.Cluster == "" {

@@ -16,6 +16,9 @@ var (
 	ErrJobPending      = errors.New("job is pending")
 	ErrRequeueDisabled = errors.New("job is not requeueable")
 	ErrUnsupported     = errors.New("not supported by this Slurm")
+	// ErrJobsActive: slurmdbd refuses to remove an association (or an
+	// account, or a user) that has running or pending jobs.
+	ErrJobsActive = errors.New("jobs active")
 )
 
 // Slurm error numbers that callers decide on (slurm_errno.h).
@@ -26,6 +29,7 @@ const (
 	errnoJobPending      = 2024 // ESLURM_JOB_PENDING
 	errnoDisabled        = 2037 // ESLURM_DISABLED
 	errnoTransitionState = 2016 // ESLURM_TRANSITION_STATE_NO_UPDATE
+	errnoJobsActive      = 7001 // ESLURM_JOBS_RUNNING_ON_ASSOC
 )
 
 // ErrorEntry is one entry of slurmrestd's "errors" list.
@@ -83,6 +87,8 @@ func (e *APIError) Is(target error) bool {
 		return e.has(errnoJobPending)
 	case ErrRequeueDisabled:
 		return e.has(errnoDisabled)
+	case ErrJobsActive:
+		return e.has(errnoJobsActive)
 	}
 	return false
 }

@@ -60,6 +60,9 @@ func TestReplay(t *testing.T) {
 				!slices.Equal(j.Nodes, []string{"gpu1"}) || j.StartTime.IsZero() || j.Name != "replay-gpu2" {
 				t.Errorf("job = %+v", j)
 			}
+			if j.TRESReq.String() != "billing=1,cpu=1,gres/gpu=2,mem=1000,node=1" || j.Dependency != "" {
+				t.Errorf("job asks for %s (dependency %q), want the 2 GPUs of replayJobSpec and no dependency", j.TRESReq, j.Dependency)
+			}
 			list, err := c.Jobs(ctx, time.Time{})
 			if err != nil || list.Unchanged || len(list.Jobs) != 1 || list.Jobs[0].ID != 1 || list.Updated.IsZero() {
 				t.Errorf("jobs = %+v, %v", list, err)
@@ -88,6 +91,13 @@ func TestReplay(t *testing.T) {
 			shares, err := c.Shares(ctx)
 			if err != nil || !slices.ContainsFunc(shares, func(s slurmrest.Share) bool { return s.Account == "testbed" && s.User == "alice" }) {
 				t.Errorf("shares = %+v, %v: want alice under testbed", shares, err)
+			}
+			// Job 1 holds 2 GPUs with 10 minutes to run: 1200 GPU-seconds
+			// still to use, counted for alice and up to root.
+			for _, s := range shares {
+				if (s.Account == "testbed" || s.Account == "root") && (s.User == "" || s.User == "alice") && s.TRESRunSecs["gres/gpu"] != 1200 {
+					t.Errorf("share %s/%s: run seconds %v, want gres/gpu=1200", s.Account, s.User, s.TRESRunSecs)
+				}
 			}
 			accts, err := c.Accounts(ctx)
 			if err != nil || !slices.ContainsFunc(accts, func(a slurmrest.Account) bool { return a.Name == "testbed" && a.Organization == "testbed" }) {

@@ -12,7 +12,7 @@ import (
 )
 
 // finishJob fills what every parser derives alike: nodes, GPUs and TRES.
-func finishJob(j Job, tresAlloc string, gresDetail []string) (Job, error) {
+func finishJob(j Job, tresAlloc, tresReq string, gresDetail []string) (Job, error) {
 	var err error
 	if j.NodeList != "" {
 		if j.Nodes, err = hostlist.Expand(j.NodeList); err != nil {
@@ -25,7 +25,22 @@ func finishJob(j Job, tresAlloc string, gresDetail []string) (Job, error) {
 	if j.TRESAlloc, err = ParseTRES(tresAlloc); err != nil {
 		return j, fmt.Errorf("job %d: %w", j.ID, err)
 	}
+	if j.TRESReq, err = ParseTRES(tresReq); err != nil {
+		return j, fmt.Errorf("job %d: %w", j.ID, err)
+	}
 	return j, nil
+}
+
+// shareTRES adds one TRES value of a shares row; zeros are left out.
+func shareTRES[V int64 | float64](m map[string]V, key string, v V) map[string]V {
+	if key == "" || v == 0 {
+		return m
+	}
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[key] = v
+	return m
 }
 
 // jobList converts a jobs answer. slurmrestd answers a conditional request
@@ -103,7 +118,9 @@ func nonEmpty(s string) *string {
 }
 
 // tresJSON renders a TRES list for nested limit objects; a nil list is
-// "null" (leave the limit alone); a TRES with Count -1 clears that limit.
+// "null", which leaves the list out of the request (on an association
+// write, slurmdbd then clears that limit); a TRES with Count -1 clears that
+// limit.
 func tresJSON(l TRESList) string {
 	if l == nil {
 		return "null"

@@ -87,6 +87,12 @@ type Job struct {
 	WorkDir      string
 	StdOut       string
 	BatchHost    string
+	// TRESReq is all the job asks for (tres_req_str): for a pending job,
+	// what Slurm checks against its limits.
+	TRESReq TRESList
+	// StateDesc details StateReason ("ReqNodeNotAvail, UnavailableNodes:gpu3").
+	StateDesc  string
+	Dependency string // as Slurm shows it, "afterok:12(unfulfilled)"; "" when none
 }
 
 // Running reports whether the job is running.
@@ -188,6 +194,13 @@ type Share struct {
 	EffectiveUsage  float64
 	FairShareFactor float64
 	LevelFS         float64 // +Inf for an association that has used nothing
+	// TRESUsage is the decayed usage by TRES key ("gres/gpu") in
+	// TRES-seconds: what GrpTRESMins budgets are checked against (sshare
+	// shows it as GrpTRESRaw, in minutes).
+	TRESUsage map[string]float64
+	// TRESRunSecs is what running jobs will still use by TRES key, in
+	// TRES-seconds, if they run to their time limit (sshare's TRESRunMins).
+	TRESRunSecs map[string]int64
 }
 
 // Account is a slurmdbd account.
@@ -195,6 +208,9 @@ type Account struct {
 	Name         string
 	Description  string
 	Organization string
+	// Coordinators are the users made coordinators of this account itself.
+	// A coordinator of a parent account coordinates its children too, but
+	// is listed only under the parent.
 	Coordinators []string
 }
 
@@ -212,8 +228,16 @@ type Association struct {
 	GrpTRES    TRESList
 	GrpTRESMin TRESList
 	MaxTRESJob TRESList
-	MaxJobs    *int64
-	Priority   *int64
+	// MaxJobs is the association's GrpJobs (slurmrestd's max.jobs.per.count):
+	// jobs of the association and those below it that may run at once. nil
+	// reads as no limit; on a write nil leaves the limit alone and -1 clears it.
+	MaxJobs *int64
+	// Priority is the association's priority factor (weighted by
+	// PriorityWeightAssoc). On a write -1 clears it.
+	Priority *int64
+	// IsDefault marks a user's default association; on a write, it makes
+	// the association the user's default.
+	IsDefault bool
 }
 
 // AccountSpec creates an account together with its association.
@@ -254,7 +278,11 @@ type QOS struct {
 	MaxTRESPerJob  TRESList
 	MaxWall        time.Duration // 0 when unlimited
 	Preempt        []string
-	Flags          []string
+	// PreemptMode is Slurm's list: "REQUEUE", "CANCEL", "SUSPEND", "GANG";
+	// ["DISABLED"] means the cluster's PreemptMode. slurmdbd resets the mode
+	// to DISABLED on every write of the QOS that leaves it nil.
+	PreemptMode []string
+	Flags       []string
 }
 
 // TRES is one trackable resource with a count, e.g. gres/gpu=8.

@@ -6,9 +6,11 @@ import (
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -39,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		&cli.StringFlag{Name: "user", Value: "root", Usage: "Slurm administrator to act as"},
 		&cli.StringFlag{Name: "token-file", Value: "/etc/strata/policy.jwt", Usage: "JWT of that administrator (re-read when it changes)"},
 		&cli.BoolFlag{Name: "prune", Usage: "also remove Strata's objects the policy no longer has"},
+		&cli.BoolFlag{Name: "force-busy", Usage: "with --prune, cancel the running and pending jobs of what it removes (without it, such removals are skipped and reported)"},
 	}
 	app := &cli.App{
 		Name:  "strata-policy",
@@ -47,9 +50,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 strata-policy plan               show the ordered changes Slurm needs (exit 2 when there are some)
 strata-policy apply --apply      make them (without --apply: the plan only)
 strata-policy drift              exit 0 when Slurm matches the policy, 2 when not (for cron)
+strata-policy explain job 1234   why a job waits, in plain words (also: explain user|account <name>)
 
 Strata marks what it creates (account organization "strata", QOS description "strata: ...")
-and never changes or removes anything unmarked; removals need --prune.`,
+and never changes or removes anything unmarked; removals need --prune. A removal that would
+take running or pending jobs with it is skipped and reported, unless --force-busy cancels them.`,
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags:     []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"}},
@@ -72,9 +77,12 @@ and never changes or removes anything unmarked; removals need --prune.`,
 				return nil
 			}},
 			{Name: "plan", Usage: "show the changes", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
-			{Name: "apply", Usage: "make the changes (with --apply)", Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"}),
+			{Name: "apply", Usage: "make the changes (with --apply)", Description: applyDoc, Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"},
+				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"},
+				&cli.StringFlag{Name: "sacctmgr", Value: "sacctmgr", Usage: "sacctmgr to run, authenticated by the token, for what slurmrestd cannot write (emptying a QOS's preempt list)"}),
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }},
 			{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
+			explainCommand(ctx, restOnly(restFlags), func() *slog.Logger { return log }),
 			{Name: "render", Usage: "write the files other parts read (see render --help)", Description: renderDoc(), Flags: []cli.Flag{restFlags[0],
 				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: "/etc/strata", Usage: "where Strata's files go"},
 				&cli.StringFlag{Name: "slurm-dir", Value: "/etc/slurm", Usage: "where Slurm's files go (job_submit data, partitions include)"}}, Action: cmdRender},
@@ -158,16 +166,23 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	if err != nil {
 		return exitErr(exitFailure, err.Error())
 	}
+	if c.Command.Name == "apply" && c.Int("batch-size") < 1 {
+		return exitErr(exitFailure, fmt.Sprintf("--batch-size %d: give 1 or more", c.Int("batch-size")))
+	}
+	counter, start := &requestCounter{next: http.DefaultTransport}, time.Now()
+	if c.Command.Name == "apply" {
+		defer func() { fmt.Fprintf(c.App.Writer, "%s.\n", counter.summary(time.Since(start))) }()
+	}
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
-		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log})
+		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log, HTTPClient: counter.client(requestTimeout)})
 	if err != nil {
 		return exitErr(exitFailure, err.Error())
 	}
-	live, err := readLive(ctx, client)
+	live, err := readLive(ctx, client, want.Cluster, c.Bool("prune"))
 	if err != nil {
 		return exitErr(exitFailure, err.Error())
 	}
-	changes := plan.Make(want, live, plan.Options{Prune: c.Bool("prune")})
+	changes := plan.Make(want, live, plan.Options{Prune: c.Bool("prune"), ForceBusy: c.Bool("force-busy")})
 	w := c.App.Writer
 	if len(changes) == 0 {
 		fmt.Fprintf(w, "Slurm matches %s.\n", c.String("policy"))
@@ -183,28 +198,76 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 		}
 		return exitErr(exitDrift, "")
 	}
-	res := apply.Apply(ctx, client, want.Cluster, changes, log)
-	fmt.Fprintf(w, "\nApplied %d of %d changes.\n", len(res.Applied), len(changes))
+	todo := plan.Actionable(changes)
+	sw := newWriter(client, &slurmrest.FileToken{Path: c.String("token-file")}, c.String("sacctmgr"), log)
+	res := apply.ApplyBatched(ctx, sw, want.Cluster, todo, c.Int("batch-size"), log)
+	fmt.Fprintf(w, "\nApplied %d of %d changes in %d writes.\n", len(res.Applied), len(todo), res.Batches)
+	reportSkipped(w, changes)
 	if res.Err != nil {
 		return exitErr(exitFailure, fmt.Sprintf("stopped at the first failed write: %v (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))
 	}
-	return nil
+	return verifyApplied(ctx, c, client, want, len(todo))
 }
 
-func readLive(ctx context.Context, c *slurmrest.Client) (plan.Live, error) {
+// verifyApplied reads Slurm again after a successful apply and fails when
+// slurmdbd did not keep what it accepted: some writes answer 200 and
+// drop a part, such as a limit on a TRES slurmdbd does not track (a GPU
+// type missing from AccountingStorageTRES), so "applied" is only said
+// of what Slurm now holds.
+func verifyApplied(ctx context.Context, c *cli.Context, client *slurmrest.Client, want *compile.State, applied int) error {
+	live, err := readLive(ctx, client, want.Cluster, c.Bool("prune"))
+	if err != nil {
+		return exitErr(exitFailure, fmt.Sprintf("applied, but could not read Slurm back to check it: %v", err))
+	}
+	left := plan.Actionable(plan.Make(want, live, plan.Options{Prune: c.Bool("prune"), ForceBusy: c.Bool("force-busy")}))
+	if len(left) == 0 {
+		fmt.Fprintf(c.App.Writer, "Checked: Slurm now matches %s.\n", c.String("policy"))
+		return nil
+	}
+	var b strings.Builder
+	for _, ch := range left {
+		b.WriteString("\n  " + ch.String())
+	}
+	return exitErr(exitFailure, fmt.Sprintf("slurmdbd accepted the %d changes but does not hold %d of them:%s\n"+
+		"(slurmdbd drops without an error a limit on a TRES it does not track: check that every gpu_types entry is in "+
+		"AccountingStorageTRES of slurm.conf, such as gres/gpu:h100)", applied, len(left), b.String()))
+}
+
+// readLive reads what plan compares: accounts with their coordinators,
+// and the jobs for prune (removals must not take running or pending jobs
+// with them).
+//
+// On a slurmdbd with 40,000 associations one read of them all takes half
+// a minute, so the reads run side by side, the associations in requests of
+// assocAccounts accounts, and the users come from the associations (a
+// user's default is the association marked default) rather than from a
+// read of their own; see policy/README.md, "Batches".
+func readLive(ctx context.Context, c *slurmrest.Client, cluster string, jobs bool) (plan.Live, error) {
 	var l plan.Live
-	var err error
-	if l.QOS, err = c.QOS(ctx); err != nil {
+	reads := []func() error{
+		func() (err error) { l.QOS, err = c.QOS(ctx); return err },
+		func() (err error) {
+			if l.Accounts, err = c.AccountsWithCoordinators(ctx); err != nil {
+				return err
+			}
+			names := make([]string, 0, len(l.Accounts))
+			for _, a := range l.Accounts {
+				names = append(names, a.Name)
+			}
+			l.Associations, err = c.AssociationsOfAccounts(ctx, names, assocAccounts, assocReads)
+			return err
+		},
+	}
+	if jobs {
+		reads = append(reads, func() error {
+			list, err := c.Jobs(ctx, time.Time{})
+			l.Jobs = list.Jobs
+			return err
+		})
+	}
+	if err := parallel(reads); err != nil {
 		return l, err
 	}
-	if l.Accounts, err = c.Accounts(ctx); err != nil {
-		return l, err
-	}
-	if l.Associations, err = c.Associations(ctx, slurmrest.AssociationFilter{}); err != nil {
-		return l, err
-	}
-	if l.Users, err = c.Users(ctx); err != nil {
-		return l, err
-	}
+	l.Users = usersOf(l.Associations, cluster)
 	return l, nil
 }

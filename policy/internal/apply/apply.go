@@ -1,5 +1,6 @@
-// Package apply carries out a plan through slurmrestd, one change at a
-// time in plan order, stops at the first failed write, and reports exactly
+// Package apply carries out a plan through slurmrestd in plan order, in
+// batches of consecutive changes that one list request can write (or one
+// change at a time), stops at the first failed write, and reports exactly
 // what was applied, so a re-run converges.
 package apply
 
@@ -30,28 +31,34 @@ type Slurm interface {
 
 // Result says what was applied.
 type Result struct {
+	// Applied are the changes made, a prefix of the plan.
 	Applied []plan.Change
-	Failed  *plan.Change
-	Err     error
+	// Failed is the change whose write failed (nil when all were made).
+	Failed *plan.Change
+	Err    error
+	// Batches counts the writes: batches and changes written alone.
+	Batches int
+	// Retried counts the changes of failed batches written again one at a
+	// time.
+	Retried int
 }
 
-// Apply runs the changes in order and stops at the first failure.
+// Apply runs the changes in order, in batches of DefaultBatchSize, and
+// stops at the first failure.
 func Apply(ctx context.Context, s Slurm, cluster string, changes []plan.Change, log *slog.Logger) Result {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	return ApplyBatched(ctx, s, cluster, changes, DefaultBatchSize, log)
+}
+
+// applyOne writes one change and records it in res; false when it failed.
+func applyOne(ctx context.Context, s Slurm, cluster string, c plan.Change, res *Result, log *slog.Logger) bool {
+	if err := one(ctx, s, cluster, c); err != nil {
+		res.Failed, res.Err = &c, fmt.Errorf("%s %s %s: %w", c.Op, c.Kind, c.Name, err)
+		log.Error("policy change failed: stopping", "op", c.Op, "kind", c.Kind, "name", c.Name, "error", err)
+		return false
 	}
-	var res Result
-	for i := range changes {
-		c := changes[i]
-		if err := one(ctx, s, cluster, c); err != nil {
-			res.Failed, res.Err = &c, fmt.Errorf("%s %s %s: %w", c.Op, c.Kind, c.Name, err)
-			log.Error("policy change failed: stopping", "op", c.Op, "kind", c.Kind, "name", c.Name, "error", err)
-			return res
-		}
-		log.Info("policy change applied", "op", c.Op, "kind", c.Kind, "name", c.Name, "fields", len(c.Fields))
-		res.Applied = append(res.Applied, c)
-	}
-	return res
+	log.Info("policy change applied", "op", c.Op, "kind", c.Kind, "name", c.Name, "fields", len(c.Fields))
+	res.Applied = append(res.Applied, c)
+	return true
 }
 
 func tres(t compile.TRES, clear map[string]bool) slurmrest.TRESList {
@@ -94,12 +101,18 @@ func cut(k string) (string, string, bool) {
 var knownTRES = map[string]bool{"gres/gpu": true, "cpu": true, "mem": true}
 
 func one(ctx context.Context, s Slurm, cluster string, c plan.Change) error {
+	if c.Op == "delete" && len(c.Busy) > 0 { // after a cancel of its jobs (busy.go)
+		c2 := c
+		c2.Busy = nil
+		return removeBusy(ctx, c, func() error { return one(ctx, s, cluster, c2) })
+	}
 	switch {
+	case c.Kind == plan.KindCoordinator:
+		return coordinator(ctx, s, c)
+	case c.Kind == plan.KindJobs && c.Op == plan.OpCancel:
+		return cancelJobs(ctx, s, c)
 	case c.Kind == "qos" && c.Op != "delete":
-		q := c.QOS
-		sq := slurmrest.QOS{Name: q.Name, Description: q.Description, Priority: &q.Priority, MaxWall: q.MaxWall,
-			MaxTRESPerJob: tres(q.MaxTRESPerJob, map[string]bool{"gres/gpu": true}), Preempt: q.Preempt}
-		return s.SetQOS(ctx, sq)
+		return setQOS(ctx, s, c)
 	case c.Kind == "qos":
 		return s.DeleteQOS(ctx, c.Name)
 	case c.Kind == "account" && c.Op == "create":
@@ -116,7 +129,9 @@ func one(ctx context.Context, s Slurm, cluster string, c plan.Change) error {
 		return s.DeleteAccount(ctx, c.Name)
 	case c.Kind == "user" && c.Op == "delete":
 		return s.DeleteUser(ctx, c.Name)
-	case c.Kind == "user" && c.DefaultOnly:
+	case c.Kind == "user" && (c.DefaultOnly || c.Op == "modify" && !hasField(c, "accounts")):
+		// Only the default moves: users_association would answer 304 for
+		// associations that all exist.
 		return s.SetDefaultAccount(ctx, c.Name, c.User.DefaultAccount)
 	case c.Kind == "user":
 		u := c.User
@@ -135,6 +150,20 @@ func one(ctx context.Context, s Slurm, cluster string, c plan.Change) error {
 }
 
 func setAccount(ctx context.Context, s Slurm, cluster string, a *compile.Account) error {
-	return s.SetAssociations(ctx, []slurmrest.Association{{Cluster: cluster, Account: a.Name, Parent: a.Parent, Fairshare: a.Fairshare,
-		QOS: a.QOS, DefaultQOS: a.DefaultQOS, GrpTRES: tres(a.GrpTRES, knownTRES), GrpTRESMin: tres(a.GrpTRESMins, map[string]bool{"gres/gpu": true})}})
+	return s.SetAssociations(ctx, []slurmrest.Association{accountAssoc(cluster, a)})
+}
+
+// qosOf is what Strata writes for a class's QOS, alone or in a batch.
+func qosOf(q *compile.QOS) slurmrest.QOS {
+	return slurmrest.QOS{Name: q.Name, Description: q.Description, Priority: &q.Priority, MaxWall: q.MaxWall,
+		MaxTRESPerJob: tres(q.MaxTRESPerJob, map[string]bool{"gres/gpu": true}), Preempt: q.Preempt, PreemptMode: preemptMode(q.PreemptMode)}
+}
+
+// accountAssoc is what Strata writes on an account's association, alone or
+// in a batch. slurmdbd clears the TRES limits a write leaves out, so it
+// carries every limit the account keeps.
+func accountAssoc(cluster string, a *compile.Account) slurmrest.Association {
+	return slurmrest.Association{Cluster: cluster, Account: a.Name, Parent: a.Parent, Fairshare: a.Fairshare,
+		QOS: a.QOS, DefaultQOS: a.DefaultQOS, GrpTRES: tres(a.GrpTRES, knownTRES), GrpTRESMin: tres(a.GrpTRESMins, map[string]bool{"gres/gpu": true}),
+		MaxJobs: orClear(a.GrpJobs), Priority: orClear(a.Priority)}
 }

@@ -46,18 +46,31 @@ type QOS struct {
 }
 
 // Account is a tenant account (Parent "root") or a project account.
+//
+// A tenant's limits and priority sit on its account's association, not on
+// a tenant QOS: a job has exactly one QOS, its class's, which carries the
+// class priority, preemption and MaxWall. So a job over a tenant's (or a
+// project's) GPU limit pends with reason AssocGrpGRES, never QOSGrpGRES.
 type Account struct {
 	Name        string
 	Parent      string
 	Description string
 	Fairshare   int64
+	// Priority is the association's priority (the tenant's priority;
+	// 0: none). Slurm weighs it by PriorityWeightAssoc.
+	Priority    int64
 	QOS         []string
 	DefaultQOS  string
 	GrpTRES     TRES
 	GrpTRESMins TRES
-	GrpJobs     int64
-	Tenant      string
-	Line        int
+	GrpJobs     int64 // 0: no limit
+	// Coordinators are the tenant admins (the tenant's admins and its
+	// projects' members with role tenant-admin), sorted; they coordinate
+	// the tenant account and, through it, its projects. Project accounts
+	// have none of their own.
+	Coordinators []string
+	Tenant       string
+	Line         int
 }
 
 // User is a user with associations under project accounts.
@@ -116,6 +129,8 @@ func Compile(p *spec.Policy) (*State, error) {
 		ta := Account{Name: t.Name, Parent: "root", Description: descr(t.Description, "tenant "+t.Name), Fairshare: shares(t.Shares),
 			QOS: sorted(tc), DefaultQOS: pickDefault(defaultClass, tc), Tenant: t.Name, Line: t.Line}
 		ta.GrpTRES, ta.GrpTRESMins, ta.GrpJobs = limits(t.Limits)
+		ta.Priority = int64(t.Priority)
+		ta.Coordinators = tenantAdmins(t)
 		tenants = append(tenants, ta)
 		for _, pr := range t.Projects {
 			pc := pr.Classes
@@ -168,6 +183,27 @@ func Compile(p *spec.Policy) (*State, error) {
 		st.Users = append(st.Users, *users[n])
 	}
 	return st, nil
+}
+
+// tenantAdmins are the users who coordinate a tenant's account.
+func tenantAdmins(t spec.Tenant) []string {
+	set := map[string]bool{}
+	for _, a := range t.Admins {
+		set[a] = true
+	}
+	for _, pr := range t.Projects {
+		for _, m := range pr.Members {
+			if m.Role == spec.RoleTenantAdmin {
+				set[m.User] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for u := range set {
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func descr(d, def string) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/strata-hpc/strata/policy/internal/compile"
@@ -84,13 +85,16 @@ classes:
 tenants:
   - name: acme
     shares: 60
-    limits: {gpus: 64, gpus_by_type: {h100: 32}, cpus: 512, memory_gb: 4096, gpu_hours: 10000, gpus_per_user: 16}
+    priority: 5
+    admins: [dave, alice]
+    limits: {gpus: 64, gpus_by_type: {h100: 32}, cpus: 512, memory_gb: 4096, gpu_hours: 10000, gpus_per_user: 16, running_jobs: 40}
     projects:
       - name: llm
         classes: [train]
-        limits: {gpus: 48}
+        limits: {gpus: 48, running_jobs: 10}
         members:
           - user: alice
+            role: tenant-admin
           - user: bob
             default: true
           - user: carol
@@ -98,6 +102,7 @@ tenants:
       - name: vision
         members:
           - user: bob
+            role: tenant-admin
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +121,16 @@ tenants:
 	}
 	if llm.Parent != "acme" || llm.GrpTRES.String() != "gres/gpu=48" || llm.DefaultQOS != "train" || len(llm.QOS) != 1 {
 		t.Errorf("acme-llm = %+v: want parent acme, 48 GPUs, only the train QOS", llm)
+	}
+	// The tenant's priority and running-job limit sit on its association;
+	// its coordinators are its admins and its projects' tenant-admins, once
+	// each and sorted; a project has its own running-job limit and no
+	// priority or coordinators of its own.
+	if acme.Priority != 5 || acme.GrpJobs != 40 || strings.Join(acme.Coordinators, ",") != "alice,bob,dave" {
+		t.Errorf("acme: priority %d, grp_jobs %d, coordinators %v: want 5, 40, alice,bob,dave", acme.Priority, acme.GrpJobs, acme.Coordinators)
+	}
+	if llm.Priority != 0 || llm.GrpJobs != 10 || llm.Coordinators != nil {
+		t.Errorf("acme-llm: priority %d, grp_jobs %d, coordinators %v: want 0, 10, none", llm.Priority, llm.GrpJobs, llm.Coordinators)
 	}
 	users := map[string]compile.User{}
 	for _, u := range st.Users {

@@ -23,6 +23,10 @@ type Live struct {
 	Accounts     []slurmrest.Account
 	Associations []slurmrest.Association
 	Users        []slurmrest.User
+	// Jobs are the jobs slurmctld knows (read for prune only): removals of
+	// accounts, associations and users with running or pending jobs are
+	// held back (see Options.ForceBusy).
+	Jobs []slurmrest.Job
 }
 
 // Field is one changed field: old and new as sacctmgr would print them.
@@ -42,12 +46,29 @@ type Change struct {
 	// DefaultOnly marks a user change that only moves the default account
 	// (before an association that is the default can go).
 	DefaultOnly bool
+	// NewAccounts are the accounts a user change adds the user under (the
+	// associations it creates), sorted.
+	NewAccounts []string
+	// HasRecord marks an account change that creates only the association:
+	// slurmdbd has the account's record (used on another cluster, or left
+	// by an apply that stopped), which keeps its description, organization
+	// and coordinators.
+	HasRecord bool
+	// ClearPreempt marks a QOS change that empties the QOS's preempt list,
+	// which slurmrestd cannot do (apply runs sacctmgr for it).
+	ClearPreempt bool
+	// Busy are the running and pending jobs that hold a removal back: on a
+	// skipped removal ("skip"), on the cancel --force-busy puts before it
+	// ("cancel jobs"), and on the removal after that cancel.
+	Busy []int64
 
 	// What to write, for apply.
 	QOS     *compile.QOS
 	Account *compile.Account
 	User    *compile.User
 	Assoc   *slurmrest.Association
+	// Coordinator is the account and user of a coordinator change.
+	Coordinator *Coordinator
 }
 
 func (c Change) String() string {
@@ -55,6 +76,12 @@ func (c Change) String() string {
 	fmt.Fprintf(&b, "%-6s %-11s %s", c.Op, c.Kind, c.Name)
 	for _, f := range c.Fields {
 		fmt.Fprintf(&b, "\n         %s: %s -> %s", f.Name, orNone(f.Old), orNone(f.New))
+	}
+	if c.Op == OpSkip {
+		fmt.Fprintf(&b, "\n         busy: jobs %s are running or pending (--force-busy cancels them)", jobIDs(c.Busy))
+	}
+	if c.Op == OpCancel {
+		fmt.Fprintf(&b, "\n         jobs: %s", jobIDs(c.Busy))
 	}
 	return b.String()
 }
@@ -69,6 +96,9 @@ func orNone(s string) string {
 // Options of Make.
 type Options struct {
 	Prune bool // list removals of marked objects the policy no longer has
+	// ForceBusy cancels the running and pending jobs that would hold a
+	// removal back (Live.Jobs), instead of skipping that removal.
+	ForceBusy bool
 }
 
 // Make lists the changes from live to want.
@@ -86,7 +116,8 @@ func Make(want *compile.State, live Live, opt Options) []Change {
 			continue
 		}
 		if f := qosFields(&l, w); len(f) > 0 {
-			out = append(out, Change{Op: "modify", Kind: "qos", Name: w.Name, QOS: &w, Line: w.Line, Fields: f})
+			out = append(out, Change{Op: "modify", Kind: "qos", Name: w.Name, QOS: &w, Line: w.Line, Fields: f,
+				ClearPreempt: len(w.Preempt) == 0 && len(l.Preempt) > 0})
 		}
 	}
 	accounts := map[string]slurmrest.Account{}
@@ -105,9 +136,10 @@ func Make(want *compile.State, live Live, opt Options) []Change {
 		wantAccounts[w.Name] = true
 		l, ok := assoc[w.Name+"/"]
 		if _, exists := accounts[w.Name]; !exists || !ok {
-			out = append(out, Change{Op: "create", Kind: "account", Name: w.Name, Account: &w, Line: w.Line, Fields: accountFields(nil, w)})
+			out = append(out, Change{Op: "create", Kind: "account", Name: w.Name, Account: &w, Line: w.Line, Fields: accountFields(nil, w), HasRecord: exists})
 			continue
 		}
+		l.Priority = ownPriority(l, assoc[l.Parent+"/"], w.Priority)
 		if f := accountFields(&l, w); len(f) > 0 {
 			out = append(out, Change{Op: "modify", Kind: "account", Name: w.Name, Account: &w, Line: w.Line, Fields: f})
 		}
@@ -142,7 +174,7 @@ func Make(want *compile.State, live Live, opt Options) []Change {
 			if lu.DefaultAccount != w.DefaultAccount {
 				f = append(f, Field{Name: "default_account", Old: lu.DefaultAccount, New: w.DefaultAccount})
 			}
-			out = append(out, Change{Op: op, Kind: "user", Name: w.Name, User: &w, Fields: f})
+			out = append(out, Change{Op: op, Kind: "user", Name: w.Name, User: &w, Fields: f, NewAccounts: missing})
 		case lu.DefaultAccount != w.DefaultAccount:
 			out = append(out, Change{Op: "modify", Kind: "user", Name: w.Name, User: &w,
 				Fields: []Field{{Name: "default_account", Old: lu.DefaultAccount, New: w.DefaultAccount}}})
@@ -162,8 +194,10 @@ func Make(want *compile.State, live Live, opt Options) []Change {
 			}
 		}
 	}
+	out = append(out, coordinatorAdds(want, accounts)...)
 	if opt.Prune {
-		out = append(out, prune(want, live, accounts, assoc, wantAccounts, wantUserAssoc)...)
+		out = append(out, coordinatorRemovals(want, accounts)...)
+		out = append(out, holdBusy(prune(want, live, accounts, assoc, wantAccounts, wantUserAssoc), live.Jobs, assoc, opt.ForceBusy)...)
 	}
 	return out
 }
@@ -286,7 +320,7 @@ func qosFields(l *slurmrest.QOS, w compile.QOS) []Field {
 	}
 	var lp int64
 	var lwall time.Duration
-	var ljob, ldesc string
+	var ljob, ldesc, lmode string
 	var lpre []string
 	if l != nil {
 		if l.Priority != nil {
@@ -294,6 +328,7 @@ func qosFields(l *slurmrest.QOS, w compile.QOS) []Field {
 		}
 		lwall, ldesc, lpre = l.MaxWall, l.Description, l.Preempt
 		ljob = tresMap(l.MaxTRESPerJob).String()
+		lmode = preemptMode(l.PreemptMode)
 	}
 	add("description", ldesc, w.Description)
 	add("priority", itoa(lp), itoa(w.Priority))
@@ -302,7 +337,21 @@ func qosFields(l *slurmrest.QOS, w compile.QOS) []Field {
 	lp2 := slices.Clone(lpre)
 	sort.Strings(lp2)
 	add("preempt", strings.Join(lp2, ","), strings.Join(w.Preempt, ","))
+	add("preempt_mode", lmode, w.PreemptMode)
 	return f
+}
+
+// preemptMode is a QOS's PreemptMode as the policy spells it: "requeue",
+// "cancel", "suspend" ("suspend,gang" for a mode with GANG), and "" for
+// DISABLED, which means the cluster's PreemptMode.
+func preemptMode(m []string) string {
+	var out []string
+	for _, x := range m {
+		if x = strings.ToLower(x); x != "" && x != "disabled" {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 func accountFields(l *slurmrest.Association, w compile.Account) []Field {
@@ -312,10 +361,16 @@ func accountFields(l *slurmrest.Association, w compile.Account) []Field {
 			f = append(f, Field{name, old, nw})
 		}
 	}
-	var lshare int64
+	var lshare, lprio, ljobs int64
 	var lparent, ldef, lqos, lgrp, lmins string
 	if l != nil {
 		lshare, lparent, ldef = l.Fairshare, l.Parent, l.DefaultQOS
+		if l.Priority != nil {
+			lprio = *l.Priority
+		}
+		if l.MaxJobs != nil {
+			ljobs = *l.MaxJobs
+		}
 		q := slices.Clone(l.QOS)
 		sort.Strings(q)
 		lqos = strings.Join(q, ",")
@@ -327,7 +382,28 @@ func accountFields(l *slurmrest.Association, w compile.Account) []Field {
 	add("default_qos", ldef, w.DefaultQOS)
 	add("grp_tres", lgrp, w.GrpTRES.String())
 	add("grp_tres_mins", lmins, w.GrpTRESMins.String())
+	add("grp_jobs", unlimited(ljobs), unlimited(w.GrpJobs))
+	add("priority", unlimited(lprio), unlimited(w.Priority))
 	return f
+}
+
+// ownPriority is the priority an account association has of its own. An
+// association without one shows its parent's (slurmdbd fills it in, and a
+// write of -1 makes it inherit again), so a priority equal to the
+// parent's is taken as inherited, unless the policy asks for that value.
+func ownPriority(l, parent slurmrest.Association, want int64) *int64 {
+	if l.Priority != nil && parent.Priority != nil && *l.Priority == *parent.Priority && *l.Priority != want {
+		return nil
+	}
+	return l.Priority
+}
+
+// unlimited prints a count where 0 means none: "" for 0.
+func unlimited(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return itoa(n)
 }
 
 func tresMap(l slurmrest.TRESList) compile.TRES {

@@ -645,6 +645,8 @@ func requiredHint(path, key string) string {
 		return "add filesystem: xfs or lustre"
 	case "hard_gb":
 		return "add hard_gb: the hard limit in GiB"
+	case "nodes":
+		return "add nodes: the NodeNames of slurm.conf in the partition, such as gpu[001-032]"
 	case "name":
 		if strings.HasPrefix(path, "cluster") {
 			return "add name: the ClusterName of slurm.conf"
@@ -676,6 +678,7 @@ type structInfo struct {
 var nouns = map[reflect.Type]string{
 	reflect.TypeFor[Policy]():                   "the policy",
 	reflect.TypeFor[Cluster]():                  "cluster",
+	reflect.TypeFor[Partition]():                "a partition",
 	reflect.TypeFor[Class]():                    "a class",
 	reflect.TypeFor[Tenant]():                   "a tenant",
 	reflect.TypeFor[Project]():                  "a project",

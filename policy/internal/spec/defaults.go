@@ -10,6 +10,29 @@ import (
 // quota names none.
 func DefaultNamespace(tenant string) string { return "strata-" + tenant }
 
+// The range of derived disk project ids: [MinDerivedProjectID,
+// MaxDerivedProjectID], 2^30 to 2^31-1, far from the small ids sites give
+// by hand, and within 31 bits so that every tool reads them alike.
+const (
+	MinDerivedProjectID = 1 << 30
+	MaxDerivedProjectID = 1<<31 - 1
+)
+
+// DiskProjectID is the project id of a project's disk quota that names
+// none: MinDerivedProjectID plus the 32-bit FNV-1a hash of its Slurm
+// account, modulo 2^30. It depends on the account name alone, so a
+// project keeps its id when other projects come and go; two accounts
+// with the same id (about one chance in 2000 among 1000 projects) are a
+// validation error, resolved by giving one of them project_id.
+func DiskProjectID(account string) int {
+	h := uint32(2166136261) // FNV-1a, 32 bits: offset basis and prime
+	for i := 0; i < len(account); i++ {
+		h ^= uint32(account[i])
+		h *= 16777619
+	}
+	return MinDerivedProjectID + int(h%(1<<30))
+}
+
 // ApplyDefaults fills in the documented defaults, so that the compiler
 // reads every value from the policy instead of knowing them:
 //
@@ -21,6 +44,7 @@ func DefaultNamespace(tenant string) string { return "strata-" + tenant }
 //   - a tenant's classes: all classes; a project's: its tenant's;
 //   - a member's role: member;
 //   - a serving quota's namespace: DefaultNamespace(tenant);
+//   - a disk quota's project id: DiskProjectID(account);
 //   - a user's default account: when none of their memberships is marked
 //     default, the first project of the file in which they are not a
 //     viewer (viewers get no Slurm association).
@@ -72,6 +96,9 @@ func (p *Policy) ApplyDefaults() {
 			}
 			if len(pr.Classes) == 0 {
 				pr.Classes = slices.Clone(t.Classes)
+			}
+			if pr.Disk != nil && pr.Disk.ProjectID == 0 {
+				pr.Disk.ProjectID = DiskProjectID(p.Account(t.Name, pr.Name))
 			}
 			for k := range pr.Members {
 				m := &pr.Members[k]

@@ -54,12 +54,17 @@ func full() *spec.Policy {
 	return &spec.Policy{
 		APIVersion: "strata/v1",
 		Kind:       "Policy",
-		Cluster:    spec.Cluster{Name: "gpu", GPUTypes: []string{"h100", "a100"}, DefaultClass: "short"},
-		Admins:     []string{"root-admin", "hpcadmin"},
+		Cluster: spec.Cluster{Name: "gpu", GPUTypes: []string{"h100", "a100"}, DefaultClass: "short",
+			Partitions: map[string]spec.Partition{
+				"gpu":         {Nodes: "gpu[01-16]", Options: "PriorityTier=2 OverSubscribe=NO"},
+				"debug":       {Nodes: "gpu17"},
+				"interactive": {Nodes: "gpu[18-20],cpu1"},
+			}},
+		Admins: []string{"root-admin", "hpcadmin"},
 		Classes: []spec.Class{{
 			Name: "train", Partition: "gpu", DefaultTime: hours(24), MaxTime: hours(168), Priority: 200,
 			Preempt: []string{"short"}, PreemptMode: "requeue", Requeue: ptr(true), WholeNodes: true,
-			Switches: 2, MaxGPUsPerJob: 128, Line: 10,
+			Switches: 2, MaxGPUsPerJob: 128, Line: 11,
 			Reclaim: &reclaimrules.Rule{
 				Idle:         reclaimrules.IdleDef{MaxUtilPercent: 5, MaxMemActivityPercent: 5, Window: ruleDur(30 * time.Minute), MinCoverage: 0.9},
 				StartupGrace: ruleDur(15 * time.Minute),
@@ -72,36 +77,37 @@ func full() *spec.Policy {
 			},
 		}, {
 			Name: "short", Partition: "debug", DefaultTime: hours(0.5), MaxTime: hours(60),
-			PreemptMode: "suspend", Requeue: ptr(false), Line: 30,
+			PreemptMode: "suspend", Requeue: ptr(false), Line: 31,
 		}, {
 			Name: "dev", Partition: "interactive", DefaultTime: hours(1.5), MaxTime: hours(12),
-			Requeue: ptr(false), Line: 36,
+			Requeue: ptr(false), Line: 37,
 		}},
 		Tenants: []spec.Tenant{{
 			Name: "acme", Description: "Acme Research", Shares: 3, Priority: 5, Limits: big,
 			Classes: classes, Admins: []string{"alice"},
-			Serving: &spec.Serving{GPUs: 2, Replicas: 3, Namespace: "acme-serving"}, Line: 41,
+			Serving: &spec.Serving{GPUs: 2, Replicas: 3, Namespace: "acme-serving"}, Line: 42,
 			Projects: []spec.Project{{
 				Name: "llm", Description: "Language models", Shares: 2, Limits: big,
-				Classes: []string{"train", "short"}, Line: 57,
+				Classes: []string{"train", "short"}, Line: 58,
 				Members: []spec.Member{
-					{User: "alice", Role: "tenant-admin", Default: true, Line: 63},
-					{User: "bob", Role: "member", Default: true, Line: 64},
-					{User: "dave", Role: "viewer", Line: 65},
+					{User: "alice", Role: "tenant-admin", Default: true, Line: 64},
+					{User: "bob", Role: "member", Default: true, Line: 65},
+					{User: "dave", Role: "viewer", Line: 66},
 				},
-				Disk: &spec.Disk{Path: "/lustre/acme/llm", Filesystem: "lustre", SoftGB: 10, HardGB: 20, Inodes: 1000},
+				Disk: &spec.Disk{Path: "/lustre/acme/llm", Filesystem: "lustre", SoftGB: 10, HardGB: 20, Inodes: 1000, ProjectID: 4242},
 			}, {
-				Name: "empty", Shares: 1, Classes: classes, Members: []spec.Member{}, Line: 67,
+				Name: "empty", Shares: 1, Classes: classes, Members: []spec.Member{}, Line: 68,
 			}},
 		}, {
-			Name: "globex", Shares: 1, Classes: classes, Line: 69,
+			Name: "globex", Shares: 1, Classes: classes, Line: 70,
 			Projects: []spec.Project{{
-				Name: "rl", Shares: 1, Classes: classes, Line: 71,
+				Name: "rl", Shares: 1, Classes: classes, Line: 72,
 				Members: []spec.Member{
-					{User: "bob", Role: "member", Line: 73},
-					{User: "erin", Role: "member", Default: true, Line: 74},
+					{User: "bob", Role: "member", Line: 74},
+					{User: "erin", Role: "member", Default: true, Line: 75},
 				},
-				Disk: &spec.Disk{Path: "/srv/globex/rl", Filesystem: "xfs", HardGB: 5},
+				// No project_id: ApplyDefaults derives it (TestDiskProjectID).
+				Disk: &spec.Disk{Path: "/srv/globex/rl", Filesystem: "xfs", HardGB: 5, ProjectID: spec.DiskProjectID("globex-rl")},
 			}},
 		}},
 	}
@@ -127,6 +133,15 @@ var fileTests = map[string]struct {
 		`testdata/defaults.bad.yaml:14:49: user "dave" is a viewer, so project "llm" of tenant "acme" cannot be their default (hint: remove default, or make the role member: a viewer gets no Slurm association, so the project cannot be their default account)`,
 		`testdata/defaults.bad.yaml:17:34: user "bob" has a second default project (hint: keep default: true on one of them (the other is at 13:34): a Slurm user has one default account)`,
 		`testdata/defaults.bad.yaml:22:34: user "bob" has a second default project (hint: keep default: true on one of them (the other is at 13:34): a Slurm user has one default account)`,
+	}},
+	"disk-ids.bad.yaml": {wantErrs: []string{
+		`testdata/disk-ids.bad.yaml:16:82: disk project id 7 of project "vision" of tenant "acme" is also that of project "llm" of tenant "acme" (at 13:79) (hint: set project_id on one of them to an id no other project uses: a project id names the quota of one directory tree)`,
+		// Two accounts whose derived ids collide (found by search), and an
+		// explicit id equal to a derived one.
+		`testdata/disk-ids.bad.yaml:23:15: disk project id 1689756733 of project "p698200" of tenant "acme" is also that of project "p268724" of tenant "acme" (at 20:15) (hint: set project_id on one of them to an id no other project uses: a project id names the quota of one directory tree)`,
+		`testdata/disk-ids.bad.yaml:26:86: disk project id 1689756733 of project "derived" of tenant "acme" is also that of project "p268724" of tenant "acme" (at 20:15) (hint: set project_id on one of them to an id no other project uses: a project id names the quota of one directory tree)`,
+		`testdata/disk-ids.bad.yaml:29:22: disk path "/srv/acme/my project" holds a space, quote or other character the quota commands cannot take (hint: use letters, digits and . _ - + @ / in the path (link the directory from such a path if need be): the quota commands take it unquoted)`,
+		`testdata/disk-ids.bad.yaml:29:91: project_id -3 is negative (hint: give a positive id, or leave it out for one derived from the account)`,
 	}},
 	"duplicate-key.bad.yaml": {wantErrs: []string{
 		`testdata/duplicate-key.bad.yaml:10:5: key priority is given twice (first at 9:5) (hint: remove one of them: YAML would keep only one)`,
@@ -204,6 +219,23 @@ var fileTests = map[string]struct {
 	}},
 	"not-a-mapping.bad.yaml": {wantErrs: []string{
 		`testdata/not-a-mapping.bad.yaml:1:1: a policy must be a mapping of keys to values, not a list (hint: start with apiVersion: strata/v1 and kind: Policy (see etc/strata/policy.yaml))`,
+	}},
+	"partitions.bad.yaml": {wantErrs: []string{
+		// The options string is one value: its problems are at its start.
+		`testdata/partitions.bad.yaml:8:16: unknown partition option PriortyTier (hint: did you mean PriorityTier?)`,
+		`testdata/partitions.bad.yaml:8:16: partition option AllowQos is written by strata-policy (hint: remove it: strata-policy allows the partition's classes)`,
+		`testdata/partitions.bad.yaml:8:16: partition option DenyAccounts is written by strata-policy (hint: remove it: Slurm ignores DenyAccounts where AllowAccounts is set; leave the class out of the project's classes instead)`,
+		`testdata/partitions.bad.yaml:8:16: partition option hidden is given twice (hint: remove one of them)`,
+		`testdata/partitions.bad.yaml:8:16: partition option "Weight" is not Key=Value (hint: write options as on a PartitionName line, Key=Value separated by spaces: "PriorityTier=2 OverSubscribe=NO")`,
+		`testdata/partitions.bad.yaml:8:16: partition option State has a quote or '#' in its value "UP#x" (hint: write the value without quotes or '#': slurm.conf reads '#' as the start of a comment)`,
+		`testdata/partitions.bad.yaml:10:7: partition "big gpu" is not a valid Slurm partition name (hint: use letters, digits, '_', '-' and '.')`,
+		`testdata/partitions.bad.yaml:10:7: partition "big gpu" is the partition of no class (hint: remove it, or make it the partition of a class: its AllowQos are its classes)`,
+		`testdata/partitions.bad.yaml:10:14: nodes "gpu[09-12" of partition "big gpu" is not a Slurm host list (hint: give the NodeNames of slurm.conf as a host list without spaces, such as gpu[001-032],gpu040)`,
+		// acme allows batch, interactive and serve: idle and dev are no one's.
+		`testdata/partitions.bad.yaml:12:7: no project may use the classes of partition "idle" (idle, dev) (hint: add one of its classes to the classes of a tenant or project, or remove the partition and its classes: its AllowAccounts are the projects that may use its classes)`,
+		`testdata/partitions.bad.yaml:14:14: nodes "gpu14 gpu15" of partition "serve" is not a Slurm host list (hint: give the NodeNames of slurm.conf as a host list without spaces, such as gpu[001-032],gpu040)`,
+		`testdata/partitions.bad.yaml:15:12: partition "spare" is the partition of no class (hint: remove it, or make it the partition of a class: its AllowQos are its classes)`,
+		`testdata/partitions.bad.yaml:20:16: class "interactive" runs in partition "interactive", which cluster.partitions does not declare (hint: add interactive under cluster.partitions with its nodes, or leave cluster.partitions out to keep every partition in slurm.conf)`,
 	}},
 	"preempt.bad.yaml": {wantErrs: []string{
 		`testdata/preempt.bad.yaml:8:22: class "train" preempts unknown class "bacth" (hint: did you mean batch?)`,
@@ -446,16 +478,17 @@ func TestPositions(t *testing.T) {
 		"":                                       {Line: 2, Col: 1},
 		"cluster.name":                           {Line: 5, Col: 9},
 		"cluster.gpu_types[1]":                   {Line: 6, Col: 21},
-		"classes[0]":                             {Line: 10, Col: 5},
-		"classes[0].reclaim.idle.window":         {Line: 22, Col: 72},
-		"tenants[0].limits.gpus_by_type.a100":    {Line: 47, Col: 37},
-		"tenants[0].projects[0].limits":          {Line: 60, Col: 17}, // the alias
-		"tenants[0].projects[0].limits.gpus":     {Line: 46, Col: 13}, // inside the anchor
-		"tenants[0].projects[0].members[1].user": {Line: 64, Col: 20},
-		"tenants[1].projects[0].members[1]":      {Line: 74, Col: 13},
-		"tenants[1].projects[0].disk.path":       {Line: 75, Col: 22},
-		"tenants[1].projects[0].disk.soft_gb":    {Line: 75, Col: 15}, // absent: its mapping
-		"tenants[7].name":                        {Line: 41, Col: 3},  // not there: the list
+		"cluster.partitions.debug.nodes":         {Line: 8, Col: 101},
+		"classes[0]":                             {Line: 11, Col: 5},
+		"classes[0].reclaim.idle.window":         {Line: 23, Col: 72},
+		"tenants[0].limits.gpus_by_type.a100":    {Line: 48, Col: 37},
+		"tenants[0].projects[0].limits":          {Line: 61, Col: 17}, // the alias
+		"tenants[0].projects[0].limits.gpus":     {Line: 47, Col: 13}, // inside the anchor
+		"tenants[0].projects[0].members[1].user": {Line: 65, Col: 20},
+		"tenants[1].projects[0].members[1]":      {Line: 75, Col: 13},
+		"tenants[1].projects[0].disk.path":       {Line: 76, Col: 22},
+		"tenants[1].projects[0].disk.soft_gb":    {Line: 76, Col: 15}, // absent: its mapping
+		"tenants[7].name":                        {Line: 42, Col: 3},  // not there: the list
 	} {
 		if got := p.Positions.At(path); got != want {
 			t.Errorf("Positions.At(%q) = %v, want %v", path, got, want)

@@ -77,7 +77,8 @@ var constraints = map[string]map[string]any{
 	"Cluster.gpu_types":                {"pattern": namePattern},
 	"Cluster.default_class":            {"pattern": namePattern},
 	"Class.name":                       {"pattern": namePattern},
-	"Class.partition":                  {"pattern": `^[A-Za-z0-9_.-]+$`},
+	"Class.partition":                  {"pattern": partitionRE.String()},
+	"Partition.nodes":                  {"pattern": hostlistRE.String()},
 	"Class.preempt":                    {"pattern": namePattern},
 	"Class.preempt_mode":               {"enum": preemptModes},
 	"Tenant.name":                      {"pattern": namePattern},
@@ -88,7 +89,7 @@ var constraints = map[string]map[string]any{
 	"Member.user":                      {"pattern": namePattern},
 	"Member.role":                      {"enum": roles},
 	"Serving.namespace":                {"pattern": namespaceRE.String(), "maxLength": 63},
-	"Disk.path":                        {"pattern": "^/"},
+	"Disk.path":                        {"pattern": diskPathRE.String()},
 	"Disk.filesystem":                  {"enum": filesystems},
 	"Disk.hard_gb":                     {"minimum": 1},
 	"ReclaimRule.action":               {"enum": []string{"notify", "requeue", "requeue-hold", "cancel"}},
@@ -97,6 +98,11 @@ var constraints = map[string]map[string]any{
 	"IdleDef.max_mem_activity_percent": {"minimum": 0, "maximum": 100},
 	"IdleDef.min_coverage":             {"minimum": 0, "maximum": 1},
 	"PartialIdle.min_idle_fraction":    {"minimum": 0, "maximum": 1},
+}
+
+// mapKeys are the patterns of the keys of maps whose keys are not names.
+var mapKeys = map[string]string{
+	"Cluster.partitions": partitionRE.String(),
 }
 
 // descriptions document every key in the schema, for editors' hovers
@@ -114,6 +120,11 @@ var descriptions = map[string]string{
 	"Cluster.name":          "The Slurm ClusterName (slurm.conf).",
 	"Cluster.gpu_types":     "GPU types (gres/gpu:<type>) that limits may name; they must be in AccountingStorageTRES.",
 	"Cluster.default_class": "Class of jobs that name none (default: batch, when defined).",
+	"Cluster.partitions":    "Slurm partitions strata-policy writes whole into partitions.conf, by name (default: none, slurm.conf defines them); every class's partition must be one of them.",
+
+	"Partition":         "A partition of partitions.conf: its nodes and other options; AllowAccounts, AllowQos, DefaultTime, MaxTime and Default come from its classes.",
+	"Partition.nodes":   "NodeNames of slurm.conf in the partition, as a host list: gpu[001-032].",
+	"Partition.options": "Other slurm.conf partition options, as on a PartitionName line: PriorityTier=2 OverSubscribe=NO.",
 
 	"Class":                  "A workload class: a Slurm QOS and partition with time limits, gang and topology rules, preemption and an idle reclaim rule.",
 	"Class.name":             "train, batch, interactive, serve, or a site-defined class.",
@@ -129,11 +140,11 @@ var descriptions = map[string]string{
 	"Class.max_gpus_per_job": "Most GPUs one job may use (0: no cap).",
 	"Class.reclaim":          "Idle-GPU rule reclaimd enforces for jobs of this class; its name and match are filled by strata-policy.",
 
-	"Tenant":             "A tenant: a Slurm account (parent of its projects' accounts), a QOS, and a Kubernetes namespace for serving.",
+	"Tenant":             "A tenant: a Slurm account (parent of its projects' accounts) whose association carries its limits and priority, and a Kubernetes namespace for serving.",
 	"Tenant.name":        "Tenant name, also its Slurm account.",
 	"Tenant.description": "Free text (sacctmgr stores it lowercased).",
 	"Tenant.shares":      "Fair-share weight of the tenant account (default 1).",
-	"Tenant.priority":    "Priority of the tenant QOS.",
+	"Tenant.priority":    "Priority of the tenant account's association, inherited by its projects (there is no tenant QOS).",
 	"Tenant.limits":      "Limits of the whole tenant.",
 	"Tenant.classes":     "Classes its projects may use (default: all).",
 	"Tenant.admins":      "Tenant-admin users (Slurm coordinators of the tenant account).",
@@ -160,7 +171,7 @@ var descriptions = map[string]string{
 	"Limits.cpus":          "CPUs in use at once (GrpTRES cpu).",
 	"Limits.memory_gb":     "Memory in use at once, GiB (GrpTRES mem).",
 	"Limits.running_jobs":  "Jobs running at once (GrpJobs).",
-	"Limits.gpus_per_user": "GPUs one user may use at once (MaxTRESPerUser gres/gpu on the QOS).",
+	"Limits.gpus_per_user": "GPUs one user may use at once (GrpTRES gres/gpu on each of the user's associations).",
 	"Limits.gpu_hours":     "GPU-hour budget (GrpTRESMins gres/gpu = gpu_hours*60).",
 
 	"Serving":           "Serving quota on Kubernetes.",
@@ -174,6 +185,7 @@ var descriptions = map[string]string{
 	"Disk.soft_gb":    "Soft limit, GiB (0: none).",
 	"Disk.hard_gb":    "Hard limit, GiB.",
 	"Disk.inodes":     "Limit on files (0: none).",
+	"Disk.project_id": "XFS or Lustre project id of the directory (default: derived from the account, from 2^30 to 2^31-1).",
 
 	"Duration":   `Job time: "36h", "90m", "7d", or Slurm's "1-00:00:00" (days-hours:minutes:seconds), "12:00:00", "30:00".`,
 	"GoDuration": `Duration with a unit: "90s", "30m", "1h30m".`,
@@ -284,9 +296,13 @@ func (g *schemaGen) schema(t reflect.Type, key string) map[string]any {
 		items := g.schema(t.Elem(), key)
 		return map[string]any{"type": "array", "items": items}
 	case t.Kind() == reflect.Map:
+		keys := namePattern
+		if p, ok := mapKeys[key]; ok {
+			keys = p
+		}
 		return map[string]any{
 			"type":                 "object",
-			"propertyNames":        map[string]any{"pattern": namePattern},
+			"propertyNames":        map[string]any{"pattern": keys},
 			"additionalProperties": g.schema(t.Elem(), key),
 		}
 	default:
@@ -304,7 +320,7 @@ func (g *schemaGen) schema(t reflect.Type, key string) map[string]any {
 func isSpecKey(key string) bool {
 	typ, _, _ := strings.Cut(key, ".")
 	switch typ {
-	case "Policy", "Cluster", "Class", "Tenant", "Project", "Member", "Limits", "Serving", "Disk":
+	case "Policy", "Cluster", "Partition", "Class", "Tenant", "Project", "Member", "Limits", "Serving", "Disk":
 		return true
 	}
 	return false

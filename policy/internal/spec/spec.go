@@ -30,6 +30,11 @@
 //   - Names of the cluster, classes, tenants, projects, users and GPU types
 //     match ^[a-z][a-z0-9_-]*$: sacctmgr lowercases names, so a name with
 //     capitals would never match what Slurm stores.
+//   - A disk quota without project_id gets [DiskProjectID] of its project's
+//     account, which depends on that name alone.
+//   - cluster.partitions is all or nothing: when given, it declares the
+//     partition of every class, and strata-policy writes those partitions
+//     whole.
 package spec
 
 import (
@@ -70,6 +75,25 @@ type Cluster struct {
 	// DefaultClass is the class of jobs that name none ("": batch when
 	// that class is defined, else jobs must name a class).
 	DefaultClass string `yaml:"default_class,omitempty" json:"default_class,omitempty"`
+	// Partitions are the Slurm partitions strata-policy writes, by name
+	// (empty: it writes none, and slurm.conf defines them). When given,
+	// every class's partition must be one of them: render writes each
+	// whole PartitionName line (partitions.conf), because slurmctld stops
+	// at a partition defined twice.
+	Partitions map[string]Partition `yaml:"partitions,omitempty" json:"partitions,omitempty"`
+}
+
+// Partition is what a partitions.conf line needs that the classes and
+// tenants do not say: its nodes, and any other slurm.conf options.
+// AllowAccounts, AllowQos, DefaultTime, MaxTime and Default come from
+// the classes.
+type Partition struct {
+	// Nodes is the partition's Nodes= value: NodeNames of slurm.conf,
+	// such as gpu[001-032].
+	Nodes string `yaml:"nodes" json:"nodes"`
+	// Options are other slurm.conf partition options, written as on a
+	// PartitionName line: "PriorityTier=2 OverSubscribe=NO".
+	Options string `yaml:"options,omitempty" json:"options,omitempty"`
 }
 
 // Class is a workload class: the Slurm QOS and partition jobs of the kind
@@ -112,13 +136,17 @@ type Class struct {
 }
 
 // Tenant is an organisation: a Slurm account (the parent of its projects'
-// accounts), a QOS, and a Kubernetes namespace for serving.
+// accounts) whose association carries the tenant's limits and priority,
+// and a Kubernetes namespace for serving. It has no QOS of its own.
 type Tenant struct {
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	// Shares is the Fairshare of the tenant account (0: 1).
 	Shares int `yaml:"shares,omitempty" json:"shares,omitempty"`
-	// Priority is the priority of the tenant QOS.
+	// Priority is the Priority of the tenant account's association (0:
+	// none), which its projects and users inherit; Slurm weighs it by
+	// PriorityWeightAssoc. There is no tenant QOS: a job has one QOS, its
+	// class's.
 	Priority int    `yaml:"priority,omitempty" json:"priority,omitempty"`
 	Limits   Limits `yaml:"limits,omitempty" json:"limits,omitempty"`
 	// Classes are the classes its projects may use (empty: all;
@@ -186,9 +214,10 @@ type Limits struct {
 	CPUs int `yaml:"cpus,omitempty" json:"cpus,omitempty"`
 	// MemoryGB is GrpTRES mem, in GiB.
 	MemoryGB int `yaml:"memory_gb,omitempty" json:"memory_gb,omitempty"`
-	// RunningJobs is GrpJobs.
+	// RunningJobs is GrpJobs: jobs running at once.
 	RunningJobs int `yaml:"running_jobs,omitempty" json:"running_jobs,omitempty"`
-	// GPUsPerUser is MaxTRESPerUser gres/gpu (on the QOS).
+	// GPUsPerUser is the GPUs one user may use at once in a project:
+	// GrpTRES gres/gpu on each of the user's associations under it.
 	GPUsPerUser int `yaml:"gpus_per_user,omitempty" json:"gpus_per_user,omitempty"`
 	// GPUHours is the GPU-hour budget: GrpTRESMins gres/gpu = GPUHours*60.
 	GPUHours int `yaml:"gpu_hours,omitempty" json:"gpu_hours,omitempty"`
@@ -221,6 +250,10 @@ type Disk struct {
 	HardGB int `yaml:"hard_gb" json:"hard_gb"`
 	// Inodes is the hard limit on files (0: none).
 	Inodes int `yaml:"inodes,omitempty" json:"inodes,omitempty"`
+	// ProjectID is the XFS or Lustre project id of the directory (0:
+	// [DiskProjectID] of the project's account; [Policy.ApplyDefaults]
+	// fills it).
+	ProjectID int `yaml:"project_id,omitempty" json:"project_id,omitempty"`
 }
 
 // The preempt modes of a class.

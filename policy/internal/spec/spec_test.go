@@ -209,3 +209,22 @@ func TestRequeueable(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskProjectID: the derived id is 2^30 plus the 32-bit FNV-1a hash
+// of the account modulo 2^30. The hashes are the published FNV-1a test
+// vectors: "" 0x811c9dc5, "a" 0xe40c292c, "foobar" 0xbf9cf968.
+func TestDiskProjectID(t *testing.T) {
+	for account, want := range map[string]int{
+		"":       1<<30 + 0x811c9dc5%(1<<30), // 1092394437
+		"a":      1<<30 + 0xe40c292c%(1<<30), // 1678518572
+		"foobar": 1<<30 + 0xbf9cf968%(1<<30), // 2140993896
+	} {
+		got := spec.DiskProjectID(account)
+		if got != want {
+			t.Errorf("DiskProjectID(%q) = %d, want %d", account, got, want)
+		}
+		if got < spec.MinDerivedProjectID || got > spec.MaxDerivedProjectID {
+			t.Errorf("DiskProjectID(%q) = %d, outside [%d, %d]", account, got, spec.MinDerivedProjectID, spec.MaxDerivedProjectID)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"regexp"
@@ -24,6 +25,7 @@ func (p *Policy) Validate(file string) Diagnostics {
 	v.classes(p)
 	v.users("admins", "cluster admin", p.Admins)
 	v.tenants(p)
+	v.partitionUse(p)
 	v.diags.sort()
 	return v.diags
 }
@@ -39,6 +41,8 @@ var (
 	nameRE      = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 	partitionRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 	namespaceRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	hostlistRE  = regexp.MustCompile(`^[A-Za-z0-9_.,\[\]-]+$`)
+	diskPathRE  = regexp.MustCompile(`^/[A-Za-z0-9._+@/-]*$`)
 )
 
 // roles are the roles a project member may have.
@@ -206,6 +210,9 @@ func (v *validator) cluster(p *Policy) {
 		v.add("cluster.default_class", v.classHint(dc, "define it under classes, or use one of"),
 			"default class %q is not defined", dc)
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Partitions)) {
+		v.partition("cluster.partitions."+name, name, c.Partitions[name])
+	}
 }
 
 // classHint suggests a class for an unknown name: the closest, or the
@@ -243,12 +250,16 @@ func (v *validator) classes(p *Policy) {
 					c.Name, v.where(fmt.Sprintf("classes[%d].name", first)))
 			}
 		}
+		_, declared := p.Cluster.Partitions[c.Partition]
 		switch {
 		case c.Partition == "":
 			v.add(path+".partition", "set partition to the Slurm partition its jobs run in", "class %q has no partition", c.Name)
 		case !partitionRE.MatchString(c.Partition):
 			v.add(path+".partition", "use letters, digits, '_', '-' and '.': the name of one partition of slurm.conf",
 				"partition %q is not a valid Slurm partition name", c.Partition)
+		case len(p.Cluster.Partitions) > 0 && !declared:
+			v.add(path+".partition", fmt.Sprintf("add %s under cluster.partitions with its nodes, or leave cluster.partitions out to keep every partition in slurm.conf", c.Partition),
+				"class %q runs in partition %q, which cluster.partitions does not declare", c.Name, c.Partition)
 		}
 		v.time(path+".default_time", c.DefaultTime, "leave it out for the partition's DefaultTime")
 		v.time(path+".max_time", c.MaxTime, "leave it out for the partition's MaxTime")
@@ -477,6 +488,7 @@ func (v *validator) tenants(p *Policy) {
 	tenants := map[string]string{}
 	defaults := map[string]string{} // user → path of their default membership
 	disks := map[string]owner{}     // quota path → project
+	ids := map[int]owner{}          // disk project id → project
 	for i := range p.Tenants {
 		t := &p.Tenants[i]
 		tp := fmt.Sprintf("tenants[%d]", i)
@@ -532,7 +544,7 @@ func (v *validator) tenants(p *Policy) {
 			v.classRefs(pp+".classes", fmt.Sprintf("project %q", pr.Name), pr.Classes, allowed, fmt.Sprintf("tenant %q", t.Name))
 			v.members(pp, pr, what, defaults)
 			if d := pr.Disk; d != nil {
-				v.disk(pp+".disk", d, what, disks)
+				v.disk(pp+".disk", d, what, p.Account(t.Name, pr.Name), disks, ids)
 			}
 		}
 	}
@@ -570,12 +582,15 @@ func (v *validator) members(pp string, pr *Project, what string, defaults map[st
 }
 
 // disk checks a project's disk quota.
-func (v *validator) disk(dp string, d *Disk, what string, disks map[string]owner) {
+func (v *validator) disk(dp string, d *Disk, what, account string, disks map[string]owner, ids map[int]owner) {
 	switch {
 	case d.Path == "":
 		v.add(dp+".path", "give the absolute path of the project directory", "disk quota with no path")
 	case !strings.HasPrefix(d.Path, "/"):
 		v.add(dp+".path", "give the absolute path of the project directory", "disk path %q is not absolute", d.Path)
+	case !diskPathRE.MatchString(d.Path):
+		v.add(dp+".path", "use letters, digits and . _ - + @ / in the path (link the directory from such a path if need be): the quota commands take it unquoted",
+			"disk path %q holds a space, quote or other character the quota commands cannot take", d.Path)
 	default:
 		clean := path.Clean(d.Path)
 		if first, dup := disks[clean]; dup {
@@ -596,6 +611,19 @@ func (v *validator) disk(dp string, d *Disk, what string, disks map[string]owner
 	v.count(dp+".soft_gb", d.SoftGB, "give 0 or more GiB; 0 is no soft limit")
 	v.count(dp+".hard_gb", d.HardGB, "give the hard limit in GiB")
 	v.count(dp+".inodes", d.Inodes, "give 0 or more files; 0 is no limit")
+	v.count(dp+".project_id", d.ProjectID, "give a positive id, or leave it out for one derived from the account")
+	id, at := d.ProjectID, dp+".project_id"
+	if id == 0 {
+		id, at = DiskProjectID(account), dp
+	}
+	if id > 0 && id <= maxCount {
+		if first, dup := ids[id]; dup {
+			v.add(at, "set project_id on one of them to an id no other project uses: a project id names the quota of one directory tree",
+				"disk project id %d of %s is also that of %s (at %s)", id, what, first.what, v.where(first.path))
+		} else {
+			ids[id] = owner{at, what}
+		}
+	}
 	switch {
 	case d.HardGB == 0:
 		v.add(dp+".hard_gb", "set hard_gb in GiB; remove disk for no quota", "disk quota with no hard limit")
@@ -603,6 +631,143 @@ func (v *validator) disk(dp string, d *Disk, what string, disks map[string]owner
 		v.add(dp+".soft_gb", fmt.Sprintf("the soft limit must be at most the hard limit: lower it to %d or less, or raise hard_gb", d.HardGB),
 			"soft_gb %d is above hard_gb %d", d.SoftGB, d.HardGB)
 	}
+}
+
+// partition checks a partition of cluster.partitions.
+func (v *validator) partition(path, name string, pt Partition) {
+	if !partitionRE.MatchString(name) {
+		v.add(path, "use letters, digits, '_', '-' and '.'", "partition %q is not a valid Slurm partition name", name)
+	}
+	const nodesHint = "give the NodeNames of slurm.conf as a host list without spaces, such as gpu[001-032],gpu040"
+	switch {
+	case pt.Nodes == "":
+		v.add(path+".nodes", nodesHint, "partition %q has no nodes", name)
+	case !hostlistRE.MatchString(pt.Nodes) || !balanced(pt.Nodes):
+		v.add(path+".nodes", nodesHint, "nodes %q of partition %q is not a Slurm host list", pt.Nodes, name)
+	}
+	seen := map[string]bool{}
+	for _, opt := range strings.Fields(pt.Options) {
+		key, val, ok := strings.Cut(opt, "=")
+		lower := strings.ToLower(key)
+		switch {
+		case !ok || key == "" || val == "":
+			v.add(path+".options", `write options as on a PartitionName line, Key=Value separated by spaces: "PriorityTier=2 OverSubscribe=NO"`,
+				"partition option %q is not Key=Value", opt)
+		case derivedOptions[lower] != "":
+			v.add(path+".options", derivedOptions[lower], "partition option %s is written by strata-policy", key)
+		case !slices.Contains(partitionOptions, lower):
+			hint := "see PartitionName in slurm.conf(5): slurmctld and every Slurm command stop at an option they do not know"
+			if guess := closest(key, partitionOptionNames); guess != "" {
+				hint = "did you mean " + guess + "?"
+			}
+			v.add(path+".options", hint, "unknown partition option %s", key)
+		case seen[lower]:
+			v.add(path+".options", "remove one of them", "partition option %s is given twice", key)
+		case strings.ContainsAny(val, "#\"'\\"):
+			v.add(path+".options", "write the value without quotes or '#': slurm.conf reads '#' as the start of a comment",
+				"partition option %s has a quote or '#' in its value %q", key, val)
+		}
+		seen[lower] = true
+	}
+}
+
+// balanced reports whether the brackets of a host list pair up, without
+// nesting.
+func balanced(hosts string) bool {
+	open := false
+	for _, r := range hosts {
+		switch {
+		case r == '[' && !open:
+			open = true
+		case r == ']' && open:
+			open = false
+		case r == '[' || r == ']':
+			return false
+		}
+	}
+	return !open
+}
+
+// partitionUse checks that every partition of cluster.partitions is the
+// partition of a class that some project may use: a partition without
+// classes would get no AllowQos, and one without projects no
+// AllowAccounts, and either would be open to every job.
+func (v *validator) partitionUse(p *Policy) {
+	if len(p.Cluster.Partitions) == 0 {
+		return
+	}
+	classes := map[string][]string{} // partition → its classes
+	for _, c := range p.Classes {
+		classes[c.Partition] = append(classes[c.Partition], c.Name)
+	}
+	used := map[string]bool{} // classes some project may use
+	for _, t := range p.Tenants {
+		for _, pr := range t.Projects {
+			switch {
+			case len(pr.Classes) > 0:
+				for _, c := range pr.Classes {
+					used[c] = true
+				}
+			case len(t.Classes) > 0:
+				for _, c := range t.Classes {
+					used[c] = true
+				}
+			default:
+				for _, c := range p.Classes {
+					used[c.Name] = true
+				}
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Cluster.Partitions)) {
+		path := "cluster.partitions." + name
+		cs := classes[name]
+		if len(cs) == 0 {
+			v.add(path, "remove it, or make it the partition of a class: its AllowQos are its classes",
+				"partition %q is the partition of no class", name)
+			continue
+		}
+		if !slices.ContainsFunc(cs, func(c string) bool { return used[c] }) {
+			v.add(path, "add one of its classes to the classes of a tenant or project, or remove the partition and its classes: its AllowAccounts are the projects that may use its classes",
+				"no project may use the classes of partition %q (%s)", name, strings.Join(cs, ", "))
+		}
+	}
+}
+
+// partitionOptions are the keys of a slurm.conf PartitionName line
+// (slurm.conf(5), Slurm 24.11 to 26.05; Topology from 25.05), lowercase:
+// slurm.conf keys are case-insensitive.
+var partitionOptions = func() []string {
+	out := make([]string, len(partitionOptionNames))
+	for i, k := range partitionOptionNames {
+		out[i] = strings.ToLower(k)
+	}
+	return out
+}()
+
+var partitionOptionNames = []string{
+	"AllocNodes", "AllowAccounts", "AllowGroups", "AllowQos", "Alternate", "CpuBind", "Default",
+	"DefaultTime", "DefCpuPerGPU", "DefMemPerCPU", "DefMemPerGPU", "DefMemPerNode", "DenyAccounts",
+	"DenyQos", "DisableRootJobs", "ExclusiveTopo", "ExclusiveUser", "GraceTime", "Hidden", "LLN",
+	"MaxCPUsPerNode", "MaxCPUsPerSocket", "MaxMemPerCPU", "MaxMemPerNode", "MaxNodes", "MaxTime",
+	"MinNodes", "Nodes", "OverSubscribe", "OverTimeLimit", "PartitionName", "PowerDownOnIdle",
+	"PreemptMode", "PriorityJobFactor", "PriorityTier", "QOS", "ReqResv", "ResumeTimeout", "RootOnly",
+	"SelectTypeParameters", "State", "SuspendTime", "SuspendTimeout", "Topology", "TRESBillingWeights",
+}
+
+// derivedOptions are the partition options strata-policy writes itself,
+// lowercase, with what to do instead; DenyAccounts and DenyQos are here
+// because Slurm ignores them where AllowAccounts and AllowQos are set.
+var derivedOptions = map[string]string{
+	"partitionname": "the partition's name is its key under cluster.partitions",
+	"nodes":         "give the nodes in nodes:",
+	"allowaccounts": "remove it: strata-policy allows the projects that may use the partition's classes",
+	"allowqos":      "remove it: strata-policy allows the partition's classes",
+	"defaulttime":   "set default_time on the partition's classes",
+	"maxtime":       "set max_time on the partition's classes",
+	"default":       "remove it: the partition of cluster.default_class is the default partition",
+	"denyaccounts":  "remove it: Slurm ignores DenyAccounts where AllowAccounts is set; leave the class out of the project's classes instead",
+	"denyqos":       "remove it: Slurm ignores DenyQos where AllowQos is set; the partition allows its classes only",
 }
 
 // validNamespace reports whether ns is a Kubernetes namespace name (a DNS

@@ -1,0 +1,122 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/policy/internal/compile"
+	"github.com/strata-hpc/strata/policy/internal/spec"
+	"github.com/strata-hpc/strata/test/policygen"
+)
+
+// TestApplyBatched applies a generated policy of 5 tenants × 4 projects ×
+// 5 members to a slurmdbd that has none of it, and counts the requests:
+// the reads (2 parser probes, QOS, accounts, and the associations in one
+// request per 256 accounts) and 12 writes:
+//   - QOS: 2, as interactive and train preempt batch, which the first
+//     request creates (slurmrestd resolves a preempted QOS before it writes);
+//   - 25 accounts: 8 (their records; one association request per parent:
+//     root and the 5 tenants; the settings of all 25);
+//   - users and their associations, with their GPU limits: 2 (the records,
+//     then every association).
+//
+// A second apply of the same file only reads.
+func TestApplyBatched(t *testing.T) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
+		file, st := generated(t, b, policygen.Spec{Tenants: 5, Projects: 4, Members: 5, Seed: 3})
+		changes := 3 + 25 + st.Users + 5*4*5 // QOS, accounts, users, a GPU limit per user association
+		accts, err := b.Client(t).Accounts(testbed.Context(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := func(accounts int) int { return 4 + (accounts+255)/256 }
+		code, out := policyOn(t, b, file, "apply", "--apply")
+		if code != exitOK {
+			t.Fatalf("apply: exit %d:\n%s", code, tail(out))
+		}
+		for _, want := range []string{fmt.Sprintf("Applied %d of %d changes in 4 writes.", changes, changes),
+			fmt.Sprintf("%d requests to slurmrestd (%d reads, 12 writes)", reads(len(accts))+12, reads(len(accts)))} {
+			if !strings.Contains(out, want) {
+				t.Errorf("apply: want %q in:\n%s", want, tail(out))
+			}
+		}
+		code, out = policyOn(t, b, file, "apply", "--apply")
+		noop := fmt.Sprintf("%d requests to slurmrestd (%[1]d reads, 0 writes)", reads(len(accts)+25))
+		if code != exitOK || !strings.Contains(out, "Slurm matches") || !strings.Contains(out, noop) {
+			t.Errorf("second apply: exit %d, want 0 and %q:\n%s", code, noop, tail(out))
+		}
+	})
+}
+
+// TestApplyOneAtATime: --batch-size 1 writes every change on its own and
+// makes the same Slurm state, which a batched apply then finds in sync.
+func TestApplyOneAtATime(t *testing.T) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
+		file, st := generated(t, b, policygen.Spec{Tenants: 2, Projects: 2, Members: 2, Seed: 5})
+		changes := 3 + 6 + st.Users + 2*2*2
+		code, out := policyOn(t, b, file, "apply", "--apply", "--batch-size", "1")
+		if code != exitOK || !strings.Contains(out, fmt.Sprintf("Applied %d of %d changes in %d writes.", changes, changes, changes)) {
+			t.Fatalf("apply --batch-size 1: exit %d, want %d changes in as many writes:\n%s", code, changes, tail(out))
+		}
+		code, out = policyOn(t, b, file, "apply", "--apply")
+		if code != exitOK || !strings.Contains(out, "Slurm matches") || !strings.Contains(out, " reads, 0 writes)") {
+			t.Errorf("batched apply after one at a time: exit %d, want no write:\n%s", code, tail(out))
+		}
+		if code, out = policyOn(t, b, file, "apply", "--apply", "--batch-size", "0"); code != exitFailure || !strings.Contains(out, "--batch-size 0") {
+			t.Errorf("--batch-size 0: exit %d, want %d and the flag named:\n%s", code, exitFailure, tail(out))
+		}
+	})
+}
+
+// generated writes a policy of s for bed b with names no other test uses,
+// and removes what an apply of it made when the test ends.
+func generated(t *testing.T, b *testbed.Bed, s policygen.Spec) (string, policygen.Stats) {
+	t.Helper()
+	s.Cluster, s.Partition, s.Prefix = b.Cluster, b.Partition, testbed.Unique("pb")
+	var buf bytes.Buffer
+	st, err := policygen.Write(&buf, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Parse(file, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := compile.Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, c := testbed.Context(t), b.Client(t)
+		for _, u := range want.Users {
+			_ = c.DeleteUser(ctx, u.Name)
+		}
+		for i := len(want.Accounts) - 1; i >= 0; i-- { // children first
+			_ = c.DeleteAccount(ctx, want.Accounts[i].Name)
+		}
+		for _, q := range want.QOS {
+			_ = c.DeleteQOS(ctx, q.Name)
+		}
+	})
+	return file, st
+}
+
+// tail is the end of a long apply output: its summary lines.
+func tail(out string) string {
+	lines := strings.Split(out, "\n")
+	if len(lines) > 12 {
+		lines = append([]string{fmt.Sprintf("[%d lines]", len(lines)-12)}, lines[len(lines)-12:]...)
+	}
+	return strings.Join(lines, "\n")
+}

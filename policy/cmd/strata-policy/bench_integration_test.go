@@ -1,0 +1,408 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/policy/internal/compile"
+	"github.com/strata-hpc/strata/policy/internal/spec"
+	"github.com/strata-hpc/strata/test/policygen"
+)
+
+// Environment of BenchmarkPolicyApply (`make bench-policy` sets it).
+const (
+	// benchBedVar names the environment file of a private test bed: the
+	// benchmark empties its slurmdbd, so never a shared one.
+	benchBedVar = "STRATA_BENCH_TESTBED"
+	// benchResetVar is a shell command that empties that test bed's
+	// slurmdbd (testbed.sh up --fresh ...).
+	benchResetVar = "STRATA_BENCH_RESET"
+	// benchScaleVar is the policy: tenants x projects x members
+	// (default 20x10x20).
+	benchScaleVar = "STRATA_BENCH_SCALE"
+	// benchBaselineVar runs per-object sacctmgr on the first N tenants
+	// only (default: all) and scales its time to the whole policy by the
+	// number of calls, for a full-size run that would take hours.
+	benchBaselineVar = "STRATA_BENCH_SACCTMGR_TENANTS"
+)
+
+// BenchmarkPolicyApply compares, each time on an empty slurmdbd, the
+// obvious way to load a tenant policy, one `sacctmgr -i add` per QOS,
+// account and user association, with `strata-policy apply --apply`
+// (batched REST), and times the no-op re-apply. It prints a table and
+// reports the figures as metrics. Run it with `make bench-policy`.
+func BenchmarkPolicyApply(b *testing.B) {
+	env, reset := os.Getenv(benchBedVar), os.Getenv(benchResetVar)
+	if env == "" || reset == "" {
+		b.Skipf("%s and %s are not set: run `make bench-policy`, which starts a private test bed", benchBedVar, benchResetVar)
+	}
+	bed, err := testbed.Load(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := benchScale(os.Getenv(benchScaleVar))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Cluster, s.Partition, s.Seed = bed.Cluster, bed.Partition, 1
+	baseline := s
+	if v := os.Getenv(benchBaselineVar); v != "" {
+		if baseline.Tenants, err = strconv.Atoi(v); err != nil || baseline.Tenants < 1 || baseline.Tenants > s.Tenants {
+			b.Fatalf("%s=%q: give a number of tenants from 1 to %d", benchBaselineVar, v, s.Tenants)
+		}
+	}
+	var r benchResult
+	for b.Loop() {
+		r = benchOnce(b, bed, reset, s, baseline)
+	}
+	fmt.Print(r.table(bed))
+	b.ReportMetric(r.sacctmgrFull().Seconds(), "sacctmgr-s")
+	b.ReportMetric(r.apply.Seconds(), "apply-s")
+	b.ReportMetric(r.noop.Seconds(), "noop-s")
+	b.ReportMetric(float64(r.applyRequests), "apply-requests")
+	b.ReportMetric(r.sacctmgrFull().Seconds()/r.apply.Seconds(), "speedup")
+}
+
+type benchResult struct {
+	stats, baseStats policygen.Stats
+	sacctmgr         time.Duration   // measured, on baseStats
+	blocks           []time.Duration // of the sacctmgr run: the QOS, then each tenant's objects
+	// When sacctmgr ran on some tenants only: one more tenant's objects
+	// (sampleCalls calls) added by sacctmgr to the slurmdbd that holds the
+	// whole policy, and the whole run's time derived from the measures.
+	sample                time.Duration
+	sampleCalls           int
+	lowerBound, estimate  time.Duration
+	baselineMatches       string // what plan says after the sacctmgr run
+	apply, noop           time.Duration
+	applyRequests         int
+	applySummary          string
+	noopSummary           string
+	loadBefore, loadAfter string
+}
+
+// sacctmgrFull is the per-object sacctmgr time of the whole policy:
+// measured, or the estimate.
+func (r benchResult) sacctmgrFull() time.Duration {
+	if r.estimate > 0 {
+		return r.estimate
+	}
+	return r.sacctmgr
+}
+
+// benchOnce runs the three measurements, each from an empty slurmdbd.
+func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policygen.Spec) benchResult {
+	var r benchResult
+	r.loadBefore = loadAverage()
+	dir := b.TempDir()
+	fullFile, fullState := benchPolicy(b, dir, "policy.yaml", full, &r.stats)
+	baseFile, baseState := fullFile, fullState
+	r.baseStats = r.stats
+	if base.Tenants != full.Tenants {
+		baseFile, baseState = benchPolicy(b, dir, "baseline.yaml", base, &r.baseStats)
+	}
+
+	// (a) per-object sacctmgr, tenant by tenant.
+	resetBed(b, reset)
+	blocks := sacctmgrCalls(b, baseState)
+	calls := 0
+	for _, bl := range blocks {
+		calls += len(bl)
+	}
+	if calls != r.baseStats.Objects() {
+		b.Fatalf("%d sacctmgr calls for %d objects", calls, r.baseStats.Objects())
+	}
+	for _, bl := range blocks {
+		t := time.Now()
+		runSacctmgr(b, bed, bl)
+		r.blocks = append(r.blocks, time.Since(t))
+		r.sacctmgr += r.blocks[len(r.blocks)-1]
+	}
+	code, out := benchPolicyRun(b, bed, baseFile, "plan")
+	switch code {
+	case exitOK:
+		r.baselineMatches = "yes"
+	default:
+		first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+		r.baselineMatches = fmt.Sprintf("no (plan exits %d: %s)", code, first)
+	}
+
+	// (b) strata-policy apply, then (c) the same again.
+	resetBed(b, reset)
+	start := time.Now()
+	code, out = benchPolicyRun(b, bed, fullFile, "apply", "--apply")
+	r.apply = time.Since(start)
+	if code != exitOK {
+		b.Fatalf("apply: exit %d:\n%s", code, tail(out))
+	}
+	r.applySummary, r.applyRequests = requestsLine(b, out)
+	start = time.Now()
+	code, out = benchPolicyRun(b, bed, fullFile, "apply", "--apply")
+	r.noop = time.Since(start)
+	if code != exitOK || !strings.Contains(out, "Slurm matches") {
+		b.Fatalf("second apply: exit %d, want no change:\n%s", code, tail(out))
+	}
+	r.noopSummary, _ = requestsLine(b, out)
+
+	if base.Tenants != full.Tenants {
+		// One more tenant of the same shape, by sacctmgr, on the slurmdbd
+		// that now holds the whole policy: what the last tenants of a
+		// whole sacctmgr run would cost.
+		extra := full
+		extra.Tenants, extra.Prefix = 1, "zz"
+		var st policygen.Stats
+		_, state := benchPolicy(b, dir, "extra.yaml", extra, &st)
+		sample := sacctmgrCalls(b, state)
+		runSacctmgr(b, bed, sample[0]) // its QOS, not timed
+		t := time.Now()
+		for _, bl := range sample[1:] { // the tenant, not the QOS
+			runSacctmgr(b, bed, bl)
+			r.sampleCalls += len(bl)
+		}
+		r.sample = time.Since(t)
+		// Each tenant costs sacctmgr more than the one before, as its
+		// calls read a larger slurmdbd: the tenants measured, scaled,
+		// are a lower bound; growing in a straight line from the first
+		// tenant's time (measured on an empty slurmdbd) to the sample's
+		// (on a full one), an estimate.
+		r.lowerBound = time.Duration(float64(r.sacctmgr) * float64(r.stats.Objects()) / float64(calls))
+		n, t1 := time.Duration(full.Tenants), r.blocks[1]
+		r.estimate = r.blocks[0] + n*t1 + (r.sample-t1)*(n-1)/2
+	}
+	r.loadAfter = loadAverage()
+	return r
+}
+
+// runSacctmgr makes the calls one after another.
+func runSacctmgr(b *testing.B, bed *testbed.Bed, calls [][]string) {
+	b.Helper()
+	for _, args := range calls {
+		if out, err := benchSacctmgr(bed, args...); err != nil {
+			b.Fatalf("sacctmgr %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+func (r benchResult) table(bed *testbed.Bed) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "\nstrata-policy apply against per-object sacctmgr, %s, Slurm %s (test bed %s), %d CPUs, load average %s at the start, %s at the end\n",
+		time.Now().UTC().Format("2006-01-02"), bed.Release, bed.Name, runtime.NumCPU(), r.loadBefore, r.loadAfter)
+	fmt.Fprintf(&w, "policy: %d tenants x %d projects x %d members = %d QOS, %d accounts, %d users, %d user associations (%d objects)\n\n",
+		r.stats.Tenants, r.stats.Projects/r.stats.Tenants, r.stats.Associations/r.stats.Projects, r.stats.Classes,
+		r.stats.Tenants+r.stats.Projects, r.stats.Users, r.stats.Associations, r.stats.Objects())
+	fmt.Fprintf(&w, "| from an empty slurmdbd | requests | wall time |\n|---|---|---|\n")
+	if r.estimate == 0 {
+		fmt.Fprintf(&w, "| per-object `sacctmgr -i add` | %d sacctmgr calls | %s |\n", r.stats.Objects(), round(r.sacctmgr))
+	} else {
+		fmt.Fprintf(&w, "| per-object `sacctmgr -i add`, the first %d tenants (measured) | %d sacctmgr calls | %s |\n",
+			r.baseStats.Tenants, r.baseStats.Objects(), round(r.sacctmgr))
+		fmt.Fprintf(&w, "| per-object `sacctmgr -i add`, one more tenant on the full slurmdbd (measured) | %d sacctmgr calls | %s |\n",
+			r.sampleCalls, round(r.sample))
+		fmt.Fprintf(&w, "| per-object `sacctmgr -i add`, whole policy: lower bound (the first %d tenants x %d/%d calls) | %d sacctmgr calls | %s |\n",
+			r.baseStats.Tenants, r.stats.Objects(), r.baseStats.Objects(), r.stats.Objects(), round(r.lowerBound))
+		fmt.Fprintf(&w, "| per-object `sacctmgr -i add`, whole policy: estimate (a tenant's time growing in a straight line from the first's, %s, to one on the full slurmdbd, %s) | %d sacctmgr calls | %s |\n",
+			round(r.blocks[1]), round(r.sample), r.stats.Objects(), round(r.estimate))
+	}
+	fmt.Fprintf(&w, "| `strata-policy apply --apply` (batched REST) | %s | %s |\n", r.applySummary, round(r.apply))
+	fmt.Fprintf(&w, "| `strata-policy apply --apply` again (no-op) | %s | %s |\n", r.noopSummary, round(r.noop))
+	if r.estimate == 0 {
+		fmt.Fprintf(&w, "\nfirst apply: %.1fx faster than per-object sacctmgr", r.sacctmgr.Seconds()/r.apply.Seconds())
+	} else {
+		fmt.Fprintf(&w, "\nfirst apply: at least %.1fx faster than per-object sacctmgr (lower bound), %.1fx by the estimate",
+			r.lowerBound.Seconds()/r.apply.Seconds(), r.estimate.Seconds()/r.apply.Seconds())
+	}
+	fmt.Fprintf(&w, "; slurmdbd after sacctmgr matches the policy: %s\n", r.baselineMatches)
+	fmt.Fprintf(&w, "sacctmgr, time per tenant (the first is the QOS): %s\n", blockTimes(r.blocks))
+	return w.String()
+}
+
+// blockTimes lists the first and last few times of a run.
+func blockTimes(ds []time.Duration) string {
+	var parts []string
+	for i, d := range ds {
+		if i < 4 || i >= len(ds)-3 {
+			parts = append(parts, round(d))
+		} else if i == 4 {
+			parts = append(parts, "...")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func round(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
+
+var requestsRE = regexp.MustCompile(`(\d+) requests to slurmrestd \((\d+) reads, (\d+) writes\)`)
+
+// requestsLine finds apply's count of requests: "6 reads, 0 writes" and
+// the total.
+func requestsLine(b *testing.B, out string) (string, int) {
+	m := requestsRE.FindStringSubmatch(out)
+	if m == nil {
+		b.Fatalf("no request count in:\n%s", tail(out))
+	}
+	n, _ := strconv.Atoi(m[1])
+	return fmt.Sprintf("%s (%s reads, %s writes)", m[1], m[2], m[3]), n
+}
+
+func benchScale(v string) (policygen.Spec, error) {
+	if v == "" {
+		v = "20x10x20"
+	}
+	var s policygen.Spec
+	if _, err := fmt.Sscanf(v, "%dx%dx%d", &s.Tenants, &s.Projects, &s.Members); err != nil || s.Tenants < 1 || s.Projects < 1 || s.Members < 1 {
+		return s, fmt.Errorf("%s=%q: want tenants x projects x members, e.g. 200x10x20", benchScaleVar, v)
+	}
+	return s, nil
+}
+
+func benchPolicy(b *testing.B, dir, name string, s policygen.Spec, st *policygen.Stats) (string, *compile.State) {
+	var buf bytes.Buffer
+	var err error
+	if *st, err = policygen.Write(&buf, s); err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	p, err := spec.Parse(file, buf.Bytes())
+	if err != nil {
+		b.Fatal(err)
+	}
+	state, err := compile.Compile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return file, state
+}
+
+// sacctmgrCalls are the per-object calls that make the state, one per
+// QOS, account and user association, with the fields strata-policy writes:
+// the QOS first, then tenant by tenant its account, its projects and its
+// users' associations, as a script looping over a policy would. Each user
+// must be in one tenant only, as policygen makes them.
+func sacctmgrCalls(b *testing.B, st *compile.State) [][][]string {
+	var qos [][]string
+	for _, q := range st.QOS {
+		args := []string{"add", "qos", q.Name, "Description=" + q.Description, "Priority=" + strconv.FormatInt(q.Priority, 10)}
+		if q.MaxWall > 0 {
+			args = append(args, "MaxWall="+strconv.FormatInt(int64(q.MaxWall/time.Minute), 10))
+		}
+		if len(q.MaxTRESPerJob) > 0 {
+			args = append(args, "MaxTRESPerJob="+q.MaxTRESPerJob.String())
+		}
+		if len(q.Preempt) > 0 {
+			args = append(args, "Preempt="+strings.Join(q.Preempt, ","))
+		}
+		if q.PreemptMode != "" {
+			args = append(args, "PreemptMode="+q.PreemptMode)
+		}
+		qos = append(qos, args)
+	}
+	blocks := [][][]string{qos}
+	tenantOf := map[string]string{}
+	at := map[string]int{} // tenant → index in blocks
+	for _, a := range st.Accounts {
+		tenantOf[a.Name] = a.Tenant
+		if _, ok := at[a.Tenant]; !ok {
+			at[a.Tenant] = len(blocks)
+			blocks = append(blocks, nil)
+		}
+		args := []string{"add", "account", a.Name, "Cluster=" + st.Cluster, "Parent=" + a.Parent, "Description=" + a.Description,
+			"Organization=" + compile.Marker, "Fairshare=" + strconv.FormatInt(a.Fairshare, 10)}
+		if len(a.QOS) > 0 {
+			args = append(args, "QOS="+strings.Join(a.QOS, ","), "DefaultQOS="+a.DefaultQOS)
+		}
+		if len(a.GrpTRES) > 0 {
+			args = append(args, "GrpTRES="+a.GrpTRES.String())
+		}
+		if len(a.GrpTRESMins) > 0 {
+			args = append(args, "GrpTRESMins="+a.GrpTRESMins.String())
+		}
+		if a.GrpJobs > 0 {
+			args = append(args, "GrpJobs="+strconv.FormatInt(a.GrpJobs, 10))
+		}
+		blocks[at[a.Tenant]] = append(blocks[at[a.Tenant]], args)
+	}
+	for _, u := range st.Users {
+		// The default account first: sacctmgr sets a new user's default
+		// with the first association.
+		accts := []string{u.DefaultAccount}
+		for _, a := range slices.Sorted(maps.Keys(u.Accounts)) {
+			if a != u.DefaultAccount {
+				accts = append(accts, a)
+			}
+		}
+		t := tenantOf[u.DefaultAccount]
+		for i, a := range accts {
+			if tenantOf[a] != t {
+				b.Fatalf("user %s is in tenants %s and %s: the benchmark's sacctmgr run wants one tenant per user", u.Name, t, tenantOf[a])
+			}
+			args := []string{"add", "user", u.Name, "Cluster=" + st.Cluster, "Account=" + a}
+			if i == 0 {
+				args = append(args, "DefaultAccount="+a)
+			}
+			if n := u.Accounts[a]; n > 0 {
+				args = append(args, "GrpTRES=gres/gpu="+strconv.FormatInt(n, 10))
+			}
+			blocks[at[t]] = append(blocks[at[t]], args)
+		}
+	}
+	return blocks
+}
+
+// benchSacctmgr runs the test bed's sacctmgr (its bin/ wrapper) with -i.
+func benchSacctmgr(bed *testbed.Bed, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, filepath.Join(bed.Bin, "sacctmgr"), append([]string{"-i"}, args...)...).CombinedOutput()
+}
+
+// resetBed empties the bench bed's slurmdbd.
+func resetBed(b *testing.B, reset string) {
+	b.Helper()
+	out, err := exec.Command("bash", "-c", reset).CombinedOutput()
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", reset, err, out)
+	}
+}
+
+// benchPolicyRun runs strata-policy in this process, as the binary would.
+func benchPolicyRun(b *testing.B, bed *testbed.Bed, file string, args ...string) (int, string) {
+	var out, errb bytes.Buffer
+	full := append([]string{"strata-policy", "--log-level", "warn"}, args...)
+	full = append(full, "--policy", file, "--url", bed.URL, "--user", bed.AdminUser, "--token-file", bed.TokenFile)
+	if args[0] == "apply" {
+		full = append(full, "--sacctmgr", filepath.Join(bed.Bin, "sacctmgr"))
+	}
+	err := run(context.Background(), full, &out, &errb)
+	return cliexit.CodeOf(err), out.String() + errb.String() + fmt.Sprint(err)
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/policy/internal/compile"
+	"github.com/strata-hpc/strata/policy/internal/explain"
+)
+
+const explainDoc = `Explains, from the policy file and what Slurm reports now:
+
+  explain user <name>      the user's projects and default account, the per-user GPU limit and
+                           the account limits above it, fair-share at each level, running and
+                           pending jobs with why each pending one waits
+  explain account <name>   a tenant or project: its limits (policy value, the line it comes from,
+                           Slurm's value; DRIFT where they differ), what its running jobs hold,
+                           the GPU-hour budget used, fair-share from root down
+  explain job <id>         a job: what it asks for, the limits on its way up, and for a pending
+                           job Slurm's reason in plain words with the numbers behind it, e.g.
+                           "AssocGrpGRES: project acme-llm uses 60 of its 64 GPUs; this job asks for 8"
+
+Text for people by default; --json gives the same report for programs (the portal).
+Nothing is written. Exit 1 when the name is in neither the policy nor Slurm.`
+
+// explainCommand is the explain verb with one subcommand per kind of name.
+func explainCommand(ctx context.Context, flags []cli.Flag, log func() *slog.Logger) *cli.Command {
+	flags = append(flags, &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"})
+	sub := func(name, arg, usage string) *cli.Command {
+		return &cli.Command{Name: name, Usage: usage, ArgsUsage: arg, Flags: flags,
+			Action: func(c *cli.Context) error { return cmdExplain(ctx, c, log()) }}
+	}
+	return &cli.Command{Name: "explain", Usage: "why a job waits; the limits, usage and fair-share of a user or an account",
+		Description: explainDoc, Subcommands: []*cli.Command{
+			sub("user", "<name>", "explain a user"),
+			sub("account", "<name>", "explain an account (tenant or project)"),
+			sub("job", "<id>", "explain a job"),
+		}}
+}
+
+// restOnly picks the flags that reach the policy and slurmrestd.
+func restOnly(flags []cli.Flag) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range flags {
+		if slices.ContainsFunc(f.Names(), func(n string) bool {
+			return n == "policy" || n == "url" || n == "user" || n == "token-file"
+		}) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
+	name, err := oneName(c)
+	if err != nil {
+		return exitErr(exitFailure, err.Error())
+	}
+	var id int64
+	if c.Command.Name == "job" {
+		if id, err = strconv.ParseInt(name, 10, 64); err != nil || id <= 0 {
+			return exitErr(exitFailure, fmt.Sprintf("explain job: %q is not a job id (a number such as 1234)", name))
+		}
+	}
+	p, err := load(c)
+	if err != nil {
+		return err
+	}
+	st, err := compile.Compile(p)
+	if err != nil {
+		return exitErr(exitFailure, err.Error())
+	}
+	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
+		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log})
+	if err != nil {
+		return exitErr(exitFailure, err.Error())
+	}
+	live, err := readSnapshot(ctx, client, log)
+	if err != nil {
+		return exitErr(exitFailure, err.Error())
+	}
+	in := explain.Input{Policy: p, File: c.String("policy"), State: st, Live: live}
+	var report any
+	switch c.Command.Name {
+	case "user":
+		report, err = explain.User(in, name)
+	case "account":
+		report, err = explain.Account(in, name)
+	default:
+		report, err = explain.Job(in, id)
+	}
+	if err != nil {
+		return exitErr(exitFailure, err.Error())
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	return explain.Text(c.App.Writer, report)
+}
+
+// oneName returns the one name a subcommand takes. urfave/cli stops
+// parsing flags at the first argument; flags written after the name
+// (`explain job 42 --json`) are parsed here.
+func oneName(c *cli.Context) (string, error) {
+	args := c.Args().Slice()
+	what := c.Command.ArgsUsage
+	if len(args) == 0 || args[0] == "" {
+		return "", fmt.Errorf("explain %s: which one? usage: strata-policy explain %s %s", c.Command.Name, c.Command.Name, what)
+	}
+	name, rest := args[0], args[1:]
+	if len(rest) == 0 {
+		return name, nil
+	}
+	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range c.Command.Flags {
+		if err := f.Apply(set); err != nil {
+			return "", err
+		}
+	}
+	if err := set.Parse(rest); err != nil {
+		return "", fmt.Errorf("explain %s: %w", c.Command.Name, err)
+	}
+	if set.NArg() > 0 {
+		return "", fmt.Errorf("explain %s takes one %s, got %q and %q", c.Command.Name, what, name, set.Arg(0))
+	}
+	var err error
+	set.Visit(func(f *flag.Flag) {
+		if e := c.Set(f.Name, f.Value.String()); e != nil && err == nil {
+			err = e
+		}
+	})
+	return name, err
+}
+
+// readSnapshot reads what explain needs from slurmrestd. The fair-share
+// tree is optional: without it the report says what is unavailable.
+func readSnapshot(ctx context.Context, c *slurmrest.Client, log *slog.Logger) (explain.Snapshot, error) {
+	var s explain.Snapshot
+	var err error
+	if s.Associations, err = c.Associations(ctx, slurmrest.AssociationFilter{}); err != nil {
+		return s, err
+	}
+	if s.Users, err = c.Users(ctx); err != nil {
+		return s, err
+	}
+	if s.QOS, err = c.QOS(ctx); err != nil {
+		return s, err
+	}
+	jobs, err := c.Jobs(ctx, time.Time{})
+	if err != nil {
+		return s, err
+	}
+	s.Jobs = jobs.Jobs
+	if s.Partitions, err = c.Partitions(ctx); err != nil {
+		return s, err
+	}
+	if s.Nodes, err = c.Nodes(ctx); err != nil {
+		return s, err
+	}
+	if s.Shares, err = c.Shares(ctx); err != nil {
+		var auth *slurmrest.AuthError
+		if errors.As(err, &auth) {
+			return s, err
+		}
+		log.Warn("fair-share tree unavailable", "error", err)
+		s.Shares, s.SharesUnavailable = nil, err.Error()
+	}
+	return s, nil
+}

@@ -1,0 +1,98 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Sacctmgr runs sacctmgr for the one write slurmrestd cannot make on
+// Slurm 24.11 through 26.05: emptying a QOS's preempt list (it keeps the
+// list when it is posted empty, and 26.05's slurmrestd dies on a list that
+// holds an empty name). Every run is logged; a failed run's error carries
+// what sacctmgr printed.
+type Sacctmgr struct {
+	// Path of sacctmgr; "sacctmgr" when empty.
+	Path string
+	// Token, when set, gives the JWT that sacctmgr authenticates with
+	// (SLURM_JWT), so the host needs slurm.conf but no munge identity.
+	Token func(ctx context.Context) (string, error)
+	// Env is added to sacctmgr's environment (SLURM_CONF=..., say).
+	Env []string
+	// Runner runs the command; nil runs it with os/exec.
+	Runner Runner
+	Log    *slog.Logger
+}
+
+// Runner runs a command and returns what it printed.
+type Runner interface {
+	Run(ctx context.Context, path string, args, env []string) (stdout, stderr []byte, err error)
+}
+
+// ExecRunner runs commands with os/exec, in the caller's environment plus
+// env.
+type ExecRunner struct{}
+
+// Run implements Runner.
+func (ExecRunner) Run(ctx context.Context, path string, args, env []string) ([]byte, []byte, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.Bytes(), errb.Bytes(), err
+}
+
+// ClearQOSPreempt empties the preempt list of a QOS.
+func (s *Sacctmgr) ClearQOSPreempt(ctx context.Context, qos string) error {
+	if qos == "" || strings.ContainsAny(qos, " =,\t\n") {
+		return fmt.Errorf("clear the preempt list of QOS %q: not a QOS name", qos)
+	}
+	return s.run(ctx, "modify", "qos", "where", "name="+qos, "set", "preempt=")
+}
+
+// run runs sacctmgr -i (no confirmation prompt) with args.
+func (s *Sacctmgr) run(ctx context.Context, args ...string) error {
+	path := s.Path
+	if path == "" {
+		path = "sacctmgr"
+	}
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	runner := s.Runner
+	if runner == nil {
+		runner = ExecRunner{}
+	}
+	env := append([]string(nil), s.Env...)
+	if s.Token != nil {
+		tok, err := s.Token(ctx)
+		if err != nil {
+			return fmt.Errorf("sacctmgr %s: token: %w", strings.Join(args, " "), err)
+		}
+		env = append(env, "SLURM_JWT="+tok)
+	}
+	full := append([]string{"-i"}, args...)
+	log.Info("running sacctmgr", "path", path, "args", strings.Join(full, " "))
+	stdout, stderr, err := runner.Run(ctx, path, full, env)
+	if err != nil {
+		msg := strings.TrimSpace(strings.TrimSpace(string(stderr)) + "\n" + strings.TrimSpace(string(stdout)))
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			msg = strings.TrimSpace(msg + " (no sacctmgr at " + path + ": set --sacctmgr to its path)")
+		}
+		log.Error("sacctmgr failed", "args", strings.Join(full, " "), "error", err, "output", msg)
+		if msg == "" {
+			return fmt.Errorf("sacctmgr %s: %w", strings.Join(full, " "), err)
+		}
+		return fmt.Errorf("sacctmgr %s: %w: %s", strings.Join(full, " "), err, msg)
+	}
+	log.Debug("sacctmgr done", "args", strings.Join(full, " "), "output", strings.TrimSpace(string(stdout)))
+	return nil
+}

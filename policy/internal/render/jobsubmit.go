@@ -1,0 +1,377 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/strata-hpc/strata/policy/internal/spec"
+)
+
+func init() {
+	register(File{Name: "strata/policy.lua", Dir: DirSlurm, Mode: 0o644, Doc: "data for slurm's job_submit.lua", Render: JobSubmitData})
+}
+
+// JobSubmitFormat is the version of the data file's layout. job_submit.lua
+// lets every job through (and logs why) when the file has a version it does
+// not know, so bump it whenever a field changes meaning or goes away.
+const JobSubmitFormat = 1
+
+// jobSubmitSource is the file name the plugin's messages cite
+// ("policy.yaml:123"): the base name of /etc/strata/policy.yaml, where
+// admins keep the policy. The renderer is given the policy, not its path.
+const jobSubmitSource = "policy.yaml"
+
+// JobSubmit is what job_submit.lua knows of a policy; [JobSubmitData]
+// writes it as a Lua table. Times are in minutes (Slurm's unit), 0 for no
+// rule; lines are lines of the policy file (0 when unknown), for messages.
+type JobSubmit struct {
+	Cluster      string
+	DefaultClass string
+	ClassesLine  int
+	Classes      map[string]JobSubmitClass
+	// Partitions maps a partition to the class of jobs that name only the
+	// partition: the default class when it runs there, else the first
+	// class of the file that does.
+	Partitions map[string]string
+	// Accounts are the project accounts ("<tenant>-<project>").
+	Accounts map[string]JobSubmitAccount
+	// Users maps a user to their default account.
+	Users map[string]string
+}
+
+// JobSubmitClass is a workload class as the plugin applies it.
+type JobSubmitClass struct {
+	Partition      string
+	DefaultTime    int64
+	MaxTime        int64
+	Requeue        bool
+	WholeNodes     bool
+	Switches       int
+	MaxGPUsPerJob  int
+	Line           int
+	MaxTimeLine    int
+	MaxGPUsLine    int
+	WholeNodesLine int
+}
+
+// JobSubmitAccount is a project account.
+type JobSubmitAccount struct {
+	Tenant, Project string
+	Line            int
+	// Classes are the classes the project may use.
+	Classes     []string
+	ClassesLine int
+	// GPUs is the tightest GPU limit of the project and its tenant (nil:
+	// none); GPUsByType the tightest per GPU type, where 0 forbids it.
+	GPUs       *JobSubmitLimit
+	GPUsByType map[string]JobSubmitLimit
+	// Members may submit under the account; Viewers (user -> line) may
+	// not.
+	Members []string
+	Viewers map[string]int
+}
+
+// JobSubmitLimit is a GPU limit and where it comes from: Owner is
+// "account acme-llm" or "tenant acme".
+type JobSubmitLimit struct {
+	Limit int
+	Owner string
+	Line  int
+}
+
+// JobSubmitModel computes what job_submit.lua needs of a policy that
+// spec.Parse accepted. It reads the policy as given (ApplyDefaults has run
+// in Parse) and fills nothing in it.
+func JobSubmitModel(p *spec.Policy) *JobSubmit {
+	m := &JobSubmit{Cluster: p.Cluster.Name, DefaultClass: p.Cluster.DefaultClass, ClassesLine: p.Positions.At("classes").Line,
+		Classes: map[string]JobSubmitClass{}, Partitions: map[string]string{}, Accounts: map[string]JobSubmitAccount{}, Users: map[string]string{}}
+	all := make([]string, 0, len(p.Classes))
+	for i, c := range p.Classes {
+		path := fmt.Sprintf("classes[%d]", i)
+		line := func(key string) int { return lineOf(p, c.Line, path+"."+key, path) }
+		m.Classes[c.Name] = JobSubmitClass{Partition: c.Partition, DefaultTime: c.DefaultTime.Minutes(), MaxTime: c.MaxTime.Minutes(),
+			Requeue: c.Requeueable(), WholeNodes: c.WholeNodes, Switches: c.Switches, MaxGPUsPerJob: c.MaxGPUsPerJob,
+			Line: lineOf(p, c.Line, path), MaxTimeLine: line("max_time"), MaxGPUsLine: line("max_gpus_per_job"), WholeNodesLine: line("whole_nodes")}
+		if _, ok := m.Partitions[c.Partition]; !ok {
+			m.Partitions[c.Partition] = c.Name
+		}
+		all = append(all, c.Name)
+	}
+	if dc, ok := p.Class(m.DefaultClass); ok {
+		m.Partitions[dc.Partition] = dc.Name
+	}
+	fallback := map[string]string{} // user -> first account as a non-viewer
+	for ti, t := range p.Tenants {
+		tpath := fmt.Sprintf("tenants[%d]", ti)
+		for pi, pr := range t.Projects {
+			ppath := fmt.Sprintf("%s.projects[%d]", tpath, pi)
+			name := p.Account(t.Name, pr.Name)
+			a := JobSubmitAccount{Tenant: t.Name, Project: pr.Name, Line: lineOf(p, pr.Line, ppath), Viewers: map[string]int{}, GPUsByType: map[string]JobSubmitLimit{}}
+			switch {
+			case len(pr.Classes) > 0:
+				a.Classes = pr.Classes
+				a.ClassesLine = lineOf(p, a.Line, ppath+".classes", tpath+".classes", ppath)
+			case len(t.Classes) > 0:
+				a.Classes = t.Classes
+				a.ClassesLine = lineOf(p, a.Line, tpath+".classes", ppath)
+			default: // a policy built in code without ApplyDefaults
+				a.Classes = all
+				a.ClassesLine = a.Line
+			}
+			a.Classes = sortedCopy(a.Classes)
+			a.GPUs = tighter(
+				limitOf(pr.Limits.GPUs, "account "+name, lineOf(p, a.Line, ppath+".limits.gpus", ppath)),
+				limitOf(t.Limits.GPUs, "tenant "+t.Name, lineOf(p, t.Line, tpath+".limits.gpus", tpath)))
+			for typ, n := range t.Limits.GPUsByType {
+				a.GPUsByType[typ] = JobSubmitLimit{Limit: n, Owner: "tenant " + t.Name, Line: lineOf(p, t.Line, tpath+".limits.gpus_by_type."+typ, tpath)}
+			}
+			for typ, n := range pr.Limits.GPUsByType {
+				if old, ok := a.GPUsByType[typ]; !ok || n <= old.Limit {
+					a.GPUsByType[typ] = JobSubmitLimit{Limit: n, Owner: "account " + name, Line: lineOf(p, a.Line, ppath+".limits.gpus_by_type."+typ, ppath)}
+				}
+			}
+			for mi, mem := range pr.Members {
+				if mem.Role == spec.RoleViewer {
+					a.Viewers[mem.User] = lineOf(p, mem.Line, fmt.Sprintf("%s.members[%d]", ppath, mi), ppath)
+					continue
+				}
+				a.Members = append(a.Members, mem.User)
+				if _, ok := fallback[mem.User]; !ok {
+					fallback[mem.User] = name
+				}
+				if _, ok := m.Users[mem.User]; !ok && mem.Default {
+					m.Users[mem.User] = name
+				}
+			}
+			sort.Strings(a.Members)
+			m.Accounts[name] = a
+		}
+	}
+	for u, acct := range fallback { // ApplyDefaults marks one default; a policy built in code may not
+		if _, ok := m.Users[u]; !ok {
+			m.Users[u] = acct
+		}
+	}
+	return m
+}
+
+// lineOf is the line of the first path present in the policy's positions,
+// else of the last path's nearest enclosing value, else line (a policy
+// built in code has no positions, only the Line fields).
+func lineOf(p *spec.Policy, line int, paths ...string) int {
+	for _, path := range paths {
+		if pos, ok := p.Positions[path]; ok {
+			return pos.Line
+		}
+	}
+	if p.Positions != nil && len(paths) > 0 {
+		if l := p.Positions.At(paths[len(paths)-1]).Line; l > 0 {
+			return l
+		}
+	}
+	return line
+}
+
+func limitOf(n int, owner string, line int) *JobSubmitLimit {
+	if n <= 0 {
+		return nil // 0 is no limit
+	}
+	return &JobSubmitLimit{Limit: n, Owner: owner, Line: line}
+}
+
+// tighter returns the smaller of two limits; a project's wins a tie, so
+// the message names the account the job asked for.
+func tighter(project, tenant *JobSubmitLimit) *JobSubmitLimit {
+	switch {
+	case project == nil:
+		return tenant
+	case tenant == nil || project.Limit <= tenant.Limit:
+		return project
+	default:
+		return tenant
+	}
+}
+
+func sortedCopy(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}
+
+// JobSubmitData renders [JobSubmitModel] as the Lua data file
+// job_submit.lua reads: one `return { ... }` of tables, strings, integers
+// and booleans, with every key sorted, so the same policy gives the same
+// bytes. It is valid Lua 5.1 through 5.4 (Slurm links whichever its build
+// chose; Debian's is 5.1).
+func JobSubmitData(p *spec.Policy) ([]byte, error) {
+	m := JobSubmitModel(p)
+	if m.DefaultClass != "" {
+		if _, ok := m.Classes[m.DefaultClass]; !ok {
+			return nil, fmt.Errorf("default class %q is not a class", m.DefaultClass)
+		}
+	}
+	w := &luaWriter{}
+	w.line(0, "-- Strata's policy for slurm-plugins/job_submit.lua, rendered by `strata-policy render`")
+	w.line(0, "-- from "+jobSubmitSource+": do not edit, the next render overwrites it. Times are minutes,")
+	w.line(0, "-- *_line fields are lines of the policy file. The layout is in slurm-plugins/README.md.")
+	w.line(0, "return {")
+	w.field(1, "version", luaInt(JobSubmitFormat))
+	w.field(1, "source", luaString(jobSubmitSource))
+	w.field(1, "cluster", luaString(m.Cluster))
+	if m.DefaultClass != "" {
+		w.field(1, "default_class", luaString(m.DefaultClass))
+	}
+	w.field(1, "classes_line", luaInt(m.ClassesLine))
+	w.open(1, "classes")
+	for _, name := range sortedKeys(m.Classes) {
+		c := m.Classes[name]
+		w.open(2, name)
+		w.field(3, "partition", luaString(c.Partition))
+		w.field(3, "default_time", luaInt(c.DefaultTime))
+		w.field(3, "max_time", luaInt(c.MaxTime))
+		w.field(3, "requeue", luaBool(c.Requeue))
+		w.field(3, "whole_nodes", luaBool(c.WholeNodes))
+		w.field(3, "switches", luaInt(c.Switches))
+		w.field(3, "max_gpus_per_job", luaInt(c.MaxGPUsPerJob))
+		w.field(3, "line", luaInt(c.Line))
+		w.field(3, "max_time_line", luaInt(c.MaxTimeLine))
+		w.field(3, "max_gpus_line", luaInt(c.MaxGPUsLine))
+		w.field(3, "whole_nodes_line", luaInt(c.WholeNodesLine))
+		w.close(2)
+	}
+	w.close(1)
+	luaTable(w, 1, "partitions", m.Partitions, luaString)
+	w.open(1, "accounts")
+	for _, name := range sortedKeys(m.Accounts) {
+		a := m.Accounts[name]
+		w.open(2, name)
+		w.field(3, "tenant", luaString(a.Tenant))
+		w.field(3, "project", luaString(a.Project))
+		w.field(3, "line", luaInt(a.Line))
+		w.field(3, "classes", luaSet(a.Classes))
+		w.field(3, "classes_line", luaInt(a.ClassesLine))
+		if a.GPUs != nil {
+			w.field(3, "gpus", luaLimit(*a.GPUs))
+		}
+		luaTable(w, 3, "gpus_by_type", a.GPUsByType, luaLimit)
+		w.field(3, "members", luaSet(a.Members))
+		luaTable(w, 3, "viewers", a.Viewers, luaInt[int])
+		w.close(2)
+	}
+	w.close(1)
+	luaTable(w, 1, "users", m.Users, luaString)
+	w.line(0, "}")
+	return []byte(w.b.String()), nil
+}
+
+// luaWriter writes a Lua table constructor, one field a line, indented by
+// two spaces a level.
+type luaWriter struct{ b strings.Builder }
+
+func (w *luaWriter) line(depth int, s string) {
+	w.b.WriteString(strings.Repeat("  ", depth))
+	w.b.WriteString(s)
+	w.b.WriteByte('\n')
+}
+
+// field writes `key = value,`; keys are written ["key"] unless they are
+// plain identifiers, so any name is safe.
+func (w *luaWriter) field(depth int, key, value string) {
+	w.line(depth, luaKey(key)+" = "+value+",")
+}
+
+func (w *luaWriter) open(depth int, key string) { w.line(depth, luaKey(key)+" = {") }
+func (w *luaWriter) close(depth int)            { w.line(depth, "},") }
+
+// luaTable writes a map as a table with sorted keys, one field a line; an
+// empty map is `key = {},`.
+func luaTable[V any](w *luaWriter, depth int, key string, m map[string]V, value func(V) string) {
+	if len(m) == 0 {
+		w.field(depth, key, "{}")
+		return
+	}
+	w.open(depth, key)
+	for _, k := range sortedKeys(m) {
+		w.field(depth+1, k, value(m[k]))
+	}
+	w.close(depth)
+}
+
+// luaKeywords cannot be bare keys.
+var luaKeywords = map[string]bool{"and": true, "break": true, "do": true, "else": true, "elseif": true, "end": true,
+	"false": true, "for": true, "function": true, "goto": true, "if": true, "in": true, "local": true, "nil": true,
+	"not": true, "or": true, "repeat": true, "return": true, "then": true, "true": true, "until": true, "while": true}
+
+func luaKey(k string) string {
+	ident := k != "" && !luaKeywords[k] && (k[0] < '0' || k[0] > '9')
+	for _, r := range k {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			ident = false
+		}
+	}
+	if ident {
+		return k
+	}
+	return "[" + luaString(k) + "]"
+}
+
+// luaString quotes s for every Lua version: printable ASCII as is,
+// backslash and quote escaped, every other byte as \ddd (Lua 5.1 has no
+// \x or \u escapes).
+func luaString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' || c == '"':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c >= 0x20 && c < 0x7f:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "\\%03d", c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func luaInt[T ~int | ~int64](n T) string { return fmt.Sprint(int64(n)) }
+
+func luaBool(v bool) string {
+	if v {
+		return "true"
+	}
+	return "false"
+}
+
+// luaSet writes names as a set: { ["a"] = true, ["b"] = true }.
+func luaSet(names []string) string {
+	if len(names) == 0 {
+		return "{}"
+	}
+	sorted := sortedCopy(names)
+	parts := make([]string, 0, len(sorted))
+	for i, n := range sorted {
+		if i > 0 && n == sorted[i-1] {
+			continue
+		}
+		parts = append(parts, luaKey(n)+" = true")
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
+}
+
+func luaLimit(l JobSubmitLimit) string {
+	return fmt.Sprintf("{ limit = %d, owner = %s, line = %d }", l.Limit, luaString(l.Owner), l.Line)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

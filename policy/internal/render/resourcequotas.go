@@ -1,0 +1,76 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/strata-hpc/strata/policy/internal/spec"
+)
+
+func init() {
+	register(File{Name: "k8s/resourcequotas.yaml", Dir: DirStrata, Mode: 0o644,
+		Doc: "serving namespaces and ResourceQuotas, for kubectl apply", Render: ResourceQuotasYAML})
+}
+
+// The labels, names and resources of what ResourceQuotasYAML writes.
+// managed-by is Strata's ownership mark on what it puts in Kubernetes.
+const (
+	k8sLabelManagedBy = "app.kubernetes.io/managed-by"
+	k8sManagedBy      = "strata"
+	k8sLabelTenant    = "strata.io/tenant"
+	k8sQuotaName      = "strata-serving"
+	k8sResourceGPU    = "requests.nvidia.com/gpu"
+	k8sResourcePods   = "pods"
+	k8sQuotasHead     = `# /etc/strata/k8s/resourcequotas.yaml: the namespace and serving quota of
+# every tenant with a serving: block, written by strata-policy render from
+# the policy. Do not edit it: the next render overwrites it.
+#
+#   kubectl apply --server-side -f /etc/strata/k8s/resourcequotas.yaml
+#
+# The apiserver then holds each tenant's model servers to its quota, as
+# strata-bridge does before it deploys: requests.nvidia.com/gpu is
+# serving.gpus (GPUs are requested, never overcommitted, so requests are
+# what counts), pods is serving.replicas (pods that have not finished).
+# A Deployment that rolls out with maxSurge needs room for its surge pods
+# within pods.
+`
+)
+
+// k8sLabelValueRE matches a Kubernetes label value (at most 63 characters).
+var k8sLabelValueRE = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+
+// ResourceQuotasYAML renders, for every tenant with a serving quota in the
+// order of the policy, a Namespace (serving.namespace) and a ResourceQuota
+// strata-serving in it, both labelled as Strata's and with the tenant, as
+// one multi-document YAML file. Tenants without a serving: block get
+// nothing: strata-bridge refuses to serve for them. Strings are quoted, so
+// no YAML reader takes a name such as "no" for something else.
+func ResourceQuotasYAML(p *spec.Policy) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(k8sQuotasHead)
+	n := 0
+	for _, t := range p.Tenants {
+		if t.Serving == nil {
+			continue
+		}
+		if len(t.Name) > 63 || !k8sLabelValueRE.MatchString(t.Name) {
+			return nil, fmt.Errorf("tenant %q cannot be the value of label %s: a label value is at most 63 characters and starts and ends with a letter or digit", t.Name, k8sLabelTenant)
+		}
+		ns := t.Serving.Namespace
+		if ns == "" {
+			ns = spec.DefaultNamespace(t.Name)
+		}
+		n++
+		labels := fmt.Sprintf("  labels:\n    %s: %s\n    %s: %s\n", k8sLabelManagedBy, strconv.Quote(k8sManagedBy), k8sLabelTenant, strconv.Quote(t.Name))
+		fmt.Fprintf(&b, "---\n# tenant %s\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n%s", t.Name, strconv.Quote(ns), labels)
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: %s\n  namespace: %s\n%s", k8sQuotaName, strconv.Quote(ns), labels)
+		fmt.Fprintf(&b, "spec:\n  hard:\n    # serving.gpus\n    %s: %s\n    # serving.replicas\n    %s: %s\n",
+			k8sResourceGPU, strconv.Quote(strconv.Itoa(t.Serving.GPUs)), k8sResourcePods, strconv.Quote(strconv.Itoa(t.Serving.Replicas)))
+	}
+	if n == 0 {
+		b.WriteString("#\n# No tenant has a serving: block: nothing to apply.\n")
+	}
+	return b.Bytes(), nil
+}
