@@ -16,6 +16,8 @@ Commands:
   env       print the environment file of a running test bed
   logs      print the tail of every daemon log (what a failing test shows)
   restart-ctld  start slurmctld again if it stopped (a bad topology makes it exit)
+  plugins   copy slurm-plugins/job_submit.lua into a running bed (slurmctld reloads it
+            on the next job, when its mtime changes; no restart)
 
 Options (or the variables in brackets):
   --version V     Slurm release: 26.05 (Debian testing) or 24.11 (Debian 13)  [SLURM_VERSION, default 26.05]
@@ -35,6 +37,7 @@ USAGE
 }
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+JOB_SUBMIT_LUA=$HERE/../../../slurm-plugins/job_submit.lua
 CMD=${1:-}; [ $# -gt 0 ] && shift
 SLURM_VERSION=${SLURM_VERSION:-26.05}
 TB_NODES=${TB_NODES:-4}
@@ -177,6 +180,7 @@ render_conf() { # writes every config file for this instance into $R/etc
     fi
   } >"$e/topology.conf"
   echo "CgroupPlugin=disabled" >"$e/cgroup.conf"
+  install_plugins
   sed -e "s/@P_DBD@/$P_DBD/g" "$HERE/etc/slurmdbd.conf.in" >"$e/slurmdbd.conf"
   if [ "$SLURM_VERSION" = 24.11 ]; then # 24.11 has no StorageHost=unix:; its libmariadb uses the socket for localhost
     sed -i -e 's|^StorageHost=.*|StorageHost=localhost|' -e 's|^StorageUser=.*|StorageUser=slurm\nStoragePass=slurmtb|' "$e/slurmdbd.conf"
@@ -194,6 +198,12 @@ render_conf() { # writes every config file for this instance into $R/etc
   in_root sh -c "mkdir -p /var/lib/slurm/slurmctld /var/log/slurm /var/log/mysql /var/lib/strata-jobs && \
     chown slurm:slurm /var/lib/slurm/slurmctld /var/log/slurm && chown mysql:mysql /var/log/mysql && chmod 1777 /var/lib/strata-jobs && \
     for n in $NODE_NAMES; do mkdir -p /var/lib/slurm/slurmd/\$n; done"
+}
+
+install_plugins() { # slurm.conf has JobSubmitPlugins=lua: slurmctld will not start without the script
+  [ -s "$JOB_SUBMIT_LUA" ] || die "missing $JOB_SUBMIT_LUA"
+  install -m 644 "$JOB_SUBMIT_LUA" "$R/etc/slurm/job_submit.lua.tmp"
+  mv "$R/etc/slurm/job_submit.lua.tmp" "$R/etc/slurm/job_submit.lua"
 }
 
 launch() { # name user|root cmd...   chroot execs the daemon, so $! is the daemon's PID
@@ -415,6 +425,7 @@ case $CMD in
   env) [ -s "$INST/env" ] || die "not running (no $INST/env)"; cat "$INST/env" ;;
   logs) cmd_logs ;;
   restart-ctld) cmd_restart_ctld ;;
+  plugins) [ -d "$R/etc/slurm" ] || die "no instance at $INST"; install_plugins; log "installed $R/etc/slurm/job_submit.lua" ;;
   ""|-h|--help|help) usage ;;
   *) echo "testbed: unknown command $CMD (see --help)" >&2; exit 2 ;;
 esac

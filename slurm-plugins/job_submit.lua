@@ -1,0 +1,615 @@
+--[[
+Strata's job_submit.lua, for Slurm's job_submit/lua plugin (JobSubmitPlugins=lua in slurm.conf;
+this file goes beside slurm.conf). Slurm 24.11 through 26.05; Lua 5.1 (Debian's build) to 5.4.
+
+It reads the policy data that `strata-policy render` writes to strata/policy.lua beside this
+file (/etc/slurm/strata/policy.lua) and, for a job whose account the policy manages:
+  - picks the job's workload class: --comment=strata:class=<name>, else the class of the
+    job's partition, else the cluster's default class;
+  - fills in what the job leaves out: the account (the user's default account in the
+    policy), the partition and the QOS (the class), the time limit (the class's
+    default_time), the requeue flag (set for requeueable classes, cleared for the others),
+    and --switches for multi-node jobs of a class with a switch rule;
+  - rejects, with a message that names the rule and the policy line, a user who is not a
+    member of the account (viewers are not), a class the project may not use, a QOS or
+    partition that is not the class's, GPUs above the class's max_gpus_per_job or the
+    project's (or tenant's) GPU limits, a time limit above the class's max_time, and a
+    multi-node job of a whole_nodes class that is not --exclusive.
+Jobs under accounts the policy does not manage pass untouched. Without the data file, or with
+one it cannot read, every job passes untouched and slurmctld's log says why, once.
+
+The data file is re-read when it changes: at most every RELOAD_SECONDS, the file is read and
+compared with the copy in memory, and only a changed file is parsed again. It is loaded as
+data: text only, no globals, and a bound on the instructions it may run.
+
+slurm_job_modify lets every change through: Slurm's own checks still hold (a user can move a
+pending job only to accounts and QOS of their associations, and cannot raise its time limit).
+Nothing in here can fail a submission by mistake: the work runs under pcall, and an error
+lets the job through and is logged.
+]]
+
+local RELOAD_SECONDS = 5
+local FORMAT = 1 -- the data layout this file reads (policy/internal/render.JobSubmitFormat)
+local MAX_INSTRUCTIONS = 10000000 -- a data file that runs longer is broken (a loop, not data)
+
+local NO_VAL = 4294967294 -- Slurm's "not set" for 32-bit fields
+local INFINITE = 4294967295
+local NO_VAL16 = 65534
+local INFINITE16 = 65535
+
+-- n32 and n16 read a 32-bit or 16-bit number of the job: nil when it is not set (or
+-- infinite; the time limit is read on its own).
+local function n32(v)
+	if v == nil or v == NO_VAL or v == INFINITE then
+		return nil
+	end
+	return tonumber(v)
+end
+
+local function n16(v)
+	if v == nil or v == NO_VAL16 or v == INFINITE16 then
+		return nil
+	end
+	return tonumber(v)
+end
+
+-- The data file sits in strata/ beside this script, which Slurm loads from the directory of
+-- slurm.conf; /etc/slurm when Lua cannot say where the script is.
+local DATA_FILE = (function()
+	local dir = "/etc/slurm"
+	if debug and debug.getinfo then
+		local src = debug.getinfo(1, "S").source
+		if type(src) == "string" and src:sub(1, 1) == "@" then
+			dir = src:sub(2):match("^(.*)/[^/]*$") or dir
+		end
+	end
+	return dir .. "/strata/policy.lua"
+end)()
+
+---------------------------------------------------------------------------------------------
+-- Loading the data file
+---------------------------------------------------------------------------------------------
+
+-- compile turns the file's text into a function with an empty environment: it sees no
+-- globals (no io, os, require), and binary chunks are refused (they can crash the VM).
+local function compile(text)
+	if text:byte(1) == 27 then
+		return nil, "it is a compiled Lua chunk, not text"
+	end
+	local env = {}
+	if setfenv and loadstring then -- Lua 5.1
+		local fn, err = loadstring(text, "=" .. DATA_FILE)
+		if not fn then
+			return nil, err
+		end
+		setfenv(fn, env)
+		return fn
+	end
+	return load(text, "=" .. DATA_FILE, "t", env)
+end
+
+-- run calls fn in a coroutine that a count hook stops after MAX_INSTRUCTIONS.
+local function run(fn)
+	local co = coroutine.create(fn)
+	if debug and debug.sethook then
+		debug.sethook(co, function()
+			error("it runs too long: data is a table, not a program", 0)
+		end, "", MAX_INSTRUCTIONS)
+	end
+	local ok, res = coroutine.resume(co)
+	if not ok then
+		return nil, tostring(res)
+	end
+	if coroutine.status(co) ~= "dead" then
+		return nil, "it yields instead of returning a table"
+	end
+	return res
+end
+
+-- check returns an error message when v at path is not of type want.
+local function check(v, want, path)
+	if type(v) ~= want then
+		return path .. ": want a " .. want .. ", got " .. type(v)
+	end
+end
+
+local function join(path, key)
+	if path == "" then
+		return key
+	end
+	return path .. "." .. key
+end
+
+local function check_map(m, path, each)
+	local err = check(m, "table", path)
+	if err then
+		return err
+	end
+	for k, v in pairs(m) do
+		if type(k) ~= "string" then
+			return path .. ": a key is a " .. type(k) .. ", want a string"
+		end
+		err = each(v, join(path, k))
+		if err then
+			return err
+		end
+	end
+end
+
+-- check_fields checks the fields of t, in the order of their names, so the first problem
+-- is the one reported.
+local function check_fields(t, path, fields)
+	local err = check(t, "table", path)
+	if err then
+		return err
+	end
+	local names = {}
+	for name in pairs(fields) do
+		names[#names + 1] = name
+	end
+	table.sort(names)
+	for _, name in ipairs(names) do
+		local want, v = fields[name], t[name]
+		if type(want) == "function" then
+			err = want(v, join(path, name))
+		elseif want:sub(1, 1) == "?" then
+			if v ~= nil then
+				err = check(v, want:sub(2), join(path, name))
+			end
+		else
+			err = check(v, want, join(path, name))
+		end
+		if err then
+			return err
+		end
+	end
+end
+
+local function is(want)
+	return function(v, path)
+		return check(v, want, path)
+	end
+end
+
+local function limit(v, path)
+	if v == nil then
+		return nil
+	end
+	return check_fields(v, path, { limit = "number", owner = "string", line = "number" })
+end
+
+-- validate checks the layout of a loaded data file (format 1), so that the rules below can
+-- read it without checking types.
+local function validate(d)
+	local err = check(d, "table", "the file")
+	if err then
+		return err .. " (it must `return { ... }`)"
+	end
+	if d.version ~= FORMAT then
+		return "it has format " .. tostring(d.version) .. ", this job_submit.lua reads format " .. FORMAT ..
+			": install the job_submit.lua of the strata-policy that wrote it"
+	end
+	err = check_fields(d, "", {
+		source = "string",
+		cluster = "string",
+		default_class = "?string",
+		classes_line = "number",
+		classes = function(v, path)
+			return check_map(v, path, function(c, p)
+				return check_fields(c, p, {
+					partition = "string", default_time = "number", max_time = "number",
+					requeue = "boolean", whole_nodes = "boolean", switches = "number",
+					max_gpus_per_job = "number", line = "number", max_time_line = "number",
+					max_gpus_line = "number", whole_nodes_line = "number",
+				})
+			end)
+		end,
+		partitions = function(v, path)
+			return check_map(v, path, is("string"))
+		end,
+		accounts = function(v, path)
+			return check_map(v, path, function(a, p)
+				return check_fields(a, p, {
+					tenant = "string", project = "string", line = "number", classes_line = "number",
+					classes = function(s, sp)
+						return check_map(s, sp, is("boolean"))
+					end,
+					gpus = limit,
+					gpus_by_type = function(s, sp)
+						return check_map(s, sp, limit)
+					end,
+					members = function(s, sp)
+						return check_map(s, sp, is("boolean"))
+					end,
+					viewers = function(s, sp)
+						return check_map(s, sp, is("number"))
+					end,
+				})
+			end)
+		end,
+		users = function(v, path)
+			return check_map(v, path, is("string"))
+		end,
+	})
+	if err then
+		return err
+	end
+	if d.default_class and not d.classes[d.default_class] then
+		return "default_class " .. d.default_class .. " is not a class"
+	end
+	for part, class in pairs(d.partitions) do
+		if not d.classes[class] then
+			return "partitions." .. part .. ": " .. class .. " is not a class"
+		end
+	end
+	if slurm.CLUSTER_NAME and d.cluster ~= slurm.CLUSTER_NAME then
+		return "it is the policy of cluster " .. d.cluster .. ", and this is " .. tostring(slurm.CLUSTER_NAME)
+	end
+end
+
+local function count(t)
+	local n = 0
+	for _ in pairs(t) do
+		n = n + 1
+	end
+	return n
+end
+
+-- state is what survives between jobs: the policy in use (nil: none), the text it came from,
+-- when the file was last looked at, and the last condition logged (so each is logged once).
+local state = { policy = nil, text = nil, checked = nil, logged = nil }
+
+local function log_once(key, level, msg)
+	if state.logged ~= key then
+		state.logged = key
+		slurm[level]("%s", msg)
+	end
+end
+
+-- policy returns the policy in use, re-reading the data file at most every RELOAD_SECONDS.
+local function policy()
+	local now = os.time()
+	if state.checked and now - state.checked < RELOAD_SECONDS and now >= state.checked then
+		return state.policy
+	end
+	state.checked = now
+	local f, oerr = io.open(DATA_FILE, "rb")
+	if not f then
+		state.policy, state.text = nil, nil
+		log_once("missing", "log_info", "strata: no policy data (" .. tostring(oerr) ..
+			"): jobs pass unchecked until `strata-policy render` writes it")
+		return nil
+	end
+	local text = f:read("*a") or ""
+	f:close()
+	if text == state.text then
+		return state.policy
+	end
+	state.text = text
+	local fn, err = compile(text)
+	local d
+	if fn then
+		d, err = run(fn)
+	end
+	if d then
+		err = validate(d)
+	end
+	if err then
+		state.policy = nil
+		log_once("broken " .. err, "log_error", "strata: " .. DATA_FILE .. " is broken, so jobs pass unchecked until it is fixed: " .. err)
+		return nil
+	end
+	state.policy = d
+	state.logged = "loaded"
+	slurm.log_info("%s", "strata: loaded " .. DATA_FILE .. ": " .. count(d.classes) .. " classes, " ..
+		count(d.accounts) .. " accounts, " .. count(d.users) .. " users")
+	return d
+end
+
+---------------------------------------------------------------------------------------------
+-- GPUs a job asks for
+---------------------------------------------------------------------------------------------
+
+local SUFFIX = { [""] = 1, k = 1024, m = 1024 ^ 2, g = 1024 ^ 3, t = 1024 ^ 4, p = 1024 ^ 5 }
+
+-- gpu_entry reads one entry of a TRES request: "gres/gpu:2", "gres/gpu:h100:2", "gres:gpu:2"
+-- (the older spelling), "gpu:2", "gres/gpu=2" and "gres/gpu:h100=2" (tres_per_task), "gres/gpu"
+-- (one). It returns the count and the type (nil: any), or nil when it is not a GPU.
+local function gpu_entry(item)
+	item = item:gsub("%(.*$", ""):gsub("^%s+", ""):gsub("%s+$", "")
+	local rest = item:match("^gres[/:]gpu(.*)$") or item:match("^gpu(.*)$")
+	if not rest or not (rest == "" or rest:match("^[:=]")) then
+		return nil -- another TRES or GRES (cpu=2, gres/gpumem, gres/shard)
+	end
+	local typ, num
+	local head, eq = rest:match("^(.-)=(.*)$")
+	if eq then
+		rest, num = head, eq
+	end
+	local fields = {}
+	for f in rest:gmatch("[^:]+") do
+		fields[#fields + 1] = f
+	end
+	if not num and #fields > 0 and fields[#fields]:match("^%d+[kKmMgGtTpP]?$") then
+		num = table.remove(fields)
+	end
+	typ = fields[1]
+	if not num then
+		return 1, typ
+	end
+	local digits, suffix = num:match("^(%d+)([kKmMgGtTpP]?)$")
+	if not digits then
+		return nil -- not a count Slurm would accept; Slurm rejects the job itself
+	end
+	return tonumber(digits) * SUFFIX[suffix:lower()], typ
+end
+
+-- gpus_in sums the GPUs of one TRES request string, in all and by type.
+local function gpus_in(s, times, total, by_type)
+	if type(s) ~= "string" or s == "" then
+		return
+	end
+	local sum, types = 0, {}
+	for item in s:gmatch("[^,]+") do
+		local n, typ = gpu_entry(item)
+		if n then
+			sum = sum + n
+			if typ then
+				types[typ] = (types[typ] or 0) + n
+			end
+		end
+	end
+	-- The request fields describe the same GPUs from different sides (--gpus=8 with
+	-- --gpus-per-node=4 on 2 nodes is 8 GPUs, not 16): the job gets at least the largest.
+	total.n = math.max(total.n, sum * times)
+	for typ, n in pairs(types) do
+		by_type[typ] = math.max(by_type[typ] or 0, n * times)
+	end
+end
+
+-- gpus returns the fewest GPUs the job can run with, in all and by type: per node times the
+-- nodes it asks for at least, per socket times sockets per node (1 when not given) and
+-- nodes, per task times its tasks. A job with a range of nodes may get more; Slurm's QOS and
+-- association limits hold for those.
+local function gpus(job_desc)
+	local nodes = n32(job_desc.min_nodes) or 1
+	if nodes < 1 then
+		nodes = 1
+	end
+	local tasks = n32(job_desc.num_tasks)
+	if not tasks then
+		tasks = (n16(job_desc.ntasks_per_node) or 1) * nodes
+	end
+	local sockets = n16(job_desc.sockets_per_node) or 1
+	local total, by_type = { n = 0 }, {}
+	gpus_in(job_desc.tres_per_job, 1, total, by_type)
+	gpus_in(job_desc.tres_per_node, nodes, total, by_type)
+	gpus_in(job_desc.tres_per_socket, sockets * nodes, total, by_type)
+	gpus_in(job_desc.tres_per_task, tasks, total, by_type)
+	return total.n, by_type
+end
+
+---------------------------------------------------------------------------------------------
+-- The rules
+---------------------------------------------------------------------------------------------
+
+local function code(name)
+	return slurm[name] or slurm.ERROR
+end
+
+-- minutes formats a time limit as Slurm does: "2-00:00:00", "04:00:00".
+local function minutes(m)
+	if m == INFINITE then
+		return "UNLIMITED"
+	end
+	local d = math.floor(m / 1440)
+	local h = math.floor((m % 1440) / 60)
+	local s = string.format("%02d:%02d:00", h, math.floor(m % 60))
+	if d > 0 then
+		return string.format("%d-%s", d, s)
+	end
+	return s
+end
+
+local function names(set)
+	local out = {}
+	for k in pairs(set) do
+		out[#out + 1] = k
+	end
+	table.sort(out)
+	return table.concat(out, ", ")
+end
+
+local function multi_node(job_desc)
+	local min, max = n32(job_desc.min_nodes), n32(job_desc.max_nodes)
+	return (min and min > 1) or (max and max > 1) or false
+end
+
+-- check_job returns nil when the job passes, or the Slurm error code and the message.
+-- It changes nothing; apply does, once the job passed.
+local function check_job(p, job, user)
+	local function fail(rc, line, msg)
+		if line and line > 0 then
+			msg = msg .. " (" .. p.source .. ":" .. string.format("%d", line) .. ")"
+		end
+		return code(rc), "strata: " .. msg
+	end
+
+	local acct = p.accounts[job.account]
+	if not acct.members[user] then
+		if acct.viewers[user] then
+			return fail("ESLURM_INVALID_ACCOUNT", acct.viewers[user], "user " .. user .. " is not a member of account " ..
+				job.account .. ": a viewer cannot submit jobs")
+		end
+		return fail("ESLURM_INVALID_ACCOUNT", acct.line, "user " .. user .. " is not a member of account " .. job.account)
+	end
+
+	local class = p.classes[job.class]
+	if job.class_from == "comment" and not class then
+		return fail("ESLURM_INVALID_QOS", p.classes_line, "there is no class " .. job.class ..
+			" (--comment=strata:class=" .. job.class .. "); the classes are " .. names(p.classes))
+	end
+	if not acct.classes[job.class] then
+		return fail("ESLURM_INVALID_QOS", acct.classes_line, "account " .. job.account .. " may not use class " ..
+			job.class .. "; it may use " .. names(acct.classes))
+	end
+	if job.qos and job.qos ~= job.class then
+		return fail("ESLURM_INVALID_QOS", class.line, "the QOS of a job is its class, " .. job.class .. " (" ..
+			job.class_why .. "): leave out --qos=" .. job.qos .. ", or choose the class with --comment=strata:class=<name>")
+	end
+	if job.class_from == "comment" and job.partition and job.partition ~= class.partition then
+		return fail("ESLURM_INVALID_PARTITION_NAME", class.line, "class " .. job.class .. " runs in partition " ..
+			class.partition .. ", not " .. job.partition .. ": leave out --partition")
+	end
+
+	if job.time and class.max_time > 0 and (job.time == INFINITE or job.time > class.max_time) then
+		return fail("ESLURM_INVALID_TIME_LIMIT", class.max_time_line, "class " .. job.class .. " allows at most " ..
+			minutes(class.max_time) .. "; this job asks for " .. minutes(job.time))
+	end
+
+	local n, by_type = gpus(job.desc)
+	if class.max_gpus_per_job > 0 and n > class.max_gpus_per_job then
+		return fail("ESLURM_ACCOUNTING_POLICY", class.max_gpus_line, string.format(
+			"class %s allows at most %d GPUs per job; this job asks for %d", job.class, class.max_gpus_per_job, n))
+	end
+	if acct.gpus and n > acct.gpus.limit then
+		return fail("ESLURM_ACCOUNTING_POLICY", acct.gpus.line, string.format(
+			"%s may use at most %d GPUs; this job asks for %d", acct.gpus.owner, acct.gpus.limit, n))
+	end
+	local types = {}
+	for typ in pairs(by_type) do
+		types[#types + 1] = typ
+	end
+	table.sort(types)
+	for _, typ in ipairs(types) do
+		local l, want = acct.gpus_by_type[typ], by_type[typ]
+		if l and want > l.limit then
+			if l.limit == 0 then
+				return fail("ESLURM_ACCOUNTING_POLICY", l.line, string.format("%s may not use %s GPUs", l.owner, typ))
+			end
+			return fail("ESLURM_ACCOUNTING_POLICY", l.line, string.format(
+				"%s may use at most %d %s GPUs; this job asks for %d", l.owner, l.limit, typ, want))
+		end
+	end
+
+	if class.whole_nodes and job.multi_node and job.desc.shared ~= 0 then
+		return fail("ESLURM_ACCOUNTING_POLICY", class.whole_nodes_line, "class " .. job.class ..
+			" runs jobs on several nodes on whole nodes only: add --exclusive")
+	end
+	return nil
+end
+
+-- apply fills in the job's account, partition, QOS, time limit, requeue flag and switches.
+local function apply(p, job)
+	local d, class = job.desc, p.classes[job.class]
+	local did = {}
+	if job.account_from_policy then
+		d.account = job.account
+		did[#did + 1] = "account=" .. job.account
+	end
+	if not job.partition then
+		d.partition = class.partition
+		did[#did + 1] = "partition=" .. class.partition
+	end
+	if not job.qos then
+		d.qos = job.class
+		did[#did + 1] = "qos=" .. job.class
+	end
+	if not job.time and class.default_time > 0 then
+		d.time_limit = class.default_time
+		did[#did + 1] = "time_limit=" .. string.format("%d", class.default_time)
+	end
+	if n16(d.requeue) == nil then
+		d.requeue = class.requeue and 1 or 0
+		did[#did + 1] = "requeue=" .. (class.requeue and "1" or "0")
+	end
+	if job.multi_node and class.switches > 0 and n32(d.req_switch) == nil then
+		d.req_switch = class.switches
+		did[#did + 1] = "switches=" .. string.format("%d", class.switches)
+	end
+	return did
+end
+
+-- reject tells the user why (sbatch prints it on stderr) and logs it.
+local function reject(job_desc, user, rc, msg)
+	slurm.log_info("%s", msg .. " [user " .. user .. ", job name " .. tostring(job_desc.name) .. "]")
+	slurm.log_user("%s", msg)
+	return rc
+end
+
+local function submit(job_desc, submit_uid)
+	local p = policy()
+	if not p then
+		return slurm.SUCCESS
+	end
+	local user = job_desc.user_name or ("uid " .. tostring(job_desc.user_id))
+	local job = { desc = job_desc }
+	job.account = job_desc.account
+	if job.account == "" then
+		job.account = nil
+	end
+	if not job.account then
+		job.account = p.users[user]
+		job.account_from_policy = job.account ~= nil
+		if not job.account then
+			job.account = job_desc.default_account -- Slurm's default for the user
+		end
+	end
+	if not job.account or not p.accounts[job.account] then
+		return slurm.SUCCESS -- not the policy's account: untouched
+	end
+
+	job.partition = job_desc.partition
+	if job.partition == "" then
+		job.partition = nil
+	end
+	job.qos = job_desc.qos
+	if job.qos == "" then
+		job.qos = nil
+	end
+	local comment = job_desc.comment
+	local named = type(comment) == "string" and comment:match("strata:class=([%w_%-%.]+)")
+	if named then
+		job.class, job.class_from, job.class_why = named, "comment", "from --comment"
+	elseif job.partition and p.partitions[job.partition] then
+		job.class, job.class_from = p.partitions[job.partition], "partition"
+		job.class_why = "the class of partition " .. job.partition
+	elseif p.default_class then
+		job.class, job.class_from, job.class_why = p.default_class, "default", "the default class"
+	else
+		return reject(job_desc, user, code("ESLURM_INVALID_QOS"), "strata: the policy has no default class: choose the class with " ..
+			"--comment=strata:class=<name>; the classes are " .. names(p.classes))
+	end
+	job.time = n32(job_desc.time_limit)
+	if job_desc.time_limit == INFINITE then
+		job.time = INFINITE
+	end
+	job.multi_node = multi_node(job_desc)
+
+	local rc, msg = check_job(p, job, user)
+	if rc then
+		return reject(job_desc, user, rc, msg)
+	end
+	local did = apply(p, job)
+	if #did > 0 then
+		slurm.log_debug("%s", "strata: class " .. job.class .. " (" .. job.class_why .. ") for user " .. user .. ": " ..
+			table.concat(did, " "))
+	end
+	return slurm.SUCCESS
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+	local ok, rc = pcall(submit, job_desc, submit_uid)
+	if ok then
+		return rc
+	end
+	slurm.log_error("%s", "strata: job_submit.lua failed, so the job passes unchecked: " .. tostring(rc))
+	return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	return slurm.SUCCESS
+end
+
+slurm.log_info("%s", "strata: job_submit.lua loaded; policy data: " .. DATA_FILE)
+return slurm.SUCCESS

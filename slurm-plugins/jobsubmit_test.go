@@ -1,0 +1,393 @@
+package slurmplugins
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/luatest"
+)
+
+// exampleFile is the shipped example policy; the unit tests run the
+// plugin on the data strata-policy renders from it.
+const exampleFile = "../etc/strata/policy.yaml"
+
+// Slurm's codes the plugin returns (slurm_errno.h; the harness gives the
+// script the same numbers slurmctld does).
+const (
+	rcOK          = 0
+	rcPartition   = 2000
+	rcAccount     = 2045
+	rcPolicy      = 2050
+	rcTimeLimit   = 2051
+	rcInvalidQOS  = 2066
+	reloadSeconds = 5 // RELOAD_SECONDS of job_submit.lua
+)
+
+// step is one step of the harness (testdata/harness.lua): write or remove
+// the data file, move the clock, submit a job.
+type step struct {
+	name    string
+	write   string // the data file's new content
+	remove  bool   // remove the data file
+	advance int    // seconds to move the clock
+	job     map[string]any
+}
+
+// result is what the harness prints for a step.
+type result struct {
+	RC      string
+	User    string // what the user is told (stderr of sbatch)
+	Changed string // fields the plugin set, "k=v" sorted as FIELDS in the harness
+	Logs    string // slurmctld log lines
+}
+
+func runSteps(t *testing.T, cluster string, steps []step) map[string]result {
+	t.Helper()
+	lua := luatest.Require(t)
+	script, err := os.ReadFile("job_submit.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness, err := os.ReadFile("testdata/harness.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "return {\n  cluster = %s,\n", luaValue(cluster))
+	for _, s := range steps {
+		fmt.Fprintf(&b, "  { name = %s", luaValue(s.name))
+		if s.write != "" {
+			fmt.Fprintf(&b, ", write = %s", luaValue(s.write))
+		}
+		if s.remove {
+			b.WriteString(", remove = true")
+		}
+		fmt.Fprintf(&b, ", advance = %d", s.advance)
+		if s.job != nil {
+			keys := make([]string, 0, len(s.job))
+			for k := range s.job {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			b.WriteString(", job = {")
+			for _, k := range keys {
+				fmt.Fprintf(&b, " %s = %s,", k, luaValue(s.job[k]))
+			}
+			b.WriteString(" }")
+		}
+		b.WriteString(" },\n")
+	}
+	b.WriteString("}\n")
+	out, err := lua.Run(t.Context(), string(harness), map[string][]byte{"job_submit.lua": script, "steps.lua": []byte(b.String())})
+	if err != nil {
+		t.Fatalf("harness: %v\noutput so far:\n%s", err, out)
+	}
+	res := map[string]result{}
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 5 {
+			t.Fatalf("harness line %q: want 5 fields", line)
+		}
+		res[f[0]] = result{RC: f[1], User: f[2], Changed: f[3], Logs: f[4]}
+	}
+	if len(res) != len(steps) {
+		t.Fatalf("%d results for %d steps (names must be unique):\n%s", len(res), len(steps), out)
+	}
+	return res
+}
+
+// luaValue writes a Go string, int or bool as a Lua literal.
+func luaValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		var b strings.Builder
+		b.WriteByte('"')
+		for i := 0; i < len(x); i++ {
+			c := x[i]
+			switch {
+			case c == '\\' || c == '"':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c >= 0x20 && c < 0x7f:
+				b.WriteByte(c)
+			default:
+				fmt.Fprintf(&b, "\\%03d", c)
+			}
+		}
+		b.WriteByte('"')
+		return b.String()
+	case bool:
+		return fmt.Sprint(x)
+	case int:
+		return fmt.Sprint(x)
+	}
+	panic(fmt.Sprintf("luaValue: %T", v))
+}
+
+// exampleLine returns the line of the example policy whose text (trimmed)
+// is text, the first at or after line from; messages cite these lines.
+func exampleLine(t *testing.T, text string, from int) int {
+	t.Helper()
+	data, err := os.ReadFile(exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(data), "\n") {
+		if i+1 >= from && strings.TrimSpace(l) == text {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line %q after line %d", exampleFile, text, from)
+	return 0
+}
+
+// readExampleData renders the example policy with strata-policy and
+// returns its job_submit data (strata/policy.lua).
+func readExampleData(t *testing.T) string {
+	t.Helper()
+	slurmDir := t.TempDir()
+	policyCLI(t, "render", "--policy", exampleFile, "--output-dir", t.TempDir(), "--slurm-dir", slurmDir)
+	data, err := os.ReadFile(filepath.Join(slurmDir, "strata", "policy.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestRules submits jobs against the data of the shipped example policy
+// (etc/strata/policy.yaml): what each job gets, or the message it is
+// rejected with, follows from the policy lines the comments quote.
+func TestRules(t *testing.T) {
+	data := readExampleData(t)
+	line := func(text string, from ...int) string {
+		f := 0
+		if len(from) > 0 {
+			f = from[0]
+		}
+		return fmt.Sprintf("(policy.yaml:%d)", exampleLine(t, text, f))
+	}
+	globex := exampleLine(t, "- name: globex", 0)
+	interactiveGPUs := func(n int) string {
+		return fmt.Sprintf("strata: class interactive allows at most 2 GPUs per job; this job asks for %d %s", n, line("max_gpus_per_job: 2"))
+	}
+	type want struct {
+		rc      int
+		user    string // the message, whole
+		changed string
+	}
+	for name, tc := range map[string]struct {
+		job  map[string]any
+		want want
+	}{
+		// Defaults. alice's default account is acme-llm (default: true);
+		// the default class is batch: partition gpu, 4h, requeueable.
+		"nothing given": {map[string]any{"user_name": "alice"},
+			want{rcOK, "", "account=acme-llm partition=gpu qos=batch time_limit=240 requeue=1"}},
+		// carol's only project is vision.
+		"carol's default account": {map[string]any{"user_name": "carol"},
+			want{rcOK, "", "account=acme-vision partition=gpu qos=batch time_limit=240 requeue=1"}},
+		// Partition interactive is the interactive class's: 2h, not requeueable.
+		"class from the partition": {map[string]any{"user_name": "bob", "account": "acme-vision", "partition": "interactive"},
+			want{rcOK, "", "qos=interactive time_limit=120 requeue=0"}},
+		"requeue the user asked for": {map[string]any{"user_name": "alice", "partition": "interactive", "requeue": 1},
+			want{rcOK, "", "account=acme-llm qos=interactive time_limit=120"}},
+		"no-requeue the user asked for": {map[string]any{"user_name": "alice", "requeue": 0},
+			want{rcOK, "", "account=acme-llm partition=gpu qos=batch time_limit=240"}},
+		"a time limit within max_time": {map[string]any{"user_name": "alice", "time_limit": 600},
+			want{rcOK, "", "account=acme-llm partition=gpu qos=batch requeue=1"}},
+		"the QOS of the class": {map[string]any{"user_name": "alice", "qos": "batch"},
+			want{rcOK, "", "account=acme-llm partition=gpu time_limit=240 requeue=1"}},
+		// train: 24h, whole nodes under one switch (switches: 1).
+		"train on 2 whole nodes": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "min_nodes": 2, "max_nodes": 2, "shared": 0, "tres_per_node": "gres/gpu:h100:8"},
+			want{rcOK, "", "account=acme-llm partition=gpu qos=train time_limit=1440 requeue=1 req_switch=1"}},
+		"train with its own --switches": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "min_nodes": 2, "max_nodes": 2, "shared": 0, "req_switch": 2},
+			want{rcOK, "", "account=acme-llm partition=gpu qos=train time_limit=1440 requeue=1"}},
+		"train on one node": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "tres_per_job": "gres/gpu:8"},
+			want{rcOK, "", "account=acme-llm partition=gpu qos=train time_limit=1440 requeue=1"}},
+		"a comment with more than the class": {map[string]any{"user_name": "alice", "comment": "strata:serve=llama strata:class=interactive"},
+			want{rcOK, "", "account=acme-llm partition=interactive qos=interactive time_limit=120 requeue=0"}},
+		// Accounts the policy does not manage pass untouched.
+		"an account outside the policy": {map[string]any{"user_name": "alice", "account": "testbed", "comment": "strata:class=train", "min_nodes": 2, "tres_per_job": "gres/gpu:999"},
+			want{rcOK, "", ""}},
+		"a user outside the policy": {map[string]any{"user_name": "zed", "default_account": "testbed"},
+			want{rcOK, "", ""}},
+		// dave is only a viewer: no default account in the policy, and
+		// none in Slurm (viewers get no association), so nothing to check.
+		"a viewer without an account": {map[string]any{"user_name": "dave"},
+			want{rcOK, "", ""}},
+
+		// Rejections.
+		"a viewer": {map[string]any{"user_name": "dave", "account": "acme-llm"},
+			want{rcAccount, "strata: user dave is not a member of account acme-llm: a viewer cannot submit jobs " + line("- user: dave"), ""}},
+		"not a member": {map[string]any{"user_name": "carol", "account": "acme-llm"},
+			want{rcAccount, "strata: user carol is not a member of account acme-llm " + line("- name: llm"), ""}},
+		// A user outside the policy whose Slurm default account is the policy's.
+		"not a member by Slurm's default account": {map[string]any{"user_name": "zed", "default_account": "acme-llm"},
+			want{rcAccount, "strata: user zed is not a member of account acme-llm " + line("- name: llm"), ""}},
+		"a class the project may not use": {map[string]any{"user_name": "carol", "comment": "strata:class=train"},
+			want{rcInvalidQOS, "strata: account acme-vision may not use class train; it may use batch, interactive " + line("classes: [batch, interactive]"), ""}},
+		"an unknown class": {map[string]any{"user_name": "alice", "comment": "strata:class=huge"},
+			want{rcInvalidQOS, "strata: there is no class huge (--comment=strata:class=huge); the classes are batch, interactive, serve, train " + line("- name: train"), ""}},
+		"a QOS that is not the class": {map[string]any{"user_name": "alice", "qos": "train"},
+			want{rcInvalidQOS, "strata: the QOS of a job is its class, batch (the default class): leave out --qos=train, or choose the class with --comment=strata:class=<name> " + line("- name: batch"), ""}},
+		"a partition that is not the class's": {map[string]any{"user_name": "alice", "comment": "strata:class=interactive", "partition": "gpu"},
+			want{rcPartition, "strata: class interactive runs in partition interactive, not gpu: leave out --partition " + line("- name: interactive"), ""}},
+		// batch: max_time 2d = 2880 minutes; 3000 minutes is 2-02:00:00.
+		"a time limit above max_time": {map[string]any{"user_name": "alice", "time_limit": 3000},
+			want{rcTimeLimit, "strata: class batch allows at most 2-00:00:00; this job asks for 2-02:00:00 " + line("max_time: 2d"), ""}},
+		// 65534 minutes is Slurm's "not set" of 16-bit fields, not of the time limit.
+		"a time limit of 65534 minutes": {map[string]any{"user_name": "alice", "time_limit": 65534},
+			want{rcTimeLimit, "strata: class batch allows at most 2-00:00:00; this job asks for 45-12:14:00 " + line("max_time: 2d"), ""}},
+		"a time limit of max_time exactly": {map[string]any{"user_name": "alice", "time_limit": 2880},
+			want{rcOK, "", "account=acme-llm partition=gpu qos=batch requeue=1"}},
+		"an unlimited time limit": {map[string]any{"user_name": "alice", "time_limit": 4294967295},
+			want{rcTimeLimit, "strata: class batch allows at most 2-00:00:00; this job asks for UNLIMITED " + line("max_time: 2d"), ""}},
+		// acme-llm has 48 GPUs; 7 nodes x 8 is 56 (train allows 256).
+		"above the project's GPUs": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "min_nodes": 7, "max_nodes": 7, "shared": 0, "tres_per_node": "gres/gpu:8"},
+			want{rcPolicy, "strata: account acme-llm may use at most 48 GPUs; this job asks for 56 " + line("gpus: 48"), ""}},
+		// globex-rl has no GPU limit of its own: globex's 32 holds.
+		"above the tenant's GPUs": {map[string]any{"user_name": "erin", "tres_per_job": "gres/gpu:a100:33"},
+			want{rcPolicy, "strata: tenant globex may use at most 32 GPUs; this job asks for 33 " + line("gpus: 32", globex), ""}},
+		"a GPU type the tenant may not use": {map[string]any{"user_name": "erin", "tres_per_job": "gres/gpu:h100:1"},
+			want{rcPolicy, "strata: tenant globex may not use h100 GPUs " + line("h100: 0"), ""}},
+		// acme allows 32 a100s; 5 nodes x 8 a100 is 40 (under llm's 48 GPUs).
+		"above the tenant's GPUs of a type": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "min_nodes": 5, "max_nodes": 5, "shared": 0, "tres_per_node": "gres/gpu:a100:8"},
+			want{rcPolicy, "strata: tenant acme may use at most 32 a100 GPUs; this job asks for 40 " + line("a100: 32"), ""}},
+		"train on 2 nodes, not whole": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "min_nodes": 2, "max_nodes": 2},
+			want{rcPolicy, "strata: class train runs jobs on several nodes on whole nodes only: add --exclusive " + line("whole_nodes: true"), ""}},
+		"train on 1 to 4 nodes, not whole": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "min_nodes": 1, "max_nodes": 4},
+			want{rcPolicy, "strata: class train runs jobs on several nodes on whole nodes only: add --exclusive " + line("whole_nodes: true"), ""}},
+		"train with --exclusive=user": {map[string]any{"user_name": "alice", "comment": "strata:class=train", "min_nodes": 2, "max_nodes": 2, "shared": 2},
+			want{rcPolicy, "strata: class train runs jobs on several nodes on whole nodes only: add --exclusive " + line("whole_nodes: true"), ""}},
+
+		// Counting GPUs, through interactive's max_gpus_per_job: 2.
+		"gpus: --gpus=4": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:4"},
+			want{rcPolicy, interactiveGPUs(4), ""}},
+		"gpus: per node times nodes": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpu:2", "min_nodes": 3, "max_nodes": 3},
+			want{rcPolicy, interactiveGPUs(6), ""}},
+		"gpus: the older gres: spelling": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres:gpu:3"},
+			want{rcPolicy, interactiveGPUs(3), ""}},
+		"gpus: without a prefix": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gpu:5"},
+			want{rcPolicy, interactiveGPUs(5), ""}},
+		"gpus: typed, beside another GRES": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpu:h100:2,gres/nic:1", "min_nodes": 2},
+			want{rcPolicy, interactiveGPUs(4), ""}},
+		"gpus: two types": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpu:h100:1,gres/gpu:a100:2"},
+			want{rcPolicy, interactiveGPUs(3), ""}},
+		"gpus: per socket times sockets and nodes": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_socket": "gres/gpu:1", "sockets_per_node": 2, "min_nodes": 2},
+			want{rcPolicy, interactiveGPUs(4), ""}},
+		"gpus: per socket, sockets not given": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_socket": "gres/gpu:3"},
+			want{rcPolicy, interactiveGPUs(3), ""}},
+		"gpus: per task times tasks": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_task": "cpu=2,gres/gpu:h100=1", "num_tasks": 8},
+			want{rcPolicy, interactiveGPUs(8), ""}},
+		"gpus: per task, tasks per node times nodes": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_task": "gres/gpu=2", "ntasks_per_node": 2, "min_nodes": 2},
+			want{rcPolicy, interactiveGPUs(8), ""}},
+		// --gpus=3 with --gpus-per-node=2 on 2 nodes is 4 GPUs, not 7.
+		"gpus: per job and per node together": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:3", "tres_per_node": "gres/gpu:2", "min_nodes": 2},
+			want{rcPolicy, interactiveGPUs(4), ""}},
+		"gpus: a count with a suffix": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:1k"},
+			want{rcPolicy, interactiveGPUs(1024), ""}},
+		"gpus: a MIG type that starts with a digit": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpu:1g.10gb:3"},
+			want{rcPolicy, interactiveGPUs(3), ""}},
+		"gpus: a type and no count is one": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpu:h100"},
+			want{rcOK, "", "account=acme-llm qos=interactive time_limit=120 requeue=0"}},
+		"gpus: GPU memory and shards are not GPUs": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpumem:80G,gres/shard:4"},
+			want{rcOK, "", "account=acme-llm qos=interactive time_limit=120 requeue=0"}},
+		"gpus: two, the most interactive allows": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:2"},
+			want{rcOK, "", "account=acme-llm qos=interactive time_limit=120 requeue=0"}},
+
+		// A failure inside the plugin lets the job through.
+		"an accessor that fails": {map[string]any{"user_name": "alice", "explode": "comment"},
+			want{rcOK, "", ""}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res := runSteps(t, "gpu", []step{{name: "job", write: data, job: tc.job}})["job"]
+			got := want{user: res.User, changed: res.Changed}
+			fmt.Sscan(res.RC, &got.rc)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("(-want +got):\n%s\nlog: %s", diff, res.Logs)
+			}
+			if got.rc != rcOK && !strings.Contains(res.Logs, tc.want.user) {
+				t.Errorf("the rejection is not in slurmctld's log: %s", res.Logs)
+			}
+			if name == "an accessor that fails" && !strings.Contains(res.Logs, "error: strata: job_submit.lua failed, so the job passes unchecked") {
+				t.Errorf("the failure is not logged: %s", res.Logs)
+			}
+		})
+	}
+}
+
+// TestDataFile follows the data file through its life: missing, written,
+// broken in every way the plugin guards against, fixed, removed. Jobs
+// pass untouched whenever there is no good data, and each condition is
+// logged once; a change is seen within RELOAD_SECONDS.
+func TestDataFile(t *testing.T) {
+	data := readExampleData(t)
+	alice := map[string]any{"user_name": "alice"}
+	applied := "account=acme-llm partition=gpu qos=batch time_limit=240 requeue=1"
+	steps := []step{
+		{name: "01 no file", job: alice},
+		{name: "02 no file again", advance: reloadSeconds, job: alice},
+		{name: "03 written, not looked at yet", write: data, advance: 1, job: alice},
+		{name: "04 seen", advance: reloadSeconds, job: alice},
+		{name: "04b unchanged, not parsed again", advance: reloadSeconds, job: alice},
+		{name: "05 syntax error", write: "return {", advance: reloadSeconds, job: alice},
+		{name: "06 still broken", advance: reloadSeconds, job: alice},
+		{name: "07 a loop", write: "while true do end", advance: reloadSeconds, job: alice},
+		{name: "08 a newer format", write: strings.Replace(data, "version = 1,", "version = 2,", 1), advance: reloadSeconds, job: alice},
+		{name: "09 another cluster", write: strings.Replace(data, `cluster = "gpu",`, `cluster = "other",`, 1), advance: reloadSeconds, job: alice},
+		{name: "10 compiled", write: "\x1bLua\x54\x00", advance: reloadSeconds, job: alice},
+		{name: "11 wrong layout", write: "return { version = 1 }", advance: reloadSeconds, job: alice},
+		{name: "12 reaches for globals", write: `return { version = 1, x = io.open("/etc/passwd") }`, advance: reloadSeconds, job: alice},
+		{name: "13 not a table", write: "return 42", advance: reloadSeconds, job: alice},
+		{name: "14 fixed", write: data, advance: reloadSeconds, job: alice},
+		{name: "15 removed", remove: true, advance: reloadSeconds, job: alice},
+		{name: "16 back", write: data, advance: reloadSeconds, job: alice},
+	}
+	res := runSteps(t, "gpu", steps)
+	for name, want := range map[string]struct {
+		changed string
+		log     string // "" when the step logs nothing
+	}{
+		"01 no file":                      {"", "info: strata: no policy data ("},
+		"02 no file again":                {"", ""},
+		"03 written, not looked at yet":   {"", ""},
+		"04 seen":                         {applied, "info: strata: loaded "},
+		"04b unchanged, not parsed again": {applied, ""},
+		"05 syntax error":                 {"", "error: strata: "},
+		"06 still broken":                 {"", ""},
+		"07 a loop":                       {"", "it runs too long"},
+		"08 a newer format":               {"", "it has format 2, this job_submit.lua reads format 1"},
+		"09 another cluster":              {"", "it is the policy of cluster other, and this is gpu"},
+		"10 compiled":                     {"", "it is a compiled Lua chunk, not text"},
+		"11 wrong layout":                 {"", "accounts: want a table, got nil"},
+		"12 reaches for globals":          {"", "io"},
+		"13 not a table":                  {"", "the file: want a table, got number"},
+		"14 fixed":                        {applied, "info: strata: loaded "},
+		"15 removed":                      {"", "info: strata: no policy data ("},
+		"16 back":                         {applied, "info: strata: loaded "},
+	} {
+		r := res[name]
+		if r.RC != "0" || r.Changed != want.changed || r.User != "" {
+			t.Errorf("%s: rc %s, user told %q, changed %q; want 0, nothing, %q", name, r.RC, r.User, r.Changed, want.changed)
+		}
+		logged := strings.Count(r.Logs, "strata: ") - strings.Count(r.Logs, "debug: strata: class")
+		switch {
+		case want.log == "" && logged != 0:
+			t.Errorf("%s: logged %q, want nothing (once is enough)", name, r.Logs)
+		case want.log != "" && (logged != 1 || !strings.Contains(r.Logs, want.log)):
+			t.Errorf("%s: logged %q, want one line with %q", name, r.Logs, want.log)
+		}
+		if strings.HasPrefix(want.log, "error") || (want.log != "" && !strings.HasPrefix(want.log, "info")) {
+			if !strings.Contains(r.Logs, "is broken, so jobs pass unchecked until it is fixed") {
+				t.Errorf("%s: logged %q, want it to say the file is broken", name, r.Logs)
+			}
+		}
+	}
+}
