@@ -14,6 +14,8 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Command kube-scheduler is the Kubernetes scheduler, copied from
+// k8s.io/kubernetes/cmd/kube-scheduler/scheduler.go for the test bed.
 package main
 
 import (
