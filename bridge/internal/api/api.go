@@ -1,0 +1,287 @@
+// Package api is strata-bridge's HTTP interface for the portal and for
+// monitoring: a small JSON API over the deployer and the store, /healthz
+// and /metrics.
+//
+//	GET    /v1/deployments                  every deployment with its current version
+//	GET    /v1/deployments/{name}           one deployment, its versions and events
+//	POST   /v1/deploy                       {"job": 123, "name": "", "dry_run": false}
+//	POST   /v1/deployments/{name}/rollback  {"to": "job-122", "dry_run": false} (to: default the previous ready version)
+//	DELETE /v1/deployments/{name}[?dry_run=true]
+//
+// Errors are JSON, {"error": "..."}; a refusal (422) adds the check that
+// failed, the reason and the fix. The API has no authentication of its
+// own: it listens on loopback by default, for the portal on the same host.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/strata-hpc/strata/bridge/internal/deploy"
+	"github.com/strata-hpc/strata/bridge/internal/store"
+)
+
+// Config of the handler.
+type Config struct {
+	Deployer *deploy.Deployer
+	Store    *store.Store
+	// Health says whether the daemon is well; a non-nil error fails
+	// /healthz with its text. The detail is shown either way.
+	Health func() (detail any, err error)
+	// Metrics serves /metrics; nil serves none.
+	Metrics http.Handler
+}
+
+// DeploymentSummary is a deployment in the list, with its current version.
+type DeploymentSummary struct {
+	store.Deployment
+	Version string         `json:"version,omitempty"`
+	Current *VersionDetail `json:"current,omitempty"`
+}
+
+// VersionDetail is a stored version with its label ("job-122"); its
+// rendered objects only when asked for (?objects=true).
+type VersionDetail struct {
+	Label string `json:"version"`
+	*store.Version
+}
+
+// DeploymentDetail is the answer of GET /v1/deployments/{name}.
+type DeploymentDetail struct {
+	store.Deployment
+	Version  string          `json:"version,omitempty"`
+	Versions []VersionDetail `json:"versions"`
+	Events   []store.Event   `json:"events"`
+}
+
+// DeployRequest is the body of POST /v1/deploy.
+type DeployRequest struct {
+	Job int64 `json:"job"`
+	// Name serves a job that did not ask to be served (no marker) under
+	// this name, as --comment=strata:serve=<name> would.
+	Name   string `json:"name,omitempty"`
+	DryRun bool   `json:"dry_run,omitempty"`
+}
+
+// RollbackRequest is the body of POST /v1/deployments/{name}/rollback.
+type RollbackRequest struct {
+	To     string `json:"to,omitempty"` // "job-122" or "122"; empty: the previous ready version
+	DryRun bool   `json:"dry_run,omitempty"`
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Error  string `json:"error"`
+	Check  string `json:"check,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func detail(v store.Version, objects bool) VersionDetail {
+	if !objects {
+		v.Objects = nil
+	}
+	return VersionDetail{Label: versionName(v.JobID), Version: &v}
+}
+
+func versionName(job int64) string {
+	if job == 0 {
+		return ""
+	}
+	return fmt.Sprintf("job-%d", job)
+}
+
+// ParseVersion reads "job-122" or "122".
+func ParseVersion(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(s, "job-"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("version %q: want job-<id>, such as job-122", s)
+	}
+	return n, nil
+}
+
+// Handler serves the API, /healthz and /metrics.
+func Handler(cfg Config) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/deployments", func(w http.ResponseWriter, r *http.Request) {
+		ds, err := cfg.Store.Deployments(r.Context())
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		out := []DeploymentSummary{}
+		for _, d := range ds {
+			s := DeploymentSummary{Deployment: d, Version: versionName(d.Current)}
+			if d.Current != 0 {
+				v, err := cfg.Store.Version(r.Context(), d.Current)
+				if err != nil {
+					writeError(w, err)
+					return
+				}
+				vd := detail(v, false)
+				s.Current = &vd
+			}
+			out = append(out, s)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"deployments": out})
+	})
+	mux.HandleFunc("GET /v1/deployments/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		d, err := cfg.Store.Deployment(r.Context(), name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		vs, err := cfg.Store.Versions(r.Context(), name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		ev, err := cfg.Store.Events(r.Context(), name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		objects := r.URL.Query().Get("objects") == "true"
+		out := DeploymentDetail{Deployment: d, Version: versionName(d.Current), Versions: []VersionDetail{}, Events: ev}
+		for _, v := range vs {
+			out.Versions = append(out.Versions, detail(v, objects))
+		}
+		if out.Events == nil {
+			out.Events = []store.Event{}
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("POST /v1/deploy", func(w http.ResponseWriter, r *http.Request) {
+		var req DeployRequest
+		if err := decode(r, &req); err != nil {
+			writeJSON(w, http.StatusBadRequest, Error{Error: err.Error()})
+			return
+		}
+		if req.Job <= 0 {
+			writeJSON(w, http.StatusBadRequest, Error{Error: `body: "job" is required: the Slurm job id whose model to serve`})
+			return
+		}
+		res, err := cfg.Deployer.DeployJob(r.Context(), req.Job, req.Name, deploy.Options{DryRun: req.DryRun, Reason: "API"})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+	mux.HandleFunc("POST /v1/deployments/{name}/rollback", func(w http.ResponseWriter, r *http.Request) {
+		var req RollbackRequest
+		if err := decode(r, &req); err != nil {
+			writeJSON(w, http.StatusBadRequest, Error{Error: err.Error()})
+			return
+		}
+		var to int64
+		if req.To != "" {
+			var err error
+			if to, err = ParseVersion(req.To); err != nil {
+				writeJSON(w, http.StatusBadRequest, Error{Error: "to: " + err.Error()})
+				return
+			}
+		}
+		res, err := cfg.Deployer.Rollback(r.Context(), r.PathValue("name"), to, deploy.Options{DryRun: req.DryRun, Reason: "API"})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+	mux.HandleFunc("DELETE /v1/deployments/{name}", func(w http.ResponseWriter, r *http.Request) {
+		dry := false
+		if s := r.URL.Query().Get("dry_run"); s != "" {
+			var err error
+			if dry, err = strconv.ParseBool(s); err != nil {
+				writeJSON(w, http.StatusBadRequest, Error{Error: fmt.Sprintf("dry_run=%q: want true or false", s)})
+				return
+			}
+		}
+		res, err := cfg.Deployer.Delete(r.Context(), r.PathValue("name"), deploy.Options{DryRun: dry, Reason: "API"})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.Health == nil {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return
+		}
+		d, err := cfg.Health()
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error(), "detail": d})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "detail": d})
+	})
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, Error{Error: fmt.Sprintf("no route %s %s: see GET /v1/deployments, POST /v1/deploy, "+
+			"POST /v1/deployments/{name}/rollback, DELETE /v1/deployments/{name}", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+// maxBody bounds a request body: the requests are a few fields.
+const maxBody = 64 << 10
+
+// decode reads a JSON body strictly: unknown fields are errors, an empty
+// body is an empty request.
+func decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if len(data) > maxBody {
+		return fmt.Errorf("body: larger than %d bytes", maxBody)
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if dec.More() {
+		return errors.New("body: more than one JSON value")
+	}
+	return nil
+}
+
+// writeError maps an error to its status: a refusal is 422, an unknown
+// deployment or version 404, a job that asked for nothing 422, anything
+// else 500.
+func writeError(w http.ResponseWriter, err error) {
+	var ref *deploy.Refusal
+	switch {
+	case errors.As(err, &ref):
+		writeJSON(w, http.StatusUnprocessableEntity, Error{Error: ref.Error(), Check: ref.Check, Reason: ref.Reason, Fix: ref.Fix})
+	case errors.Is(err, deploy.ErrNotRequested):
+		writeJSON(w, http.StatusUnprocessableEntity, Error{Error: err.Error(), Check: deploy.CheckSpec,
+			Fix: `give "name" to serve the job's working directory under that name`})
+	case errors.Is(err, store.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, Error{Error: err.Error()})
+	default:
+		writeJSON(w, http.StatusInternalServerError, Error{Error: err.Error()})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

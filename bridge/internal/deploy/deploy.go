@@ -1,0 +1,663 @@
+// Package deploy turns a finished Slurm job that asked to be served into a
+// model server on Kubernetes, and keeps the versions.
+//
+// Before anything is created the job passes every check (pure functions
+// in checks.go): it completed with exit code 0 and asked to be served;
+// its account maps to a tenant of serving.json that may serve; the model
+// path exists, is under an allowed root and is readable; the deployment
+// name is not another tenant's; and the tenant's serving quota has room.
+// A refusal (*Refusal) names the check and says how to fix it.
+//
+// Then the renderer's objects are applied server-side with the bridge's
+// field manager, objects of an older version that the new one no longer
+// has are pruned, and the rollout is waited for with a timeout. Each
+// deploy is a version keyed by the Slurm job id, recorded in the store
+// before the apply and finished with its outcome after. A second deploy
+// of the same version changes nothing (the apiserver keeps the
+// resourceVersion and generation); rollback re-applies a stored version's
+// objects; delete removes only the objects that carry the bridge's labels
+// for that name, never the tenant's Namespace or ResourceQuota.
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/strata-hpc/strata/bridge/internal/config"
+	"github.com/strata-hpc/strata/bridge/internal/render"
+	"github.com/strata-hpc/strata/bridge/internal/servespec"
+	"github.com/strata-hpc/strata/bridge/internal/store"
+	"github.com/strata-hpc/strata/internal/servingquota"
+	"github.com/strata-hpc/strata/internal/slurmrest"
+)
+
+// Jobs is what the deployer needs of slurmrestd (*slurmrest.Client).
+type Jobs interface {
+	Job(ctx context.Context, id int64) (slurmrest.Job, error)
+}
+
+// Config of a Deployer.
+type Config struct {
+	Kube  *Kube
+	Store *store.Store
+	// Jobs reads a job for DeployJob; nil: only jobs with a stored version
+	// can be deployed by id.
+	Jobs Jobs
+	// Serving returns serving.json in force (reloaded by the caller).
+	Serving func() *servingquota.File
+
+	AllowedRoots []string     // model paths must be under one of these
+	Mount        config.Mount // how pods reach the shared file system
+	RuntimesDir  string
+	Defaults     servespec.Defaults
+	KServe       bool
+	// KServeDeploymentMode is config.KServeStandard or
+	// config.KServeRawDeployment.
+	KServeDeploymentMode string
+	SpreadKey            string
+	// HostRoot is where this host sees the Slurm side's "/" (for the
+	// model and strata-serve.yaml): "" when the shared file system is
+	// mounted at the same paths on both.
+	HostRoot string
+
+	RolloutTimeout time.Duration // default 5m
+	RolloutPoll    time.Duration // default 1s
+
+	Log     *slog.Logger
+	Metrics *Metrics
+	Now     func() time.Time
+}
+
+// Deployer deploys, rolls back and deletes. One operation runs at a time.
+type Deployer struct {
+	cfg Config
+	mu  sync.Mutex
+}
+
+// New makes a deployer.
+func New(cfg Config) (*Deployer, error) {
+	if cfg.Kube == nil || cfg.Store == nil || cfg.Serving == nil {
+		return nil, errors.New("deploy: Kube, Store and Serving are required")
+	}
+	if cfg.RolloutTimeout <= 0 {
+		cfg.RolloutTimeout = 5 * time.Minute
+	}
+	if cfg.RolloutPoll <= 0 {
+		cfg.RolloutPoll = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Deployer{cfg: cfg}, nil
+}
+
+// Options of one operation.
+type Options struct {
+	// DryRun runs the checks and a server-side dry run of the apply (or
+	// delete), and records nothing.
+	DryRun bool
+	// Reason says who asked, for the log line and the event: "job
+	// completed and asked to be served", "strata-bridge deploy", "API".
+	Reason string
+}
+
+// Outcomes of a Result beyond the store's (ready, timeout, failed).
+const (
+	OutcomeDryRun    = "dry-run"
+	OutcomeUnchanged = "unchanged" // metrics and events: ready, and nothing changed
+)
+
+// Result is what a deploy or rollback did.
+type Result struct {
+	Action    string      `json:"action"` // deploy or rollback
+	Name      string      `json:"name"`
+	Namespace string      `json:"namespace"`
+	Tenant    string      `json:"tenant"`
+	Project   string      `json:"project,omitempty"`
+	JobID     int64       `json:"job_id"`
+	Version   string      `json:"version"`
+	DryRun    bool        `json:"dry_run,omitempty"`
+	Changed   bool        `json:"changed"`
+	Outcome   string      `json:"outcome"` // ready, timeout, failed, dry-run
+	Message   string      `json:"message"`
+	Objects   []Applied   `json:"objects"`
+	Pruned    []ObjectRef `json:"pruned,omitempty"`
+}
+
+// plan is a version ready to apply: every check passed.
+type plan struct {
+	version store.Version
+	objects []*unstructured.Unstructured
+}
+
+// local maps a path of the shared file system, as Slurm sees it, to this
+// host.
+func (d *Deployer) local(p string) string {
+	if d.cfg.HostRoot == "" {
+		return p
+	}
+	return filepath.Join(d.cfg.HostRoot, p)
+}
+
+// Deploy serves the model of a finished job: the checks, then the apply
+// and the rollout.
+func (d *Deployer) Deploy(ctx context.Context, j slurmrest.Job, opt Options) (*Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := CheckFinished(j); err != nil {
+		return nil, d.refused("deploy", "", j.ID, err)
+	}
+	spec, err := JobSpec(j, d.local, d.cfg.Defaults)
+	if err != nil {
+		if errors.Is(err, ErrNotRequested) {
+			return nil, err
+		}
+		return nil, d.refused("deploy", "", j.ID, err)
+	}
+	p, err := d.plan(ctx, spec, j.ID, j.User, j.Account)
+	if err != nil {
+		return nil, d.refused("deploy", spec.Name, j.ID, err)
+	}
+	return d.apply(ctx, "deploy", p, opt)
+}
+
+// DeployJob deploys the job with this id, read from slurmrestd; a job
+// slurmctld has forgotten (after MinJobAge) is deployed again from its
+// stored version, if there is one. A non-empty name serves a job that did
+// not ask to be served, as --comment=strata:serve=<name> would have (its
+// working directory); a job that asked keeps what it asked for.
+func (d *Deployer) DeployJob(ctx context.Context, id int64, name string, opt Options) (*Result, error) {
+	var slurmErr error
+	if d.cfg.Jobs != nil {
+		j, err := d.cfg.Jobs.Job(ctx, id)
+		if err == nil {
+			if _, marked := servespec.FromComment(j.Comment); !marked && name != "" {
+				j.Comment = strings.TrimSpace(j.Comment + " strata:serve=" + name)
+			}
+			return d.Deploy(ctx, j, opt)
+		}
+		if !errors.Is(err, slurmrest.ErrNotFound) {
+			return nil, fmt.Errorf("read job %d from slurmrestd: %w", id, err)
+		}
+		slurmErr = err
+	}
+	v, err := d.cfg.Store.Version(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		if slurmErr != nil {
+			return nil, d.refused("deploy", "", id, refuse(CheckJob, "check the job id (sacct -j <id>); a job the bridge never deployed must be deployed while slurmctld still lists it (MinJobAge)",
+				"slurmctld does not know job %d and the bridge has no version of it", id))
+		}
+		return nil, fmt.Errorf("job %d: no slurmrestd configured and no stored version", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var spec servespec.Spec
+	if err := json.Unmarshal(v.Spec, &spec); err != nil {
+		return nil, fmt.Errorf("stored spec of job-%d: %w", id, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, err := d.plan(ctx, &spec, v.JobID, v.User, v.Account)
+	if err != nil {
+		return nil, d.refused("deploy", spec.Name, id, err)
+	}
+	return d.apply(ctx, "deploy", p, opt)
+}
+
+// plan runs the checks and renders the objects.
+func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, user, account string) (*plan, error) {
+	owner, err := CheckAccount(d.cfg.Serving(), account)
+	if err != nil {
+		return nil, err
+	}
+	t := owner.Tenant
+	existing, err := d.cfg.Store.Deployment(ctx, spec.Name)
+	switch {
+	case err == nil:
+		if err := CheckNameFree(&existing, spec.Name, t.Name, t.Namespace); err != nil {
+			return nil, err
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	if err := CheckModelPath(spec.ModelPath, d.cfg.AllowedRoots, d.local); err != nil {
+		return nil, err
+	}
+	rt, err := render.LoadRuntime(d.cfg.RuntimesDir, spec.Runtime)
+	if err != nil {
+		return nil, refuse(CheckSpec, "use a runtime of "+d.cfg.RuntimesDir+" (runtime: in strata-serve.yaml)",
+			"runtime %q: %v", spec.Runtime, err)
+	}
+	objs, err := render.Render(render.Input{Spec: *spec, JobID: jobID, User: user, Account: account, Tenant: t.Name, Project: owner.Project,
+		Namespace: t.Namespace, Quota: *t, Runtime: rt, Mount: d.cfg.Mount, KServe: d.cfg.KServe, KServeDeploymentMode: d.cfg.KServeDeploymentMode,
+		SpreadKey: d.cfg.SpreadKey})
+	if err != nil {
+		return nil, refuse(CheckSpec, "correct the serve request and deploy again", "render: %v", err)
+	}
+	ask := Ask{GPUs: render.GPUs(spec, rt), MaxReplicas: spec.MaxReplicas()}
+	usage, err := d.cfg.Store.Usage(ctx, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckServingQuota(*t, usage, spec.Name, ask); err != nil {
+		return nil, err
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	objJSON, err := json.Marshal(objs)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{objects: objs, version: store.Version{JobID: jobID, Name: spec.Name, Namespace: t.Namespace, Tenant: t.Name,
+		Project: owner.Project, Account: account, User: user, GPUs: ask.GPUs, MaxReplicas: ask.MaxReplicas, ModelPath: spec.ModelPath,
+		Spec: specJSON, Objects: objJSON}}, nil
+}
+
+// refused counts and logs a refusal and records it as an event when the
+// deployment's name is known; other errors pass through.
+func (d *Deployer) refused(action, name string, jobID int64, err error) error {
+	var r *Refusal
+	if !errors.As(err, &r) {
+		return err
+	}
+	if d.cfg.Metrics != nil {
+		d.cfg.Metrics.Refusals.WithLabelValues(r.Check).Inc()
+	}
+	d.cfg.Log.Warn(action+" refused", "name", name, "job_id", jobID, "check", r.Check, "reason", r.Reason, "fix", r.Fix)
+	if name != "" {
+		if e := d.cfg.Store.AddEvent(context.Background(), store.Event{Name: name, JobID: jobID, Action: action,
+			Outcome: "refused", Message: r.Error(), At: d.cfg.Now()}); e != nil {
+			d.cfg.Log.Error("recording a refusal failed", "name", name, "job_id", jobID, "error", e)
+		}
+	}
+	return err
+}
+
+// apply applies a plan's objects, prunes what the version no longer has,
+// waits for the rollout and records the outcome.
+func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Options) (*Result, error) {
+	v := p.version
+	res := &Result{Action: action, Name: v.Name, Namespace: v.Namespace, Tenant: v.Tenant, Project: v.Project, JobID: v.JobID,
+		Version: render.Version(v.JobID), DryRun: opt.DryRun}
+	keep := map[ObjectRef]bool{}
+	for _, o := range p.objects {
+		keep[Ref(o)] = true
+	}
+	if opt.DryRun {
+		for _, o := range p.objects {
+			a, err := d.cfg.Kube.Apply(ctx, o, true)
+			if err != nil {
+				return nil, fmt.Errorf("dry run of %s: %w", a.ObjectRef, err)
+			}
+			res.Objects = append(res.Objects, a)
+			res.Changed = res.Changed || a.Action != ActionUnchanged
+		}
+		stale, err := d.stale(ctx, v.Namespace, v.Name, p.objects, keep)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range stale {
+			res.Pruned = append(res.Pruned, Ref(o))
+		}
+		res.Changed = res.Changed || len(res.Pruned) > 0
+		res.Outcome, res.Message = OutcomeDryRun, summary(res)
+		return res, nil
+	}
+
+	start := d.cfg.Now()
+	v.CreatedAt = start
+	if err := d.cfg.Store.StartVersion(ctx, v); err != nil {
+		var taken *store.NameTakenError
+		if errors.As(err, &taken) {
+			return nil, d.refused(action, v.Name, v.JobID, CheckNameFree(&store.Deployment{Name: taken.Name, Tenant: taken.Tenant,
+				Namespace: taken.Namespace, State: store.StateActive}, v.Name, v.Tenant, v.Namespace))
+		}
+		return nil, err
+	}
+	finish := func(outcome, msg string, applied bool) (*Result, error) {
+		res.Outcome, res.Message = outcome, msg
+		at := d.cfg.Now()
+		eventOutcome := outcome
+		if outcome == store.OutcomeReady && !res.Changed {
+			eventOutcome = OutcomeUnchanged
+		}
+		// Record even when the caller has gone: the cluster has changed.
+		if err := d.cfg.Store.FinishVersion(context.WithoutCancel(ctx), store.Finish{Name: v.Name, JobID: v.JobID, Action: action,
+			Outcome: outcome, EventOutcome: eventOutcome, Message: msg, Applied: applied, At: at}); err != nil {
+			return res, fmt.Errorf("record the outcome of %s %s: %w", v.Name, res.Version, err)
+		}
+		if d.cfg.Metrics != nil {
+			d.cfg.Metrics.Deploys.WithLabelValues(action, eventOutcome).Inc()
+			d.cfg.Metrics.RolloutSeconds.Observe(at.Sub(start).Seconds())
+		}
+		log := d.cfg.Log.Info
+		if outcome != store.OutcomeReady {
+			log = d.cfg.Log.Warn
+		}
+		log(action+" finished", "name", v.Name, "namespace", v.Namespace, "tenant", v.Tenant, "job_id", v.JobID, "version", res.Version,
+			"outcome", eventOutcome, "changed", res.Changed, "reason", opt.Reason, "message", msg)
+		return res, nil
+	}
+
+	for _, o := range p.objects {
+		a, err := d.cfg.Kube.Apply(ctx, o, false)
+		if err != nil {
+			msg := err.Error()
+			if len(res.Objects) > 0 {
+				msg += fmt.Sprintf(" (after %d of %d objects were applied)", len(res.Objects), len(p.objects))
+			}
+			r, ferr := finish(store.OutcomeFailed, msg, false)
+			return r, errors.Join(fmt.Errorf("%s %s: %w", action, v.Name, err), ferr)
+		}
+		res.Objects = append(res.Objects, a)
+		res.Changed = res.Changed || a.Action != ActionUnchanged
+	}
+	stale, err := d.stale(ctx, v.Namespace, v.Name, p.objects, keep)
+	if err != nil {
+		r, ferr := finish(store.OutcomeFailed, "prune: "+err.Error(), true)
+		return r, errors.Join(err, ferr)
+	}
+	for _, o := range stale {
+		if err := d.cfg.Kube.Delete(ctx, o, false); err != nil {
+			r, ferr := finish(store.OutcomeFailed, "prune: "+err.Error(), true)
+			return r, errors.Join(err, ferr)
+		}
+		res.Pruned = append(res.Pruned, Ref(o))
+		res.Changed = true
+	}
+	ro, err := d.wait(ctx, p.objects)
+	switch {
+	case err != nil:
+		r, ferr := finish(store.OutcomeFailed, "rollout: "+err.Error(), true)
+		return r, errors.Join(err, ferr)
+	case ro.Failed:
+		return finish(store.OutcomeFailed, ro.Message, true)
+	case !ro.Done:
+		return finish(store.OutcomeTimeout, fmt.Sprintf("not rolled out after %s: %s", d.cfg.RolloutTimeout, ro.Message), true)
+	}
+	return finish(store.OutcomeReady, summary(res)+"; "+ro.Message, true)
+}
+
+// summary says in a line what an apply did.
+func summary(res *Result) string {
+	count := map[string]int{}
+	for _, a := range res.Objects {
+		count[a.Action]++
+	}
+	var parts []string
+	for _, a := range []string{ActionCreated, ActionConfigured, ActionUnchanged} {
+		if count[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", count[a], a))
+		}
+	}
+	if len(res.Pruned) > 0 {
+		parts = append(parts, fmt.Sprintf("%d pruned", len(res.Pruned)))
+	}
+	if len(parts) == 0 {
+		return "no objects"
+	}
+	s := strings.Join(parts, ", ")
+	if res.DryRun {
+		s = "would be " + s
+	}
+	return s
+}
+
+// stale lists the deployment's objects in the cluster that the version
+// being applied does not have.
+func (d *Deployer) stale(ctx context.Context, namespace, name string, objs []*unstructured.Unstructured, keep map[ObjectRef]bool) ([]*unstructured.Unstructured, error) {
+	have, err := d.cfg.Kube.ListManaged(ctx, namespace, name, deletableKinds(objs))
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range have {
+		r := Ref(o)
+		if !keep[r] && !shared(r.Kind) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// wait polls the workload until its rollout is done, failed, or the
+// timeout passes.
+func (d *Deployer) wait(ctx context.Context, objs []*unstructured.Unstructured) (Rollout, error) {
+	var work *unstructured.Unstructured
+	for _, o := range objs {
+		if k := o.GetKind(); k == "Deployment" || k == "InferenceService" {
+			work = o
+		}
+	}
+	if work == nil {
+		return Rollout{Done: true, Message: "no workload to wait for"}, nil
+	}
+	timeout := time.NewTimer(d.cfg.RolloutTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(d.cfg.RolloutPoll)
+	defer tick.Stop()
+	last := Rollout{Message: "not read yet"}
+	for {
+		obj, err := d.cfg.Kube.Get(ctx, Ref(work))
+		switch {
+		case err != nil:
+			return last, err
+		case obj == nil:
+			return last, fmt.Errorf("%s is gone", Ref(work))
+		}
+		last = RolloutStatus(obj)
+		if last.Done || last.Failed {
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-timeout.C:
+			return last, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Rollback re-applies a stored version of a deployment: the one whose job
+// is to, or (to 0) the newest ready version before the current one. The
+// version's model must still be there and the tenant's quota must still
+// hold it.
+func (d *Deployer) Rollback(ctx context.Context, name string, to int64, opt Options) (*Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dep, err := d.cfg.Store.Deployment(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, d.refused("rollback", "", to, refuse(CheckVersion, "see the deployments with strata-bridge list",
+			"there is no deployment named %q", name))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if dep.State != store.StateActive {
+		return nil, d.refused("rollback", name, to, refuse(CheckVersion, "deploy a version again with strata-bridge deploy --job <id>",
+			"deployment %s was deleted; there is nothing to roll back", name))
+	}
+	versions, err := d.cfg.Store.Versions(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	target, err := pickRollback(versions, dep.Current, to)
+	if err != nil {
+		return nil, d.refused("rollback", name, to, err)
+	}
+	p, err := d.replan(ctx, target)
+	if err != nil {
+		return nil, d.refused("rollback", name, target.JobID, err)
+	}
+	return d.apply(ctx, "rollback", p, opt)
+}
+
+// pickRollback chooses the version a rollback restores.
+func pickRollback(versions []store.Version, current, to int64) (store.Version, error) {
+	var list []string
+	for _, v := range versions {
+		list = append(list, fmt.Sprintf("%s (%s)", render.Version(v.JobID), v.Outcome))
+	}
+	known := "its versions are " + strings.Join(list, ", ")
+	if to != 0 {
+		for _, v := range versions {
+			if v.JobID == to {
+				return v, nil
+			}
+		}
+		return store.Version{}, refuse(CheckVersion, "name one of them with --to job-<id>", "%s is not a version of this deployment; %s",
+			render.Version(to), known)
+	}
+	idx := -1
+	for i, v := range versions {
+		if v.JobID == current {
+			idx = i
+		}
+	}
+	for i := idx - 1; i >= 0; i-- {
+		if versions[i].Outcome == store.OutcomeReady {
+			return versions[i], nil
+		}
+	}
+	return store.Version{}, refuse(CheckVersion, "name a version with --to job-<id>",
+		"no version before the current one (%s) ever rolled out; %s", render.Version(current), known)
+}
+
+// replan checks a stored version again (its account's tenant, its model,
+// the quota) and returns its stored objects, less the tenant's shared
+// ones.
+func (d *Deployer) replan(ctx context.Context, v store.Version) (*plan, error) {
+	owner, err := CheckAccount(d.cfg.Serving(), v.Account)
+	if err != nil {
+		return nil, err
+	}
+	if owner.Tenant.Name != v.Tenant || owner.Tenant.Namespace != v.Namespace {
+		return nil, refuse(CheckTenant, "deploy the model again with strata-bridge deploy --job <id>, which renders it for its new tenant",
+			"account %s now belongs to tenant %s (namespace %s), not %s (namespace %s) as when %s was deployed",
+			v.Account, owner.Tenant.Name, owner.Tenant.Namespace, v.Tenant, v.Namespace, render.Version(v.JobID))
+	}
+	if err := CheckModelPath(v.ModelPath, d.cfg.AllowedRoots, d.local); err != nil {
+		return nil, err
+	}
+	usage, err := d.cfg.Store.Usage(ctx, v.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckServingQuota(*owner.Tenant, usage, v.Name, Ask{GPUs: v.GPUs, MaxReplicas: v.MaxReplicas}); err != nil {
+		return nil, err
+	}
+	stored, err := decodeObjects(v.Objects)
+	if err != nil {
+		return nil, fmt.Errorf("stored objects of %s: %w", render.Version(v.JobID), err)
+	}
+	// The tenant's Namespace and ResourceQuota stay as the latest deploy
+	// left them: the stored ones may hold a quota the policy has changed
+	// since.
+	var objs []*unstructured.Unstructured
+	for _, o := range stored {
+		if !shared(o.GetKind()) {
+			objs = append(objs, o)
+		}
+	}
+	return &plan{version: v, objects: objs}, nil
+}
+
+func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(raw))
+	for i, r := range raw {
+		out[i] = &unstructured.Unstructured{}
+		if err := out[i].UnmarshalJSON(r); err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// DeleteResult is what a delete removed (or, dry, would remove).
+type DeleteResult struct {
+	Name      string      `json:"name"`
+	Namespace string      `json:"namespace"`
+	DryRun    bool        `json:"dry_run,omitempty"`
+	Deleted   []ObjectRef `json:"deleted"`
+}
+
+// Delete removes a deployment's objects: only those that carry the
+// bridge's labels for this name (managed-by=strata and
+// app.kubernetes.io/name=<name>) in its namespace, never the tenant's
+// Namespace or ResourceQuota. The versions stay in the store.
+func (d *Deployer) Delete(ctx context.Context, name string, opt Options) (*DeleteResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dep, err := d.cfg.Store.Deployment(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("there is no deployment named %q (strata-bridge list shows them): %w", name, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	versions, err := d.cfg.Store.Versions(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var stored []*unstructured.Unstructured
+	for _, v := range versions {
+		objs, err := decodeObjects(v.Objects)
+		if err == nil {
+			stored = append(stored, objs...)
+		}
+	}
+	objs, err := d.cfg.Kube.ListManaged(ctx, dep.Namespace, name, deletableKinds(stored))
+	if err != nil {
+		return nil, err
+	}
+	res := &DeleteResult{Name: name, Namespace: dep.Namespace, DryRun: opt.DryRun, Deleted: []ObjectRef{}}
+	for _, o := range objs {
+		if shared(o.GetKind()) {
+			continue
+		}
+		if err := d.cfg.Kube.Delete(ctx, o, opt.DryRun); err != nil {
+			if d.cfg.Metrics != nil && !opt.DryRun {
+				d.cfg.Metrics.Deletes.WithLabelValues(store.OutcomeFailed).Inc()
+			}
+			return res, err
+		}
+		res.Deleted = append(res.Deleted, Ref(o))
+	}
+	if opt.DryRun {
+		return res, nil
+	}
+	var names []string
+	for _, r := range res.Deleted {
+		names = append(names, r.Kind+"/"+r.Name)
+	}
+	msg := fmt.Sprintf("deleted %d objects: %s", len(res.Deleted), strings.Join(names, ", "))
+	if err := d.cfg.Store.MarkDeleted(context.WithoutCancel(ctx), name, msg, d.cfg.Now()); err != nil {
+		return res, err
+	}
+	if d.cfg.Metrics != nil {
+		d.cfg.Metrics.Deletes.WithLabelValues("deleted").Inc()
+	}
+	d.cfg.Log.Info("delete finished", "name", name, "namespace", dep.Namespace, "tenant", dep.Tenant, "objects", len(res.Deleted),
+		"reason", opt.Reason, "message", msg)
+	return res, nil
+}

@@ -1,0 +1,570 @@
+// Package store keeps strata-bridge's state in SQLite: one row per
+// deployment (a model served under a name in a tenant's namespace, and the
+// version in force), one row per version (keyed by the Slurm job id that
+// produced the model: the spec, the rendered objects, the rollout's
+// outcome), an event log of every deploy, rollback and delete, and the set
+// of finished jobs the watcher has already judged, so each job is deployed
+// once however often it is listed.
+//
+// The schema is created and upgraded by numbered migrations recorded in
+// the schema_migrations table; a database written by a newer bridge is
+// refused rather than guessed at.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+)
+
+// Outcomes of a version's last rollout.
+const (
+	OutcomeApplying = "applying" // objects being applied; a crash leaves it here
+	OutcomeReady    = "ready"    // rolled out: every replica updated and available
+	OutcomeTimeout  = "timeout"  // applied, but the rollout did not finish in time
+	OutcomeFailed   = "failed"   // the apply or the rollout failed
+)
+
+// Deployment states.
+const (
+	StateActive  = "active"
+	StateDeleted = "deleted" // its objects were removed; versions are kept
+)
+
+// ErrNotFound is returned for a deployment or version the store does not
+// hold.
+var ErrNotFound = errors.New("not found")
+
+// NameTakenError says a deployment name belongs to another tenant.
+type NameTakenError struct {
+	Name, Tenant, Namespace string
+}
+
+func (e *NameTakenError) Error() string {
+	return fmt.Sprintf("deployment name %q is in use by tenant %s (namespace %s)", e.Name, e.Tenant, e.Namespace)
+}
+
+// Deployment is a model served under one name.
+type Deployment struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	Tenant    string    `json:"tenant"`
+	Project   string    `json:"project,omitempty"`
+	State     string    `json:"state"`
+	Current   int64     `json:"current_job,omitempty"` // job id of the version in force; 0 when none
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Version is one deploy of a deployment, keyed by the Slurm job that
+// produced the model.
+type Version struct {
+	JobID     int64  `json:"job_id"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Tenant    string `json:"tenant"`
+	Project   string `json:"project,omitempty"`
+	Account   string `json:"account"`
+	User      string `json:"user"`
+	// GPUs per replica and the most replicas it can run: what the tenant's
+	// serving quota counts.
+	GPUs        int             `json:"gpus"`
+	MaxReplicas int             `json:"max_replicas"`
+	ModelPath   string          `json:"model"`
+	Spec        json.RawMessage `json:"spec"`
+	Objects     json.RawMessage `json:"objects,omitempty"` // the rendered objects, in apply order
+	Outcome     string          `json:"outcome"`
+	Message     string          `json:"message,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+}
+
+// Event is one action on a deployment.
+type Event struct {
+	ID      int64     `json:"id"`
+	Name    string    `json:"name"`
+	JobID   int64     `json:"job_id,omitempty"`
+	Action  string    `json:"action"` // deploy, rollback, delete
+	Outcome string    `json:"outcome"`
+	Message string    `json:"message,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Seen is the watcher's verdict on one finished job.
+type Seen struct {
+	JobID    int64     `json:"job_id"`
+	Outcome  string    `json:"outcome"`
+	Message  string    `json:"message,omitempty"`
+	Attempts int       `json:"attempts"`
+	Done     bool      `json:"done"`
+	At       time.Time `json:"at"`
+}
+
+// Usage is what one active deployment holds of its tenant's serving quota.
+type Usage struct {
+	Name        string
+	Tenant      string
+	JobID       int64
+	GPUs        int
+	MaxReplicas int
+}
+
+// migrations create and upgrade the schema; entry i is version i+1. Never
+// edit a released entry: append a new one.
+var migrations = []string{
+	`CREATE TABLE deployments (
+		name       TEXT PRIMARY KEY,
+		namespace  TEXT NOT NULL,
+		tenant     TEXT NOT NULL,
+		project    TEXT NOT NULL DEFAULT '',
+		state      TEXT NOT NULL,
+		current    INTEGER,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE TABLE versions (
+		job_id       INTEGER PRIMARY KEY,
+		name         TEXT NOT NULL,
+		namespace    TEXT NOT NULL,
+		tenant       TEXT NOT NULL,
+		project      TEXT NOT NULL DEFAULT '',
+		account      TEXT NOT NULL DEFAULT '',
+		user         TEXT NOT NULL DEFAULT '',
+		gpus         INTEGER NOT NULL,
+		max_replicas INTEGER NOT NULL,
+		model        TEXT NOT NULL,
+		spec         TEXT NOT NULL,
+		objects      TEXT NOT NULL,
+		outcome      TEXT NOT NULL,
+		message      TEXT NOT NULL DEFAULT '',
+		created_at   INTEGER NOT NULL,
+		finished_at  INTEGER
+	);
+	CREATE INDEX versions_name ON versions(name, job_id);
+	CREATE TABLE events (
+		id      INTEGER PRIMARY KEY AUTOINCREMENT,
+		name    TEXT NOT NULL,
+		job_id  INTEGER NOT NULL DEFAULT 0,
+		action  TEXT NOT NULL,
+		outcome TEXT NOT NULL,
+		message TEXT NOT NULL DEFAULT '',
+		at      INTEGER NOT NULL
+	);
+	CREATE INDEX events_name ON events(name, id);
+	CREATE TABLE seen (
+		job_id   INTEGER PRIMARY KEY,
+		outcome  TEXT NOT NULL,
+		message  TEXT NOT NULL DEFAULT '',
+		attempts INTEGER NOT NULL,
+		done     INTEGER NOT NULL,
+		at       INTEGER NOT NULL
+	);`,
+}
+
+// Store is the SQLite database.
+type Store struct{ db *sql.DB }
+
+// Open opens (and creates or upgrades) the database at path.
+func Open(ctx context.Context, path string) (*Store, error) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=5000&_synchronous=FULL&_foreign_keys=on")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1) // one writer; SQLite serialises anyway
+	if err := migrate(ctx, db, migrations); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction together with its row in schema_migrations.
+func migrate(ctx context.Context, db *sql.DB, steps []string) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var have int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if have > len(steps) {
+		return fmt.Errorf("schema version %d is newer than this strata-bridge knows (%d): run a newer strata-bridge, or restore the backup of the database", have, len(steps))
+	}
+	for v := have + 1; v <= len(steps); v++ {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, steps[v-1]); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(?, ?)`, v, time.Now().UnixMilli()); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion is the database's schema version.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func nullTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+// StartVersion records a version about to be applied (outcome applying)
+// and creates its deployment, or re-opens a deleted one. A version of the
+// same job recorded before is replaced: the spec or the configuration may
+// have changed since. It fails with a *NameTakenError when the name is an
+// active deployment of another tenant or namespace.
+func (s *Store) StartVersion(ctx context.Context, v Version) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var ns, tenant, state string
+	err = tx.QueryRowContext(ctx, `SELECT namespace, tenant, state FROM deployments WHERE name=?`, v.Name).Scan(&ns, &tenant, &state)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deployments(name, namespace, tenant, project, state, created_at, updated_at)
+			VALUES(?,?,?,?,?,?,?)`, v.Name, v.Namespace, v.Tenant, v.Project, StateActive, ms(v.CreatedAt), ms(v.CreatedAt)); err != nil {
+			return fmt.Errorf("record deployment %s: %w", v.Name, err)
+		}
+	case err != nil:
+		return err
+	case state == StateActive && (ns != v.Namespace || tenant != v.Tenant):
+		return &NameTakenError{Name: v.Name, Tenant: tenant, Namespace: ns}
+	default:
+		if _, err := tx.ExecContext(ctx, `UPDATE deployments SET namespace=?, tenant=?, project=?, state=?, updated_at=? WHERE name=?`,
+			v.Namespace, v.Tenant, v.Project, StateActive, ms(v.CreatedAt), v.Name); err != nil {
+			return fmt.Errorf("record deployment %s: %w", v.Name, err)
+		}
+	}
+	var other string
+	err = tx.QueryRowContext(ctx, `SELECT name FROM versions WHERE job_id=?`, v.JobID).Scan(&other)
+	if err == nil && other != v.Name {
+		return fmt.Errorf("job %d is already version of deployment %s; one job serves under one name", v.JobID, other)
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	spec, objects := v.Spec, v.Objects
+	if len(spec) == 0 {
+		spec = json.RawMessage("null")
+	}
+	if len(objects) == 0 {
+		objects = json.RawMessage("[]")
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO versions(job_id, name, namespace, tenant, project, account, user, gpus, max_replicas, model,
+			spec, objects, outcome, message, created_at, finished_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,'',?,NULL)
+		ON CONFLICT(job_id) DO UPDATE SET namespace=excluded.namespace, tenant=excluded.tenant, project=excluded.project,
+			account=excluded.account, user=excluded.user, gpus=excluded.gpus, max_replicas=excluded.max_replicas, model=excluded.model,
+			spec=excluded.spec, objects=excluded.objects, outcome=excluded.outcome, message='', finished_at=NULL`,
+		v.JobID, v.Name, v.Namespace, v.Tenant, v.Project, v.Account, v.User, v.GPUs, v.MaxReplicas, v.ModelPath,
+		string(spec), string(objects), OutcomeApplying, ms(v.CreatedAt)); err != nil {
+		return fmt.Errorf("record version job-%d of %s: %w", v.JobID, v.Name, err)
+	}
+	return tx.Commit()
+}
+
+// Finish is the end of a deploy or rollback.
+type Finish struct {
+	Name    string
+	JobID   int64
+	Action  string // deploy or rollback
+	Outcome string
+	// EventOutcome is the event's outcome when it says more than the
+	// version's ("unchanged" for a ready version that changed nothing).
+	EventOutcome string
+	Message      string
+	// Applied says the version's objects are in the cluster now (whatever
+	// the rollout did): the version becomes the deployment's current one.
+	Applied bool
+	At      time.Time
+}
+
+// FinishVersion records the outcome of a version's rollout and an event,
+// and makes the version current when its objects were applied, in one
+// transaction.
+func (s *Store) FinishVersion(ctx context.Context, f Finish) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, `UPDATE versions SET outcome=?, message=?, finished_at=? WHERE job_id=? AND name=?`,
+		f.Outcome, f.Message, ms(f.At), f.JobID, f.Name)
+	if err != nil {
+		return fmt.Errorf("finish version job-%d: %w", f.JobID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("finish version job-%d of %s: %w", f.JobID, f.Name, ErrNotFound)
+	}
+	if f.Applied {
+		if _, err := tx.ExecContext(ctx, `UPDATE deployments SET current=?, state=?, updated_at=? WHERE name=?`,
+			f.JobID, StateActive, ms(f.At), f.Name); err != nil {
+			return fmt.Errorf("set current version of %s: %w", f.Name, err)
+		}
+	}
+	ev := Event{Name: f.Name, JobID: f.JobID, Action: f.Action, Outcome: f.Outcome, Message: f.Message, At: f.At}
+	if f.EventOutcome != "" {
+		ev.Outcome = f.EventOutcome
+	}
+	if err := addEvent(ctx, tx, ev); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// MarkDeleted records that a deployment's objects were removed. Its
+// versions stay, so a later deploy of the name starts a new history with
+// the old one still readable.
+func (s *Store) MarkDeleted(ctx context.Context, name, message string, at time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, `UPDATE deployments SET state=?, current=NULL, updated_at=? WHERE name=?`, StateDeleted, ms(at), name)
+	if err != nil {
+		return fmt.Errorf("delete deployment %s: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("deployment %s: %w", name, ErrNotFound)
+	}
+	if err := addEvent(ctx, tx, Event{Name: name, Action: "delete", Outcome: "deleted", Message: message, At: at}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func addEvent(ctx context.Context, db execer, e Event) error {
+	if _, err := db.ExecContext(ctx, `INSERT INTO events(name, job_id, action, outcome, message, at) VALUES(?,?,?,?,?,?)`,
+		e.Name, e.JobID, e.Action, e.Outcome, e.Message, ms(e.At)); err != nil {
+		return fmt.Errorf("record event: %w", err)
+	}
+	return nil
+}
+
+// AddEvent records an event that changes no version (a refusal, a no-op).
+func (s *Store) AddEvent(ctx context.Context, e Event) error { return addEvent(ctx, s.db, e) }
+
+const deploymentColumns = `name, namespace, tenant, project, state, current, created_at, updated_at`
+
+func scanDeployments(rows *sql.Rows) ([]Deployment, error) {
+	defer rows.Close()
+	var out []Deployment
+	for rows.Next() {
+		var d Deployment
+		var cur sql.NullInt64
+		var created, updated int64
+		if err := rows.Scan(&d.Name, &d.Namespace, &d.Tenant, &d.Project, &d.State, &cur, &created, &updated); err != nil {
+			return nil, err
+		}
+		d.Current = cur.Int64
+		d.CreatedAt, d.UpdatedAt = fromMS(created), fromMS(updated)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Deployment returns one deployment.
+func (s *Store) Deployment(ctx context.Context, name string) (Deployment, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+deploymentColumns+` FROM deployments WHERE name=?`, name)
+	if err != nil {
+		return Deployment{}, err
+	}
+	ds, err := scanDeployments(rows)
+	if err != nil {
+		return Deployment{}, err
+	}
+	if len(ds) == 0 {
+		return Deployment{}, fmt.Errorf("deployment %s: %w", name, ErrNotFound)
+	}
+	return ds[0], nil
+}
+
+// Deployments returns every deployment, deleted ones too, by name.
+func (s *Store) Deployments(ctx context.Context) ([]Deployment, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+deploymentColumns+` FROM deployments ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	return scanDeployments(rows)
+}
+
+const versionColumns = `job_id, name, namespace, tenant, project, account, user, gpus, max_replicas, model, spec, objects, outcome, message,
+	created_at, finished_at`
+
+func scanVersions(rows *sql.Rows) ([]Version, error) {
+	defer rows.Close()
+	var out []Version
+	for rows.Next() {
+		var v Version
+		var spec, objects string
+		var created int64
+		var finished sql.NullInt64
+		if err := rows.Scan(&v.JobID, &v.Name, &v.Namespace, &v.Tenant, &v.Project, &v.Account, &v.User, &v.GPUs, &v.MaxReplicas,
+			&v.ModelPath, &spec, &objects, &v.Outcome, &v.Message, &created, &finished); err != nil {
+			return nil, err
+		}
+		v.Spec, v.Objects = json.RawMessage(spec), json.RawMessage(objects)
+		v.CreatedAt, v.FinishedAt = fromMS(created), nullTime(finished)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Version returns the version of one job.
+func (s *Store) Version(ctx context.Context, jobID int64) (Version, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE job_id=?`, jobID)
+	if err != nil {
+		return Version{}, err
+	}
+	vs, err := scanVersions(rows)
+	if err != nil {
+		return Version{}, err
+	}
+	if len(vs) == 0 {
+		return Version{}, fmt.Errorf("version job-%d: %w", jobID, ErrNotFound)
+	}
+	return vs[0], nil
+}
+
+// Versions returns the versions of a deployment, oldest first.
+func (s *Store) Versions(ctx context.Context, name string) ([]Version, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE name=? ORDER BY created_at, job_id`, name)
+	if err != nil {
+		return nil, err
+	}
+	return scanVersions(rows)
+}
+
+// Events returns the events of a deployment, oldest first.
+func (s *Store) Events(ctx context.Context, name string) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, job_id, action, outcome, message, at FROM events WHERE name=? ORDER BY id`, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var at int64
+		if err := rows.Scan(&e.ID, &e.Name, &e.JobID, &e.Action, &e.Outcome, &e.Message, &at); err != nil {
+			return nil, err
+		}
+		e.At = fromMS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Usage returns what every active deployment of tenant holds of its
+// serving quota, from its current version.
+func (s *Store) Usage(ctx context.Context, tenant string) ([]Usage, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT d.name, d.tenant, v.job_id, v.gpus, v.max_replicas
+		FROM deployments d JOIN versions v ON v.job_id = d.current
+		WHERE d.state=? AND d.tenant=? ORDER BY d.name`, StateActive, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Usage
+	for rows.Next() {
+		var u Usage
+		if err := rows.Scan(&u.Name, &u.Tenant, &u.JobID, &u.GPUs, &u.MaxReplicas); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// MarkSeen records the watcher's verdict on a job and counts the attempt.
+// done means the job is settled (deployed, refused, not asking to be
+// served, or failed too often) and is not looked at again.
+func (s *Store) MarkSeen(ctx context.Context, jobID int64, outcome, message string, done bool, at time.Time) (Seen, error) {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO seen(job_id, outcome, message, attempts, done, at) VALUES(?,?,?,1,?,?)
+		ON CONFLICT(job_id) DO UPDATE SET outcome=excluded.outcome, message=excluded.message, attempts=seen.attempts+1,
+			done=excluded.done, at=excluded.at`, jobID, outcome, message, done, ms(at)); err != nil {
+		return Seen{}, fmt.Errorf("mark job %d seen: %w", jobID, err)
+	}
+	return s.Seen(ctx, jobID)
+}
+
+// Seen returns the watcher's verdict on one job.
+func (s *Store) Seen(ctx context.Context, jobID int64) (Seen, error) {
+	var v Seen
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT job_id, outcome, message, attempts, done, at FROM seen WHERE job_id=?`, jobID).
+		Scan(&v.JobID, &v.Outcome, &v.Message, &v.Attempts, &v.Done, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Seen{}, fmt.Errorf("job %d: %w", jobID, ErrNotFound)
+	}
+	if err != nil {
+		return Seen{}, err
+	}
+	v.At = fromMS(at)
+	return v, nil
+}
+
+// Settled returns the ids of the jobs the watcher is done with.
+func (s *Store) Settled(ctx context.Context) (map[int64]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT job_id FROM seen WHERE done=1`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// PruneSeen forgets verdicts older than before; slurmctld forgets finished
+// jobs long before (MinJobAge), so they are never listed again.
+func (s *Store) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM seen WHERE at < ?`, ms(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune seen jobs: %w", err)
+	}
+	return res.RowsAffected()
+}

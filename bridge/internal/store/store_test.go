@@ -1,0 +1,324 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func version(job int64, name, tenant string, gpus, replicas int, at time.Time) Version {
+	return Version{JobID: job, Name: name, Namespace: "strata-" + tenant, Tenant: tenant, Project: "p", Account: tenant + "-p", User: "alice",
+		GPUs: gpus, MaxReplicas: replicas, ModelPath: "/shared/models/" + name, Spec: json.RawMessage(`{"name":"` + name + `"}`),
+		Objects: json.RawMessage(`[{"kind":"Deployment"}]`), CreatedAt: at}
+}
+
+// A version goes applying → ready and becomes current; a second version
+// replaces it as current; both stay readable, the events say what
+// happened, and a new process reads the same.
+func TestVersionLifecycle(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	s := open(t, path)
+	v1 := version(101, "llama", "acme", 2, 1, t0)
+	if err := s.StartVersion(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Deployment(ctx, "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != StateActive || d.Current != 0 {
+		t.Errorf("before the apply finished: state %s current %d, want active and no current version", d.State, d.Current)
+	}
+	if err := s.FinishVersion(ctx, Finish{Name: "llama", JobID: 101, Action: "deploy", Outcome: OutcomeReady, Message: "1/1 ready",
+		Applied: true, At: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	v2 := version(102, "llama", "acme", 4, 2, t0.Add(time.Hour))
+	if err := s.StartVersion(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishVersion(ctx, Finish{Name: "llama", JobID: 102, Action: "deploy", Outcome: OutcomeTimeout, Message: "0/2 available",
+		Applied: true, At: t0.Add(61 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = open(t, path)
+	d, err = s.Deployment(ctx, "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantD := Deployment{Name: "llama", Namespace: "strata-acme", Tenant: "acme", Project: "p", State: StateActive, Current: 102,
+		CreatedAt: t0, UpdatedAt: t0.Add(61 * time.Minute)}
+	if diff := cmp.Diff(wantD, d); diff != "" {
+		t.Errorf("deployment (-want +got):\n%s", diff)
+	}
+	vs, err := s.Versions(ctx, "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1, f2 := t0.Add(time.Minute), t0.Add(61*time.Minute)
+	v1.Outcome, v1.Message, v1.FinishedAt = OutcomeReady, "1/1 ready", &f1
+	v2.Outcome, v2.Message, v2.FinishedAt = OutcomeTimeout, "0/2 available", &f2
+	if diff := cmp.Diff([]Version{v1, v2}, vs); diff != "" {
+		t.Errorf("versions (-want +got):\n%s", diff)
+	}
+	ev, err := s.Events(ctx, "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev) != 2 || ev[0].Outcome != OutcomeReady || ev[1].Outcome != OutcomeTimeout || ev[1].JobID != 102 {
+		t.Errorf("events = %+v, want ready for 101 then timeout for 102", ev)
+	}
+	if _, err := s.Version(ctx, 999); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Version(999): err = %v, want ErrNotFound", err)
+	}
+}
+
+// A failed apply does not move the current version.
+func TestFailedApplyKeepsCurrent(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
+	for _, f := range []struct {
+		job     int64
+		outcome string
+		applied bool
+	}{{1, OutcomeReady, true}, {2, OutcomeFailed, false}} {
+		if err := s.StartVersion(ctx, version(f.job, "m", "acme", 1, 1, t0.Add(time.Duration(f.job)*time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishVersion(ctx, Finish{Name: "m", JobID: f.job, Action: "deploy", Outcome: f.outcome, Applied: f.applied, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := s.Deployment(ctx, "m")
+	if d.Current != 1 {
+		t.Errorf("current = %d after a failed apply of job 2, want 1", d.Current)
+	}
+	if err := s.FinishVersion(ctx, Finish{Name: "other", JobID: 1, Outcome: OutcomeReady, At: t0}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("finishing job 1 under another name: err = %v, want ErrNotFound", err)
+	}
+}
+
+// Who may use a name: the same tenant always; another tenant only once the
+// name is deleted; one job never serves under two names.
+func TestStartVersionOwnership(t *testing.T) {
+	tests := map[string]struct {
+		deleteFirst bool
+		next        Version
+		wantErr     string
+	}{
+		"same tenant, new job":            {next: version(2, "m", "acme", 1, 1, t0), wantErr: ""},
+		"same job again":                  {next: version(1, "m", "acme", 1, 1, t0), wantErr: ""},
+		"other tenant, active name":       {next: version(2, "m", "globex", 1, 1, t0), wantErr: `deployment name "m" is in use by tenant acme (namespace strata-acme)`},
+		"other tenant, deleted name":      {deleteFirst: true, next: version(2, "m", "globex", 1, 1, t0), wantErr: ""},
+		"same job under another name":     {next: version(1, "n", "acme", 1, 1, t0), wantErr: "job 1 is already version of deployment m"},
+		"same job, other name, after del": {deleteFirst: true, next: version(1, "n", "acme", 1, 1, t0), wantErr: "job 1 is already version of deployment m"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
+			if err := s.StartVersion(ctx, version(1, "m", "acme", 1, 1, t0)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.deleteFirst {
+				if err := s.MarkDeleted(ctx, "m", "test", t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := s.StartVersion(ctx, tc.next)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("StartVersion: %v", err)
+				}
+				d, _ := s.Deployment(ctx, tc.next.Name)
+				if d.Tenant != tc.next.Tenant || d.State != StateActive {
+					t.Errorf("deployment = %+v, want active for %s", d, tc.next.Tenant)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("StartVersion: err = %v, want %q", err, tc.wantErr)
+			}
+			var taken *NameTakenError
+			if strings.Contains(tc.wantErr, "in use") && !errors.As(err, &taken) {
+				t.Errorf("err %v is not a *NameTakenError", err)
+			}
+		})
+	}
+}
+
+// Usage counts the current version of each active deployment of the
+// tenant: not other tenants, not deleted deployments, not versions that
+// are no longer current.
+func TestUsage(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
+	steps := []struct {
+		v       Version
+		applied bool
+	}{
+		{version(1, "a", "acme", 1, 1, t0), true},
+		{version(2, "a", "acme", 2, 3, t0.Add(time.Minute)), true}, // replaces job 1 as a's current
+		{version(3, "b", "acme", 4, 1, t0), true},
+		{version(4, "c", "acme", 8, 1, t0), true},  // deleted below
+		{version(5, "d", "acme", 8, 8, t0), false}, // never applied: no current
+		{version(6, "x", "globex", 8, 1, t0), true},
+	}
+	for _, st := range steps {
+		if err := s.StartVersion(ctx, st.v); err != nil {
+			t.Fatal(err)
+		}
+		outcome := OutcomeReady
+		if !st.applied {
+			outcome = OutcomeFailed
+		}
+		if err := s.FinishVersion(ctx, Finish{Name: st.v.Name, JobID: st.v.JobID, Action: "deploy", Outcome: outcome, Applied: st.applied, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.MarkDeleted(ctx, "c", "", t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Usage(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Usage{{Name: "a", Tenant: "acme", JobID: 2, GPUs: 2, MaxReplicas: 3}, {Name: "b", Tenant: "acme", JobID: 3, GPUs: 4, MaxReplicas: 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+	if err := s.MarkDeleted(ctx, "nope", "", t0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("MarkDeleted(nope): err = %v, want ErrNotFound", err)
+	}
+}
+
+// The watcher's verdicts: attempts count up, only settled jobs are in
+// the settled set, and old verdicts are pruned.
+func TestSeen(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
+	marks := []struct {
+		job     int64
+		outcome string
+		done    bool
+		at      time.Time
+	}{
+		{10, "error", false, t0},
+		{10, "deployed", true, t0.Add(time.Minute)},
+		{11, "not-requested", true, t0.Add(-48 * time.Hour)},
+		{12, "error", false, t0},
+	}
+	for _, m := range marks {
+		if _, err := s.MarkSeen(ctx, m.job, m.outcome, "", m.done, m.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Seen(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Seen{JobID: 10, Outcome: "deployed", Attempts: 2, Done: true, At: t0.Add(time.Minute)}, got); diff != "" {
+		t.Errorf("seen job 10 (-want +got):\n%s", diff)
+	}
+	settled, err := s.Settled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]bool{10: true, 11: true}, settled); diff != "" {
+		t.Errorf("settled (-want +got):\n%s", diff)
+	}
+	n, err := s.PruneSeen(ctx, t0.Add(-24*time.Hour))
+	if err != nil || n != 1 {
+		t.Errorf("PruneSeen = %d, %v; want job 11 pruned", n, err)
+	}
+	if _, err := s.Seen(ctx, 11); !errors.Is(err, ErrNotFound) {
+		t.Errorf("job 11 after prune: err = %v", err)
+	}
+}
+
+// Migrations run once each, in order, each with its version row; a
+// failing one leaves no trace; a newer database is refused.
+func TestMigrate(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "m.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v1 := []string{`CREATE TABLE a (x INTEGER)`}
+	v2 := append(v1, `ALTER TABLE a ADD COLUMN y TEXT NOT NULL DEFAULT 'z'`)
+	bad := append(v2, `CREATE TABLE b (x INTEGER); CREATE TABLE a (x INTEGER)`) // the second statement fails
+	if err := migrate(ctx, db, v1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO a(x) VALUES(1)`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second run finds nothing to do
+		if err := migrate(ctx, db, v2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var y string
+	if err := db.QueryRowContext(ctx, `SELECT y FROM a WHERE x=1`).Scan(&y); err != nil || y != "z" {
+		t.Errorf("row after migration 2: y=%q err=%v; want the default z", y, err)
+	}
+	if err := migrate(ctx, db, bad); err == nil || !strings.Contains(err.Error(), "migration 3") {
+		t.Errorf("bad migration: err = %v", err)
+	}
+	var have int
+	_ = db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&have)
+	if have != 2 {
+		t.Errorf("schema version after a failed migration 3 = %d, want 2", have)
+	}
+	var n int
+	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name='b'`).Scan(&n)
+	if n != 0 {
+		t.Errorf("the failed migration left table b behind")
+	}
+	if err := migrate(ctx, db, v1); err == nil || !strings.Contains(err.Error(), "schema version 2 is newer") {
+		t.Errorf("older binary on a newer database: err = %v", err)
+	}
+}
+
+// Open creates the current schema, and refuses a database from a newer
+// strata-bridge.
+func TestOpenSchemaVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	s := open(t, path)
+	v, err := s.SchemaVersion(ctx)
+	if err != nil || v != len(migrations) {
+		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(99, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
+		t.Errorf("Open of a newer schema: err = %v", err)
+	}
+}
