@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -148,9 +149,11 @@ func (c *Controller) tenant(account string) string {
 }
 
 // className reads the workload class from the job's comment
-// ("strata:class=train") and falls back to the partition.
+// ("strata:class=train") and falls back to the partition. Comment items
+// are separated by spaces or commas ("strata:class=train,strata:serve=m"),
+// as the job_submit plugin and strata-bridge read them.
 func className(j slurmrest.Job) string {
-	for _, f := range strings.Fields(j.Comment) {
+	for _, f := range strings.FieldsFunc(j.Comment, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
 		if v, ok := strings.CutPrefix(f, "strata:class="); ok {
 			return v
 		}
