@@ -19,7 +19,11 @@ TESTBED := test/testbed/slurm/testbed.sh
 TB_STATE ?= /var/lib/strata/testbed
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
-DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus
+DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus openssl procps
+# The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
+KUBE_TESTBED := test/testbed/k8s/testbed.sh
+KUBE_NAME ?= k8s
+KUBE_ENV = $(TB_STATE)/$(KUBE_NAME)/env
 
 .PHONY: help
 help: ## show this help
@@ -58,6 +62,7 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
 	$(GO) build -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
 	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
+	$(GO) build -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
 	$(GO) build -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: generate
@@ -84,16 +89,33 @@ testbed-up: deps ## start one Slurm test bed per SLURM_VERSIONS (fresh state)
 	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 
 .PHONY: testbed-down
-testbed-down: ## stop the test beds
+testbed-down: ## stop the test beds (Slurm and Kubernetes)
 	@for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) down; done
+	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) down --name $(KUBE_NAME)
 
 .PHONY: testbed-status
 testbed-status: ## show the test beds' daemons
 	@for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) status || true; done
 
+.PHONY: kube-build
+kube-build: ## build the Kubernetes test bed's binaries (~15 min once per machine, cached in /var/cache/strata/kubebin)
+	bash $(KUBE_TESTBED) build
+
+.PHONY: kube-up
+kube-up: deps ## start the Kubernetes test bed (fresh state): kube-apiserver, etcd, controllers, scheduler, 2 kwok GPU nodes
+	TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) up --fresh --name $(KUBE_NAME)
+
+.PHONY: kube-down
+kube-down: ## stop the Kubernetes test bed
+	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) down --name $(KUBE_NAME)
+
+.PHONY: kube-status
+kube-status: ## show the Kubernetes test bed's daemons and nodes
+	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) status --name $(KUBE_NAME) || true
+
 .PHONY: test-integration
-test-integration: testbed-up $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS
-	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" $(GO) test -race -count=1 -tags integration -timeout 20m ./...
+test-integration: testbed-up kube-up $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS and a real Kubernetes
+	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" $(GO) test -race -count=1 -tags integration -timeout 20m ./...
 
 .PHONY: test
 test: test-unit test-integration ## every test: unit, then integration on the test beds
@@ -121,23 +143,27 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint
 bench: ## benchmarks (topogen on real and generated fabrics; reclaimd's decide on 1,000 nodes x 8 GPUs)
 	$(GO) test -run '^$$' -bench . -benchtime 5x -cpu 1 ./topogen/... ./reclaimd/...
 
+# bench-policy runs on a test bed of its own (it empties its slurmdbd between
+# runs), never on the shared ones, and removes it at the end.
+BENCH_POLICY_SCALE ?= 20x10x20
+BENCH_POLICY_SACCTMGR_TENANTS ?=
+BENCH_TB_OPTS := --version 26.05 --name sbench --port-base 27300 --cluster sbench
+.PHONY: bench-policy
+bench-policy: deps ## strata-policy apply against per-object sacctmgr on a private Slurm 26.05 (BENCH_POLICY_SCALE=200x10x20: full size)
+	bash $(TESTBED) up --fresh $(BENCH_TB_OPTS)
+	rc=0; STRATA_BENCH_TESTBED=$(TB_STATE)/sbench/env \
+		STRATA_BENCH_RESET="bash $(CURDIR)/$(TESTBED) up --fresh $(BENCH_TB_OPTS) >/dev/null" \
+		STRATA_BENCH_SCALE=$(BENCH_POLICY_SCALE) STRATA_BENCH_SACCTMGR_TENANTS=$(BENCH_POLICY_SACCTMGR_TENANTS) \
+		$(GO) test -tags integration -run '^$$' -bench BenchmarkPolicyApply -benchtime 1x -timeout 0 ./policy/cmd/strata-policy/ || rc=$$?; \
+		bash $(TESTBED) down $(BENCH_TB_OPTS) --purge; exit $$rc
+
 .PHONY: demo
-demo: deps ## start a local Slurm 26.05 with fake GPUs and show it working
+demo: deps ## start a local Slurm 26.05 with fake GPUs and the Kubernetes test bed, and show every part working
+	$(GO) build -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge
+	$(GO) build -o $(BIN)/strata-demo ./test/demo
 	$(MAKE) --no-print-directory testbed-up SLURM_VERSIONS=$(firstword $(SLURM_VERSIONS))
-	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
-	$(GO) run ./test/demo -env $(DEMO_INST)/env -topogen-dir $(DEMO_INST)/demo
-	@echo; echo "== topogen plan: what topogen would change in the cluster's topology.conf for that fabric"
-	@rc=0; $(BIN)/topogen -c $(DEMO_INST)/demo/topogen.yaml --log-level warn plan || rc=$$?; \
-		echo "(topogen plan exited $$rc: 0 = up to date, 2 = changes; apply them with: $(BIN)/topogen -c $(DEMO_INST)/demo/topogen.yaml apply)"; \
-		[ $$rc = 0 ] || [ $$rc = 2 ]
-	$(GO) build -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
-	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
-	@echo; echo "== strata-policy: the example tenant policy, checked, and the reclaim rules it renders for reclaimd"
-	@$(BIN)/strata-policy check --policy etc/strata/policy.yaml
-	@$(BIN)/strata-policy render --policy etc/strata/policy.yaml -o $(DEMO_INST)/demo --slurm-dir $(DEMO_INST)/demo/slurm
-	@echo; echo "== reclaimd simulate: the example rules over a recorded trace (what reclaim would do before it acts)"
-	@$(BIN)/reclaimd simulate --rules reclaimd/internal/simulate/testdata/example-rules.json --step 1m \
-		--jobs reclaimd/internal/simulate/testdata/example.jobs.csv --samples reclaimd/internal/simulate/testdata/example.samples.csv
+	$(BIN)/strata-demo -env $(DEMO_INST)/env -topogen-dir $(DEMO_INST)/demo
+	BIN=$(BIN) TB_STATE=$(TB_STATE) KUBE_NAME=$(KUBE_NAME) bash test/demo/demo.sh $(DEMO_INST)/env
 
 .PHONY: ci
 ci: lint test ## what CI runs: lint and every test

@@ -1,7 +1,7 @@
 // Command strata-demo shows a new user the local test cluster that
 // `make demo` starts: its nodes and fake GPUs, a GPU job submitted as a
 // normal user through slurmrestd, the GPU indices Slurm gave it, and how to
-// reach and stop everything.
+// look at it; test/demo/demo.sh shows the rest of the suite after it.
 package main
 
 import (
@@ -118,12 +118,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, `
-== Try it yourself
+== Look at this job yourself
    Slurm commands of this cluster:  %[1]s/squeue   %[1]s/sinfo -N   %[1]s/scontrol show job %[2]d
    REST:  curl -H "X-SLURM-USER-TOKEN: $(cat %[3]s)" %[4]s/slurm/%[5]s/job/%[2]d
    job output: %[6]s
    cancel the job:  %[1]s/scancel %[2]d
-   stop the cluster:  make testbed-down      daemon logs:  bash test/testbed/slurm/testbed.sh logs
 `, b.Bin, res.JobID, b.TokenFile, b.URL, info.Parser, path)
 	return nil
 }
