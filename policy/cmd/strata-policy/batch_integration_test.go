@@ -18,8 +18,9 @@ import (
 
 // TestApplyBatched applies a generated policy of 5 tenants × 4 projects ×
 // 5 members to a slurmdbd that has none of it, and counts the requests:
-// the reads (2 parser probes, QOS, accounts, and the associations in one
-// request per 256 accounts) and 12 writes:
+// the reads (2 parser probes, QOS, accounts, and the associations: three
+// sacctmgr listings, or through slurmrestd one request per 256 accounts)
+// and 12 writes:
 //   - QOS: 2, as interactive and train preempt batch, which the first
 //     request creates (slurmrestd resolves a preempted QOS before it writes);
 //   - 25 accounts: 8 (their records; one association request per parent:
@@ -30,33 +31,43 @@ import (
 // A second apply of the same file only reads.
 func TestApplyBatched(t *testing.T) {
 	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
-		file, st := generated(t, b, policygen.Spec{Tenants: 5, Projects: 4, Members: 5, Seed: 3})
-		changes := 3 + 25 + st.Users + 5*4*5 // QOS, accounts, users, a GPU limit per user association
-		accts, err := b.Client(t).Accounts(testbed.Context(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		reads := func(accounts int) int { return 4 + (accounts+255)/256 }
-		code, out := policyOn(t, b, file, "apply", "--apply")
-		if code != exitOK {
-			t.Fatalf("apply: exit %d:\n%s", code, tail(out))
-		}
-		// The reads before the writes, then the read-back after them
-		// (QOS, accounts, associations of the 25 new accounts too; the
-		// two parser probes are not repeated).
-		applyReads := reads(len(accts)) + reads(len(accts)+25) - 2
-		for _, want := range []string{fmt.Sprintf("Applied %d of %d changes in 4 writes.", changes, changes),
-			fmt.Sprintf("%d requests to slurmrestd (%d reads, 12 writes)", applyReads+12, applyReads), "Checked: Slurm now matches"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("apply: want %q in:\n%s", want, tail(out))
-			}
-		}
-		code, out = policyOn(t, b, file, "apply", "--apply")
-		noop := fmt.Sprintf("%d requests to slurmrestd (%[1]d reads, 0 writes)", reads(len(accts)+25))
-		if code != exitOK || !strings.Contains(out, "Slurm matches") || !strings.Contains(out, noop) {
-			t.Errorf("second apply: exit %d, want 0 and %q:\n%s", code, noop, tail(out))
+		for _, mode := range []string{readSacctmgr, readREST} {
+			t.Run("read-with-"+mode, func(t *testing.T) { applyBatched(t, b, mode) })
 		}
 	})
+}
+
+func applyBatched(t *testing.T, b *testbed.Bed, mode string) {
+	file, st := generated(t, b, policygen.Spec{Tenants: 5, Projects: 4, Members: 5, Seed: 3})
+	changes := 3 + 25 + st.Users + 5*4*5 // QOS, accounts, users, a GPU limit per user association
+	accts, err := b.Client(t).Accounts(testbed.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// REST reads and sacctmgr runs of one read of Slurm, with n accounts.
+	reads, runs := func(n int) int { return 4 + (n+255)/256 }, 0
+	if mode == readSacctmgr {
+		reads, runs = func(int) int { return 4 }, 3
+	}
+	code, out := policyOn(t, b, file, "apply", "--apply", "--read-with", mode)
+	if code != exitOK {
+		t.Fatalf("apply: exit %d:\n%s", code, tail(out))
+	}
+	// The reads before the writes, then the read-back after them
+	// (QOS, accounts, associations of the 25 new accounts too; the
+	// two parser probes are not repeated).
+	applyReads := reads(len(accts)) + reads(len(accts)+25) - 2
+	for _, want := range []string{fmt.Sprintf("Applied %d of %d changes in 4 writes.", changes, changes),
+		fmt.Sprintf("%d requests to slurmrestd (%d reads, 12 writes) and %d sacctmgr runs", applyReads+12, applyReads, 2*runs), "Checked: Slurm now matches"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply: want %q in:\n%s", want, tail(out))
+		}
+	}
+	code, out = policyOn(t, b, file, "apply", "--apply", "--read-with", mode)
+	noop := fmt.Sprintf("%d requests to slurmrestd (%[1]d reads, 0 writes) and %d sacctmgr runs", reads(len(accts)+25), runs)
+	if code != exitOK || !strings.Contains(out, "Slurm matches") || !strings.Contains(out, noop) {
+		t.Errorf("second apply: exit %d, want 0 and %q:\n%s", code, noop, tail(out))
+	}
 }
 
 // TestApplyOneAtATime: --batch-size 1 writes every change on its own and

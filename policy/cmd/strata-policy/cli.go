@@ -19,6 +19,7 @@ import (
 	"github.com/strata-hpc/strata/policy/internal/compile"
 	"github.com/strata-hpc/strata/policy/internal/plan"
 	"github.com/strata-hpc/strata/policy/internal/render"
+	"github.com/strata-hpc/strata/policy/internal/sacctmgr"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
@@ -42,6 +43,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		&cli.StringFlag{Name: "token-file", Value: "/etc/strata/policy.jwt", Usage: "JWT of that administrator (re-read when it changes)"},
 		&cli.BoolFlag{Name: "prune", Usage: "also remove Strata's objects the policy no longer has"},
 		&cli.BoolFlag{Name: "force-busy", Usage: "with --prune, cancel the running and pending jobs of what it removes (without it, such removals are skipped and reported)"},
+		&cli.StringFlag{Name: "read-with", Value: readAuto, Usage: "how to read the associations: " + readAuto + " (sacctmgr when it is found, slurmrestd when it is not or fails), " +
+			readSacctmgr + " or " + readREST + "; sacctmgr lists 40,000 associations in seconds, slurmrestd in half a minute"},
+		&cli.StringFlag{Name: "sacctmgr", Value: "sacctmgr", Usage: "sacctmgr to run, authenticated by the token: to read associations (see --read-with) and for what slurmrestd cannot write (emptying a QOS's preempt list)"},
 	}
 	app := &cli.App{
 		Name:  "strata-policy",
@@ -78,8 +82,7 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 			}},
 			{Name: "plan", Usage: "show the changes", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
 			{Name: "apply", Usage: "make the changes (with --apply)", Description: applyDoc, Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"},
-				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"},
-				&cli.StringFlag{Name: "sacctmgr", Value: "sacctmgr", Usage: "sacctmgr to run, authenticated by the token, for what slurmrestd cannot write (emptying a QOS's preempt list)"}),
+				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"}),
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }},
 			{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
 			explainCommand(ctx, restOnly(restFlags), func() *slog.Logger { return log }),
@@ -169,16 +172,23 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	if c.Command.Name == "apply" && c.Int("batch-size") < 1 {
 		return exitErr(exitFailure, fmt.Sprintf("--batch-size %d: give 1 or more", c.Int("batch-size")))
 	}
+	tokens := &slurmrest.FileToken{Path: c.String("token-file")}
 	counter, start := &requestCounter{next: http.DefaultTransport}, time.Now()
-	if c.Command.Name == "apply" {
-		defer func() { fmt.Fprintf(c.App.Writer, "%s.\n", counter.summary(time.Since(start))) }()
-	}
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
-		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log, HTTPClient: counter.client(requestTimeout)})
+		Tokens: tokens, Logger: log, HTTPClient: counter.client(requestTimeout)})
 	if err != nil {
 		return exitErr(exitFailure, err.Error())
 	}
-	live, err := readLive(ctx, client, want.Cluster, c.Bool("prune"))
+	sm := &sacctmgr.Command{Path: c.String("sacctmgr"), Log: log,
+		Token: func(ctx context.Context) (string, error) { return tokens.Token(ctx, client.User()) }}
+	if c.Command.Name == "apply" {
+		defer func() { fmt.Fprintf(c.App.Writer, "%s.\n", counter.summary(sm.Runs(), time.Since(start))) }()
+	}
+	reader, err := newLiveReader(client, sm, c.String("read-with"), log)
+	if err != nil {
+		return exitErr(exitFailure, err.Error())
+	}
+	live, err := reader.read(ctx, want.Cluster, c.Bool("prune"))
 	if err != nil {
 		return exitErr(exitFailure, err.Error())
 	}
@@ -199,14 +209,14 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 		return exitErr(exitDrift, "")
 	}
 	todo := plan.Actionable(changes)
-	sw := newWriter(client, &slurmrest.FileToken{Path: c.String("token-file")}, c.String("sacctmgr"), log)
+	sw := writer{Client: client, Command: sm}
 	res := apply.ApplyBatched(ctx, sw, want.Cluster, todo, c.Int("batch-size"), log)
 	fmt.Fprintf(w, "\nApplied %d of %d changes in %d writes.\n", len(res.Applied), len(todo), res.Batches)
 	reportSkipped(w, changes)
 	if res.Err != nil {
 		return exitErr(exitFailure, fmt.Sprintf("stopped at the first failed write: %v (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))
 	}
-	return verifyApplied(ctx, c, client, want, len(todo))
+	return verifyApplied(ctx, c, reader, want, len(todo))
 }
 
 // verifyApplied reads Slurm again after a successful apply and fails when
@@ -214,8 +224,8 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 // drop a part, such as a limit on a TRES slurmdbd does not track (a GPU
 // type missing from AccountingStorageTRES), so "applied" is only said
 // of what Slurm now holds.
-func verifyApplied(ctx context.Context, c *cli.Context, client *slurmrest.Client, want *compile.State, applied int) error {
-	live, err := readLive(ctx, client, want.Cluster, c.Bool("prune"))
+func verifyApplied(ctx context.Context, c *cli.Context, reader *liveReader, want *compile.State, applied int) error {
+	live, err := reader.read(ctx, want.Cluster, c.Bool("prune"))
 	if err != nil {
 		return exitErr(exitFailure, fmt.Sprintf("applied, but could not read Slurm back to check it: %v", err))
 	}
@@ -231,43 +241,4 @@ func verifyApplied(ctx context.Context, c *cli.Context, client *slurmrest.Client
 	return exitErr(exitFailure, fmt.Sprintf("slurmdbd accepted the %d changes but does not hold %d of them:%s\n"+
 		"(slurmdbd drops without an error a limit on a TRES it does not track: check that every gpu_types entry is in "+
 		"AccountingStorageTRES of slurm.conf, such as gres/gpu:h100)", applied, len(left), b.String()))
-}
-
-// readLive reads what plan compares: accounts with their coordinators,
-// and the jobs for prune (removals must not take running or pending jobs
-// with them).
-//
-// On a slurmdbd with 40,000 associations one read of them all takes half
-// a minute, so the reads run side by side, the associations in requests of
-// assocAccounts accounts, and the users come from the associations (a
-// user's default is the association marked default) rather than from a
-// read of their own; see policy/README.md, "Batches".
-func readLive(ctx context.Context, c *slurmrest.Client, cluster string, jobs bool) (plan.Live, error) {
-	var l plan.Live
-	reads := []func() error{
-		func() (err error) { l.QOS, err = c.QOS(ctx); return err },
-		func() (err error) {
-			if l.Accounts, err = c.AccountsWithCoordinators(ctx); err != nil {
-				return err
-			}
-			names := make([]string, 0, len(l.Accounts))
-			for _, a := range l.Accounts {
-				names = append(names, a.Name)
-			}
-			l.Associations, err = c.AssociationsOfAccounts(ctx, names, assocAccounts, assocReads)
-			return err
-		},
-	}
-	if jobs {
-		reads = append(reads, func() error {
-			list, err := c.Jobs(ctx, time.Time{})
-			l.Jobs = list.Jobs
-			return err
-		})
-	}
-	if err := parallel(reads); err != nil {
-		return l, err
-	}
-	l.Users = usersOf(l.Associations, cluster)
-	return l, nil
 }

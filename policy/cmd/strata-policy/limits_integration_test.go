@@ -96,7 +96,7 @@ func (p *policyFile) write() {
 
 // sacctmgr runs the test bed's sacctmgr (not Strata's code) and returns
 // its parsable output, trimmed.
-func sacctmgr(t *testing.T, b *testbed.Bed, args ...string) string {
+func sacctmgrOn(t *testing.T, b *testbed.Bed, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(b.Bin, "sacctmgr"), append([]string{"-n", "-P"}, args...)...)
 	var out, errb bytes.Buffer
@@ -167,11 +167,11 @@ func TestLimitsCarried(t *testing.T) {
 		// file above, the tenant's priority on its association (which its
 		// project shows too: an association without a priority of its own
 		// inherits its parent's).
-		if got, want := sacctmgr(t, b, "show", "assoc", "where", "account="+tenant+","+tenant+"-llm", "user=",
+		if got, want := sacctmgrOn(t, b, "show", "assoc", "where", "account="+tenant+","+tenant+"-llm", "user=",
 			"format=account,grpjobs,priority,grptres"), tenant+"|20|5|gres/gpu=16\n"+tenant+"-llm|4|5|gres/gpu=8"; got != want {
 			t.Errorf("associations:\n%s\nwant:\n%s", got, want)
 		}
-		if got, want := sacctmgr(t, b, "show", "qos", tenant+"-train", "format=name,preempt,preemptmode,maxtresperjob"),
+		if got, want := sacctmgrOn(t, b, "show", "qos", tenant+"-train", "format=name,preempt,preemptmode,maxtresperjob"),
 			tenant+"-train|"+tenant+"-batch|cancel|gres/gpu=16"; got != want {
 			t.Errorf("QOS: %s, want %s", got, want)
 		}
@@ -214,11 +214,11 @@ func TestLimitsCarried(t *testing.T) {
 		if code, out = policyOn(t, b, pf.path, "plan"); code != exitOK {
 			t.Fatalf("plan after apply: exit %d:\n%s", code, out)
 		}
-		if got, want := sacctmgr(t, b, "show", "qos", tenant+"-train", "format=name,preempt,preemptmode,maxtresperjob"),
+		if got, want := sacctmgrOn(t, b, "show", "qos", tenant+"-train", "format=name,preempt,preemptmode,maxtresperjob"),
 			tenant+"-train||requeue|gres/gpu=8"; got != want {
 			t.Errorf("QOS after emptying its preempt list: %s, want %s", got, want)
 		}
-		if got, want := sacctmgr(t, b, "show", "assoc", "where", "account="+tenant, "user=", "format=account,grpjobs,priority"),
+		if got, want := sacctmgrOn(t, b, "show", "assoc", "where", "account="+tenant, "user=", "format=account,grpjobs,priority"),
 			tenant+"|25|"; got != want {
 			t.Errorf("tenant association: %s, want %s", got, want)
 		}
@@ -306,7 +306,7 @@ func TestCoordinators(t *testing.T) {
 		pf := newPolicyFile(t, b, tenant)
 		coords := func() (string, []string) {
 			t.Helper()
-			row := sacctmgr(t, b, "show", "account", tenant, "withcoord", "format=account,coordinators")
+			row := sacctmgrOn(t, b, "show", "account", tenant, "withcoord", "format=account,coordinators")
 			name, list, _ := strings.Cut(row, "|")
 			users := strings.Split(list, ",")
 			slices.Sort(users)
@@ -395,7 +395,7 @@ func TestPruneBusy(t *testing.T) {
 			strings.Contains(out, "delete account") {
 			t.Fatalf("apply --prune with a pending job in %s-cv: exit %d:\n%s", tenant, code, out)
 		}
-		if got := sacctmgr(t, b, "show", "assoc", "where", "account="+tenant+"-cv", "format=account,user"); got != tenant+"-cv|\n"+tenant+"-cv|bob" {
+		if got := sacctmgrOn(t, b, "show", "assoc", "where", "account="+tenant+"-cv", "format=account,user"); got != tenant+"-cv|\n"+tenant+"-cv|bob" {
 			t.Fatalf("%s-cv after the skipped prune: %q, want the account and bob's association", tenant, got)
 		}
 		if j, err := c.Job(ctx, res.JobID); err != nil || !j.State.Has("PENDING") {
@@ -407,7 +407,7 @@ func TestPruneBusy(t *testing.T) {
 			!strings.Contains(out, "delete account     "+tenant+"-cv") {
 			t.Fatalf("apply --prune --force-busy: exit %d:\n%s", code, out)
 		}
-		if got := sacctmgr(t, b, "show", "assoc", "where", "account="+tenant+"-cv", "format=account,user"); got != "" {
+		if got := sacctmgrOn(t, b, "show", "assoc", "where", "account="+tenant+"-cv", "format=account,user"); got != "" {
 			t.Errorf("%s-cv after --force-busy: %q, want it gone", tenant, got)
 		}
 		if j, err := c.Job(ctx, res.JobID); err == nil && (j.State.Has("PENDING") || j.State.Has("RUNNING")) {

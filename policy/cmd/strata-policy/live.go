@@ -1,12 +1,116 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/policy/internal/plan"
+	"github.com/strata-hpc/strata/policy/internal/sacctmgr"
 )
+
+// The ways to read the associations (--read-with).
+const (
+	readAuto     = "auto"
+	readSacctmgr = "sacctmgr"
+	readREST     = "rest"
+)
+
+// liveReader reads what plan compares: QOS and accounts with their
+// coordinators through slurmrestd, the associations through sacctmgr or
+// slurmrestd, and the jobs for prune (removals must not take running or
+// pending jobs with them).
+//
+// On a slurmdbd with 40,000 associations slurmrestd takes about 20 s to
+// list them, sacctmgr about 4: see policy/README.md, "Reading Slurm".
+// Through slurmrestd they are read in requests of assocAccounts accounts,
+// assocReads at a time. The users come from the associations (a user's
+// default is the association marked default) rather than from a read of
+// their own.
+type liveReader struct {
+	rest     *slurmrest.Client
+	sacctmgr *sacctmgr.Command // nil: read through slurmrestd
+	// fallback: when sacctmgr fails, say so and read through slurmrestd
+	// (--read-with auto).
+	fallback bool
+	log      *slog.Logger
+}
+
+// newLiveReader picks the way to read associations for --read-with mode.
+func newLiveReader(rest *slurmrest.Client, sm *sacctmgr.Command, mode string, log *slog.Logger) (*liveReader, error) {
+	r := &liveReader{rest: rest, log: log}
+	switch mode {
+	case readREST:
+	case readSacctmgr:
+		r.sacctmgr = sm
+	case readAuto:
+		path, err := exec.LookPath(sm.Path)
+		if err != nil {
+			log.Info("reading associations through slurmrestd: no sacctmgr found", "sacctmgr", sm.Path, "error", err)
+			break
+		}
+		log.Debug("reading associations through sacctmgr", "path", path)
+		r.sacctmgr, r.fallback = sm, true
+	default:
+		return nil, fmt.Errorf("--read-with %q: give %s, %s or %s", mode, readAuto, readSacctmgr, readREST)
+	}
+	return r, nil
+}
+
+// read reads the live state; jobs too when jobs is set.
+func (r *liveReader) read(ctx context.Context, cluster string, jobs bool) (plan.Live, error) {
+	var l plan.Live
+	reads := []func() error{
+		func() (err error) { l.QOS, err = r.rest.QOS(ctx); return err },
+		func() (err error) { l.Accounts, err = r.rest.AccountsWithCoordinators(ctx); return err },
+	}
+	if r.sacctmgr != nil {
+		reads = append(reads, func() error {
+			start := time.Now()
+			list, err := r.sacctmgr.Associations(ctx)
+			if err != nil && r.fallback {
+				r.log.Warn("could not read the associations through sacctmgr; reading them through slurmrestd, which is slower on a large slurmdbd "+
+					"(--read-with rest skips sacctmgr, --read-with sacctmgr makes this an error)", "error", err)
+				r.sacctmgr = nil
+				return nil
+			}
+			l.Associations = list
+			r.log.Debug("read associations through sacctmgr", "count", len(list), "took", time.Since(start))
+			return err
+		})
+	}
+	if jobs {
+		reads = append(reads, func() error {
+			list, err := r.rest.Jobs(ctx, time.Time{})
+			l.Jobs = list.Jobs
+			return err
+		})
+	}
+	if err := parallel(reads); err != nil {
+		return l, err
+	}
+	if r.sacctmgr == nil {
+		// Through slurmrestd, after the accounts: it asks by account.
+		names := make([]string, 0, len(l.Accounts))
+		for _, a := range l.Accounts {
+			names = append(names, a.Name)
+		}
+		start := time.Now()
+		var err error
+		if l.Associations, err = r.rest.AssociationsOfAccounts(ctx, names, assocAccounts, assocReads); err != nil {
+			return l, err
+		}
+		r.log.Debug("read associations through slurmrestd", "count", len(l.Associations), "took", time.Since(start))
+	}
+	l.Users = usersOf(l.Associations, cluster)
+	return l, nil
+}
 
 // How readLive reads the associations: accounts per request, requests at
 // a time. Measured on Slurm 26.05 with 2,200 accounts and 42,000

@@ -31,10 +31,10 @@ func (r *requestCounter) client(timeout time.Duration) *http.Client {
 }
 
 // summary is the line apply ends with, e.g. "12 requests to slurmrestd
-// (5 reads, 7 writes) in 1.2s".
-func (r *requestCounter) summary(elapsed time.Duration) string {
+// (5 reads, 7 writes) and 2 sacctmgr runs in 1.2s".
+func (r *requestCounter) summary(sacctmgrRuns int64, elapsed time.Duration) string {
 	rd, wr := r.reads.Load(), r.writes.Load()
-	return fmt.Sprintf("%d requests to slurmrestd (%d reads, %d writes) in %s", rd+wr, rd, wr, elapsed.Round(time.Millisecond))
+	return fmt.Sprintf("%d requests to slurmrestd (%d reads, %d writes) and %d sacctmgr runs in %s", rd+wr, rd, wr, sacctmgrRuns, elapsed.Round(time.Millisecond))
 }
 
 // requestTimeout bounds one request to slurmrestd: reading 40,000

@@ -1,28 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/apply"
 	"github.com/strata-hpc/strata/policy/internal/plan"
+	"github.com/strata-hpc/strata/policy/internal/sacctmgr"
 )
 
 // writer is what apply writes through: slurmrestd for everything it can
 // write, sacctmgr for the rest (see the README's table of paths).
 type writer struct {
 	*slurmrest.Client
-	*apply.Sacctmgr
-}
-
-// newWriter runs sacctmgr at path, authenticated with the token of the
-// client's user.
-func newWriter(c *slurmrest.Client, tokens slurmrest.TokenSource, path string, log *slog.Logger) writer {
-	return writer{Client: c, Sacctmgr: &apply.Sacctmgr{Path: path, Log: log,
-		Token: func(ctx context.Context) (string, error) { return tokens.Token(ctx, c.User()) }}}
+	*sacctmgr.Command
 }
 
 // reportSkipped says which removals running or pending jobs held back.

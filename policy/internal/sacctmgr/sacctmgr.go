@@ -1,4 +1,6 @@
-package apply
+// Package sacctmgr runs Slurm's sacctmgr for what slurmrestd cannot do,
+// or cannot do fast enough, and parses what it prints.
+package sacctmgr
 
 import (
 	"bytes"
@@ -10,14 +12,16 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 )
 
-// Sacctmgr runs sacctmgr for the one write slurmrestd cannot make on
-// Slurm 24.11 through 26.05: emptying a QOS's preempt list (it keeps the
-// list when it is posted empty, and 26.05's slurmrestd dies on a list that
-// holds an empty name). Every run is logged; a failed run's error carries
-// what sacctmgr printed.
-type Sacctmgr struct {
+// Command runs sacctmgr for what slurmrestd does not do well on Slurm
+// 24.11 through 26.05: the one write it cannot make, emptying a QOS's
+// preempt list (it keeps the list when it is posted empty, and 26.05's
+// slurmrestd dies on a list that holds an empty name), and reading every
+// association of a large slurmdbd (see read.go). Every run is logged; a
+// failed run's error carries what sacctmgr printed.
+type Command struct {
 	// Path of sacctmgr; "sacctmgr" when empty.
 	Path string
 	// Token, when set, gives the JWT that sacctmgr authenticates with
@@ -28,7 +32,12 @@ type Sacctmgr struct {
 	// Runner runs the command; nil runs it with os/exec.
 	Runner Runner
 	Log    *slog.Logger
+
+	runs atomic.Int64
 }
+
+// Runs is the number of times sacctmgr was run.
+func (s *Command) Runs() int64 { return s.runs.Load() }
 
 // Runner runs a command and returns what it printed.
 type Runner interface {
@@ -50,15 +59,16 @@ func (ExecRunner) Run(ctx context.Context, path string, args, env []string) ([]b
 }
 
 // ClearQOSPreempt empties the preempt list of a QOS.
-func (s *Sacctmgr) ClearQOSPreempt(ctx context.Context, qos string) error {
+func (s *Command) ClearQOSPreempt(ctx context.Context, qos string) error {
 	if qos == "" || strings.ContainsAny(qos, " =,\t\n") {
 		return fmt.Errorf("clear the preempt list of QOS %q: not a QOS name", qos)
 	}
-	return s.run(ctx, "modify", "qos", "where", "name="+qos, "set", "preempt=")
+	_, err := s.run(ctx, "-i", "modify", "qos", "where", "name="+qos, "set", "preempt=")
+	return err
 }
 
-// run runs sacctmgr -i (no confirmation prompt) with args.
-func (s *Sacctmgr) run(ctx context.Context, args ...string) error {
+// run runs sacctmgr with args and returns what it printed on stdout.
+func (s *Command) run(ctx context.Context, args ...string) ([]byte, error) {
 	path := s.Path
 	if path == "" {
 		path = "sacctmgr"
@@ -75,12 +85,17 @@ func (s *Sacctmgr) run(ctx context.Context, args ...string) error {
 	if s.Token != nil {
 		tok, err := s.Token(ctx)
 		if err != nil {
-			return fmt.Errorf("sacctmgr %s: token: %w", strings.Join(args, " "), err)
+			return nil, fmt.Errorf("sacctmgr %s: token: %w", strings.Join(args, " "), err)
 		}
 		env = append(env, "SLURM_JWT="+tok)
 	}
-	full := append([]string{"-i"}, args...)
-	log.Info("running sacctmgr", "path", path, "args", strings.Join(full, " "))
+	full := args
+	level := slog.LevelDebug // a read
+	if len(full) > 0 && full[0] == "-i" {
+		level = slog.LevelInfo // a write
+	}
+	log.Log(ctx, level, "running sacctmgr", "path", path, "args", strings.Join(full, " "))
+	s.runs.Add(1)
 	stdout, stderr, err := runner.Run(ctx, path, full, env)
 	if err != nil {
 		msg := strings.TrimSpace(strings.TrimSpace(string(stderr)) + "\n" + strings.TrimSpace(string(stdout)))
@@ -89,10 +104,10 @@ func (s *Sacctmgr) run(ctx context.Context, args ...string) error {
 		}
 		log.Error("sacctmgr failed", "args", strings.Join(full, " "), "error", err, "output", msg)
 		if msg == "" {
-			return fmt.Errorf("sacctmgr %s: %w", strings.Join(full, " "), err)
+			return nil, fmt.Errorf("sacctmgr %s: %w", strings.Join(full, " "), err)
 		}
-		return fmt.Errorf("sacctmgr %s: %w: %s", strings.Join(full, " "), err, msg)
+		return nil, fmt.Errorf("sacctmgr %s: %w: %s", strings.Join(full, " "), err, msg)
 	}
-	log.Debug("sacctmgr done", "args", strings.Join(full, " "), "output", strings.TrimSpace(string(stdout)))
-	return nil
+	log.Debug("sacctmgr done", "args", strings.Join(full, " "), "bytes", len(stdout))
+	return stdout, nil
 }

@@ -1,4 +1,4 @@
-package apply
+package sacctmgr
 
 import (
 	"context"
@@ -66,7 +66,7 @@ func TestSacctmgrClearQOSPreempt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := tc.answer
-			s := &Sacctmgr{Path: tc.path, Token: tc.token, Env: []string{"SLURM_CONF=/etc/slurm/slurm.conf"}, Runner: &r}
+			s := &Command{Path: tc.path, Token: tc.token, Env: []string{"SLURM_CONF=/etc/slurm/slurm.conf"}, Runner: &r}
 			err := s.ClearQOSPreempt(context.Background(), tc.qos)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -90,12 +90,12 @@ func TestExecRunner(t *testing.T) {
 	if err != nil || string(out) != "args=-i modify ok jwt=abc\n" || string(errb) != "oops\n" {
 		t.Errorf("run: %q %q %v", out, errb, err)
 	}
-	s := &Sacctmgr{Path: path}
-	if err := s.run(context.Background(), "modify", "fail"); err == nil || !strings.Contains(err.Error(), "exit status 3: oops") {
+	s := &Command{Path: path}
+	if _, err := s.run(context.Background(), "-i", "modify", "fail"); err == nil || !strings.Contains(err.Error(), "exit status 3: oops") {
 		t.Errorf("failing run: %v, want exit status 3 and its stderr", err)
 	}
 	s.Path = filepath.Join(t.TempDir(), "missing")
-	if err := s.run(context.Background(), "modify"); err == nil || !strings.Contains(err.Error(), "set --sacctmgr to its path") {
+	if _, err := s.run(context.Background(), "modify"); err == nil || !strings.Contains(err.Error(), "set --sacctmgr to its path") {
 		t.Errorf("missing sacctmgr: %v, want a hint", err)
 	}
 }
