@@ -147,6 +147,7 @@ bench: ## benchmarks (topogen on real and generated fabrics; reclaimd's decide o
 # runs), never on the shared ones, and removes it at the end.
 BENCH_POLICY_SCALE ?= 20x10x20
 BENCH_POLICY_SACCTMGR_TENANTS ?=
+BENCH_POLICY_SACCTMGR_SAMPLES ?=
 BENCH_TB_OPTS := --version 26.05 --name sbench --port-base 27300 --cluster sbench
 .PHONY: bench-policy
 bench-policy: deps ## strata-policy apply against per-object sacctmgr on a private Slurm 26.05 (BENCH_POLICY_SCALE=200x10x20: full size)
@@ -154,6 +155,7 @@ bench-policy: deps ## strata-policy apply against per-object sacctmgr on a priva
 	rc=0; STRATA_BENCH_TESTBED=$(TB_STATE)/sbench/env \
 		STRATA_BENCH_RESET="bash $(CURDIR)/$(TESTBED) up --fresh $(BENCH_TB_OPTS) >/dev/null" \
 		STRATA_BENCH_SCALE=$(BENCH_POLICY_SCALE) STRATA_BENCH_SACCTMGR_TENANTS=$(BENCH_POLICY_SACCTMGR_TENANTS) \
+		STRATA_BENCH_SACCTMGR_SAMPLES="$(BENCH_POLICY_SACCTMGR_SAMPLES)" \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkPolicyApply -benchtime 1x -timeout 0 ./policy/cmd/strata-policy/ || rc=$$?; \
 		bash $(TESTBED) down $(BENCH_TB_OPTS) --purge; exit $$rc
 

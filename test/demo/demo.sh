@@ -52,13 +52,14 @@ squeue() { "$TB/squeue" "$@"; }
 # strata-policy against the bed's slurmrestd with the demo policy (render
 # needs neither slurmrestd nor a token).
 strata-policy() {
-  local verb=("$1"); shift
+  local verb=("$1") reads=(); shift
   case ${verb[0]} in
     render) "$BIN/strata-policy" --log-level warn render --policy "$POLICY" "$@"; return ;;
     explain) verb+=("$1"); shift ;;
+    plan|apply|drift) reads=(--sacctmgr "$TB/sacctmgr") ;; # reads associations through it
   esac
   "$BIN/strata-policy" --log-level warn "${verb[@]}" --policy "$POLICY" \
-    --url "$STRATA_TB_REST_URL" --token-file "$STRATA_TB_ADMIN_TOKEN_FILE" "$@"
+    --url "$STRATA_TB_REST_URL" --token-file "$STRATA_TB_ADMIN_TOKEN_FILE" "${reads[@]}" "$@"
 }
 strata-bridge() { "$BIN/strata-bridge" --log-level warn -c "$OUT/bridge/bridge.yaml" "$@"; }
 
@@ -80,7 +81,8 @@ want=$(sed -n 's/^  name: *//p' "$POLICY" | head -1)
 # --- 1 ---------------------------------------------------------------------
 step "strata-policy: the demo policy ($POLICY) made real in Slurm: plan, apply, plan again, render"
 note "tenants acme (project llm: alice, at most 8 GPUs) and globex (project rl: bob); classes batch and train on partition gpu" \
-  "every strata-policy command here also gets --url $STRATA_TB_REST_URL --token-file $STRATA_TB_ADMIN_TOKEN_FILE"
+  "every strata-policy command here also gets --url $STRATA_TB_REST_URL --token-file $STRATA_TB_ADMIN_TOKEN_FILE" \
+  "(plan, apply and drift also --sacctmgr $TB/sacctmgr: they read the associations through it)"
 rc=0; run strata-policy plan || rc=$?
 [ $rc = 2 ] || die "plan exited $rc; a fresh bed needs changes (exit 2)"
 run strata-policy apply --apply

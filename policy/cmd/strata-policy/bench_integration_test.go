@@ -40,6 +40,11 @@ const (
 	// only (default: all) and scales its time to the whole policy by the
 	// number of calls, for a full-size run that would take hours.
 	benchBaselineVar = "STRATA_BENCH_SACCTMGR_TENANTS"
+	// benchSamplesVar lists tenant counts ("80,120,160"), above the
+	// baseline's: after the baseline, apply brings the slurmdbd to each
+	// and sacctmgr adds one more tenant there, timed, for a tighter lower
+	// bound on the per-object run that was not made.
+	benchSamplesVar = "STRATA_BENCH_SACCTMGR_SAMPLES"
 )
 
 // BenchmarkPolicyApply compares, each time on an empty slurmdbd, the
@@ -67,9 +72,17 @@ func BenchmarkPolicyApply(b *testing.B) {
 			b.Fatalf("%s=%q: give a number of tenants from 1 to %d", benchBaselineVar, v, s.Tenants)
 		}
 	}
+	var samples []int
+	for f := range strings.FieldsFuncSeq(os.Getenv(benchSamplesVar), func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= baseline.Tenants || n >= s.Tenants || len(samples) > 0 && n <= samples[len(samples)-1] {
+			b.Fatalf("%s=%q: give increasing tenant counts above %d and below %d", benchSamplesVar, os.Getenv(benchSamplesVar), baseline.Tenants, s.Tenants)
+		}
+		samples = append(samples, n)
+	}
 	var r benchResult
 	for b.Loop() {
-		r = benchOnce(b, bed, reset, s, baseline)
+		r = benchOnce(b, bed, reset, s, baseline, samples)
 	}
 	fmt.Print(r.table(bed))
 	b.ReportMetric(r.sacctmgrFull().Seconds(), "sacctmgr-s")
@@ -87,10 +100,14 @@ type benchResult struct {
 	// When sacctmgr ran on some tenants only: one more tenant's objects
 	// (sampleCalls calls) added by sacctmgr to the slurmdbd that holds the
 	// whole policy, and the whole run's time derived from the measures.
-	sample                time.Duration
-	sampleCalls           int
-	lowerBound, estimate  time.Duration
-	lowerBound2           time.Duration
+	sample               time.Duration
+	sampleCalls          int
+	lowerBound, estimate time.Duration
+	lowerBound2          time.Duration
+	// Samples: one more tenant added by sacctmgr to a slurmdbd that holds
+	// a number of tenants, and the lower bound they give (see staircase).
+	samples               []tenantSample
+	lowerBound3           time.Duration
 	baselineMatches       string // what plan says after the sacctmgr run
 	apply                 time.Duration
 	noop                  [2]time.Duration // reading associations through sacctmgr, then slurmrestd (noopReads)
@@ -112,8 +129,26 @@ func (r benchResult) sacctmgrFull() time.Duration {
 	return r.sacctmgr
 }
 
+// sampleTenant adds one tenant of the policy's shape, named by prefix,
+// to the slurmdbd by per-object sacctmgr and times it (its QOS, added
+// first, are not timed).
+func sampleTenant(b *testing.B, bed *testbed.Bed, dir string, full policygen.Spec, prefix string) (time.Duration, int) {
+	extra := full
+	extra.Tenants, extra.Prefix = 1, prefix
+	var st policygen.Stats
+	_, state := benchPolicy(b, dir, prefix+".yaml", extra, &st)
+	blocks := sacctmgrCalls(b, state)
+	runSacctmgr(b, bed, blocks[0])
+	calls, t := 0, time.Now()
+	for _, bl := range blocks[1:] {
+		runSacctmgr(b, bed, bl)
+		calls += len(bl)
+	}
+	return time.Since(t), calls
+}
+
 // benchOnce runs the three measurements, each from an empty slurmdbd.
-func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policygen.Spec) benchResult {
+func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policygen.Spec, samples []int) benchResult {
 	var r benchResult
 	r.loadBefore = loadAverage()
 	dir := b.TempDir()
@@ -148,6 +183,21 @@ func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policyge
 		first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
 		r.baselineMatches = fmt.Sprintf("no (plan exits %d: %s)", code, first)
 	}
+	// Samples on the way to the whole policy: apply brings the slurmdbd
+	// from the baseline's tenants to k (policygen's first tenants are the
+	// same whatever the count), then sacctmgr adds one more tenant.
+	for j, k := range samples {
+		sp := full
+		sp.Tenants = k
+		var st policygen.Stats
+		file, _ := benchPolicy(b, dir, fmt.Sprintf("sample%d.yaml", k), sp, &st)
+		if code, out := benchPolicyRun(b, bed, file, "apply", "--apply"); code != exitOK {
+			b.Fatalf("apply %d tenants: exit %d:\n%s", k, code, tail(out))
+		}
+		took, _ := sampleTenant(b, bed, dir, full, fmt.Sprintf("zs%d", k))
+		// The slurmdbd held k tenants and the j sample tenants before.
+		r.samples = append(r.samples, tenantSample{size: k + j, took: took})
+	}
 
 	// (b) strata-policy apply, then (c) the same again.
 	resetBed(b, reset)
@@ -172,18 +222,7 @@ func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policyge
 		// One more tenant of the same shape, by sacctmgr, on the slurmdbd
 		// that now holds the whole policy: what the last tenants of a
 		// whole sacctmgr run would cost.
-		extra := full
-		extra.Tenants, extra.Prefix = 1, "zz"
-		var st policygen.Stats
-		_, state := benchPolicy(b, dir, "extra.yaml", extra, &st)
-		sample := sacctmgrCalls(b, state)
-		runSacctmgr(b, bed, sample[0]) // its QOS, not timed
-		t := time.Now()
-		for _, bl := range sample[1:] { // the tenant, not the QOS
-			runSacctmgr(b, bed, bl)
-			r.sampleCalls += len(bl)
-		}
-		r.sample = time.Since(t)
+		r.sample, r.sampleCalls = sampleTenant(b, bed, dir, full, "zz")
 		// Each tenant costs sacctmgr more than the one before, as its
 		// calls read a larger slurmdbd: the tenants measured, scaled,
 		// are a lower bound; growing in a straight line from the first
@@ -194,6 +233,12 @@ func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policyge
 		// the least of the last three measured.
 		last := slices.Min(r.blocks[max(1, len(r.blocks)-3):])
 		r.lowerBound2 = r.sacctmgr + time.Duration(full.Tenants-base.Tenants)*last
+		if len(r.samples) > 0 {
+			// The sample on the full slurmdbd caps the others (see
+			// staircase), though no tenant of the run goes into one as large.
+			all := append(slices.Clone(r.samples), tenantSample{size: full.Tenants, took: r.sample})
+			r.lowerBound3 = r.sacctmgr + staircase(base.Tenants, full.Tenants, last, all)
+		}
 		n, t1 := time.Duration(full.Tenants), r.blocks[1]
 		r.estimate = r.blocks[0] + n*t1 + (r.sample-t1)*(n-1)/2
 	}
@@ -232,6 +277,14 @@ func (r benchResult) table(bed *testbed.Bed) string {
 			r.baseStats.Tenants, r.stats.Tenants-r.baseStats.Tenants, round(slices.Min(r.blocks[max(1, len(r.blocks)-3):])), r.stats.Objects(), round(r.lowerBound2))
 		fmt.Fprintf(&w, "| per-object `sacctmgr -i add`, whole policy: estimate (a tenant's time growing in a straight line from the first's, %s, to one on the full slurmdbd, %s) | %d sacctmgr calls | %s |\n",
 			round(r.blocks[1]), round(r.sample), r.stats.Objects(), round(r.estimate))
+		for _, sm := range r.samples {
+			fmt.Fprintf(&w, "| per-object `sacctmgr -i add`, one more tenant on a slurmdbd of %d tenants (measured) | %d sacctmgr calls | %s |\n",
+				sm.size, r.sampleCalls, round(sm.took))
+		}
+		if r.lowerBound3 > 0 {
+			fmt.Fprintf(&w, "| per-object `sacctmgr -i add`, whole policy: lower bound (the first %d tenants, then each tenant at least the largest sample on a slurmdbd no larger than the one it goes into) | %d sacctmgr calls | %s |\n",
+				r.baseStats.Tenants, r.stats.Objects(), round(r.lowerBound3))
+		}
 	}
 	fmt.Fprintf(&w, "| `strata-policy apply --apply` (batched REST) | %s | %s |\n", r.applySummary, round(r.apply))
 	fmt.Fprintf(&w, "| `strata-policy apply --apply` again (no-op; associations read through sacctmgr, the default) | %s | %s |\n", r.noopSummary[0], round(r.noop[0]))
@@ -239,9 +292,13 @@ func (r benchResult) table(bed *testbed.Bed) string {
 	if r.estimate == 0 {
 		fmt.Fprintf(&w, "\nfirst apply: %.1fx faster than per-object sacctmgr", r.sacctmgr.Seconds()/r.apply.Seconds())
 	} else {
-		fmt.Fprintf(&w, "\nfirst apply: at least %.1fx faster than per-object sacctmgr (the lower bounds: %.1fx, %.1fx), %.1fx by the estimate",
-			r.lowerBound2.Seconds()/r.apply.Seconds(), r.lowerBound.Seconds()/r.apply.Seconds(), r.lowerBound2.Seconds()/r.apply.Seconds(),
-			r.estimate.Seconds()/r.apply.Seconds())
+		best := max(r.lowerBound, r.lowerBound2, r.lowerBound3)
+		bounds := fmt.Sprintf("%.1fx, %.1fx", r.lowerBound.Seconds()/r.apply.Seconds(), r.lowerBound2.Seconds()/r.apply.Seconds())
+		if r.lowerBound3 > 0 {
+			bounds += fmt.Sprintf(", %.1fx", r.lowerBound3.Seconds()/r.apply.Seconds())
+		}
+		fmt.Fprintf(&w, "\nfirst apply: at least %.1fx faster than per-object sacctmgr (the lower bounds: %s), %.1fx by the estimate",
+			best.Seconds()/r.apply.Seconds(), bounds, r.estimate.Seconds()/r.apply.Seconds())
 	}
 	fmt.Fprintf(&w, "; slurmdbd after sacctmgr matches the policy: %s\n", r.baselineMatches)
 	fmt.Fprintf(&w, "sacctmgr, time per tenant (the first is the QOS): %s\n", blockTimes(r.blocks))

@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		&cli.BoolFlag{Name: "prune", Usage: "also remove Strata's objects the policy no longer has"},
 		&cli.BoolFlag{Name: "force-busy", Usage: "with --prune, cancel the running and pending jobs of what it removes (without it, such removals are skipped and reported)"},
 		&cli.StringFlag{Name: "read-with", Value: readAuto, Usage: "how to read the associations: " + readAuto + " (sacctmgr when it is found, slurmrestd when it is not or fails), " +
-			readSacctmgr + " or " + readREST + "; sacctmgr lists 40,000 associations in seconds, slurmrestd in half a minute"},
+			readSacctmgr + " or " + readREST + " (slurmrestd for everything); of 42,000 associations sacctmgr reads all in 3 s, slurmrestd in 7 s when idle"},
 		&cli.StringFlag{Name: "sacctmgr", Value: "sacctmgr", Usage: "sacctmgr to run, authenticated by the token: to read associations (see --read-with) and for what slurmrestd cannot write (emptying a QOS's preempt list)"},
 	}
 	app := &cli.App{

@@ -27,9 +27,13 @@ func policyOn(t *testing.T, b *testbed.Bed, file string, args ...string) (int, s
 	full := append([]string{"strata-policy", "--log-level", "warn"}, args...)
 	full = append(full, "--policy", file, "--url", b.URL, "--user", b.AdminUser, "--token-file", b.TokenFile)
 	if slices.Contains([]string{"plan", "apply", "drift"}, args[0]) {
-		// The test bed's sacctmgr: --read-with auto reads associations
-		// through it, unless a test asks for --read-with rest.
+		// The test bed's sacctmgr, and associations read through it
+		// (so a broken sacctmgr read fails the test rather than falling
+		// back to slurmrestd), unless the test says how to read.
 		full = append(full, "--sacctmgr", filepath.Join(b.Bin, "sacctmgr"))
+		if !slices.Contains(args, "--read-with") {
+			full = append(full, "--read-with", readSacctmgr)
+		}
 	}
 	err := run(testbed.Context(t), full, &out, &errb)
 	code := cliexit.CodeOf(err)
@@ -194,6 +198,13 @@ func planApplyDrift(t *testing.T, b *testbed.Bed, mode string) {
 func TestReadWith(t *testing.T) {
 	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
 		file := writePolicy(t, t.TempDir(), b, testbed.Unique("rw"), 30, "")
+		// sacctmgr as if slurm.conf named a slurmdbd without this cluster:
+		// the test bed's, with root's associations moved to another.
+		elsewhere := filepath.Join(t.TempDir(), "sacctmgr")
+		script := fmt.Sprintf("#!/bin/sh\n%s \"$@\" | sed 's/^%s|root|/elsewhere|root|/'\n", filepath.Join(b.Bin, "sacctmgr"), b.Cluster)
+		if err := os.WriteFile(elsewhere, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		plan := func(args ...string) (int, string) {
 			t.Helper()
 			cliMu.Lock()
@@ -213,6 +224,8 @@ func TestReadWith(t *testing.T) {
 		}{
 			{"auto, sacctmgr fails", []string{"--sacctmgr", "/bin/false"}, exitDrift,
 				[]string{"could not read the associations through sacctmgr; reading them through slurmrestd", "create account"}, ""},
+			{"auto, sacctmgr of another slurmdbd", []string{"--sacctmgr", elsewhere}, exitDrift,
+				[]string{"sacctmgr lists no association of account root on cluster " + b.Cluster, "create account"}, ""},
 			{"auto, no sacctmgr", []string{"--sacctmgr", filepath.Join(t.TempDir(), "sacctmgr")}, exitDrift,
 				[]string{"reading associations through slurmrestd: no sacctmgr found", "create account"}, "could not read"},
 			{"sacctmgr, it fails", []string{"--read-with", "sacctmgr", "--sacctmgr", "/bin/false"}, exitFailure,

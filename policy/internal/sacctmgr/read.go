@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
 )
@@ -19,7 +20,7 @@ import (
 // sacctmgr's parsable listing is faster, and faster still without "parent
 // info": slurmdbd then skips working out, for every association, what it
 // inherits from the ones above it (2.1 s instead of 4 s for 42,000). So
-// Associations makes three listings side by side (2.5 s in all):
+// Associations makes three listings side by side (2.5 to 2.9 s in all):
 //
 //   - every association without parent info: each row's own values;
 //   - the account associations (user ""), with parent info: their parent
@@ -33,11 +34,13 @@ import (
 // each per-job TRES limit it does not set itself. The result is what
 // slurmrestd's GET .../associations returns; an integration test reads one
 // slurmdbd both ways and compares. One difference is known: a QOS list
-// changed with += or -= on a user association reads as its account's
-// list (the listing without parent info does not show the change);
-// strata-policy compares only the GPU limit of user associations. And
-// IsDefault is set on user associations only (Slurm 24.11's slurmrestd
-// marks every account association default, 26.05's none).
+// changed with += or -= on a user association (one that has no list of its
+// own) reads differently: without parent info slurmdbd applies the change
+// to an empty list, so "+=q" reads as q alone, and "-=q" as the account's
+// whole list; strata-policy compares only the GPU limit of user
+// associations. And IsDefault is set on user associations only (Slurm
+// 24.11's slurmrestd marks every account association default, 26.05's
+// none).
 
 // assocFields are the association fields read, in the order of
 // sacctmgr's format= option and of its output.
@@ -54,8 +57,12 @@ const fairshareParent = math.MaxInt32
 // assocKey names an association.
 type assocKey struct{ cluster, account, user, partition string }
 
+// readTimeout bounds the listings: 42,000 associations take seconds.
+const readTimeout = 2 * time.Minute
+
 // Associations lists every association, as slurmrestd's
-// GET /slurmdb/.../associations does (see above).
+// GET /slurmdb/.../associations does (see above). The first listing that
+// fails stops the others.
 func (s *Command) Associations(ctx context.Context) ([]slurmrest.Association, error) {
 	format := "format=" + strings.Join(assocFields, ",")
 	listings := [][]string{
@@ -63,27 +70,46 @@ func (s *Command) Associations(ctx context.Context) ([]slurmrest.Association, er
 		{"-n", "-P", "show", "associations", "where", "users=", format},
 		{"-n", "-P", "show", "associations", "onlydefaults", "wopinfo", "format=" + strings.Join(defaultFields, ",")},
 	}
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	outs := make([][]byte, len(listings))
-	errs := make([]error, len(listings))
-	var wg sync.WaitGroup
+	var (
+		first error // the cause, not the listings it stopped
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+	)
 	for i, args := range listings {
-		wg.Go(func() { outs[i], errs[i] = s.run(ctx, args...) })
+		wg.Go(func() {
+			out, err := s.run(ctx, args...)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+			outs[i] = out
+		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if first != nil {
+		return nil, first
+	}
+	listing := func(i int, err error) error {
+		return fmt.Errorf("sacctmgr %s: %w", strings.Join(listings[i][2:], " "), err)
 	}
 	all, err := ParseAssociations(outs[0])
 	if err != nil {
-		return nil, err
+		return nil, listing(0, err)
 	}
 	accounts, err := ParseAssociations(outs[1])
 	if err != nil {
-		return nil, err
+		return nil, listing(1, err)
 	}
 	defaults, err := ParseDefaults(outs[2])
 	if err != nil {
-		return nil, err
+		return nil, listing(2, err)
 	}
 	return Resolve(all, accounts, defaults)
 }
@@ -93,7 +119,16 @@ func (s *Command) Associations(ctx context.Context) ([]slurmrest.Association, er
 // account associations with parent info shows them, user associations
 // with what they inherit from their account's, and IsDefault set on the
 // users' default associations.
+//
+// slurmdbd also passes MaxJobs, MaxSubmitJobs, MaxWall, MaxTRESPerNode and
+// MaxTRESMins down the tree: a field of these added to
+// slurmrest.Association needs its rule here too.
 func Resolve(all, accounts []slurmrest.Association, defaults map[assocKey]bool) ([]slurmrest.Association, error) {
+	if len(all) == 0 || len(accounts) == 0 {
+		// slurmdbd always has root's association: an empty listing is not
+		// an empty slurmdbd.
+		return nil, errors.New("sacctmgr listed no associations, not even root's")
+	}
 	acct := make(map[assocKey]slurmrest.Association, len(accounts))
 	for _, a := range accounts {
 		if a.User != "" {
@@ -211,8 +246,6 @@ func fairshare(s string) (int64, error) {
 	switch s {
 	case "parent":
 		return fairshareParent, nil
-	case "":
-		return 0, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {

@@ -1,10 +1,14 @@
 package sacctmgr
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -93,6 +97,8 @@ func TestResolveChangedBetweenListings(t *testing.T) {
 		"an account association missing":        {all, accounts[:2], "account association rdt-p on sbench is in one sacctmgr listing and not the other"},
 		"a user association's account missing":  {withoutRdt, append(accounts[:1:1], accounts[2]), "user association rdt/rdu1 on sbench: no association of account rdt"},
 		"a user association among the accounts": {all, append(accounts[:3:3], all[1]), "listed user association root/root among the account associations"},
+		"nothing listed":                        {nil, nil, "sacctmgr listed no associations, not even root's"},
+		"no account listed":                     {all, nil, "sacctmgr listed no associations, not even root's"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Resolve(tc.all, tc.accounts, nil)
@@ -114,6 +120,7 @@ func TestParseErrors(t *testing.T) {
 		"no account":          {strings.Replace(line, "|rdt|", "||", 1), "field Account is empty"},
 		"a TRES without =":    {strings.Replace(line, "gres/gpu=8", "gres/gpu", 1), "field GrpTRES"},
 		"a GrpJobs of words":  {strings.Replace(line, "|2|7", "|two|7", 1), `field GrpJobs "two": not a number`},
+		"an empty Fairshare":  {strings.Replace(line, "|||1|", "||||", 1), `field Fairshare "": not a number or "parent"`},
 		"a Priority of words": {strings.Replace(line, "|2|7", "|2|high", 1), `field Priority "high": not a number`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -181,4 +188,75 @@ func FuzzParseDefaults(f *testing.F) {
 			}
 		}
 	})
+}
+
+// listings is a Runner at the exec edge that answers the three listings
+// of Associations from testdata, or as a test says; a listing told to
+// fail fails at once, the others wait until their context ends, as a
+// slow sacctmgr would.
+type listings struct {
+	mu      sync.Mutex
+	args    []string
+	fail    string // a listing ("wopinfo", "users=", "onlydefaults") that fails
+	garbage string // a listing that prints garbage
+}
+
+func (l *listings) Run(ctx context.Context, _ string, args, _ []string) ([]byte, []byte, error) {
+	joined := strings.Join(args, " ")
+	l.mu.Lock()
+	l.args = append(l.args, joined)
+	l.mu.Unlock()
+	var name, file string
+	switch {
+	case strings.Contains(joined, "onlydefaults"):
+		name, file = "onlydefaults", "defaults.txt"
+	case strings.Contains(joined, "users="):
+		name, file = "users=", "accounts.txt"
+	default:
+		name, file = "wopinfo", "all.txt"
+	}
+	if name == l.fail {
+		return nil, []byte("sacctmgr: error: Problem talking to the database: Connection refused"), errors.New("exit status 1")
+	}
+	if l.fail != "" {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	}
+	if name == l.garbage {
+		return []byte("Problem talking to the database\n"), nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", file))
+	return b, nil, err
+}
+
+func TestAssociations(t *testing.T) {
+	r := &listings{}
+	c := &Command{Path: "sacctmgr", Runner: r}
+	got, err := c.Associations(context.Background())
+	if err != nil || len(got) != 8 || show(got[3]) != "sbench/rdt/rdu1/ parent= share=1 qos=normal,rdq def=rdq grp= mins= max=cpu=4,gres/gpu=1 jobs=- prio=7 default=true" {
+		t.Fatalf("Associations: %v, %d associations (want the 8 of TestResolve)", err, len(got))
+	}
+	slices.Sort(r.args)
+	want := []string{
+		"-n -P show associations onlydefaults wopinfo format=Cluster,Account,User,Partition",
+		"-n -P show associations where users= format=" + strings.Join(assocFields, ","),
+		"-n -P show associations wopinfo format=" + strings.Join(assocFields, ","),
+	}
+	if !slices.Equal(r.args, want) || c.Runs() != 3 {
+		t.Errorf("ran %d times:\n%s\nwant:\n%s", c.Runs(), strings.Join(r.args, "\n"), strings.Join(want, "\n"))
+	}
+	for name, tc := range map[string]struct {
+		r    *listings
+		want string
+	}{
+		"a listing that fails stops the others, and is the error": {&listings{fail: "users="}, "Connection refused"},
+		"garbage names the listing and the line":                  {&listings{garbage: "onlydefaults"}, "sacctmgr show associations onlydefaults wopinfo format=Cluster,Account,User,Partition: sacctmgr output, line 1: 1 fields, want 4"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := (&Command{Runner: tc.r}).Associations(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "context canceled") {
+				t.Errorf("error %v, want %q and not the cancel", err, tc.want)
+			}
+		})
+	}
 }

@@ -102,7 +102,13 @@ func (s *Command) run(ctx context.Context, args ...string) ([]byte, error) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			msg = strings.TrimSpace(msg + " (no sacctmgr at " + path + ": set --sacctmgr to its path)")
 		}
-		log.Error("sacctmgr failed", "args", strings.Join(full, " "), "error", err, "output", msg)
+		// A failed write is an error of apply; a failed read is the
+		// caller's to report (it may read through slurmrestd instead).
+		failed := slog.LevelDebug
+		if level == slog.LevelInfo {
+			failed = slog.LevelError
+		}
+		log.Log(ctx, failed, "sacctmgr failed", "args", strings.Join(full, " "), "error", err, "output", msg)
 		if msg == "" {
 			return nil, fmt.Errorf("sacctmgr %s: %w", strings.Join(full, " "), err)
 		}
