@@ -350,8 +350,15 @@ func TestApply(t *testing.T) {
 				if err := os.Chmod(b.path, 0o640); err != nil {
 					t.Fatal(err)
 				}
-				var err error
-				if before, err = os.Stat(b.path); err != nil {
+				// Held open until the test ends, so that its inode is not
+				// freed and given to a new file (ext4 reuses them at once),
+				// which would make a renamed-over file look rewritten.
+				hold, err := os.Open(b.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = hold.Close() })
+				if before, err = hold.Stat(); err != nil {
 					t.Fatal(err)
 				}
 			}
