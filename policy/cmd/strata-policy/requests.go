@@ -53,4 +53,8 @@ fails, and every change before it is applied: slurmdbd keeps nothing of a list r
 Run apply again to continue: it plans from what Slurm has, so it converges, and a second apply of
 the same file writes nothing.
 
-apply ends with the number of requests it sent to slurmrestd (reads and writes) and its time.`
+Slurm is read before the writes and again after them, to check that slurmdbd kept every change
+(see --read-with for how the associations are read).
+
+apply ends with the number of requests it sent to slurmrestd (reads and writes), the number of
+sacctmgr runs, and its time.`
