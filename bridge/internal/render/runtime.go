@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/strata-hpc/strata/bridge/internal/servespec"
-	"github.com/strata-hpc/strata/bridge/internal/strictyaml"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // RuntimeKind heads every runtime template.

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/strata-hpc/strata/bridge/internal/strictyaml"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // FuzzParse: Parse never panics; a rejected spec comes back as nil with

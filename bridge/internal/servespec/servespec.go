@@ -16,7 +16,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/strata-hpc/strata/bridge/internal/strictyaml"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // FileName is the name of the file a job writes in its working directory.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/strata-hpc/strata/bridge/internal/strictyaml"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // TestGoodFiles: every testdata/*.good.yaml parses to the spec written out

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/strata-hpc/strata/bridge/internal/strictyaml"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 const nameHint = "lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, " +

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // Load reads and parses a policy file (see [Parse]). A file that cannot be
@@ -52,7 +53,7 @@ func Parse(file string, data []byte) (*Policy, error) {
 	if d.stopped {
 		// What was decoded is a fraction of the file: its problems
 		// would mislead.
-		return nil, d.diags.finish()
+		return nil, finish(d.diags)
 	}
 	for _, v := range p.Validate(file) {
 		if !d.tainted(v.Path) {
@@ -60,7 +61,7 @@ func Parse(file string, data []byte) (*Policy, error) {
 		}
 	}
 	if len(d.diags) > 0 {
-		return nil, d.diags.finish()
+		return nil, finish(d.diags)
 	}
 	p.ApplyDefaults()
 	return &p, nil
@@ -72,8 +73,8 @@ const maxDiagnostics = 100
 
 // finish sorts ds and cuts it at maxDiagnostics, saying how many more
 // there were.
-func (ds Diagnostics) finish() Diagnostics {
-	ds.sort()
+func finish(ds Diagnostics) Diagnostics {
+	ds.Sort()
 	if len(ds) <= maxDiagnostics {
 		return ds
 	}
@@ -129,7 +130,7 @@ func (d *decoder) bad(n *yaml.Node, path, hint, format string, args ...any) {
 // tainted reports whether path is within a value that could not be
 // decoded, or is one that was left out for a misspelt key.
 func (d *decoder) tainted(path string) bool {
-	for ; ; path = parentPath(path) {
+	for ; ; path = strictyaml.Parent(path) {
 		if d.taint[path] {
 			return true
 		}
@@ -321,7 +322,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 	}
 	if _, seen := d.pos[path]; !seen {
-		d.pos[path] = Pos{n.Line, n.Column}
+		d.pos[path] = Pos{Line: n.Line, Col: n.Column}
 	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		// The anchored value, located where it is used; what it holds
@@ -588,7 +589,7 @@ func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
 				d.add(k, kp, hint, "%s is not allowed in %s", k.Value, info.noun)
 				continue
 			}
-			if guess := closest(k.Value, info.names); guess != "" {
+			if guess := strictyaml.Closest(k.Value, info.names); guess != "" {
 				suggested[guess] = true
 				d.add(k, kp, "did you mean "+guess+"?", "unknown key %s in %s", k.Value, info.noun)
 			} else {
@@ -732,40 +733,4 @@ func structOf(t reflect.Type) structInfo {
 		info.byName[name] = f
 	}
 	return info
-}
-
-// closest returns the name nearest to s, when it is at most 2 edits away
-// (ignoring case); "" when none is.
-func closest(s string, names []string) string {
-	best, bestDist := "", 3
-	if len(s) > 64 {
-		return ""
-	}
-	for _, name := range names {
-		if d := levenshtein(strings.ToLower(s), strings.ToLower(name)); d < bestDist {
-			best, bestDist = name, d
-		}
-	}
-	return best
-}
-
-// levenshtein returns the edit distance between a and b (bytes).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -116,23 +116,3 @@ func TestRuleDurationPattern(t *testing.T) {
 		}
 	}
 }
-
-func TestLevenshtein(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"shares", "shares", 0}, {"shrares", "shares", 1}, {"sahres", "shares", 2},
-		{"", "abc", 3}, {"naem", "name", 2}, {"gpu", "gpus", 1}, {"colour", "classes", 6},
-	} {
-		if got := levenshtein(tc.a, tc.b); got != tc.want {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-	if got := closest("Shares", []string{"name", "shares"}); got != "shares" {
-		t.Errorf("closest ignores case: got %q", got)
-	}
-	if got := closest("colour", []string{"name", "shares"}); got != "" {
-		t.Errorf("closest of a far key = %q, want none", got)
-	}
-}

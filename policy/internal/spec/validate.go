@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // Validate returns every semantic problem of p, each located with
@@ -26,7 +27,7 @@ func (p *Policy) Validate(file string) Diagnostics {
 	v.users("admins", "cluster admin", p.Admins)
 	v.tenants(p)
 	v.partitionUse(p)
-	v.diags.sort()
+	v.diags.Sort()
 	return v.diags
 }
 
@@ -223,7 +224,7 @@ func (v *validator) classHint(name, prefix string) string {
 		return h
 	}
 	var h string
-	switch guess := closest(name, v.classNames); {
+	switch guess := strictyaml.Closest(name, v.classNames); {
 	case guess != "":
 		h = "did you mean " + guess + "?"
 	case len(v.classNames) == 0:
@@ -657,7 +658,7 @@ func (v *validator) partition(path, name string, pt Partition) {
 			v.add(path+".options", derivedOptions[lower], "partition option %s is written by strata-policy", key)
 		case !slices.Contains(partitionOptions, lower):
 			hint := "see PartitionName in slurm.conf(5): slurmctld and every Slurm command stop at an option they do not know"
-			if guess := closest(key, partitionOptionNames); guess != "" {
+			if guess := strictyaml.Closest(key, partitionOptionNames); guess != "" {
 				hint = "did you mean " + guess + "?"
 			}
 			v.add(path+".options", hint, "unknown partition option %s", key)

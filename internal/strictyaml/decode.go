@@ -542,7 +542,7 @@ func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
 		kp := Join(path, k.Value)
 		f, known := byName[k.Value]
 		if !known {
-			if guess := closest(k.Value, names); guess != "" {
+			if guess := Closest(k.Value, names); guess != "" {
 				guesses = append(guesses, guess)
 				d.add(k, kp, "did you mean "+guess+"?", "unknown key %s in %s", k.Value, noun)
 			} else {
@@ -561,10 +561,10 @@ func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
-// closest returns the name nearest to s (ignoring case) when it is close
-// enough to be a typo: one edit away for names of up to 4 characters, two
+// Closest returns the name nearest to s (ignoring case) when it is close
+// enough to be a typo, for "did you mean" hints: one edit away for names of up to 4 characters, two
 // for longer ones; "" when none is. A swap of two neighbours is one edit.
-func closest(s string, names []string) string {
+func Closest(s string, names []string) string {
 	if len(s) > 64 {
 		return ""
 	}

@@ -192,7 +192,7 @@ func TestClosest(t *testing.T) {
 		"livenes_path": "liveness_path",
 		"storage":      "",
 	} {
-		if got := closest(in, names); got != want {
+		if got := Closest(in, names); got != want {
 			t.Errorf("closest(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -1,5 +1,6 @@
-// Package strictyaml decodes the bridge's hand-written YAML files
-// (strata-serve.yaml and the runtime templates) strictly: a syntax error,
+// Package strictyaml decodes hand-written YAML files (the bridge's
+// strata-serve.yaml and runtime templates) strictly, and holds the
+// diagnostics that the policy file's decoder reports too: a syntax error,
 // a second document, an unknown or repeated key, a merge key or a value of
 // the wrong type is a [Diagnostic] with its file, line and column and a
 // hint, and every problem of a file is reported at once. It also records
@@ -102,6 +103,9 @@ func (ds Diagnostics) Sort() {
 
 // Pos is a position in a file: 1-based line and column (bytes).
 type Pos struct{ Line, Col int }
+
+// String formats p as "line:col".
+func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
 
 // Positions maps the path of every value Decode read to its position.
 type Positions map[string]Pos
