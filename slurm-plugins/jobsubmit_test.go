@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/strata-hpc/strata/internal/luastr"
 	"github.com/strata-hpc/strata/internal/luatest"
 )
 
@@ -106,22 +107,7 @@ func runSteps(t *testing.T, cluster string, steps []step) map[string]result {
 func luaValue(v any) string {
 	switch x := v.(type) {
 	case string:
-		var b strings.Builder
-		b.WriteByte('"')
-		for i := 0; i < len(x); i++ {
-			c := x[i]
-			switch {
-			case c == '\\' || c == '"':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c >= 0x20 && c < 0x7f:
-				b.WriteByte(c)
-			default:
-				fmt.Fprintf(&b, "\\%03d", c)
-			}
-		}
-		b.WriteByte('"')
-		return b.String()
+		return luastr.Quote(x)
 	case bool:
 		return fmt.Sprint(x)
 	case int:

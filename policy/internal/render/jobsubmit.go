@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/strata-hpc/strata/internal/luastr"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
@@ -217,17 +218,17 @@ func JobSubmitData(p *spec.Policy) ([]byte, error) {
 	w.line(0, "-- *_line fields are lines of the policy file. The layout is in slurm-plugins/README.md.")
 	w.line(0, "return {")
 	w.field(1, "version", luaInt(JobSubmitFormat))
-	w.field(1, "source", luaString(jobSubmitSource))
-	w.field(1, "cluster", luaString(m.Cluster))
+	w.field(1, "source", luastr.Quote(jobSubmitSource))
+	w.field(1, "cluster", luastr.Quote(m.Cluster))
 	if m.DefaultClass != "" {
-		w.field(1, "default_class", luaString(m.DefaultClass))
+		w.field(1, "default_class", luastr.Quote(m.DefaultClass))
 	}
 	w.field(1, "classes_line", luaInt(m.ClassesLine))
 	w.open(1, "classes")
 	for _, name := range sortedKeys(m.Classes) {
 		c := m.Classes[name]
 		w.open(2, name)
-		w.field(3, "partition", luaString(c.Partition))
+		w.field(3, "partition", luastr.Quote(c.Partition))
 		w.field(3, "default_time", luaInt(c.DefaultTime))
 		w.field(3, "max_time", luaInt(c.MaxTime))
 		w.field(3, "requeue", luaBool(c.Requeue))
@@ -241,13 +242,13 @@ func JobSubmitData(p *spec.Policy) ([]byte, error) {
 		w.close(2)
 	}
 	w.close(1)
-	luaTable(w, 1, "partitions", m.Partitions, luaString)
+	luaTable(w, 1, "partitions", m.Partitions, luastr.Quote)
 	w.open(1, "accounts")
 	for _, name := range sortedKeys(m.Accounts) {
 		a := m.Accounts[name]
 		w.open(2, name)
-		w.field(3, "tenant", luaString(a.Tenant))
-		w.field(3, "project", luaString(a.Project))
+		w.field(3, "tenant", luastr.Quote(a.Tenant))
+		w.field(3, "project", luastr.Quote(a.Project))
 		w.field(3, "line", luaInt(a.Line))
 		w.field(3, "classes", luaSet(a.Classes))
 		w.field(3, "classes_line", luaInt(a.ClassesLine))
@@ -260,7 +261,7 @@ func JobSubmitData(p *spec.Policy) ([]byte, error) {
 		w.close(2)
 	}
 	w.close(1)
-	luaTable(w, 1, "users", m.Users, luaString)
+	luaTable(w, 1, "users", m.Users, luastr.Quote)
 	w.line(0, "}")
 	return []byte(w.b.String()), nil
 }
@@ -313,29 +314,7 @@ func luaKey(k string) string {
 	if ident {
 		return k
 	}
-	return "[" + luaString(k) + "]"
-}
-
-// luaString quotes s for every Lua version: printable ASCII as is,
-// backslash and quote escaped, every other byte as \ddd (Lua 5.1 has no
-// \x or \u escapes).
-func luaString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' || c == '"':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c >= 0x20 && c < 0x7f:
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "\\%03d", c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	return "[" + luastr.Quote(k) + "]"
 }
 
 func luaInt[T ~int | ~int64](n T) string { return fmt.Sprint(int64(n)) }
@@ -364,7 +343,7 @@ func luaSet(names []string) string {
 }
 
 func luaLimit(l JobSubmitLimit) string {
-	return fmt.Sprintf("{ limit = %d, owner = %s, line = %d }", l.Limit, luaString(l.Owner), l.Line)
+	return fmt.Sprintf("{ limit = %d, owner = %s, line = %d }", l.Limit, luastr.Quote(l.Owner), l.Line)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/strata-hpc/strata/internal/luastr"
 	"github.com/strata-hpc/strata/internal/luatest"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
@@ -315,7 +316,7 @@ func TestLuaQuoting(t *testing.T) {
 	var src strings.Builder
 	src.WriteString("return {\n")
 	for _, v := range cases {
-		src.WriteString("  " + luaKey(v) + " = " + luaString(v) + ",\n")
+		src.WriteString("  " + luaKey(v) + " = " + luastr.Quote(v) + ",\n")
 	}
 	src.WriteString("}\n")
 	const script = `
@@ -355,14 +356,14 @@ func FuzzLuaString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		q := luaString(s)
+		q := luastr.Quote(s)
 		for i := 0; i < len(q); i++ {
 			if q[i] < 0x20 || q[i] >= 0x7f {
-				t.Fatalf("luaString(%q) = %q: byte %#x is not printable ASCII", s, q, q[i])
+				t.Fatalf("luastr.Quote(%q) = %q: byte %#x is not printable ASCII", s, q, q[i])
 			}
 		}
 		if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-			t.Fatalf("luaString(%q) = %q: not quoted", s, q)
+			t.Fatalf("luastr.Quote(%q) = %q: not quoted", s, q)
 		}
 		var back []byte
 		body := q[1 : len(q)-1]
@@ -370,7 +371,7 @@ func FuzzLuaString(f *testing.F) {
 			c := body[i]
 			switch {
 			case c == '"':
-				t.Fatalf("luaString(%q) = %q: an unescaped quote", s, q)
+				t.Fatalf("luastr.Quote(%q) = %q: an unescaped quote", s, q)
 			case c != '\\':
 				back = append(back, c)
 			case i+1 < len(body) && (body[i+1] == '\\' || body[i+1] == '"'):
@@ -380,16 +381,16 @@ func FuzzLuaString(f *testing.F) {
 				var n int
 				fmt.Sscanf(body[i+1:i+4], "%d", &n)
 				if n > 255 {
-					t.Fatalf("luaString(%q) = %q: escape \\%s is above 255", s, q, body[i+1:i+4])
+					t.Fatalf("luastr.Quote(%q) = %q: escape \\%s is above 255", s, q, body[i+1:i+4])
 				}
 				back = append(back, byte(n))
 				i += 3
 			default:
-				t.Fatalf("luaString(%q) = %q: a backslash Lua would not read", s, q)
+				t.Fatalf("luastr.Quote(%q) = %q: a backslash Lua would not read", s, q)
 			}
 		}
 		if string(back) != s {
-			t.Fatalf("luaString(%q) = %q reads back as %q", s, q, back)
+			t.Fatalf("luastr.Quote(%q) = %q reads back as %q", s, q, back)
 		}
 		if k := luaKey(s); k != q && k != "["+q+"]" && k != s {
 			t.Fatalf("luaKey(%q) = %q", s, k)
