@@ -69,13 +69,8 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 generate: generate-slurmrest ## regenerate all generated code
 
 .PHONY: generate-slurmrest
-generate-slurmrest: $(OAPI_CODEGEN) ## regenerate the slurmrestd clients from the captured specs
-	$(GO) run ./internal/slurmrest/cmd/specprep -parser v0.0.42 \
-		-in internal/slurmrest/spec/raw/slurm-24.11.json -out internal/slurmrest/spec/v0.0.42.json
-	$(GO) run ./internal/slurmrest/cmd/specprep -parser v0.0.45 \
-		-in internal/slurmrest/spec/raw/slurm-26.05.json -out internal/slurmrest/spec/v0.0.45.json
-	cd internal/slurmrest/v0042 && $(OAPI_CODEGEN) -config oapi-codegen.yaml ../spec/v0.0.42.json
-	cd internal/slurmrest/v0045 && $(OAPI_CODEGEN) -config oapi-codegen.yaml ../spec/v0.0.45.json
+generate-slurmrest: $(OAPI_CODEGEN) ## regenerate the slurmrestd clients and their adapters (parsers: internal/slurmrest/adaptergen/parsers.go)
+	$(GO) run ./internal/slurmrest/cmd/adaptergen -dir internal/slurmrest -oapi-codegen $(OAPI_CODEGEN)
 
 .PHONY: test-unit
 test-unit: $(OAPI_CODEGEN) ## unit tests: no network, no services (race detector on)

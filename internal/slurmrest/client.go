@@ -12,9 +12,6 @@ import (
 	"time"
 )
 
-// Parsers the client speaks, newest first.
-var Parsers = []string{"v0.0.45", "v0.0.42"}
-
 // Config says how to reach slurmrestd.
 type Config struct {
 	// URL of slurmrestd, e.g. http://127.0.0.1:6820.
@@ -249,12 +246,10 @@ func (c *Client) get(ctx context.Context, op, path string) error {
 	return checkResponse(op, c.user, resp.StatusCode, body)
 }
 
+// newBackend builds the parser's adapter (see parsers.gen.go).
 func (c *Client) newBackend(parser string) (backend, error) {
-	switch parser {
-	case "v0.0.45":
-		return newAPI45(c)
-	case "v0.0.42":
-		return newAPI42(c)
+	if newAdapter, ok := adapters[parser]; ok {
+		return newAdapter(c)
 	}
 	return nil, fmt.Errorf("slurmrest: no adapter for parser %s", parser)
 }

@@ -6,9 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	gen42 "github.com/strata-hpc/strata/internal/slurmrest/v0042"
-	gen45 "github.com/strata-hpc/strata/internal/slurmrest/v0045"
 )
 
 // Coordinators through slurmrestd. There is no coordinator endpoint:
@@ -100,36 +97,4 @@ func (c *Client) account(ctx context.Context, op, name string) (Account, error) 
 		}
 	}
 	return Account{}, fmt.Errorf("%s: no account %s: %w", op, name, ErrNotFound)
-}
-
-// setCoordinators posts the account record with its description and
-// organization as read, and the whole list (never omitted: that clears it).
-func (a *api45) setCoordinators(ctx context.Context, acc Account, users []string) error {
-	list := make(gen45.V0045CoordList, 0, len(users))
-	for _, u := range users {
-		list = append(list, gen45.V0045Coord{Name: u})
-	}
-	body := gen45.V0045OpenapiAccountsResp{Accounts: []gen45.V0045Account{{Name: acc.Name, Description: acc.Description,
-		Organization: acc.Organization, Coordinators: &list}}}
-	op := fmt.Sprintf("set the coordinators of %s to [%s]", acc.Name, strings.Join(users, ","))
-	r, err := a.gen.SlurmdbV0045PostAccountsWithResponse(ctx, body)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
-}
-
-func (a *api42) setCoordinators(ctx context.Context, acc Account, users []string) error {
-	list := make(gen42.V0042CoordList, 0, len(users))
-	for _, u := range users {
-		list = append(list, gen42.V0042Coord{Name: u})
-	}
-	body := gen42.V0042OpenapiAccountsResp{Accounts: []gen42.V0042Account{{Name: acc.Name, Description: acc.Description,
-		Organization: acc.Organization, Coordinators: &list}}}
-	op := fmt.Sprintf("set the coordinators of %s to [%s]", acc.Name, strings.Join(users, ","))
-	r, err := a.gen.SlurmdbV0042PostAccountsWithResponse(ctx, body)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
 }

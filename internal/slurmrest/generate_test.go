@@ -2,38 +2,60 @@ package slurmrest_test
 
 import (
 	"bytes"
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
-	"github.com/strata-hpc/strata/internal/slurmrest/specprep"
+	"github.com/strata-hpc/strata/internal/slurmrest/adaptergen"
 )
-
-// generated lists what make generate-slurmrest derives, and from what.
-var generated = []struct{ raw, parser, spec, pkg string }{
-	{"spec/raw/slurm-24.11.json", "v0.0.42", "spec/v0.0.42.json", "v0042"},
-	{"spec/raw/slurm-26.05.json", "v0.0.45", "spec/v0.0.45.json", "v0045"},
-}
 
 // TestSpecsCurrent fails when a prepared spec is not what specprep makes of
 // the captured one.
 func TestSpecsCurrent(t *testing.T) {
-	for _, g := range generated {
-		raw, err := os.ReadFile(filepath.Join(g.raw))
+	for _, p := range adaptergen.Parsers {
+		want, err := adaptergen.Spec(".", p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := specprep.Prepare(raw, g.parser)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(g.spec)
+		got, err := os.ReadFile(filepath.FromSlash(p.Spec()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s is stale: run `make generate-slurmrest`", g.spec)
+			t.Errorf("%s is stale: run `make generate-slurmrest`", p.Spec())
+		}
+	}
+}
+
+// TestAdaptersCurrent fails when an adapter, the list of parsers or a
+// client's oapi-codegen configuration is not what adaptergen makes of the
+// parsers it lists, for example after an edit by hand.
+func TestAdaptersCurrent(t *testing.T) {
+	files, err := adaptergen.Files(adaptergen.Parsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, f := range files {
+		want[filepath.FromSlash(f.Path)] = true
+		got, err := os.ReadFile(filepath.FromSlash(f.Path))
+		if err != nil {
+			t.Errorf("%v: run `make generate-slurmrest`", err)
+			continue
+		}
+		if !bytes.Equal(got, f.Data) {
+			t.Errorf("%s is stale or edited by hand: change internal/slurmrest/adaptergen and run `make generate-slurmrest`", f.Path)
+		}
+	}
+	// An adapter of a parser taken off the list must go too.
+	old, err := filepath.Glob("adapter_*.gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range old {
+		if !want[name] {
+			t.Errorf("%s is of no parser adaptergen lists: delete it", name)
 		}
 	}
 }
@@ -48,32 +70,18 @@ func TestGeneratedCurrent(t *testing.T) {
 		}
 		t.Skip("OAPI_CODEGEN is not set (make test-unit sets it)")
 	}
-	for _, g := range generated {
-		t.Run(g.pkg, func(t *testing.T) {
-			dir := t.TempDir()
-			cfg, err := os.ReadFile(filepath.Join(g.pkg, "oapi-codegen.yaml"))
+	for _, p := range adaptergen.Parsers {
+		t.Run(p.Package(), func(t *testing.T) {
+			want, err := adaptergen.Client(context.Background(), tool, ".", p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "oapi-codegen.yaml"), cfg, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			spec, _ := filepath.Abs(g.spec)
-			cmd := exec.Command(tool, "-config", "oapi-codegen.yaml", spec)
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("oapi-codegen: %v\n%s", err, out)
-			}
-			want, err := os.ReadFile(filepath.Join(dir, g.pkg+".gen.go"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := os.ReadFile(filepath.Join(g.pkg, g.pkg+".gen.go"))
+			got, err := os.ReadFile(filepath.FromSlash(p.Client()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s/%s.gen.go is stale or edited by hand: run `make generate-slurmrest`", g.pkg, g.pkg)
+				t.Errorf("%s is stale or edited by hand: run `make generate-slurmrest`", p.Client())
 			}
 		})
 	}
