@@ -122,7 +122,11 @@ func TestCapture(t *testing.T) {
 			t.Fatalf("bad token: %v", err)
 		}
 		rec.record("")
-		rec.save(t, filepath.Join(*captureDir, "slurm-"+b.Version))
+		dir := filepath.Join(*captureDir, "slurm-"+b.Version)
+		rec.save(t, dir)
+		info, err := json.MarshalIndent(replayInfo{Parser: c.Info().Parser, Release: c.Info().Release, Cluster: b.Cluster}, "", "  ")
+		step("bed info", err)
+		step("bed info", os.WriteFile(filepath.Join(dir, replayInfoFile), append(info, '\n'), 0o644))
 	})
 }
 

@@ -2,6 +2,7 @@ package slurmrest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,7 +13,52 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/slurmrest/adaptergen"
 )
+
+// replayBed is what a release's replay records are expected to show: the
+// bed.json TestCapture writes beside them, and whether the parser has a
+// REST requeue (from its quirks).
+type replayBed struct {
+	replayInfo
+	restRequeue bool
+}
+
+// replayBeds reads the bed.json of every release under testdata/replay,
+// and fails unless every parser the client speaks is replayed by one.
+func replayBeds(t *testing.T) map[string]replayBed {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join("testdata", "replay", "slurm-*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no replay records in testdata/replay (%v): run `make capture-slurmrest`", err)
+	}
+	beds := map[string]replayBed{}
+	replayed := map[string]bool{}
+	for _, dir := range dirs {
+		var b replayBed
+		name := filepath.Join(dir, replayInfoFile)
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatalf("%v: run `make capture-slurmrest`", err)
+		}
+		if err := json.Unmarshal(data, &b.replayInfo); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		i := slices.IndexFunc(adaptergen.Parsers, func(p adaptergen.Parser) bool { return p.Version == b.Parser })
+		if i < 0 {
+			t.Fatalf("%s: parser %q is not in adaptergen.Parsers", dir, b.Parser)
+		}
+		b.restRequeue = adaptergen.Parsers[i].Quirks.Requeue
+		replayed[b.Parser] = true
+		beds[strings.TrimPrefix(filepath.Base(dir), "slurm-")] = b
+	}
+	for _, p := range slurmrest.Parsers {
+		if !replayed[p] {
+			t.Errorf("no replay records of parser %s: capture them from a test bed whose Slurm offers it (make capture-slurmrest)", p)
+		}
+	}
+	return beds
+}
 
 // TestReplay runs the facade against exchanges recorded from the real
 // slurmrestd of each supported release (testdata/replay, written by
@@ -20,13 +66,7 @@ import (
 // job.json). The replay server also checks that every request body is the
 // one slurmrestd accepted.
 func TestReplay(t *testing.T) {
-	for version, want := range map[string]struct {
-		parser, release, cluster string
-		restRequeue              bool
-	}{
-		"26.05": {"v0.0.45", "26.05.5", "s2605", true},
-		"24.11": {"v0.0.42", "24.11.5", "s2411", false},
-	} {
+	for version, want := range replayBeds(t) {
 		t.Run("slurm-"+version, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -37,8 +77,8 @@ func TestReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if info := c.Info(); info.Parser != want.parser || info.Release != want.release {
-				t.Errorf("info = %+v, want parser %s release %s", info, want.parser, want.release)
+			if info := c.Info(); info.Parser != want.Parser || info.Release != want.Release {
+				t.Errorf("info = %+v, want parser %s release %s", info, want.Parser, want.Release)
 			}
 			if p, err := c.Ping(ctx); err != nil || !p[0].Responding || !p[0].Primary {
 				t.Errorf("ping = %+v, %v", p, err)
@@ -105,7 +145,7 @@ func TestReplay(t *testing.T) {
 			}
 			assocs, err := c.Associations(ctx, slurmrest.AssociationFilter{})
 			if err != nil || !slices.ContainsFunc(assocs, func(a slurmrest.Association) bool {
-				return a.Account == "testbed" && a.User == "alice" && a.Cluster == want.cluster
+				return a.Account == "testbed" && a.User == "alice" && a.Cluster == want.Cluster
 			}) {
 				t.Errorf("associations = %+v, %v", assocs, err)
 			}
@@ -143,20 +183,20 @@ func TestReplay(t *testing.T) {
 				t.Errorf("set QOS: %v", err)
 			}
 			acct := replayAccountSpec()
-			if err := c.CreateAccount(ctx, want.cluster, acct); err != nil {
+			if err := c.CreateAccount(ctx, want.Cluster, acct); err != nil {
 				t.Errorf("create account: %v", err)
 			}
-			if err := c.CreateAccount(ctx, want.cluster, acct); !errors.Is(err, slurmrest.ErrExists) {
+			if err := c.CreateAccount(ctx, want.Cluster, acct); !errors.Is(err, slurmrest.ErrExists) {
 				t.Errorf("create account again: err = %v, want ErrExists", err)
 			}
-			if err := c.AddUser(ctx, want.cluster, slurmrest.UserSpec{Name: "bob", Accounts: []string{"replay-tenant"}, Fairshare: 2}); err != nil {
+			if err := c.AddUser(ctx, want.Cluster, slurmrest.UserSpec{Name: "bob", Accounts: []string{"replay-tenant"}, Fairshare: 2}); err != nil {
 				t.Errorf("add user: %v", err)
 			}
-			if err := c.SetAssociations(ctx, []slurmrest.Association{{Cluster: want.cluster, Account: "replay-tenant", Fairshare: 25,
+			if err := c.SetAssociations(ctx, []slurmrest.Association{{Cluster: want.Cluster, Account: "replay-tenant", Fairshare: 25,
 				GrpTRES: slurmrest.TRESList{{Type: "gres", Name: "gpu", Count: 12}}}}); err != nil {
 				t.Errorf("set association: %v", err)
 			}
-			if err := c.DeleteAssociation(ctx, want.cluster, "replay-tenant", "bob"); err != nil {
+			if err := c.DeleteAssociation(ctx, want.Cluster, "replay-tenant", "bob"); err != nil {
 				t.Errorf("delete association: %v", err)
 			}
 			if err := c.DeleteAccount(ctx, "replay-tenant"); err != nil {

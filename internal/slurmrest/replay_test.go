@@ -28,6 +28,17 @@ type record struct {
 	Response json.RawMessage `json:"response,omitempty"`
 }
 
+// replayInfo is what TestCapture saves of the test bed beside its records,
+// in replayInfoFile: what the client negotiated there, and the cluster the
+// records name.
+type replayInfo struct {
+	Parser  string `json:"parser"`
+	Release string `json:"release"`
+	Cluster string `json:"cluster"`
+}
+
+const replayInfoFile = "bed.json"
+
 func (r record) key() string { return r.User + " " + r.Method + " " + r.Path + "?" + r.Query }
 
 // replayServer serves saved exchanges: a request whose method, path and
@@ -42,6 +53,9 @@ func replayServer(t *testing.T, dir string) *httptest.Server {
 	}
 	byKey := map[string][]record{}
 	for _, f := range files {
+		if filepath.Base(f) == replayInfoFile {
+			continue
+		}
 		var rec record
 		data, err := os.ReadFile(f)
 		if err != nil {
