@@ -17,6 +17,9 @@ import (
 // specprep), each client (by the oapi-codegen at oapiCodegen) and the files
 // of Files.
 func Generate(ctx context.Context, dir, oapiCodegen string, parsers []Parser) error {
+	if _, err := lookTool(oapiCodegen); err != nil { // before anything is written
+		return err
+	}
 	files, err := Files(parsers)
 	if err != nil {
 		return err
@@ -62,17 +65,9 @@ func Spec(dir string, p Parser) ([]byte, error) {
 // Client runs the oapi-codegen at tool on the parser's prepared spec under
 // dir, in a directory of its own, and returns the client it generates.
 func Client(ctx context.Context, tool, dir string, p Parser) ([]byte, error) {
-	if tool == "" {
-		return nil, fmt.Errorf("adaptergen: no oapi-codegen given (make generate-slurmrest installs the pinned one)")
-	}
-	var err error
-	if strings.ContainsRune(tool, filepath.Separator) {
-		tool, err = filepath.Abs(tool)
-	} else {
-		tool, err = exec.LookPath(tool)
-	}
+	tool, err := lookTool(tool)
 	if err != nil {
-		return nil, fmt.Errorf("adaptergen: oapi-codegen: %w", err)
+		return nil, err
 	}
 	spec, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(p.Spec())))
 	if err != nil {
@@ -86,7 +81,7 @@ func Client(ctx context.Context, tool, dir string, p Parser) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adaptergen: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // a temporary directory: nothing to do if it stays
 	if err := os.WriteFile(filepath.Join(tmp, "oapi-codegen.yaml"), cfg, 0o644); err != nil {
 		return nil, fmt.Errorf("adaptergen: %w", err)
 	}
@@ -102,6 +97,27 @@ func Client(ctx context.Context, tool, dir string, p Parser) ([]byte, error) {
 		return nil, fmt.Errorf("adaptergen: oapi-codegen on %s: %w", p.Spec(), err)
 	}
 	return src, nil
+}
+
+// lookTool returns the absolute path of the oapi-codegen to run: it runs in
+// a directory of its own.
+func lookTool(tool string) (string, error) {
+	if tool == "" {
+		return "", fmt.Errorf("adaptergen: no oapi-codegen given (make generate-slurmrest passes the pinned one)")
+	}
+	var err error
+	if strings.ContainsRune(tool, filepath.Separator) {
+		tool, err = filepath.Abs(tool)
+		if err == nil {
+			_, err = os.Stat(tool)
+		}
+	} else {
+		tool, err = exec.LookPath(tool)
+	}
+	if err != nil {
+		return "", fmt.Errorf("adaptergen: oapi-codegen: %w", err)
+	}
+	return tool, nil
 }
 
 func write(dir string, f File) error {
