@@ -17,8 +17,8 @@ import (
 )
 
 // replayBed is what a release's replay records are expected to show: the
-// bed.json TestCapture writes beside them, and whether the parser has a
-// REST requeue (from its quirks).
+// bed.json TestCapture writes beside them, and whether the job was
+// requeued over REST when they were captured.
 type replayBed struct {
 	replayInfo
 	restRequeue bool
@@ -48,7 +48,11 @@ func replayBeds(t *testing.T) map[string]replayBed {
 		if i < 0 {
 			t.Fatalf("%s: parser %q is not in adaptergen.Parsers", dir, b.Parser)
 		}
-		b.restRequeue = adaptergen.Parsers[i].Quirks.Requeue
+		_, err = os.Stat(filepath.Join(dir, "requeue.json")) // none where scontrol requeued
+		b.restRequeue = err == nil
+		if q := adaptergen.Parsers[i].Quirks.Requeue; q != b.restRequeue {
+			t.Errorf("%s: quirk Requeue of %s is %t, but the records show a REST requeue: %t", dir, b.Parser, q, b.restRequeue)
+		}
 		replayed[b.Parser] = true
 		beds[strings.TrimPrefix(filepath.Base(dir), "slurm-")] = b
 	}
