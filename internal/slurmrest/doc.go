@@ -10,6 +10,10 @@
 // or expired token (HTTP 401, 500 or 511, or a ping that answers 200 with
 // responding=false), which become an *AuthError.
 //
+// Each parser's adapter between its client and Strata's types is generated
+// from one template and the parser's quirks (package adaptergen, which also
+// holds the one list of parsers); README.md says how to add a parser.
+//
 // Requeue uses REST where the parser has it (v0.0.45) and otherwise falls
 // back to `scontrol requeue` authenticated by SLURM_JWT (see Requeuer).
 package slurmrest
