@@ -2,6 +2,7 @@ package slurmrest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
 )
 
 // TestReplay runs the facade against exchanges recorded from the real
@@ -30,7 +32,7 @@ func TestReplay(t *testing.T) {
 		t.Run("slurm-"+version, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			srv := replayServer(t, filepath.Join("testdata", "replay", "slurm-"+version))
+			srv := slurmresttest.NewServer(t, filepath.Join("testdata", "replay", "slurm-"+version))
 			scontrol, calls := fakeScontrol(t)
 			c, err := slurmrest.New(ctx, slurmrest.Config{URL: srv.URL, User: "root",
 				Tokens: slurmrest.StaticToken("replay-token"), Requeuer: slurmrest.ScontrolRequeuer{Path: scontrol}})
@@ -121,6 +123,17 @@ func TestReplay(t *testing.T) {
 			}
 			if _, err := c.Job(ctx, 999999); !errors.Is(err, slurmrest.ErrNotFound) {
 				t.Errorf("missing job: err = %v, want ErrNotFound", err)
+			}
+			if rec, ok := srv.Record("update"); ok {
+				var body struct {
+					AdminComment string `json:"admin_comment"`
+				}
+				if err := json.Unmarshal(rec.Request, &body); err != nil {
+					t.Fatalf("update.json: %v", err)
+				}
+				if err := c.Update(ctx, 1, slurmrest.JobUpdate{AdminComment: &body.AdminComment}); err != nil {
+					t.Errorf("update: %v", err)
+				}
 			}
 			if err := c.Signal(ctx, 1, "USR1", true); err != nil {
 				t.Errorf("signal: %v", err)
