@@ -237,7 +237,7 @@ func Drop() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
-				conn.Close()
+				_ = conn.Close()
 				return
 			}
 		}
