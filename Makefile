@@ -19,7 +19,7 @@ TESTBED := test/testbed/slurm/testbed.sh
 TB_STATE ?= /var/lib/strata/testbed
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
-DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus openssl procps
+DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s
@@ -124,8 +124,11 @@ capture-slurmrest: deps ## re-capture the OpenAPI specs and replay records from 
 		-run TestCapture ./internal/slurmrest/ -capture $(CURDIR)/internal/slurmrest/testdata/replay
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint
+lint: $(GOLANGCI_LINT) ## go mod tidy, gofmt, goimports, go vet and golangci-lint
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod or go.sum is not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@# goimports (import groups: standard library, third parties, this module), as .golangci.yml sets it
+	@out=$$($(GOLANGCI_LINT) fmt --diff 2>&1); if [ -n "$$out" ]; then echo "$$out"; echo "run $(GOLANGCI_LINT) fmt"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GOLANGCI_LINT) run ./...

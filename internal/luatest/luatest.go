@@ -5,7 +5,9 @@
 // Debian's Slurm links, then lua5.4, lua5.3, lua), else the lua5.4 of a
 // Slurm test bed's root through chroot (the roots carry Lua for the
 // job_submit plugin; chroot needs root). [Find] says why when there is
-// neither, so a test can skip with that reason.
+// neither. [Require] skips a test for that reason, except when CI is
+// "true": there it fails, so a machine without Lua cannot pass the Lua
+// tests silently.
 package luatest
 
 import (
@@ -66,11 +68,20 @@ func Find() (*Interp, string) {
 	return nil, "no Lua on the host (apt-get install lua5.1) and no test bed root with /usr/bin/lua5.4 (test/testbed/slurm/testbed.sh up)"
 }
 
-// Require returns a Lua interpreter or skips the test, saying why.
+// Require returns a Lua interpreter or skips the test, saying why; under
+// CI=true it fails the test instead.
 func Require(t testing.TB) *Interp {
 	t.Helper()
 	in, why := Find()
+	return require(t, in, why)
+}
+
+func require(t testing.TB, in *Interp, why string) *Interp {
+	t.Helper()
 	if in == nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Lua interpreter: %s; and CI=true, so this test fails instead of skipping (.ci/run installs lua5.1)", why)
+		}
 		t.Skip("no Lua interpreter: " + why)
 	}
 	t.Logf("Lua: %s (%s%s)", in.Version, in.Root, in.Bin)

@@ -1,7 +1,9 @@
 package luatest
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,4 +43,44 @@ func TestBedRoots(t *testing.T) {
 	if diff := cmp.Diff([]string{"/beds/a/root", "/beds/b/root"}, got); diff != "" {
 		t.Errorf("bedRoots (-want +got):\n%s", diff)
 	}
+}
+
+// TestRequireWithoutLua runs this package's test binary again with
+// TestRequireHelper, which has no interpreter to give: it must skip, and
+// fail when CI is "true".
+func TestRequireWithoutLua(t *testing.T) {
+	if os.Getenv("STRATA_LUATEST_HELPER") != "" {
+		t.Skip("inside the helper process")
+	}
+	for name, tc := range map[string]struct {
+		ci       string
+		wantFail bool
+		want     string
+	}{
+		"no CI":    {ci: "", want: "--- SKIP: TestRequireHelper"},
+		"CI=false": {ci: "false", want: "--- SKIP: TestRequireHelper"},
+		"CI=true":  {ci: "true", wantFail: true, want: "CI=true, so this test fails instead of skipping"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestRequireHelper$", "-test.v")
+			cmd.Env = append(os.Environ(), "STRATA_LUATEST_HELPER=1", "CI="+tc.ci)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if failed := errors.As(err, &ee); failed != tc.wantFail || (err != nil && !failed) {
+				t.Errorf("helper: err = %v, want failure %v; output:\n%s", err, tc.wantFail, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("helper output lacks %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+// TestRequireHelper is run by TestRequireWithoutLua only.
+func TestRequireHelper(t *testing.T) {
+	if os.Getenv("STRATA_LUATEST_HELPER") == "" {
+		t.Skip("run by TestRequireWithoutLua")
+	}
+	require(t, nil, "none for this test")
+	t.Error("require returned without an interpreter")
 }

@@ -1,5 +1,6 @@
-// Package pkgdoc holds the test that every package of the module has a doc
-// comment.
+// Package pkgdoc holds the tests that keep the documentation true: every
+// package of the module has a doc comment, every README names only paths
+// that exist, and the top README's Layout lists the tree.
 package pkgdoc
 
 import (

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
 	"github.com/strata-hpc/strata/internal/testbed"
 )
 
@@ -31,6 +32,7 @@ var (
 	replayAssoc   = slurmrest.Association{Account: "replay-tenant", Fairshare: 25,
 		GrpTRES: slurmrest.TRESList{{Type: "gres", Name: "gpu", Count: 12}}}
 	replaySince = time.Unix(4102444800, 0) // no job changes after 2100-01-01
+	replayMark  = "strata: replay"         // the admin comment set by the update exchange
 )
 
 // TestCapture records the exchanges the replay tests play back. It runs only
@@ -87,6 +89,8 @@ func TestCapture(t *testing.T) {
 		if _, err := c.Job(ctx, 999999); !errors.Is(err, slurmrest.ErrNotFound) {
 			t.Fatalf("missing job: %v", err)
 		}
+		rec.record("update")
+		step("update", c.Update(ctx, res.JobID, slurmrest.JobUpdate{AdminComment: ptr(replayMark)}))
 		rec.record("signal")
 		step("signal", c.Signal(ctx, res.JobID, "USR1", true))
 		rec.record("requeue")
@@ -135,7 +139,7 @@ type recorder struct {
 	base http.RoundTripper
 	mu   sync.Mutex
 	on   string // name of the exchange being recorded; "" records nothing
-	recs []record
+	recs []slurmresttest.Record
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -154,7 +158,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.on != "" {
-		rec := record{Seq: len(r.recs) + 1, Name: r.on, User: req.Header.Get("X-SLURM-USER-NAME"), Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, Status: resp.StatusCode}
+		rec := slurmresttest.Record{Seq: len(r.recs) + 1, Name: r.on, User: req.Header.Get("X-SLURM-USER-NAME"), Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, Status: resp.StatusCode}
 		if json.Valid(reqBody) {
 			rec.Request = reqBody
 		}

@@ -12,9 +12,22 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/slurmrest/adaptergen"
+	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
 )
+
+// replayInfo is what TestCapture saves of the test bed beside its records,
+// in replayInfoFile: what the client negotiated there, and the cluster the
+// records name.
+type replayInfo struct {
+	Parser  string `json:"parser"`
+	Release string `json:"release"`
+	Cluster string `json:"cluster"`
+}
+
+const replayInfoFile = slurmresttest.InfoFile
 
 // replayBed is what a release's replay records are expected to show: the
 // bed.json TestCapture writes beside them, and whether the job was
@@ -74,7 +87,7 @@ func TestReplay(t *testing.T) {
 		t.Run("slurm-"+version, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			srv := replayServer(t, filepath.Join("testdata", "replay", "slurm-"+version))
+			srv := slurmresttest.NewServer(t, filepath.Join("testdata", "replay", "slurm-"+version))
 			scontrol, calls := fakeScontrol(t)
 			c, err := slurmrest.New(ctx, slurmrest.Config{URL: srv.URL, User: "root",
 				Tokens: slurmrest.StaticToken("replay-token"), Requeuer: slurmrest.ScontrolRequeuer{Path: scontrol}})

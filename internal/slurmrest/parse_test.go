@@ -16,8 +16,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/strata-hpc/strata/internal/slurmrest/v0042"
-	"github.com/strata-hpc/strata/internal/slurmrest/v0045"
+	v0042 "github.com/strata-hpc/strata/internal/slurmrest/v0042"
+	v0045 "github.com/strata-hpc/strata/internal/slurmrest/v0045"
 )
 
 // gpus builds the GPUs a node gets for indices, all of one type.

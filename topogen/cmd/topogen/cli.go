@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/strata-hpc/strata/internal/cliexit"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/topogen/internal/apply"
