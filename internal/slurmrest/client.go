@@ -121,6 +121,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
+	cfg.HTTPClient = withOnce(cfg.HTTPClient)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -384,7 +385,7 @@ type RequeueOptions struct {
 func (c *Client) Requeue(ctx context.Context, id int64, opt RequeueOptions) error {
 	ctx = c.ctx(ctx)
 	do := func() (string, error) {
-		err := c.be.requeue(ctx, id, opt.Hold)
+		err := c.be.requeue(once(ctx), id, opt.Hold)
 		if !errors.Is(err, ErrUnsupported) {
 			return "rest", err
 		}
