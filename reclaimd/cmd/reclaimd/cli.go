@@ -65,7 +65,7 @@ keeps the old one).`,
 		Commands: []*cli.Command{
 			{Name: "run", Usage: "run the controller", Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) }},
 			{Name: "agent", Usage: "run the node agent", Action: func(c *cli.Context) error { return cmdAgent(ctx, c, log) }},
-			{Name: "check-config", Usage: "load the configuration and the rules, report every problem", Action: cmdCheck},
+			{Name: "check-config", Usage: "load the configuration, the rules and the tenant map, report every problem", Action: cmdCheck},
 			{
 				Name:  "simulate",
 				Usage: "run the rules over a recorded trace: GPU-hours reclaimed, jobs touched, each job's timeline",
@@ -139,11 +139,15 @@ func cmdCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := loadRules(cfg.RulesFile)
-	if err != nil {
+	// The rules and the tenant map are checked both, so that one run
+	// shows every problem.
+	r, rerr := loadRules(cfg.RulesFile)
+	tenants, terr := tenantmap.Load(cfg.TenantsFile)
+	if err := errors.Join(rerr, terr); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "%s is valid; %s has %d rules (dry run: %v)\n", c.String("config"), cfg.RulesFile, len(r.Rules), r.DryRun)
+	fmt.Fprintf(c.App.Writer, "%s is valid; %s has %d rules (dry run: %v); %s has %d tenants\n",
+		c.String("config"), cfg.RulesFile, len(r.Rules), r.DryRun, cfg.TenantsFile, len(tenants.Tenants))
 	return nil
 }
 
