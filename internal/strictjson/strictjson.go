@@ -269,11 +269,25 @@ func (d *decoder) value(path string, t reflect.Type) {
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		// A scalar of its own (a role, a duration): a string its
 		// UnmarshalText accepts.
-		s, isString := tok.(string)
-		if !isString {
+		parse := func(s string) error {
+			return reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s))
+		}
+		switch v := tok.(type) {
+		case string:
+			if err := parse(v); err != nil {
+				d.errorAt(off, path, err.Error())
+			}
+		case json.Number, bool:
+			// 1800 for a duration: what the type says of "1800" tells
+			// how to write it.
+			lit := fmt.Sprint(v)
+			if err := parse(lit); err != nil {
+				d.errorAt(off, path, fmt.Sprintf("want a string, got %s: %v", lit, err))
+			} else {
+				d.errorAt(off, path, fmt.Sprintf("want a string, got %s: write it in quotes", lit))
+			}
+		default:
 			d.mismatch(off, path, "a string", tok)
-		} else if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			d.errorAt(off, path, err.Error())
 		}
 	case t.Kind() == reflect.String:
 		if _, isString := tok.(string); !isString {

@@ -65,12 +65,14 @@ func TestDecode(t *testing.T) {
 				`10:3: hidden: unknown field; the fields here are name, count, ratio, on, level, items`,
 			},
 		},
-		"null for a scalar": {in: `{"name": null}`, wantErrs: []string{`1:10: name: null: give a value or leave the field out`}},
-		"empty":             {in: " \n", wantErrs: []string{`1:1: empty document: want a doc`}},
-		"syntax":            {in: "{\"name\": \"a\",\n}", wantErrs: []string{`2:1: invalid JSON: invalid character '}' looking for beginning of object key string`}},
-		"truncated":         {in: `{"items": [`, wantErrs: []string{`1:12: invalid JSON: the document ends too early (a missing } or ]?)`}},
-		"trailing data":     {in: `{} {}`, wantErrs: []string{`1:4: unexpected data after the document: a file holds one JSON object`}},
-		"not an object":     {in: `[]`, wantErrs: []string{`1:1: want an object, got a list`}},
+		"number for a scalar of its own": {in: `{"level": 3}`, wantErrs: []string{`1:11: level: want a string, got 3: "3": want low or high`}},
+		"unquoted good value":            {in: `{"level": true}`, wantErrs: []string{`1:11: level: want a string, got true: "true": want low or high`}},
+		"null for a scalar":              {in: `{"name": null}`, wantErrs: []string{`1:10: name: null: give a value or leave the field out`}},
+		"empty":                          {in: " \n", wantErrs: []string{`1:1: empty document: want a doc`}},
+		"syntax":                         {in: "{\"name\": \"a\",\n}", wantErrs: []string{`2:1: invalid JSON: invalid character '}' looking for beginning of object key string`}},
+		"truncated":                      {in: `{"items": [`, wantErrs: []string{`1:12: invalid JSON: the document ends too early (a missing } or ]?)`}},
+		"trailing data":                  {in: `{} {}`, wantErrs: []string{`1:4: unexpected data after the document: a file holds one JSON object`}},
+		"not an object":                  {in: `[]`, wantErrs: []string{`1:1: want an object, got a list`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got doc

@@ -74,7 +74,7 @@ var fileTests = map[string]struct {
 	}},
 	"unknown-role.bad.json": {wantErrs: []string{
 		`3:97: tenants[0].projects[0].members[0].role: "owner" is not a role: use member, viewer, tenant-admin`,
-		"3:131: tenants[0].projects[0].members[1].role: want a string, got 3",
+		`3:131: tenants[0].projects[0].members[1].role: want a string, got 3: "3" is not a role: use member, viewer, tenant-admin`,
 	}},
 	"unknown-field.bad.json": {wantErrs: []string{
 		"2:20: tenants[0].acount: unknown field; the fields here are name, account, admins, projects",
