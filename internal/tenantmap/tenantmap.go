@@ -42,10 +42,6 @@ const (
 	Kind       = "TenantMap"
 )
 
-// DefaultPath is where strata-policy render writes the map and its readers
-// look for it.
-const DefaultPath = "/etc/strata/tenants.json"
-
 // Map is tenants.json.
 type Map struct {
 	APIVersion string `json:"apiVersion"`
