@@ -93,7 +93,7 @@ var fileTests = map[string]struct {
 		`4:14: dry_run: want true or false, got "yes"`,
 		`8:29: rules[0].match.accounts: want a list, got "llm"`,
 		`9:36: rules[0].idle.max_util_percent: want a number, got "5%"`,
-		`9:52: rules[0].idle.window: want a duration string such as "30m", got 1800`,
+		`9:52: rules[0].idle.window: want a string, got 1800: "1800" is not a duration: write a number with a unit, such as "90s", "30m" or "1h30m"`,
 		"10:58: rules[0].partial_idle.min_idle_gpus: want a whole number, got 0.5",
 		"11:17: rules[0].signal: want an object, got a list",
 		"12:23: rules[0].max_requeues: null: give a value or leave the field out",

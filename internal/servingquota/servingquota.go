@@ -7,6 +7,14 @@
 // A tenant without a serving: block in the policy is listed with a zero
 // quota, so the bridge can tell "this tenant may not serve" from "this
 // account is not in the policy".
+//
+// Its accounts are those of the tenant map (internal/tenantmap,
+// tenants.json), rendered from the same policy by the same all-or-none
+// render. The bridge reads this file alone on purpose: an account, its
+// tenant's namespace and its quota must come from one snapshot, and two
+// files reloaded one after the other could pair an account with another
+// render's quota. A bridge feature that needs members or roles reads the
+// tenant map.
 package servingquota
 
 import (

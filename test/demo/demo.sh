@@ -184,6 +184,17 @@ step "reclaimd simulate: example reclaim rules over a recorded trace (what recla
 T=reclaimd/internal/simulate/testdata
 run "$BIN/reclaimd" simulate --rules $T/example-rules.json --step 1m --jobs $T/example.jobs.csv --samples $T/example.samples.csv
 
+step "reclaimd check-config: the rules and the tenant map strata-policy rendered in step 1, as reclaimd reads them"
+note "reclaimd takes each job's tenant from tenants.json (no hand copy in its config); SIGHUP reloads both files"
+ABS_OUT=$(cd "$OUT" && pwd)
+cat >"$OUT/reclaimd.yaml" <<EOF
+apiVersion: strata/v1
+kind: ReclaimdConfig
+rules_file: $ABS_OUT/reclaim-rules.json
+tenants_file: $ABS_OUT/tenants.json
+EOF
+run "$BIN/reclaimd" --config "$OUT/reclaimd.yaml" check-config
+
 # ---------------------------------------------------------------------------
 step "Where things are"
 note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testbed.sh logs)" \
@@ -193,6 +204,7 @@ note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testb
   "  the demo's jobs sleep for 10 minutes: $TB/squeue to see them, $TB/scancel <id> to end one" \
   "policy: $POLICY; rendered: $OUT/{serving.json,tenants.json,reclaim-rules.json,k8s/resourcequotas.yaml,disk-quota.sh}" \
   "  job_submit.lua's data: $SLURM_DIR/strata/policy.lua" \
+  "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config" \
   "bridge: $BIN/strata-bridge -c $OUT/bridge/bridge.yaml status $MODEL" \
   "Kubernetes: kubeconfig $STRATA_KUBECONFIG (logs: bash test/testbed/k8s/testbed.sh logs)" \
   "topogen: $OUT/topogen.yaml" \

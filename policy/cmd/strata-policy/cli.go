@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/policy/internal/apply"
@@ -117,7 +118,10 @@ func cmdRender(c *cli.Context) error {
 	// Everything rendered before anything is written: a policy that fails
 	// to render one file changes none.
 	for _, o := range outs {
-		if err := writeAtomic(o.path, o.data, o.mode); err != nil {
+		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
+			return exitErr(exitFailure, err.Error())
+		}
+		if err := atomicfile.Write(o.path, o.data, o.mode); err != nil {
 			return exitErr(exitFailure, err.Error())
 		}
 		fmt.Fprintf(c.App.Writer, "wrote %s\n", o.path)
@@ -136,20 +140,6 @@ func renderDoc() string {
 		fmt.Fprintf(&b, "  %-12s %-28s %s\n", dir, f.Name, f.Doc)
 	}
 	return b.String()
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func load(c *cli.Context) (*spec.Policy, error) {

@@ -35,8 +35,8 @@ var derivedPolicies = map[string]struct {
 	path  string
 	files []string
 }{
-	"example":         {"../../../etc/strata/policy.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh"}},
-	"minimal":         {"testdata/derived/minimal.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh"}},
+	"example":         {"../../../etc/strata/policy.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh", "tenants.json"}},
+	"minimal":         {"testdata/derived/minimal.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh", "tenants.json"}},
 	"partitions-edge": {"testdata/derived/partitions-edge.yaml", []string{"partitions.conf"}},
 	"quotas-edge":     {"testdata/derived/quotas-edge.yaml", []string{"resourcequotas.yaml", "disk-quota.sh"}},
 	"bed-partitions":  {"testdata/derived/bed-partitions.yaml", []string{"partitions.conf"}},
@@ -48,6 +48,7 @@ var derivedFiles = map[string]func(*spec.Policy) ([]byte, error){
 	"partitions.conf":     PartitionsConf,
 	"resourcequotas.yaml": ResourceQuotasYAML,
 	"disk-quota.sh":       DiskQuotaScript,
+	"tenants.json":        TenantsJSON,
 }
 
 func loadDerived(t *testing.T, name string) *spec.Policy {

@@ -1,6 +1,6 @@
 // Package render writes the files other parts read from a policy:
 // reclaim-rules.json for reclaimd (one rule per workload class with a
-// reclaim rule), the account-to-tenant map, and the other derived files
+// reclaim rule), the tenant map (tenants.json), and the other derived files
 // each registered in [Files]. Every output is deterministic: the same
 // policy renders the same bytes.
 package render
@@ -55,7 +55,6 @@ func Files() []File {
 
 func init() {
 	register(File{Name: "reclaim-rules.json", Dir: DirStrata, Mode: 0o644, Doc: "reclaimd's idle rules, one per class with a reclaim rule", Render: ReclaimRules})
-	register(File{Name: "tenants.json", Dir: DirStrata, Mode: 0o644, Doc: "account -> tenant, for reclaimd", Render: TenantsJSON})
 }
 
 // ReclaimRules returns the reclaim rules of a policy: for every class with
@@ -76,34 +75,6 @@ func ReclaimRules(p *spec.Policy) ([]byte, error) {
 		return nil, fmt.Errorf("rendered reclaim rules are invalid: %v", errs)
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
-// Tenants maps every account the policy defines to its tenant, for
-// reclaimd's tenants: key and the metrics' tenant label.
-func Tenants(p *spec.Policy) map[string]string {
-	m := map[string]string{}
-	for _, t := range p.Tenants {
-		m[t.Name] = t.Name
-		for _, pr := range t.Projects {
-			m[p.Account(t.Name, pr.Name)] = t.Name
-		}
-	}
-	return m
-}
-
-// TenantsJSON renders Tenants as sorted JSON.
-func TenantsJSON(p *spec.Policy) ([]byte, error) {
-	m := Tenants(p)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,14 @@
 package render
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/servingquota"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
@@ -37,9 +40,49 @@ func TestReclaimRulesFromExample(t *testing.T) {
 	if len(r.Rules) != want || want == 0 {
 		t.Errorf("%d rules for %d classes with a reclaim rule", len(r.Rules), want)
 	}
-	tj, err := TenantsJSON(p)
-	if err != nil || !strings.Contains(string(tj), `"acme-llm": "acme"`) {
-		t.Errorf("tenants = %s, %v", tj, err)
+}
+
+// TestTenantsFromExample: the tenant map rendered from the example policy,
+// written as render writes it, loads with the loader reclaimd uses
+// (tenantmap.Open, reloaded on SIGHUP), and maps every account of the
+// policy to its tenant and project.
+func TestTenantsFromExample(t *testing.T) {
+	p, err := spec.Load("../../../etc/strata/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := TenantsJSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tenants.json")
+	if err := atomicfile.Write(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := tenantmap.Open(path)
+	if err != nil {
+		t.Fatalf("reclaimd cannot read what policy renders: %v\n%s", err, out)
+	}
+	m := src.Map()
+	accounts := 0
+	for _, tn := range p.Tenants {
+		if o, ok := m.Lookup(tn.Name); !ok || o != (tenantmap.Owner{Tenant: tn.Name}) {
+			t.Errorf("account %s -> %+v, %v", tn.Name, o, ok)
+		}
+		for _, pr := range tn.Projects {
+			accounts++
+			acct := p.Account(tn.Name, pr.Name)
+			if o, ok := m.Lookup(acct); !ok || o != (tenantmap.Owner{Tenant: tn.Name, Project: pr.Name}) {
+				t.Errorf("account %s -> %+v, %v", acct, o, ok)
+			}
+		}
+	}
+	if accounts == 0 || m.Cluster != p.Cluster.Name {
+		t.Errorf("%d project accounts, cluster %q", accounts, m.Cluster)
+	}
+	acme, _ := m.Tenant("acme")
+	if acme == nil || len(acme.Projects) == 0 || len(acme.Projects[0].Members) == 0 || acme.Projects[0].Members[0].Role != tenantmap.RoleTenantAdmin {
+		t.Errorf("acme = %+v: want alice, tenant-admin, first in llm", acme)
 	}
 }
 

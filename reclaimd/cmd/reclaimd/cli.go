@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/config"
@@ -39,12 +40,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 reclaimd agent    the node agent: one per GPU node, samples the GPUs through NVML
 
 Each cycle the controller reads the running GPU jobs (one conditional request to
-slurmrestd), the samples of their GPUs from the agents, and the rules
-(/etc/strata/reclaim-rules.json); a job whose GPUs stay idle is warned, then
+slurmrestd), the samples of their GPUs from the agents, the rules
+(/etc/strata/reclaim-rules.json) and the tenant map (/etc/strata/tenants.json,
+both rendered by strata-policy); a job whose GPUs stay idle is warned, then
 signalled to checkpoint, then requeued or cancelled as its rule says. Every step
 is recorded in SQLite first and logged with its evidence; GET
 /v1/jobs/{id}/reclaim explains it. Set "dry_run": true in the rules to decide and
-record without acting. SIGHUP reloads the rules (a bad file keeps the old ones).`,
+record without acting. SIGHUP reloads the rules and the tenant map (a bad file
+keeps the old one).`,
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
@@ -62,7 +65,7 @@ record without acting. SIGHUP reloads the rules (a bad file keeps the old ones).
 		Commands: []*cli.Command{
 			{Name: "run", Usage: "run the controller", Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) }},
 			{Name: "agent", Usage: "run the node agent", Action: func(c *cli.Context) error { return cmdAgent(ctx, c, log) }},
-			{Name: "check-config", Usage: "load the configuration and the rules, report every problem", Action: cmdCheck},
+			{Name: "check-config", Usage: "load the configuration, the rules and the tenant map, report every problem", Action: cmdCheck},
 			{
 				Name:  "simulate",
 				Usage: "run the rules over a recorded trace: GPU-hours reclaimed, jobs touched, each job's timeline",
@@ -136,11 +139,15 @@ func cmdCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := loadRules(cfg.RulesFile)
-	if err != nil {
+	// The rules and the tenant map are checked both, so that one run
+	// shows every problem.
+	r, rerr := loadRules(cfg.RulesFile)
+	tenants, terr := tenantmap.Load(cfg.TenantsFile)
+	if err := errors.Join(rerr, terr); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "%s is valid; %s has %d rules (dry run: %v)\n", c.String("config"), cfg.RulesFile, len(r.Rules), r.DryRun)
+	fmt.Fprintf(c.App.Writer, "%s is valid; %s has %d rules (dry run: %v); %s has %d tenants\n",
+		c.String("config"), cfg.RulesFile, len(r.Rules), r.DryRun, cfg.TenantsFile, len(tenants.Tenants))
 	return nil
 }
 
@@ -153,6 +160,10 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	tenants, err := tenantmap.Open(cfg.TenantsFile)
+	if err != nil {
+		return err
+	}
 	var mu sync.RWMutex
 	current := func() reclaimrules.Rules { mu.RLock(); defer mu.RUnlock(); return rules }
 	hup := make(chan os.Signal, 1)
@@ -160,6 +171,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	defer signal.Stop(hup)
 	go func() {
 		for range hup {
+			reloadTenants(tenants, log)
 			r, err := loadRules(cfg.RulesFile)
 			if err != nil {
 				log.Error("rules reload failed: keeping the rules in force", "file", cfg.RulesFile, "error", err)
@@ -204,7 +216,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		col = &collect.Prometheus{URL: p.URL, Step: p.Step, Window: p.Window, NodeLabel: p.NodeLabel, MemActivityMetric: p.MemActivityMetric,
 			Client: &http.Client{Timeout: p.Timeout}}
 	}
-	ccfg := controller.Config{Slurm: client, Store: st, Rules: current, Tenants: cfg.Tenants, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
+	ccfg := controller.Config{Slurm: client, Store: st, Rules: current, Tenants: tenants.Map, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
 		Collector: col, Log: log}
 	if len(notifiers) > 0 {
 		ccfg.Notifier = notifiers
@@ -214,6 +226,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	log.Info("reclaimd controller starting", "listen", cfg.Listen, "interval", cfg.Interval, "rules", len(rules.Rules), "dry_run", rules.DryRun,
+		"tenants", len(tenants.Map().Tenants),
 		"parser", client.Info().Parser)
 	return serve(ctx, cfg.Listen, ctl.Handler(3*cfg.Interval), log, func(ctx context.Context) error { return ctl.Run(ctx, cfg.Interval) })
 }

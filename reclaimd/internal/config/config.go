@@ -22,10 +22,12 @@ type Config struct {
 	StateFile  string        `yaml:"state_file"`
 	Interval   time.Duration `yaml:"interval"`
 	RulesFile  string        `yaml:"rules_file"`
-	// Tenants maps Slurm accounts to tenants (strata-policy renders it);
-	// an account not listed is its own tenant.
-	Tenants map[string]string `yaml:"tenants"`
-	Slurm   Slurm             `yaml:"slurm"`
+	// TenantsFile is the tenant map strata-policy render writes
+	// (internal/tenantmap): each account's tenant, the metrics' only label
+	// and what rules match by tenant. An account not in it is its own
+	// tenant.
+	TenantsFile string `yaml:"tenants_file"`
+	Slurm       Slurm  `yaml:"slurm"`
 	// Source of GPU samples: "agents" (reclaimd agent on every GPU node)
 	// or "prometheus" (sites that already run dcgm-exporter).
 	Source     string     `yaml:"source"`
@@ -96,7 +98,7 @@ func Default() Config {
 	return Config{
 		APIVersion: "strata/v1", Kind: "ReclaimdConfig",
 		Listen: "127.0.0.1:9811", StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
-		RulesFile: "/etc/strata/reclaim-rules.json",
+		RulesFile: "/etc/strata/reclaim-rules.json", TenantsFile: "/etc/strata/tenants.json",
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
 			Scontrol: "scontrol", SignalBatchOnly: true},
 		Source: "agents",
@@ -147,6 +149,9 @@ func (c Config) Validate() []error {
 	}
 	if c.RulesFile == "" {
 		bad("rules_file", "required: the reclaim rules (strata-policy render writes /etc/strata/reclaim-rules.json)")
+	}
+	if c.TenantsFile == "" {
+		bad("tenants_file", "required: the tenant map (strata-policy render writes /etc/strata/tenants.json)")
 	}
 	if c.Slurm.URL == "" || c.Slurm.TokenFile == "" {
 		bad("slurm", "url and token_file are required")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
@@ -65,9 +66,10 @@ type Config struct {
 	// Rules returns the rules in force (reloaded on SIGHUP by the caller).
 	Rules    func() reclaimrules.Rules
 	Notifier Notifier // nil: no notices
-	// Tenants maps accounts to tenants; an account not in it is its own
-	// tenant.
-	Tenants map[string]string
+	// Tenants returns the tenant map in force (tenants.json, reloaded on
+	// SIGHUP by the caller); an account not in it, or every account when
+	// Tenants is nil, is its own tenant.
+	Tenants func() *tenantmap.Map
 	// SignalBatchOnly sends checkpoint signals to the batch shell only
 	// (scripts forward them); false signals every process of the job.
 	SignalBatchOnly bool
@@ -142,10 +144,10 @@ func (c *Controller) Run(ctx context.Context, interval time.Duration) error {
 }
 
 func (c *Controller) tenant(account string) string {
-	if t := c.cfg.Tenants[account]; t != "" {
-		return t
+	if c.cfg.Tenants == nil {
+		return account
 	}
-	return account
+	return c.cfg.Tenants().TenantOf(account)
 }
 
 // className reads the workload class from the job's comment

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
@@ -63,6 +64,7 @@ type bed struct {
 	metrics *controller.Metrics
 	rules   reclaimrules.Rules
 	agent   *agent.Agent
+	tenants *tenantmap.Map // account testbed is tenant research's
 	// agentURL gives the agent's URL by node.
 	agentURL func(node string) string
 	start    time.Time // the captured job's start
@@ -96,6 +98,12 @@ func newBed(t *testing.T, release, rules string, util int) *bed {
 	t.Helper()
 	ctx := t.Context()
 	b := &bed{t: t, release: release, srv: slurmresttest.NewServer(t, slurmresttest.Dir(release))}
+	tm, err := tenantmap.Parse([]byte(`{"apiVersion": "strata/v1", "kind": "TenantMap", "cluster": "testbed", "admins": [],
+		"tenants": [{"name": "research", "account": "testbed", "admins": [], "projects": []}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.tenants = tm
 
 	// Slurm 24.11 has no REST requeue: the client runs scontrol, whose
 	// exec edge is a script that logs its arguments.
@@ -254,7 +262,7 @@ func (b *bed) newController() *controller.Controller {
 	b.t.Cleanup(hook.Close)
 	ctl, err := controller.New(controller.Config{Slurm: b.slurm, Store: b.st, Rules: func() reclaimrules.Rules { return b.rules },
 		Collector: &collect.Agents{URL: b.agentURL}, Notifier: notify.Webhook{URL: hook.URL},
-		Tenants: map[string]string{"testbed": "research"}, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock,
+		Tenants: func() *tenantmap.Map { return b.tenants }, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock,
 		Log: slog.New(slog.NewTextHandler(&b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		b.t.Fatal(err)

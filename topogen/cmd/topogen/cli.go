@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -496,7 +497,7 @@ func cmdRender(c *cli.Context, log *slog.Logger) error {
 		return exitErr(exitFailure, err.Error())
 	}
 	if p := c.String("output"); p != "" {
-		return apply.WriteAtomic(p, out, 0o644)
+		return atomicfile.Write(p, out, 0o644)
 	}
 	_, err = c.App.Writer.Write(out)
 	return err

@@ -11,7 +11,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/urfave/cli/v2"
 
-	"github.com/strata-hpc/strata/topogen/internal/apply"
+	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/topogen/internal/discover/nvml"
 )
 
@@ -42,7 +42,7 @@ func cmdCollect(ctx context.Context, c *cli.Context) error {
 		return exitErr(exitFailure, err.Error())
 	}
 	if p := c.String("output"); p != "" {
-		return apply.WriteAtomic(p, buf.Bytes(), 0o644)
+		return atomicfile.Write(p, buf.Bytes(), 0o644)
 	}
 	_, err = c.App.Writer.Write(buf.Bytes())
 	return err

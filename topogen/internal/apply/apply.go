@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/topogen/internal/render"
 )
 
@@ -122,11 +123,11 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	}
 	if existed {
 		res.Backup = fmt.Sprintf("%s.%s.bak", o.Path, o.Now().UTC().Format("20060102T150405Z"))
-		if err := WriteAtomic(res.Backup, old, mode); err != nil {
+		if err := atomicfile.Write(res.Backup, old, mode); err != nil {
 			return res, fmt.Errorf("back up %s: %w", o.Path, err)
 		}
 	}
-	if err := WriteAtomic(o.Path, o.Candidate, mode); err != nil {
+	if err := atomicfile.Write(o.Path, o.Candidate, mode); err != nil {
 		return res, fmt.Errorf("write %s: %w", o.Path, err)
 	}
 	res.Changed = true
@@ -141,7 +142,7 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	o.Log.Error("new topology failed: rolling back", "reason", why)
 	res.RolledBack = true
 	if existed {
-		err = WriteAtomic(o.Path, old, mode)
+		err = atomicfile.Write(o.Path, old, mode)
 	} else {
 		err = os.Remove(o.Path)
 	}
@@ -230,42 +231,6 @@ func waitPing(ctx context.Context, c Controller, d time.Duration) error {
 		}
 	}
 	return err
-}
-
-// WriteAtomic writes data to path through a temporary file in the same
-// folder, synced and renamed, so a reader sees the old or the new file and
-// never half of one.
-func WriteAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() { _ = os.Remove(tmp) }() // no-op after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // Backups lists the backups of path, newest first.

@@ -558,51 +558,6 @@ func TestPingWantsUp(t *testing.T) {
 	}
 }
 
-func TestWriteAtomic(t *testing.T) {
-	tests := map[string]struct {
-		existing *string
-		mode     os.FileMode
-	}{
-		"new file":                    {mode: 0o600},
-		"replaces a file, given mode": {existing: ptr("old\n"), mode: 0o640},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "topology.conf")
-			if tc.existing != nil {
-				if err := os.WriteFile(path, []byte(*tc.existing), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := apply.WriteAtomic(path, []byte("new\n"), tc.mode); err != nil {
-				t.Fatal(err)
-			}
-			content, mode := readFile(t, path)
-			if content != "new\n" || mode != tc.mode {
-				t.Errorf("file %q mode %v, want %q mode %v", content, mode, "new\n", tc.mode)
-			}
-			entries, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(entries) != 1 {
-				var names []string
-				for _, e := range entries {
-					names = append(names, e.Name())
-				}
-				t.Errorf("folder holds %q, want only topology.conf (no temporary file)", names)
-			}
-		})
-	}
-	t.Run("missing folder", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "no", "topology.conf")
-		if err := apply.WriteAtomic(path, []byte("x"), 0o644); err == nil {
-			t.Errorf("WriteAtomic into a missing folder succeeded")
-		}
-	})
-}
-
 func TestBackups(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "topology.conf")

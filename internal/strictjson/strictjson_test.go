@@ -1,0 +1,154 @@
+package strictjson_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/strictjson"
+)
+
+// level is a scalar of its own, as a contract's role or duration is.
+type level string
+
+func (l *level) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "", "low", "high": // "": left out
+		*l = level(b)
+		return nil
+	}
+	return fmt.Errorf("%q: want low or high", b)
+}
+
+type doc struct {
+	Name   string  `json:"name"`
+	Count  int     `json:"count,omitempty"`
+	Ratio  float64 `json:"ratio"`
+	On     bool    `json:"on"`
+	Level  level   `json:"level"`
+	Items  []item  `json:"items"`
+	hidden int
+	Skip   string `json:"-"`
+}
+
+type item struct {
+	ID   string   `json:"id"`
+	Tags []string `json:"tags"`
+}
+
+func TestDecode(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in       string
+		want     doc
+		wantErrs []string
+	}{
+		"good": {
+			in:   `{"name": "a", "count": 2, "ratio": 0.5, "on": true, "level": "low", "items": [{"id": "x", "tags": ["t"]}, {"id": "y", "tags": null}]}`,
+			want: doc{Name: "a", Count: 2, Ratio: 0.5, On: true, Level: "low", Items: []item{{ID: "x", Tags: []string{"t"}}, {ID: "y"}}},
+		},
+		"every problem at once": {
+			in: "{\n  \"name\": 1,\n  \"count\": 1.5,\n  \"ratio\": \"x\",\n  \"on\": \"yes\",\n  \"level\": \"mid\",\n  \"items\": [{\"id\": \"x\", \"idd\": 2}, 3],\n  \"name\": \"b\",\n  \"Skip\": \"\",\n  \"hidden\": 1\n}",
+			wantErrs: []string{
+				`2:11: name: want a string, got 1`,
+				`3:12: count: want a whole number, got 1.5`,
+				`4:12: ratio: want a number, got "x"`,
+				`5:9: on: want true or false, got "yes"`,
+				`6:12: level: "mid": want low or high`,
+				`7:25: items[0].idd: unknown field; the fields here are id, tags`,
+				`7:36: items[1]: want an object, got 3`,
+				`8:3: name: given twice (first at 2:3)`,
+				`9:3: Skip: unknown field; the fields here are name, count, ratio, on, level, items`,
+				`10:3: hidden: unknown field; the fields here are name, count, ratio, on, level, items`,
+			},
+		},
+		"number for a scalar of its own": {in: `{"level": 3}`, wantErrs: []string{`1:11: level: want a string, got 3: "3": want low or high`}},
+		"unquoted good value":            {in: `{"level": true}`, wantErrs: []string{`1:11: level: want a string, got true: "true": want low or high`}},
+		"null for a scalar":              {in: `{"name": null}`, wantErrs: []string{`1:10: name: null: give a value or leave the field out`}},
+		"empty":                          {in: " \n", wantErrs: []string{`1:1: empty document: want a doc`}},
+		"syntax":                         {in: "{\"name\": \"a\",\n}", wantErrs: []string{`2:1: invalid JSON: invalid character '}' looking for beginning of object key string`}},
+		"truncated":                      {in: `{"items": [`, wantErrs: []string{`1:12: invalid JSON: the document ends too early (a missing } or ]?)`}},
+		"trailing data":                  {in: `{} {}`, wantErrs: []string{`1:4: unexpected data after the document: a file holds one JSON object`}},
+		"not an object":                  {in: `[]`, wantErrs: []string{`1:1: want an object, got a list`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got doc
+			_, err := strictjson.Decode([]byte(tc.in), &got, "want a doc")
+			if tc.wantErrs == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(doc{})); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if diff := cmp.Diff(tc.wantErrs, strings.Split(err.Error(), "\n")); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLocate(t *testing.T) {
+	in := "{\n  \"name\": \"a\",\n  \"items\": [\n    {\"id\": \"\"}\n  ]\n}"
+	var d doc
+	document, err := strictjson.Decode([]byte(in), &d, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := []error{
+		&strictjson.FieldError{Path: "items[0].id", Msg: "required"},
+		&strictjson.FieldError{Path: "items[0].tags", Msg: "missing: at its object"},
+		&strictjson.FieldError{Path: "level", Msg: "missing: at the document"},
+		errors.New("not a field error"),
+	}
+	want := []string{
+		"4:12: items[0].id: required",
+		"4:5: items[0].tags: missing: at its object",
+		"1:1: level: missing: at the document",
+		"not a field error",
+	}
+	if diff := cmp.Diff(want, strings.Split(document.Locate(errs).Error(), "\n")); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	many := make([]error, strictjson.MaxErrors+5)
+	for i := range many {
+		many[i] = &strictjson.FieldError{Path: "name", Msg: "bad"}
+	}
+	lines := strings.Split(document.Locate(many).Error(), "\n")
+	if len(lines) != strictjson.MaxErrors+1 || lines[len(lines)-1] != "too many problems: fix these first" {
+		t.Errorf("%d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+}
+
+// FuzzDecode: no input panics, and what Decode accepts it accepts again
+// once written back by encoding/json, as the same value.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{}`, `{"name": "a", "items": [{"id": "x"}]}`, `{"level": "mid"}`, `{"items": [`, `{} {}`, `[]`, `{"name": null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d doc
+		if _, err := strictjson.Decode(data, &d, ""); err != nil {
+			return
+		}
+		out, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again doc
+		if _, err := strictjson.Decode(out, &again, ""); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		if diff := cmp.Diff(d, again, cmp.AllowUnexported(doc{})); diff != "" {
+			t.Errorf("(-first +again):\n%s", diff)
+		}
+	})
+}
