@@ -61,7 +61,18 @@ func Match(verb, usage string, got []string, want []Arg, flags FlagValue) (map[s
 		if len(want) == 0 {
 			return nil, cliexit.Usagef("%s: unexpected argument %q: %s takes no arguments (usage: %s)", verb, extra, verb, usage)
 		}
-		return nil, cliexit.Usagef("%s: unexpected argument %q: %s takes %s (usage: %s)", verb, extra, verb, Usage(want), usage)
+		most := ""
+		for _, a := range want {
+			if !a.Required {
+				most = "at most "
+			}
+		}
+		noun := "arguments"
+		if len(want) == 1 {
+			noun = "argument"
+		}
+		return nil, cliexit.Usagef("%s: unexpected argument %q: %s takes %s%d %s, %s (usage: %s)", verb, extra, verb, most, len(want), noun,
+			Usage(want), usage)
 	}
 	for i, a := range want {
 		fv, fset := "", false
@@ -166,7 +177,9 @@ func positionals(c *cli.Context, verb, usage string) ([]string, error) {
 		}
 		var err error
 		set.Visit(func(f *flag.Flag) {
-			if e := c.Set(f.Name, f.Value.String()); e != nil && err == nil {
+			// urfave/cli keeps a variable per alias and reads the first
+			// name: set that one (-p sets --policy).
+			if e := c.Set(primary(c, f.Name), f.Value.String()); e != nil && err == nil {
 				err = e
 			}
 		})
@@ -176,6 +189,18 @@ func positionals(c *cli.Context, verb, usage string) ([]string, error) {
 		rest = set.Args()
 	}
 	return append(got, tail...), nil
+}
+
+// primary is the first name of the command's flag that name names.
+func primary(c *cli.Context, name string) string {
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f.Names()[0]
+			}
+		}
+	}
+	return name
 }
 
 // Get returns the value of the argument named name, from the positional
@@ -225,7 +250,7 @@ func enforce(cmds []*cli.Command) {
 }
 
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	return cliexit.Usagef("%s: %v (see %s --help)", verbName(c), err, helpName(c))
+	return cliexit.Usagef("%s%v (see %s --help)", prefix(c), err, helpName(c))
 }
 
 // unknownCommand is the app's action: with no argument it shows the
@@ -252,7 +277,7 @@ func unknown(c *cli.Context, cmds []*cli.Command) error {
 			names = append(names, sc.Name)
 		}
 	}
-	return cliexit.Usagef("%s: unknown command %q: want one of %s (see %s --help)", verbName(c), c.Args().First(),
+	return cliexit.Usagef("%sunknown command %q: want one of %s (see %s --help)", prefix(c), c.Args().First(),
 		strings.Join(names, ", "), helpName(c))
 }
 
@@ -264,6 +289,15 @@ func verbName(c *cli.Context) string {
 		return v
 	}
 	return h
+}
+
+// prefix is "verb: " for a message about a verb, "" for one about the
+// program, which cliexit.Main already names.
+func prefix(c *cli.Context) string {
+	if v := verbName(c); v != c.App.Name {
+		return v + ": "
+	}
+	return ""
 }
 
 func helpName(c *cli.Context) string {

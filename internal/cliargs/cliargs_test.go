@@ -28,7 +28,7 @@ func app(out *bytes.Buffer, seen *string) *cli.App {
 				return nil
 			}}, cliargs.Arg{Name: "CONFIG", Flag: "config"}),
 			cliargs.Bind(&cli.Command{Name: "rollback",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "to"}, &cli.BoolFlag{Name: "apply"}},
+				Flags: []cli.Flag{&cli.StringFlag{Name: "to", Aliases: []string{"t"}}, &cli.BoolFlag{Name: "apply"}},
 				Action: func(c *cli.Context) error {
 					*seen = fmt.Sprintf("name=%s to=%s apply=%v", cliargs.Get(c, "NAME"), c.String("to"), c.Bool("apply"))
 					return nil
@@ -63,6 +63,7 @@ func TestArgs(t *testing.T) {
 		"file as both, agreed": {args: []string{"--config", "a.yaml", "check", "a.yaml"}, wantSeen: "config=a.yaml"},
 		"default file":         {args: []string{"check"}, wantSeen: "config=/etc/prog.yaml"},
 		"flags after the name": {args: []string{"rollback", "llama", "--to", "job-12", "--apply"}, wantSeen: "name=llama to=job-12 apply=true"},
+		"alias after the name": {args: []string{"rollback", "llama", "-t", "job-12"}, wantSeen: "name=llama to=job-12 apply=false"},
 		"flags around":         {args: []string{"rollback", "--apply", "llama", "--to=job-12"}, wantSeen: "name=llama to=job-12 apply=true"},
 		"id as argument":       {args: []string{"deploy", "4242"}, wantSeen: "job=4242"},
 		"id as flag":           {args: []string{"deploy", "--job", "4242"}, wantSeen: "job=4242"},
@@ -72,7 +73,7 @@ func TestArgs(t *testing.T) {
 		"file and flag disagree": {args: []string{"-c", "b.yaml", "check", "a.yaml"}, wantCode: cliexit.ExitUsage,
 			wantErr: `check: the CONFIG "a.yaml" and --config "b.yaml" disagree: give one (usage: prog check [options] [CONFIG])`},
 		"two files": {args: []string{"check", "a.yaml", "b.yaml"}, wantCode: cliexit.ExitUsage,
-			wantErr: `check: unexpected argument "b.yaml": check takes [CONFIG] (usage: prog check [options] [CONFIG])`},
+			wantErr: `check: unexpected argument "b.yaml": check takes at most 1 argument, [CONFIG] (usage: prog check [options] [CONFIG])`},
 		"no name": {args: []string{"rollback", "--apply"}, wantCode: cliexit.ExitUsage,
 			wantErr: "rollback: missing NAME (usage: prog rollback [options] NAME)"},
 		"after --": {args: []string{"rollback", "a", "--", "--apply"}, wantCode: cliexit.ExitUsage,
@@ -92,11 +93,11 @@ func TestArgs(t *testing.T) {
 			wantErr: `list: unexpected argument "x": list takes no arguments (usage: prog list [options])`},
 		"help is an argument": {args: []string{"list", "help"}, wantCode: cliexit.ExitUsage, wantErr: `unexpected argument "help"`},
 		"unknown command": {args: []string{"chek"}, wantCode: cliexit.ExitUsage,
-			wantErr: `prog: unknown command "chek": want one of check, rollback, deploy, list, explain (see prog --help)`},
+			wantErr: `unknown command "chek": want one of check, rollback, deploy, list, explain (see prog --help)`},
 		"unknown subcommand": {args: []string{"explain", "jbo"}, wantCode: cliexit.ExitUsage,
 			wantErr: `explain: unknown command "jbo": want one of job (see prog explain --help)`},
 		"subcommand extra": {args: []string{"explain", "job", "1", "2"}, wantCode: cliexit.ExitUsage,
-			wantErr: `explain job: unexpected argument "2": explain job takes ID`},
+			wantErr: `explain job: unexpected argument "2": explain job takes 1 argument, ID (usage: prog explain job [options] ID)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -147,7 +148,7 @@ func TestMatch(t *testing.T) {
 		"flag":       {flags: flags("b", true), want: map[string]string{"ENV": "b"}},
 		"neither":    {flags: flags("", false), want: map[string]string{}},
 		"disagree":   {got: []string{"a"}, flags: flags("b", true), wantErr: `demo: the ENV "a" and --env "b" disagree`},
-		"extra":      {got: []string{"a", "b"}, flags: flags("", false), wantErr: `demo: unexpected argument "b": demo takes [ENV]`},
+		"extra":      {got: []string{"a", "b"}, flags: flags("", false), wantErr: `demo: unexpected argument "b": demo takes at most 1 argument, [ENV]`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := cliargs.Match("demo", "demo [options] [ENV]", tc.got, want, tc.flags)
