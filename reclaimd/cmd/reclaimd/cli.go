@@ -18,6 +18,8 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/urfave/cli/v2"
 
+	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
@@ -45,8 +47,9 @@ signalled to checkpoint, then requeued or cancelled as its rule says. Every step
 is recorded in SQLite first and logged with its evidence; GET
 /v1/jobs/{id}/reclaim explains it. Set "dry_run": true in the rules to decide and
 record without acting. SIGHUP reloads the rules (a bad file keeps the old ones).`,
-		Writer:    stdout,
-		ErrWriter: stderr,
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		ExitErrHandler: func(*cli.Context, error) {}, // cliexit prints and exits
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Value: "/etc/strata/reclaimd.yaml", Usage: "configuration file"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
@@ -60,17 +63,21 @@ record without acting. SIGHUP reloads the rules (a bad file keeps the old ones).
 			return nil
 		},
 		Commands: []*cli.Command{
-			{Name: "run", Usage: "run the controller", Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) }},
-			{Name: "agent", Usage: "run the node agent", Action: func(c *cli.Context) error { return cmdAgent(ctx, c, log) }},
-			{Name: "check-config", Usage: "load the configuration and the rules, report every problem", Action: cmdCheck},
-			{
+			cliargs.Bind(&cli.Command{Name: "run", Usage: "run the controller", Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) }},
+				configArg),
+			cliargs.Bind(&cli.Command{Name: "agent", Usage: "run the node agent", Action: func(c *cli.Context) error { return cmdAgent(ctx, c, log) }},
+				configArg),
+			cliargs.Bind(&cli.Command{Name: "check-config", Usage: "load the configuration and the rules, report every problem", Action: cmdCheck},
+				configArg),
+			cliargs.Bind(&cli.Command{
 				Name:  "simulate",
 				Usage: "run the rules over a recorded trace: GPU-hours reclaimed, jobs touched, each job's timeline",
 				Description: `Runs the same decision code over a trace so rules can be tuned before they act.
 A trace is two CSV files (see the simulate package): jobs
 (job_id,user,account,tenant,class,qos,partition,start,end,gpus with gpus as node:index;node:index)
 and samples (time,node,gpu,util,mem_activity[,mem_used_mib]); or a ClusterCockpit job export
-(--clustercockpit, flat series from per-job averages).`,
+(--clustercockpit, flat series from per-job averages). The two CSV files may
+also be given as arguments: reclaimd simulate --rules rules.json jobs.csv samples.csv`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "rules", Usage: "rules file (default: rules_file of the configuration)"},
 					&cli.StringFlag{Name: "jobs", Usage: "jobs CSV"},
@@ -81,11 +88,15 @@ and samples (time,node,gpu,util,mem_activity[,mem_used_mib]); or a ClusterCockpi
 					&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 				},
 				Action: cmdSimulate,
-			},
+			}, cliargs.Arg{Name: "JOBS", Flag: "jobs"}, cliargs.Arg{Name: "SAMPLES", Flag: "samples"}),
 		},
 	}
+	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
+
+// configArg is the configuration a verb reads: an argument or --config.
+var configArg = cliargs.Arg{Name: "CONFIG", Flag: "config"}
 
 func loadRules(path string) (reclaimrules.Rules, error) {
 	data, err := os.ReadFile(path)
@@ -119,7 +130,7 @@ func cmdSimulate(c *cli.Context) error {
 	case c.String("jobs") != "" && c.String("samples") != "":
 		tr, err = simulate.LoadTrace(c.String("jobs"), c.String("samples"))
 	default:
-		return errors.New("give --jobs and --samples, or --clustercockpit")
+		return cliexit.Usagef("simulate: give the jobs and samples CSV files (as arguments or --jobs and --samples), or --clustercockpit")
 	}
 	if err != nil {
 		return err
