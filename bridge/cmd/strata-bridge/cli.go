@@ -59,7 +59,8 @@ names the check and the fix.
 deploy, rollback and delete only show what they would do (a server-side dry run)
 until given --apply.
 
-Exit codes: 0 done, 1 error, 3 refused by a check, 4 applied but not rolled out.`
+Exit codes: 0 done, 1 error, 2 usage error (the message says what the verb takes),
+3 refused by a check, 4 applied but not rolled out.`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var log *slog.Logger

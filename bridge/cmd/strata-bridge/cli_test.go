@@ -92,7 +92,7 @@ func TestVerbs(t *testing.T) {
 	}{
 		"help teaches": {args: []string{"--help"},
 			want: []string{"deploy", "list", "status", "rollback", "delete", "run", "check-config", "strata:serve=<name>", "strata-serve.yaml",
-				"--apply", "Exit codes: 0 done, 1 error, 3 refused by a check, 4 applied but not rolled out"}},
+				"--apply", "Exit codes: 0 done, 1 error, 2 usage error", "3 refused by a check, 4 applied but not rolled out"}},
 		"deploy help": {args: []string{"deploy", "--help"}, want: []string{"--job", "--name", "--apply", "strata-bridge deploy --job 4242 --apply"}},
 		"check-config, good": {args: []string{"-c", good, "check-config"},
 			want: []string{"serving.json: 1 tenants", good + " is valid (http://127.0.0.1:1 every 30s, field manager strata-bridge"}},
