@@ -47,9 +47,8 @@ signalled to checkpoint, then requeued or cancelled as its rule says. Every step
 is recorded in SQLite first and logged with its evidence; GET
 /v1/jobs/{id}/reclaim explains it. Set "dry_run": true in the rules to decide and
 record without acting. SIGHUP reloads the rules (a bad file keeps the old ones).`,
-		Writer:         stdout,
-		ErrWriter:      stderr,
-		ExitErrHandler: func(*cli.Context, error) {}, // cliexit prints and exits
+		Writer:    stdout,
+		ErrWriter: stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Value: "/etc/strata/reclaimd.yaml", Usage: "configuration file"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
