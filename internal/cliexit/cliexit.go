@@ -14,14 +14,43 @@ import (
 	"syscall"
 )
 
-// Error is an error with an exit code. An empty Msg prints nothing (the
-// command already explained itself on stdout).
+// ExitUsage is the exit code of a usage error: an argument or flag the
+// command does not take, or a missing one. Nothing was read or changed.
+const ExitUsage = 2
+
+// Error is an error with an exit code. It prints Msg, or the error it
+// wraps when Msg is empty; when both are empty it prints nothing (the
+// command already explained itself on stdout). Err stays reachable to
+// errors.Is and errors.As through the command's run.
 type Error struct {
 	Code int
 	Msg  string
+	Err  error
 }
 
-func (e Error) Error() string { return e.Msg }
+func (e Error) Error() string {
+	if e.Msg == "" && e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Msg
+}
+
+// Unwrap returns the error e carries.
+func (e Error) Unwrap() error { return e.Err }
+
+// Wrap gives err an exit code; a nil err stays nil.
+func Wrap(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return Error{Code: code, Err: err}
+}
+
+// Usagef is a usage error (exit code ExitUsage) with a message that says
+// what the command expected.
+func Usagef(format string, args ...any) error {
+	return Error{Code: ExitUsage, Msg: fmt.Sprintf(format, args...)}
+}
 
 // CodeOf returns the exit code err stands for: 0 for nil, its Code for an
 // Error, 1 otherwise.

@@ -20,6 +20,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
 	"github.com/strata-hpc/strata/test/fabricgen"
@@ -29,8 +31,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "strata-demo:", err)
-		os.Exit(1)
+		switch msg := err.Error(); {
+		case cliexit.CodeOf(err) == cliexit.ExitUsage:
+			fmt.Fprintln(os.Stderr, msg) // names strata-demo already
+		case msg != "":
+			fmt.Fprintln(os.Stderr, "strata-demo:", msg)
+		}
+		os.Exit(cliexit.CodeOf(err))
 	}
 }
 
@@ -39,13 +46,52 @@ echo "job $SLURM_JOB_ID on $(hostname -s)/$SLURMD_NODENAME sees CUDA_VISIBLE_DEV
 sleep 600
 `
 
+// envArg is the test bed's environment file: the argument or -env.
+var envArg = cliargs.Arg{Name: "ENV", Flag: "env"}
+
+// parseArgs parses the flags and the one argument strata-demo takes, the
+// environment file, which sets -env; anything else is a usage error.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	const usage = "strata-demo [options] [ENV]"
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(os.Stderr)
+				fmt.Fprintln(os.Stderr, "usage: "+usage)
+				fs.PrintDefaults()
+				return cliexit.Error{Code: 0} // help asked for and given: nothing to run
+			}
+			return cliexit.Usagef("%v (usage: %s)", err, usage)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		// Flags may follow the argument.
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	vals, err := cliargs.Match("strata-demo", usage, pos, []cliargs.Arg{envArg}, func(name string) (string, bool) {
+		return fs.Lookup(name).Value.String(), set[name]
+	})
+	if err != nil {
+		return err
+	}
+	if v, ok := vals[envArg.Name]; ok {
+		return fs.Set(envArg.Flag, v)
+	}
+	return nil
+}
+
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("strata-demo", flag.ContinueOnError)
 	envFile := fs.String("env", "/var/lib/strata/testbed/s2605/env", "environment file of the test bed (written by testbed.sh up)")
 	user := fs.String("user", "alice", "user to submit the GPU job as")
 	gpus := fs.Int("gpus", 2, "GPUs to ask for")
 	topoDir := fs.String("topogen-dir", "", "write a generated fabric of the test bed's nodes and a topogen config here")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	b, err := testbed.Load(*envFile)

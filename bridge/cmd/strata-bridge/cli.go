@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
 	"github.com/strata-hpc/strata/bridge/internal/render"
 	"github.com/strata-hpc/strata/bridge/internal/store"
+	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -59,7 +59,8 @@ names the check and the fix.
 deploy, rollback and delete only show what they would do (a server-side dry run)
 until given --apply.
 
-Exit codes: 0 done, 1 error, 3 refused by a check, 4 applied but not rolled out.`
+Exit codes: 0 done, 1 error, 2 usage error (the message says what the verb takes),
+3 refused by a check, 4 applied but not rolled out.`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var log *slog.Logger
@@ -84,41 +85,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // cliexit prints and exits
 		Commands: []*cli.Command{
-			{
-				Name:      "deploy",
-				Usage:     "serve the model of a finished job (a dry run without --apply)",
-				ArgsUsage: " ",
+			cliargs.Bind(&cli.Command{
+				Name:  "deploy",
+				Usage: "serve the model of a finished job (a dry run without --apply)",
 				Description: `Runs the checks, renders the job's objects and applies them server-side
 (with --apply), then waits for the rollout (kubernetes.rollout_timeout) and
 records the version. Deploying the same job again changes nothing.
 
     strata-bridge deploy --job 4242            # what would change
-    strata-bridge deploy --job 4242 --apply    # do it
+    strata-bridge deploy --job 4242 --apply    # do it (or: strata-bridge deploy 4242 --apply)
 
 A job that did not ask to be served can be served with --name: its working
 directory is the model, as with --comment=strata:serve=<name>.`,
 				Flags: []cli.Flag{
-					&cli.Int64Flag{Name: "job", Required: true, Usage: "the Slurm job id"},
+					&cli.Int64Flag{Name: "job", Usage: "the Slurm job id (or give it as the argument)"},
 					&cli.StringFlag{Name: "name", Usage: "serve a job that did not ask to be served under this name"},
 					&cli.BoolFlag{Name: "apply", Usage: "apply; without it nothing is changed"},
 				},
 				Action: func(c *cli.Context) error { return cmdDeploy(ctx, c, log) },
-			},
+			}, cliargs.Arg{Name: "JOB", Flag: "job", Required: true}),
 			{
 				Name:   "list",
 				Usage:  "list the deployments and their current versions",
 				Action: func(c *cli.Context) error { return cmdList(ctx, c) },
 			},
-			{
-				Name:      "status",
-				Usage:     "show one deployment: its versions, its events and its rollout in the cluster",
-				ArgsUsage: "<name>",
-				Action:    func(c *cli.Context) error { return cmdStatus(ctx, c, log) },
-			},
-			{
-				Name:      "rollback",
-				Usage:     "re-apply an earlier version (a dry run without --apply)",
-				ArgsUsage: "<name>",
+			cliargs.Bind(&cli.Command{
+				Name:   "status",
+				Usage:  "show one deployment: its versions, its events and its rollout in the cluster",
+				Action: func(c *cli.Context) error { return cmdStatus(ctx, c, log) },
+			}, nameArg),
+			cliargs.Bind(&cli.Command{
+				Name:  "rollback",
+				Usage: "re-apply an earlier version (a dry run without --apply)",
 				Description: `Re-applies the model's objects stored with an earlier version: by default the newest
 version before the current one that rolled out, or the one named by --to. The
 checks run again (the model must still be there; the quota must hold it).
@@ -130,19 +128,18 @@ checks run again (the model must still be there; the quota must hold it).
 					&cli.BoolFlag{Name: "apply", Usage: "apply; without it nothing is changed"},
 				},
 				Action: func(c *cli.Context) error { return cmdRollback(ctx, c, log) },
-			},
-			{
-				Name:      "delete",
-				Usage:     "remove a deployment's objects (a dry run without --apply)",
-				ArgsUsage: "<name>",
+			}, nameArg),
+			cliargs.Bind(&cli.Command{
+				Name:  "delete",
+				Usage: "remove a deployment's objects (a dry run without --apply)",
 				Description: `Deletes only the objects the bridge made for this name: those labelled
 app.kubernetes.io/managed-by=strata and app.kubernetes.io/name=<name> in the
 deployment's namespace. The tenant's Namespace and ResourceQuota stay, and so
 do the versions in the store.`,
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "apply", Usage: "delete; without it nothing is changed"}},
 				Action: func(c *cli.Context) error { return cmdDelete(ctx, c, log) },
-			},
-			{
+			}, nameArg),
+			cliargs.Bind(&cli.Command{
 				Name:  "run",
 				Usage: "run the daemon: poll slurmrestd and deploy, serve the API, /healthz and /metrics",
 				Description: `Polls slurmrestd every slurm.poll_interval with one conditional request and
@@ -154,21 +151,29 @@ GET /v1/deployments, GET /v1/deployments/{name}, POST /v1/deploy,
 POST /v1/deployments/{name}/rollback, DELETE /v1/deployments/{name},
 GET /healthz, GET /metrics.`,
 				Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) },
-			},
-			{
+			}, configArg),
+			cliargs.Bind(&cli.Command{
 				Name:   "check-config",
 				Usage:  "load the configuration, serving.json, the default runtime and the kubeconfig, and report every problem",
 				Action: cmdCheck,
-			},
+			}, configArg),
 		},
 	}
+	cliargs.Enforce(app)
 	err := app.RunContext(ctx, args)
 	var ref *deploy.Refusal
 	if errors.As(err, &ref) {
-		return cliexit.Error{Code: exitRefused, Msg: err.Error()}
+		return cliexit.Wrap(exitRefused, err)
 	}
 	return err
 }
+
+// The arguments of the verbs: a deployment's name (strata-bridge list
+// shows them); the configuration, also --config.
+var (
+	nameArg   = cliargs.Arg{Name: "NAME", Required: true}
+	configArg = cliargs.Arg{Name: "CONFIG", Flag: "config"}
+)
 
 // env is what the verbs that touch the cluster share.
 type env struct {
@@ -257,56 +262,7 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// nameAndFlags reads "<name> [flags]": urfave/cli stops parsing flags at
-// the first argument, so flags written after the name (as in `rollback
-// llama --to job-12 --apply`) are read here. values are the command's
-// flags that take a value; the others are booleans.
-func nameAndFlags(c *cli.Context, what string, values ...string) (name string, vals map[string]string, bools map[string]bool, err error) {
-	vals, bools = map[string]string{}, map[string]bool{}
-	for _, f := range c.Command.Flags {
-		n := f.Names()[0]
-		if slices.Contains(values, n) {
-			vals[n] = c.String(n)
-		} else if bf, ok := f.(*cli.BoolFlag); ok {
-			bools[bf.Name] = c.Bool(n)
-		}
-	}
-	args := c.Args().Slice()
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			if name != "" {
-				return "", nil, nil, fmt.Errorf("%s: give one %s, not %q and %q", c.Command.Name, what, name, a)
-			}
-			name = a
-			continue
-		}
-		key, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch {
-		case slices.Contains(values, key) && hasVal:
-			vals[key] = val
-		case slices.Contains(values, key) && i+1 < len(args):
-			vals[key] = args[i+1]
-			i++
-		case slices.Contains(values, key):
-			return "", nil, nil, fmt.Errorf("%s: flag --%s needs a value", c.Command.Name, key)
-		default:
-			if _, ok := bools[key]; !ok || hasVal {
-				return "", nil, nil, fmt.Errorf("%s: unknown flag %s (see strata-bridge %s --help)", c.Command.Name, a, c.Command.Name)
-			}
-			bools[key] = true
-		}
-	}
-	if name == "" {
-		return "", nil, nil, fmt.Errorf("%s: give one %s (strata-bridge list shows them)", c.Command.Name, what)
-	}
-	return name, vals, bools, nil
-}
-
 func cmdDeploy(ctx context.Context, c *cli.Context, log *slog.Logger) error {
-	if c.NArg() > 0 {
-		return fmt.Errorf("deploy: unexpected arguments %q: the job is --job <id>", c.Args().Slice())
-	}
 	e, err := open(ctx, c, log, true, true, nil)
 	if err != nil {
 		return err
@@ -320,12 +276,10 @@ func cmdDeploy(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 }
 
 func cmdRollback(ctx context.Context, c *cli.Context, log *slog.Logger) error {
-	name, vals, bools, err := nameAndFlags(c, "deployment name", "to")
-	if err != nil {
-		return err
-	}
+	name := cliargs.Get(c, "NAME")
 	var to int64
-	if s := vals["to"]; s != "" {
+	var err error
+	if s := c.String("to"); s != "" {
 		if to, err = api.ParseVersion(s); err != nil {
 			return fmt.Errorf("--to: %w", err)
 		}
@@ -335,7 +289,7 @@ func cmdRollback(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	defer e.close()
-	res, err := e.dep.Rollback(ctx, name, to, deploy.Options{DryRun: !bools["apply"], Reason: "strata-bridge rollback"})
+	res, err := e.dep.Rollback(ctx, name, to, deploy.Options{DryRun: !c.Bool("apply"), Reason: "strata-bridge rollback"})
 	if err != nil {
 		return err
 	}
@@ -438,10 +392,7 @@ func dash(s string) string {
 }
 
 func cmdStatus(ctx context.Context, c *cli.Context, log *slog.Logger) error {
-	name, _, _, err := nameAndFlags(c, "deployment name")
-	if err != nil {
-		return err
-	}
+	name := cliargs.Get(c, "NAME")
 	cfg, err := config.Load(c.String("config"))
 	if err != nil {
 		return err
@@ -544,16 +495,13 @@ func liveStatus(ctx context.Context, cfg *config.Config, d store.Deployment, log
 }
 
 func cmdDelete(ctx context.Context, c *cli.Context, log *slog.Logger) error {
-	name, _, bools, err := nameAndFlags(c, "deployment name")
-	if err != nil {
-		return err
-	}
+	name := cliargs.Get(c, "NAME")
 	e, err := open(ctx, c, log, true, false, nil)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	res, err := e.dep.Delete(ctx, name, deploy.Options{DryRun: !bools["apply"], Reason: "strata-bridge delete"})
+	res, err := e.dep.Delete(ctx, name, deploy.Options{DryRun: !c.Bool("apply"), Reason: "strata-bridge delete"})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/internal/atomicfile"
+	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/policy/internal/apply"
@@ -34,6 +35,12 @@ const (
 
 // exitErr is an error with one of the exit codes above.
 func exitErr(code int, msg string) error { return cliexit.Error{Code: code, Msg: msg} }
+
+// failure is err with exit code 1, still reachable to errors.As.
+func failure(err error) error { return cliexit.Wrap(exitFailure, err) }
+
+// policyArg is the policy file a verb reads: an argument or --policy.
+var policyArg = cliargs.Arg{Name: "POLICY", Flag: "policy"}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var log *slog.Logger
@@ -57,6 +64,10 @@ strata-policy apply --apply      make them (without --apply: the plan only)
 strata-policy drift              exit 0 when Slurm matches the policy, 2 when not (for cron)
 strata-policy explain job 1234   why a job waits, in plain words (also: explain user|account <name>)
 
+check, plan, apply, drift and render read the policy named by their argument or --policy
+(default /etc/strata/policy.yaml). An argument or flag a command does not take is a usage
+error: exit 2 too, with a message on stderr that says what the command takes.
+
 Strata marks what it creates (account organization "strata", QOS description "strata: ...")
 and never changes or removes anything unmarked; removals need --prune. A removal that would
 take running or pending jobs with it is skipped and reported, unless --force-busy cancels them.`,
@@ -73,26 +84,30 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands: []*cli.Command{
-			{Name: "check", Usage: "validate the policy file", Flags: restFlags[:1], Action: func(c *cli.Context) error {
+			cliargs.Bind(&cli.Command{Name: "check", Usage: "validate the policy file", Flags: restFlags[:1], Action: func(c *cli.Context) error {
 				p, err := load(c)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(c.App.Writer, "%s is valid: %d tenants, %d classes\n", c.String("policy"), len(p.Tenants), len(p.Classes))
 				return nil
-			}},
-			{Name: "plan", Usage: "show the changes", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
-			{Name: "apply", Usage: "make the changes (with --apply)", Description: applyDoc, Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"},
+			}}, policyArg),
+			cliargs.Bind(&cli.Command{Name: "plan", Usage: "show the changes", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
+				policyArg),
+			cliargs.Bind(&cli.Command{Name: "apply", Usage: "make the changes (with --apply)", Description: applyDoc, Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"},
 				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"}),
-				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }},
-			{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
+				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }}, policyArg),
+			cliargs.Bind(&cli.Command{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags,
+				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }}, policyArg),
 			explainCommand(ctx, restOnly(restFlags), func() *slog.Logger { return log }),
-			{Name: "render", Usage: "write the files other parts read (see render --help)", Description: renderDoc(), Flags: []cli.Flag{restFlags[0],
+			cliargs.Bind(&cli.Command{Name: "render", Usage: "write the files other parts read (see render --help)", Description: renderDoc(), Flags: []cli.Flag{restFlags[0],
 				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: "/etc/strata", Usage: "where Strata's files go"},
 				&cli.StringFlag{Name: "slurm-dir", Value: "/etc/slurm", Usage: "where Slurm's files go (job_submit data, partitions include)"}}, Action: cmdRender},
+				policyArg),
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate
+	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
 
@@ -111,7 +126,7 @@ func cmdRender(c *cli.Context) error {
 	for _, f := range render.Files() {
 		data, err := f.Render(p)
 		if err != nil {
-			return exitErr(exitFailure, fmt.Sprintf("render %s: %v", f.Name, err))
+			return failure(fmt.Errorf("render %s: %w", f.Name, err))
 		}
 		outs = append(outs, out{filepath.Join(dirs[f.Dir], f.Name), data, f.Mode})
 	}
@@ -119,10 +134,10 @@ func cmdRender(c *cli.Context) error {
 	// to render one file changes none.
 	for _, o := range outs {
 		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
-			return exitErr(exitFailure, err.Error())
+			return failure(err)
 		}
 		if err := atomicfile.Write(o.path, o.data, o.mode); err != nil {
-			return exitErr(exitFailure, err.Error())
+			return failure(err)
 		}
 		fmt.Fprintf(c.App.Writer, "wrote %s\n", o.path)
 	}
@@ -145,7 +160,7 @@ func renderDoc() string {
 func load(c *cli.Context) (*spec.Policy, error) {
 	p, err := spec.Load(c.String("policy"))
 	if err != nil {
-		return nil, exitErr(exitInvalid, err.Error())
+		return nil, cliexit.Wrap(exitInvalid, err)
 	}
 	return p, nil
 }
@@ -157,7 +172,7 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	}
 	want, err := compile.Compile(p)
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	if c.Command.Name == "apply" && c.Int("batch-size") < 1 {
 		return exitErr(exitFailure, fmt.Sprintf("--batch-size %d: give 1 or more", c.Int("batch-size")))
@@ -167,7 +182,7 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
 		Tokens: tokens, Logger: log, HTTPClient: counter.client(requestTimeout)})
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	sm := &sacctmgr.Command{Path: c.String("sacctmgr"), Log: log,
 		Token: func(ctx context.Context) (string, error) { return tokens.Token(ctx, client.User()) }}
@@ -176,11 +191,11 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	}
 	reader, err := newLiveReader(client, sm, c.String("read-with"), log)
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	live, err := reader.read(ctx, want.Cluster, c.Bool("prune"))
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	changes := plan.Make(want, live, plan.Options{Prune: c.Bool("prune"), ForceBusy: c.Bool("force-busy")})
 	w := c.App.Writer
@@ -204,7 +219,7 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	fmt.Fprintf(w, "\nApplied %d of %d changes in %d writes.\n", len(res.Applied), len(todo), res.Batches)
 	reportSkipped(w, changes)
 	if res.Err != nil {
-		return exitErr(exitFailure, fmt.Sprintf("stopped at the first failed write: %v (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))
+		return failure(fmt.Errorf("stopped at the first failed write: %w (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))
 	}
 	return verifyApplied(ctx, c, reader, want, len(todo))
 }
@@ -217,7 +232,7 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 func verifyApplied(ctx context.Context, c *cli.Context, reader *liveReader, want *compile.State, applied int) error {
 	live, err := reader.read(ctx, want.Cluster, c.Bool("prune"))
 	if err != nil {
-		return exitErr(exitFailure, fmt.Sprintf("applied, but could not read Slurm back to check it: %v", err))
+		return failure(fmt.Errorf("applied, but could not read Slurm back to check it: %w", err))
 	}
 	left := plan.Actionable(plan.Make(want, live, plan.Options{Prune: c.Bool("prune"), ForceBusy: c.Bool("force-busy")}))
 	if len(left) == 0 {

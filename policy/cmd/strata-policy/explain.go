@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -14,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/policy/internal/compile"
 	"github.com/strata-hpc/strata/policy/internal/explain"
@@ -38,14 +37,14 @@ Nothing is written. Exit 1 when the name is in neither the policy nor Slurm.`
 func explainCommand(ctx context.Context, flags []cli.Flag, log func() *slog.Logger) *cli.Command {
 	flags = append(flags, &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"})
 	sub := func(name, arg, usage string) *cli.Command {
-		return &cli.Command{Name: name, Usage: usage, ArgsUsage: arg, Flags: flags,
-			Action: func(c *cli.Context) error { return cmdExplain(ctx, c, log()) }}
+		return cliargs.Bind(&cli.Command{Name: name, Usage: usage, Flags: flags,
+			Action: func(c *cli.Context) error { return cmdExplain(ctx, c, log()) }}, cliargs.Arg{Name: arg, Required: true})
 	}
 	return &cli.Command{Name: "explain", Usage: "why a job waits; the limits, usage and fair-share of a user or an account",
 		Description: explainDoc, Subcommands: []*cli.Command{
-			sub("user", "<name>", "explain a user"),
-			sub("account", "<name>", "explain an account (tenant or project)"),
-			sub("job", "<id>", "explain a job"),
+			sub("user", "NAME", "explain a user"),
+			sub("account", "NAME", "explain an account (tenant or project)"),
+			sub("job", "ID", "explain a job"),
 		}}
 }
 
@@ -63,14 +62,12 @@ func restOnly(flags []cli.Flag) []cli.Flag {
 }
 
 func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
-	name, err := oneName(c)
-	if err != nil {
-		return exitErr(exitFailure, err.Error())
-	}
+	name := cliargs.Get(c, "NAME")
 	var id int64
 	if c.Command.Name == "job" {
-		if id, err = strconv.ParseInt(name, 10, 64); err != nil || id <= 0 {
-			return exitErr(exitFailure, fmt.Sprintf("explain job: %q is not a job id (a number such as 1234)", name))
+		var err error
+		if id, err = strconv.ParseInt(cliargs.Get(c, "ID"), 10, 64); err != nil || id <= 0 {
+			return cliexit.Usagef("explain job: %q is not a job id (a number such as 1234)", cliargs.Get(c, "ID"))
 		}
 	}
 	p, err := load(c)
@@ -79,16 +76,16 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	st, err := compile.Compile(p)
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
 		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log})
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	live, err := readSnapshot(ctx, client, log)
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	in := explain.Input{Policy: p, File: c.String("policy"), State: st, Live: live}
 	var report any
@@ -101,7 +98,7 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		report, err = explain.Job(in, id)
 	}
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
@@ -109,41 +106,6 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return enc.Encode(report)
 	}
 	return explain.Text(c.App.Writer, report)
-}
-
-// oneName returns the one name a subcommand takes. urfave/cli stops
-// parsing flags at the first argument; flags written after the name
-// (`explain job 42 --json`) are parsed here.
-func oneName(c *cli.Context) (string, error) {
-	args := c.Args().Slice()
-	what := c.Command.ArgsUsage
-	if len(args) == 0 || args[0] == "" {
-		return "", fmt.Errorf("explain %s: which one? usage: strata-policy explain %s %s", c.Command.Name, c.Command.Name, what)
-	}
-	name, rest := args[0], args[1:]
-	if len(rest) == 0 {
-		return name, nil
-	}
-	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
-	set.SetOutput(io.Discard)
-	for _, f := range c.Command.Flags {
-		if err := f.Apply(set); err != nil {
-			return "", err
-		}
-	}
-	if err := set.Parse(rest); err != nil {
-		return "", fmt.Errorf("explain %s: %w", c.Command.Name, err)
-	}
-	if set.NArg() > 0 {
-		return "", fmt.Errorf("explain %s takes one %s, got %q and %q", c.Command.Name, what, name, set.Arg(0))
-	}
-	var err error
-	set.Visit(func(f *flag.Flag) {
-		if e := c.Set(f.Name, f.Value.String()); e != nil && err == nil {
-			err = e
-		}
-	})
-	return name, err
 }
 
 // readSnapshot reads what explain needs from slurmrestd. The fair-share

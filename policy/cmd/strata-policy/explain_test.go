@@ -19,10 +19,12 @@ func TestExplainArgs(t *testing.T) {
 		wantCode int
 		want     string
 	}{
-		"no name":        {[]string{"explain", "user"}, exitFailure, "explain user: which one? usage: strata-policy explain user <name>"},
-		"two names":      {[]string{"explain", "user", "alice", "bob"}, exitFailure, `explain user takes one <name>, got "alice" and "bob"`},
-		"not a job id":   {[]string{"explain", "job", "12x"}, exitFailure, `explain job: "12x" is not a job id`},
-		"unknown flag":   {[]string{"explain", "account", "acme", "--jsn"}, exitFailure, "flag provided but not defined: -jsn"},
+		"no name": {[]string{"explain", "user"}, cliexit.ExitUsage, "explain user: missing NAME (usage: strata-policy explain user [options] NAME)"},
+		"two names": {[]string{"explain", "user", "alice", "bob"}, cliexit.ExitUsage,
+			`explain user: unexpected argument "bob": explain user takes 1 argument, NAME`},
+		"not a job id":   {[]string{"explain", "job", "12x"}, cliexit.ExitUsage, `explain job: "12x" is not a job id`},
+		"unknown flag":   {[]string{"explain", "account", "acme", "--jsn"}, cliexit.ExitUsage, "explain account: flag provided but not defined: -jsn"},
+		"unknown kind":   {[]string{"explain", "jobs", "12"}, cliexit.ExitUsage, `explain: unknown command "jobs": want one of user, account, job`},
 		"flag after id":  {[]string{"explain", "job", "12", "--policy", missing}, exitInvalid, missing},
 		"flag before id": {[]string{"explain", "job", "--policy", missing, "12"}, exitInvalid, missing},
 	} {

@@ -18,6 +18,8 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/urfave/cli/v2"
 
+	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -63,17 +65,21 @@ keeps the old one).`,
 			return nil
 		},
 		Commands: []*cli.Command{
-			{Name: "run", Usage: "run the controller", Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) }},
-			{Name: "agent", Usage: "run the node agent", Action: func(c *cli.Context) error { return cmdAgent(ctx, c, log) }},
-			{Name: "check-config", Usage: "load the configuration, the rules and the tenant map, report every problem", Action: cmdCheck},
-			{
+			cliargs.Bind(&cli.Command{Name: "run", Usage: "run the controller", Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) }},
+				configArg),
+			cliargs.Bind(&cli.Command{Name: "agent", Usage: "run the node agent", Action: func(c *cli.Context) error { return cmdAgent(ctx, c, log) }},
+				configArg),
+			cliargs.Bind(&cli.Command{Name: "check-config", Usage: "load the configuration, the rules and the tenant map, report every problem", Action: cmdCheck},
+				configArg),
+			cliargs.Bind(&cli.Command{
 				Name:  "simulate",
 				Usage: "run the rules over a recorded trace: GPU-hours reclaimed, jobs touched, each job's timeline",
 				Description: `Runs the same decision code over a trace so rules can be tuned before they act.
 A trace is two CSV files (see the simulate package): jobs
 (job_id,user,account,tenant,class,qos,partition,start,end,gpus with gpus as node:index;node:index)
 and samples (time,node,gpu,util,mem_activity[,mem_used_mib]); or a ClusterCockpit job export
-(--clustercockpit, flat series from per-job averages).`,
+(--clustercockpit, flat series from per-job averages). The two CSV files may
+also be given as arguments: reclaimd simulate --rules rules.json jobs.csv samples.csv`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "rules", Usage: "rules file (default: rules_file of the configuration)"},
 					&cli.StringFlag{Name: "jobs", Usage: "jobs CSV"},
@@ -84,11 +90,15 @@ and samples (time,node,gpu,util,mem_activity[,mem_used_mib]); or a ClusterCockpi
 					&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 				},
 				Action: cmdSimulate,
-			},
+			}, cliargs.Arg{Name: "JOBS", Flag: "jobs"}, cliargs.Arg{Name: "SAMPLES", Flag: "samples"}),
 		},
 	}
+	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
+
+// configArg is the configuration a verb reads: an argument or --config.
+var configArg = cliargs.Arg{Name: "CONFIG", Flag: "config"}
 
 func loadRules(path string) (reclaimrules.Rules, error) {
 	data, err := os.ReadFile(path)
@@ -122,7 +132,7 @@ func cmdSimulate(c *cli.Context) error {
 	case c.String("jobs") != "" && c.String("samples") != "":
 		tr, err = simulate.LoadTrace(c.String("jobs"), c.String("samples"))
 	default:
-		return errors.New("give --jobs and --samples, or --clustercockpit")
+		return cliexit.Usagef("simulate: give the jobs and samples CSV files (as arguments or --jobs and --samples), or --clustercockpit")
 	}
 	if err != nil {
 		return err

@@ -9,23 +9,19 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/internal/atomicfile"
+	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/hostlist"
-	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/topogen/internal/apply"
 	"github.com/strata-hpc/strata/topogen/internal/config"
-	"github.com/strata-hpc/strata/topogen/internal/discover/ib"
-	"github.com/strata-hpc/strata/topogen/internal/discover/nvml"
-	"github.com/strata-hpc/strata/topogen/internal/graph"
+	"github.com/strata-hpc/strata/topogen/internal/diff"
+	"github.com/strata-hpc/strata/topogen/internal/model"
 	"github.com/strata-hpc/strata/topogen/internal/render"
 )
 
@@ -42,10 +38,14 @@ const (
 // exitErr is an error with one of the exit codes above.
 func exitErr(code int, msg string) error { return cliexit.Error{Code: code, Msg: msg} }
 
+// failure is err with exit code 1, still reachable to errors.As.
+func failure(err error) error { return cliexit.Wrap(exitFailure, err) }
+
 const exitCodesHelp = `EXIT CODES:
    0  done (plan: the live file already matches)
    1  could not run: bad config, unreadable input, slurmctld unreachable
-   2  plan: the live file differs from what topogen would write
+   2  plan: the live file differs from what topogen would write; or a usage error
+      (an argument or flag the command does not take: the message says what it takes)
    3  the candidate topology failed validation; nothing was written
    4  apply: slurmctld did not take the new file; the previous file is back in place
    5  apply: the rollback failed; slurmctld may be down: act now`
@@ -81,20 +81,20 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // main maps errors to exit codes
 		Commands: []*cli.Command{
-			{
+			cliargs.Bind(&cli.Command{
 				Name:  "render",
 				Usage: "print (or write with -o) the topology, gres.conf, labels or the model as JSON",
 				Flags: append(inputFlags(), &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write here instead of stdout"},
 					&cli.StringFlag{Name: "what", Value: "topology", Usage: "topology, gres, json, labels (kubectl label script) or labels-yaml"}),
 				Action: func(c *cli.Context) error { return cmdRender(c, logger) },
-			},
-			{
+			}, dumpArg),
+			cliargs.Bind(&cli.Command{
 				Name:   "plan",
 				Usage:  "show how the live topology file differs from what topogen would write",
 				Flags:  inputFlags(),
 				Action: func(c *cli.Context) error { return cmdPlan(c, logger) },
-			},
-			{
+			}, dumpArg),
+			cliargs.Bind(&cli.Command{
 				Name:  "apply",
 				Usage: "validate, back up, write, reconfigure slurmctld, verify, and roll back on failure",
 				Flags: append(inputFlags(),
@@ -102,15 +102,17 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 					&cli.StringFlag{Name: "from-file", Usage: "apply this topology file instead of rendering one"},
 					&cli.DurationFlag{Name: "settle", Value: 3 * time.Second, Usage: "wait this long after reconfigure before checking slurmctld"}),
 				Action: func(c *cli.Context) error { return cmdApply(ctx, c, logger) },
-			},
-			{
-				Name:      "validate",
-				Usage:     "check a topology.conf the way apply does before writing it",
-				ArgsUsage: "FILE",
-				Flags:     []cli.Flag{&cli.StringFlag{Name: "nodes", Usage: "the cluster's nodes as a host list, to catch unknown ones"}},
-				Action:    cmdValidate,
-			},
-			{
+			}, dumpArg),
+			cliargs.Bind(&cli.Command{
+				Name:  "validate",
+				Usage: "check a topology.conf the way apply does before writing it",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "the topology.conf to check (or give it as the argument)"},
+					&cli.StringFlag{Name: "nodes", Usage: "the cluster's nodes as a host list, to catch unknown ones"},
+				},
+				Action: cmdValidate,
+			}, cliargs.Arg{Name: "FILE", Flag: "file", Required: true}),
+			cliargs.Bind(&cli.Command{
 				Name:  "collect",
 				Usage: "describe this node's GPUs (NVLink, fabric domain, affinity) through NVML as JSON",
 				Flags: []cli.Flag{
@@ -120,17 +122,22 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 					&cli.StringFlag{Name: "hostname", Usage: "node name to record (default: this host's short name)"},
 				},
 				Action: func(c *cli.Context) error { return cmdCollect(ctx, c) },
-			},
-			{
+			}, cliargs.Arg{Name: "SMI_XML", Flag: "smi-xml"}),
+			cliargs.Bind(&cli.Command{
 				Name:   "check-config",
-				Usage:  "load the configuration, report every problem, print the effective values",
+				Usage:  "load the configuration (the argument, --config or the default), report every problem, print the effective values",
 				Action: cmdCheckConfig,
-			},
+			}, cliargs.Arg{Name: "CONFIG", Flag: "config"}),
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n"
+	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
+
+// dumpArg is the fabric dump render, plan and apply read: an argument or
+// --ibnetdiscover.
+var dumpArg = cliargs.Arg{Name: "DUMP", Flag: "ibnetdiscover"}
 
 func inputFlags() []cli.Flag {
 	return []cli.Flag{
@@ -154,7 +161,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 		cfg, err = config.Default(), nil
 	}
 	if err != nil {
-		return cfg, exitErr(exitFailure, err.Error())
+		return cfg, failure(err)
 	}
 	set := func(flag string, dst *string) {
 		if c.IsSet(flag) {
@@ -182,284 +189,25 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	return cfg, nil
 }
 
-// model is everything topogen knows about the cluster for one run.
-type model struct {
-	cfg      config.Config
-	nodes    []string // Slurm's nodes; nil when unknown
-	tree     *graph.Graph
-	blocks   *graph.BlockPlan
-	gpuNodes []nvml.Node
-	source   string
-}
-
-func buildModel(ctx context.Context, c *cli.Context, cfg config.Config, log *slog.Logger) (*model, error) {
-	m := &model{cfg: cfg}
-	var err error
-	if m.nodes, err = slurmNodes(ctx, c, cfg); err != nil {
-		return nil, exitErr(exitFailure, err.Error())
+// buildModel builds the model of the configuration and the flags.
+func buildModel(ctx context.Context, c *cli.Context, cfg config.Config, log *slog.Logger) (*model.Model, error) {
+	nodes, err := givenNodes(c)
+	if err != nil {
+		return nil, failure(err)
 	}
-	needTree := cfg.Slurm.Format == "tree" || cfg.Slurm.Format == "yaml"
-	needBlocks := cfg.Slurm.Format == "block" || (cfg.Slurm.Format == "yaml" && dirHasJSON(cfg.NVLink.NodesDir))
-	var sources []string
-	if needTree {
-		if m.tree, err = buildTree(cfg, m.nodes, log); err != nil {
-			return nil, exitErr(exitFailure, err.Error())
-		}
-		sources = append(sources, filepath.Base(cfg.Fabric.IBNetDiscover))
-		for _, f := range m.tree.Findings {
-			logFinding(log, f)
-		}
-	}
-	if needBlocks || c.String("what") == "gres" {
-		if m.gpuNodes, err = readNodes(cfg.NVLink.NodesDir); err != nil {
-			return nil, exitErr(exitFailure, err.Error())
-		}
-	}
-	if needBlocks {
-		plan, err := graph.Blocks(m.gpuNodes, graph.BlockOptions{Prefix: cfg.NVLink.BlockPrefix, Degraded: cfg.NVLink.Degraded, Sizes: cfg.NVLink.BlockSizes})
-		if err != nil {
-			return nil, exitErr(exitFailure, err.Error())
-		}
-		for _, f := range plan.Findings {
-			logFinding(log, f)
-		}
-		m.blocks = &plan
-		sources = append(sources, fmt.Sprintf("%d node descriptions", len(m.gpuNodes)))
-	}
-	m.source = strings.Join(sources, " and ")
-	if m.source == "" {
-		m.source = "node descriptions"
+	m, err := model.Build(ctx, cfg, model.Options{Nodes: nodes, GPUNodes: c.String("what") == "gres", Log: log})
+	if err != nil {
+		return nil, failure(err)
 	}
 	return m, nil
 }
 
-func logFinding(log *slog.Logger, f graph.Finding) {
-	lvl := slog.LevelInfo
-	if f.Severity == graph.Warning {
-		lvl = slog.LevelWarn
-	}
-	log.Log(context.Background(), lvl, f.Message, "kind", f.Kind, "subject", f.Subject)
-}
-
-func buildTree(cfg config.Config, nodes []string, log *slog.Logger) (*graph.Graph, error) {
-	f, err := os.Open(cfg.Fabric.IBNetDiscover)
-	if err != nil {
-		return nil, fmt.Errorf("fabric dump: %w (capture one with: ibnetdiscover > %s)", err, cfg.Fabric.IBNetDiscover)
-	}
-	defer f.Close()
-	fab, err := ib.Parse(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Fabric.IBNetDiscover, err)
-	}
-	// Every line the parser skipped, with its number: nothing is dropped
-	// without a word.
-	for _, d := range fab.Diagnostics {
-		log.Warn("fabric dump line skipped", "file", cfg.Fabric.IBNetDiscover, "line", d.Line, "reason", d.Msg, "text", d.Text)
-	}
-	opt := graph.Options{SlurmNodes: nodes, SwitchNames: cfg.Fabric.SwitchNames, ExcludeGUIDs: map[string]bool{}}
-	if opt.HostRule, err = compile(cfg.Fabric.HostRule); err != nil {
-		return nil, err
-	}
-	if opt.IncludeHCA, err = compile(cfg.Fabric.IncludeHCA); err != nil {
-		return nil, err
-	}
-	if opt.ExcludeHCA, err = compile(cfg.Fabric.ExcludeHCA); err != nil {
-		return nil, err
-	}
-	for _, g := range cfg.Fabric.ExcludeGUIDs {
-		opt.ExcludeGUIDs[normGUID(g)] = true
-	}
-	if cfg.Fabric.GUIDMap != "" {
-		gm, err := os.Open(cfg.Fabric.GUIDMap)
-		if err != nil {
-			return nil, fmt.Errorf("GUID map: %w", err)
-		}
-		defer gm.Close()
-		if opt.Names, err = ib.ParseGUIDMap(gm); err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.Fabric.GUIDMap, err)
-		}
-	}
-	return graph.Build(fab, opt)
-}
-
-func normGUID(g string) string {
-	g = strings.ToLower(strings.TrimSpace(g))
-	for _, p := range []string{"h-", "s-", "0x"} {
-		g = strings.TrimPrefix(g, p)
-	}
-	return fmt.Sprintf("%016s", g)
-}
-
-func compile(re string) (*regexp.Regexp, error) {
-	if re == "" {
+// givenNodes is the node list --nodes gives; nil without it.
+func givenNodes(c *cli.Context) ([]string, error) {
+	if !c.IsSet("nodes") {
 		return nil, nil
 	}
-	return regexp.Compile(re)
-}
-
-func dirHasJSON(dir string) bool {
-	m, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	return len(m) > 0
-}
-
-func readNodes(dir string) ([]nvml.Node, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no node descriptions (*.json) in %s: run `topogen collect -o %s/$(hostname -s).json` on each GPU node", dir, dir)
-	}
-	sort.Strings(files)
-	var out []nvml.Node
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			return nil, err
-		}
-		n, err := nvml.Read(fh)
-		fh.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// slurmNodes returns the cluster's node list from the configured source.
-func slurmNodes(ctx context.Context, c *cli.Context, cfg config.Config) ([]string, error) {
-	if c.IsSet("nodes") {
-		return hostlist.Expand(c.String("nodes"))
-	}
-	switch cfg.Slurm.NodeSource {
-	case "slurm.conf":
-		data, err := os.ReadFile(cfg.Slurm.SlurmConf)
-		if err != nil {
-			return nil, fmt.Errorf("node list: %w (set slurm.node_source: none to skip the check)", err)
-		}
-		return nodesFromSlurmConf(data)
-	case "slurmrestd":
-		ns, err := restNodes(ctx, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("node list: %w", err)
-		}
-		out := make([]string, 0, len(ns))
-		for _, n := range ns {
-			out = append(out, n.Name)
-		}
-		return out, nil
-	}
-	return nil, nil
-}
-
-// restNodes lists the cluster's nodes through slurmrestd.
-func restNodes(ctx context.Context, cfg config.Config) ([]slurmrest.Node, error) {
-	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.REST.URL, User: cfg.Slurm.REST.User,
-		Tokens: &slurmrest.FileToken{Path: cfg.Slurm.REST.TokenFile}})
-	if err != nil {
-		return nil, err
-	}
-	return client.Nodes(ctx)
-}
-
-// nodesFromSlurmConf lists the NodeName= entries of a slurm.conf.
-func nodesFromSlurmConf(data []byte) ([]string, error) {
-	names, _, err := slurmConfNodes(data)
-	return names, err
-}
-
-// slurmConfNodes lists the NodeName= entries of a slurm.conf and the
-// physical cores of each, where the line says (Boards × SocketsPerBoard ×
-// CoresPerSocket, Sockets × CoresPerSocket, or CPUs / ThreadsPerCore).
-func slurmConfNodes(data []byte) ([]string, map[string]int, error) {
-	var names []string
-	cores := map[string]int{}
-	for i, line := range strings.Split(string(data), "\n") {
-		if j := strings.IndexByte(line, '#'); j >= 0 {
-			line = line[:j]
-		}
-		kv := map[string]string{}
-		first := ""
-		for _, f := range strings.Fields(line) {
-			k, v, ok := strings.Cut(f, "=")
-			if !ok {
-				continue
-			}
-			if first == "" {
-				first = strings.ToLower(k)
-			}
-			kv[strings.ToLower(k)] = v
-		}
-		if first != "nodename" || strings.EqualFold(kv["nodename"], "DEFAULT") {
-			continue
-		}
-		hs, err := hostlist.Expand(kv["nodename"])
-		if err != nil {
-			return nil, nil, fmt.Errorf("slurm.conf line %d: %w", i+1, err)
-		}
-		names = append(names, hs...)
-		num := func(k string, def int) int {
-			n, err := strconv.Atoi(kv[k])
-			if err != nil || n <= 0 {
-				return def
-			}
-			return n
-		}
-		n := 0
-		switch {
-		case kv["corespersocket"] != "" && kv["socketsperboard"] != "":
-			n = num("boards", 1) * num("socketsperboard", 1) * num("corespersocket", 1)
-		case kv["corespersocket"] != "":
-			n = num("sockets", 1) * num("corespersocket", 1)
-		case kv["cpus"] != "":
-			n = num("cpus", 0) / num("threadspercore", 1)
-		}
-		if n > 0 {
-			for _, h := range hs {
-				cores[h] = n
-			}
-		}
-	}
-	return names, cores, nil
-}
-
-// coresPerNode returns the physical cores of each node from the node
-// source, for gres.conf's Cores=; nil when the source cannot say.
-func coresPerNode(ctx context.Context, cfg config.Config) (map[string]int, error) {
-	switch cfg.Slurm.NodeSource {
-	case "slurm.conf":
-		data, err := os.ReadFile(cfg.Slurm.SlurmConf)
-		if err != nil {
-			return nil, err
-		}
-		_, cores, err := slurmConfNodes(data)
-		return cores, err
-	case "slurmrestd":
-		ns, err := restNodes(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		cores := map[string]int{}
-		for _, n := range ns {
-			if n.Sockets > 0 && n.Cores > 0 {
-				cores[n.Name] = n.Sockets * n.Cores
-			}
-		}
-		return cores, nil
-	}
-	return nil, nil
-}
-
-// candidate renders the topology file topogen owns.
-func (m *model) candidate() []byte {
-	switch m.cfg.Slurm.Format {
-	case "block":
-		return render.BlockConf(*m.blocks, m.source)
-	case "yaml":
-		return render.TopologyYAML(m.tree, m.blocks, m.source)
-	}
-	return render.TreeConf(m.tree, m.source)
+	return hostlist.Expand(c.String("nodes"))
 }
 
 func cmdRender(c *cli.Context, log *slog.Logger) error {
@@ -474,27 +222,27 @@ func cmdRender(c *cli.Context, log *slog.Logger) error {
 	var out []byte
 	switch c.String("what") {
 	case "topology":
-		out = m.candidate()
+		out = m.Candidate()
 	case "gres":
 		var cores map[string]int
-		if cores, err = coresPerNode(c.Context, cfg); err != nil {
-			return exitErr(exitFailure, "cores per node: "+err.Error())
+		if cores, err = model.CoresPerNode(c.Context, cfg); err != nil {
+			return failure(fmt.Errorf("cores per node: %w", err))
 		}
 		if cores == nil {
 			log.Warn("the node source gives no core counts: gres.conf is written without Cores=", "node_source", cfg.Slurm.NodeSource)
 		}
-		out, err = render.GresConf(m.gpuNodes, render.GresOptions{CoresPerNode: cores}, m.source)
+		out, err = render.GresConf(m.GPUNodes, render.GresOptions{CoresPerNode: cores}, m.Source)
 	case "json":
-		out, err = render.GraphJSON(m.tree, m.blocks)
+		out, err = render.GraphJSON(m.Tree, m.Blocks)
 	case "labels":
-		out = render.LabelScript(render.NodeLabels(m.tree, m.blocks), m.source)
+		out = render.LabelScript(render.NodeLabels(m.Tree, m.Blocks), m.Source)
 	case "labels-yaml":
-		out, err = render.LabelYAML(render.NodeLabels(m.tree, m.blocks))
+		out, err = render.LabelYAML(render.NodeLabels(m.Tree, m.Blocks))
 	default:
 		return exitErr(exitFailure, fmt.Sprintf("--what %q: want topology, gres, json, labels or labels-yaml", c.String("what")))
 	}
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	if p := c.String("output"); p != "" {
 		return atomicfile.Write(p, out, 0o644)
@@ -514,9 +262,9 @@ func cmdPlan(c *cli.Context, log *slog.Logger) error {
 	}
 	w := c.App.Writer
 	warnOtherFile(cfg, log)
-	cand := m.candidate()
+	cand := m.Candidate()
 	if cfg.Slurm.Format != "yaml" {
-		if problems := apply.Validate(cand, m.nodes); len(problems) > 0 {
+		if problems := apply.Validate(cand, m.Nodes); len(problems) > 0 {
 			fmt.Fprintln(w, "The candidate topology is invalid:")
 			for _, p := range problems {
 				fmt.Fprintln(w, "  "+p)
@@ -526,14 +274,14 @@ func cmdPlan(c *cli.Context, log *slog.Logger) error {
 	}
 	live, err := os.ReadFile(cfg.Slurm.TopologyFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	if bytes.Equal(live, cand) {
 		fmt.Fprintf(w, "%s is up to date.\n", cfg.Slurm.TopologyFile)
 		return nil
 	}
 	fmt.Fprintf(w, "%s would change:\n", cfg.Slurm.TopologyFile)
-	for _, l := range lineDiff(live, cand) {
+	for _, l := range diff.Lines(live, cand) {
 		fmt.Fprintln(w, l)
 	}
 	if cfg.Slurm.Format != "yaml" {
@@ -568,39 +316,6 @@ func warnOtherFile(cfg config.Config, log *slog.Logger) {
 	}
 }
 
-// lineDiff lists removed and added lines, in file order.
-func lineDiff(old, new []byte) []string {
-	oldLines := strings.Split(strings.TrimRight(string(old), "\n"), "\n")
-	newLines := strings.Split(strings.TrimRight(string(new), "\n"), "\n")
-	inOld, inNew := map[string]int{}, map[string]int{}
-	for _, l := range oldLines {
-		inOld[l]++
-	}
-	for _, l := range newLines {
-		inNew[l]++
-	}
-	var out []string
-	for _, l := range oldLines {
-		if inNew[l] > 0 {
-			inNew[l]--
-			continue
-		}
-		if l != "" {
-			out = append(out, "- "+l)
-		}
-	}
-	for _, l := range newLines {
-		if inOld[l] > 0 {
-			inOld[l]--
-			continue
-		}
-		if l != "" {
-			out = append(out, "+ "+l)
-		}
-	}
-	return out
-}
-
 func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	cfg, err := loadConfig(c)
 	if err != nil {
@@ -610,23 +325,26 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	var nodes []string
 	if f := c.String("from-file"); f != "" {
 		if cand, err = os.ReadFile(f); err != nil {
-			return exitErr(exitFailure, err.Error())
+			return failure(err)
 		}
-		if nodes, err = slurmNodes(ctx, c, cfg); err != nil {
-			return exitErr(exitFailure, err.Error())
+		if nodes, err = givenNodes(c); err == nil {
+			nodes, err = model.SlurmNodes(ctx, cfg, nodes)
+		}
+		if err != nil {
+			return failure(err)
 		}
 	} else {
 		m, err := buildModel(ctx, c, cfg, log)
 		if err != nil {
 			return err
 		}
-		cand, nodes = m.candidate(), m.nodes
+		cand, nodes = m.Candidate(), m.Nodes
 		if cfg.Slurm.Format == "yaml" {
 			// topology.yaml holds the tree (the default topology, which
 			// scontrol show topology reports) and the blocks: validate both
 			// as topology.conf, verify against the default one.
-			if m.blocks != nil {
-				if problems := apply.Validate(render.BlockConf(*m.blocks, m.source), nodes); len(problems) > 0 {
+			if m.Blocks != nil {
+				if problems := apply.Validate(render.BlockConf(*m.Blocks, m.Source), nodes); len(problems) > 0 {
 					fmt.Fprintln(c.App.Writer, "Not applied: the NVLink blocks are invalid:")
 					for _, p := range problems {
 						fmt.Fprintln(c.App.Writer, "  "+p)
@@ -634,10 +352,10 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 					return exitErr(exitInvalid, "")
 				}
 			}
-			if m.tree != nil {
-				expect = render.TreeConf(m.tree, m.source)
+			if m.Tree != nil {
+				expect = render.TreeConf(m.Tree, m.Source)
 			} else {
-				expect = render.BlockConf(*m.blocks, m.source)
+				expect = render.BlockConf(*m.Blocks, m.Source)
 			}
 		}
 	}
@@ -666,7 +384,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	case errors.Is(err, apply.ErrRollbackFailed):
 		return exitErr(exitRollbackErr, err.Error())
 	case err != nil:
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	if !res.Changed {
 		fmt.Fprintf(w, "%s is up to date; nothing applied.\n", cfg.Slurm.TopologyFile)
@@ -684,26 +402,24 @@ func orNone(s string) string {
 }
 
 func cmdValidate(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return exitErr(exitFailure, "validate takes one file")
-	}
-	data, err := os.ReadFile(c.Args().First())
+	file := c.String("file")
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	var nodes []string
 	if c.IsSet("nodes") {
 		if nodes, err = hostlist.Expand(c.String("nodes")); err != nil {
-			return exitErr(exitFailure, err.Error())
+			return failure(err)
 		}
 	}
 	problems := apply.Validate(data, nodes)
 	if len(problems) == 0 {
-		fmt.Fprintf(c.App.Writer, "%s is valid.\n", c.Args().First())
+		fmt.Fprintf(c.App.Writer, "%s is valid.\n", file)
 		return nil
 	}
 	for _, p := range problems {
-		fmt.Fprintf(c.App.Writer, "%s: %s\n", c.Args().First(), p)
+		fmt.Fprintf(c.App.Writer, "%s: %s\n", file, p)
 	}
 	return exitErr(exitInvalid, "")
 }
@@ -713,7 +429,11 @@ func cmdCheckConfig(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "%s is valid: format %s, topology file %s, nodes from %s, fabric dump %s, node descriptions in %s\n",
-		c.String("config"), cfg.Slurm.Format, cfg.Slurm.TopologyFile, cfg.Slurm.NodeSource, cfg.Fabric.IBNetDiscover, cfg.NVLink.NodesDir)
+	what := c.String("config") + " is valid"
+	if _, err := os.Stat(c.String("config")); errors.Is(err, os.ErrNotExist) {
+		what = c.String("config") + " does not exist; the built-in defaults"
+	}
+	fmt.Fprintf(c.App.Writer, "%s: format %s, topology file %s, nodes from %s, fabric dump %s, node descriptions in %s\n",
+		what, cfg.Slurm.Format, cfg.Slurm.TopologyFile, cfg.Slurm.NodeSource, cfg.Fabric.IBNetDiscover, cfg.NVLink.NodesDir)
 	return nil
 }

@@ -22,7 +22,7 @@ func cmdCollect(ctx context.Context, c *cli.Context) error {
 	if host == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return exitErr(exitFailure, err.Error())
+			return failure(err)
 		}
 		host, _, _ = strings.Cut(h, ".")
 	}
@@ -35,11 +35,11 @@ func cmdCollect(ctx context.Context, c *cli.Context) error {
 		node, err = nvml.Collect(ctx, gonvml.New(), host, time.Now())
 	}
 	if err != nil {
-		return exitErr(exitFailure, "collect: "+err.Error())
+		return failure(fmt.Errorf("collect: %w", err))
 	}
 	var buf bytes.Buffer
 	if err := nvml.Write(&buf, node); err != nil {
-		return exitErr(exitFailure, err.Error())
+		return failure(err)
 	}
 	if p := c.String("output"); p != "" {
 		return atomicfile.Write(p, buf.Bytes(), 0o644)

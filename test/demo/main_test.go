@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-hpc/strata/internal/cliexit"
+)
+
+// TestArgs: the environment file is an argument as well as -env; a file
+// that is not there fails naming it before anything is started, and any
+// other argument is a usage error.
+func TestArgs(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "env")
+	for name, tc := range map[string]struct {
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		"env as argument":       {[]string{missing}, 1, missing},
+		"env as flag":           {[]string{"-env", missing}, 1, missing},
+		"flag after the env":    {[]string{missing, "-gpus", "1"}, 1, missing},
+		"env and -env disagree": {[]string{"-env", "/x/env", missing}, cliexit.ExitUsage, `the ENV "` + missing + `" and --env "/x/env" disagree`},
+		"two envs": {[]string{missing, "extra"}, cliexit.ExitUsage,
+			`strata-demo: unexpected argument "extra": strata-demo takes at most 1 argument, [ENV] (usage: strata-demo [options] [ENV])`},
+		"unknown flag": {[]string{"-gpu", "1"}, cliexit.ExitUsage, "flag provided but not defined: -gpu"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), tc.args, &out)
+			if code := cliexit.CodeOf(err); code != tc.wantCode || err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("exit %d, error %v; want %d and %q", code, err, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,111 @@
+package model
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/topogen/internal/config"
+)
+
+const ibData = "../discover/ib/testdata/"
+
+func TestBuild(t *testing.T) {
+	dir := t.TempDir()
+	slurmConf := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(slurmConf, []byte("NodeName=sl390lin[101-124] Sockets=2 CoresPerSocket=6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		edit      func(*config.Config)
+		given     []string
+		wantNodes int
+		wantIn    string // in the candidate
+		wantErr   string
+	}{
+		"tree, nodes from slurm.conf": {
+			edit: func(c *config.Config) {
+				c.Fabric.IBNetDiscover, c.Fabric.GUIDMap, c.Slurm.SlurmConf = ibData+"X5.topofile", ibData+"X5.map", slurmConf
+			},
+			wantNodes: 24, wantIn: "SwitchName=hoibp0013",
+		},
+		"given nodes win": {
+			edit: func(c *config.Config) {
+				c.Fabric.IBNetDiscover, c.Fabric.GUIDMap, c.Slurm.SlurmConf = ibData+"X5.topofile", ibData+"X5.map", "/nonexistent"
+			},
+			given: []string{"sl390lin101"}, wantNodes: 1, wantIn: "SwitchName=",
+		},
+		"missing dump": {
+			edit: func(c *config.Config) {
+				c.Fabric.IBNetDiscover, c.Slurm.NodeSource = filepath.Join(dir, "none.out"), "none"
+			},
+			wantErr: "capture one with: ibnetdiscover >",
+		},
+		"missing slurm.conf": {
+			edit:    func(c *config.Config) { c.Slurm.SlurmConf = filepath.Join(dir, "none.conf") },
+			wantErr: "set slurm.node_source: none to skip the check",
+		},
+		"block without node descriptions": {
+			edit:    func(c *config.Config) { c.Slurm.Format, c.Slurm.NodeSource, c.NVLink.NodesDir = "block", "none", dir },
+			wantErr: "no node descriptions (*.json) in " + dir,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.Default()
+			tc.edit(&cfg)
+			m, err := Build(context.Background(), cfg, Options{Nodes: tc.given})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Nodes) != tc.wantNodes {
+				t.Errorf("%d nodes, want %d", len(m.Nodes), tc.wantNodes)
+			}
+			if c := string(m.Candidate()); !strings.Contains(c, tc.wantIn) {
+				t.Errorf("candidate lacks %q:\n%s", tc.wantIn, c)
+			}
+		})
+	}
+}
+
+func TestCoresPerNode(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Slurm.SlurmConf = filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(cfg.Slurm.SlurmConf, []byte("NodeName=g[1-2] Sockets=2 CoresPerSocket=4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cores, err := CoresPerNode(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"g1": 8, "g2": 8}, cores); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	cfg.Slurm.NodeSource = "none"
+	if cores, err := CoresPerNode(context.Background(), cfg); cores != nil || err != nil {
+		t.Errorf("node source none: %v, %v; want nil, nil", cores, err)
+	}
+}
+
+func TestNormGUID(t *testing.T) {
+	for in, want := range map[string]string{
+		"0x0008f105002036b4": "0008f105002036b4",
+		"S-0008F105002036B4": "0008f105002036b4",
+		" H-8f105002036b4 ":  "0008f105002036b4",
+		"0002c90300a0bcde":   "0002c90300a0bcde",
+	} {
+		if got := normGUID(in); got != want {
+			t.Errorf("normGUID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
