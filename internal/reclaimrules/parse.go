@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/strata-hpc/strata/internal/duration"
 )
 
 // FieldError is one problem of a rules document.
@@ -254,7 +256,7 @@ func (d *decoder) value(path string, t reflect.Type) {
 		s, isString := tok.(string)
 		if !isString {
 			d.mismatch(off, path, `a duration string such as "30m"`, tok)
-		} else if _, err := parseDuration(s); err != nil {
+		} else if _, err := duration.Parse(s); err != nil {
 			d.errorAt(off, path, err.Error())
 		}
 	case t.Kind() == reflect.String:

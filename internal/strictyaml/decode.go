@@ -423,9 +423,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		switch {
 		case t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
 		case strings.HasSuffix(path, "]"):
-			d.fail(n, path, "give the item a value, or remove the empty '-' line", "%s has no value", keyName(path))
+			d.fail(n, path, "give the item a value, or remove the empty '-' line", "%s has no value", KeyName(path))
 		default:
-			d.fail(n, path, "give a value, or remove the key", "%s has no value", keyName(path))
+			d.fail(n, path, "give a value, or remove the key", "%s has no value", KeyName(path))
 		}
 		return
 	}
@@ -434,7 +434,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		var dur duration.Duration
 		if d.custom(n, path, &dur) {
 			if dur < 0 {
-				d.fail(n, path, `write a duration of 0 or more, such as "90s" or "10m"`, "%s: %s is negative", keyName(path), n.Value)
+				d.fail(n, path, `write a duration of 0 or more, such as "90s" or "10m"`, "%s: %s is negative", KeyName(path), n.Value)
 				return
 			}
 			v.SetInt(int64(dur))
@@ -463,7 +463,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 				return
 			}
 			if v.OverflowInt(i) {
-				d.fail(n, path, "give a smaller number", "%s: %s is out of range", keyName(path), n.Value)
+				d.fail(n, path, "give a smaller number", "%s: %s is out of range", KeyName(path), n.Value)
 				return
 			}
 			v.SetInt(i)
@@ -543,9 +543,9 @@ func (d *decoder) custom(n *yaml.Node, path string, s Scalar) bool {
 		hint = h.Hint()
 	}
 	if n.ShortTag() == "!!str" {
-		d.fail(n, path, hint, "%s: %q is not %s", keyName(path), n.Value, kind)
+		d.fail(n, path, hint, "%s: %q is not %s", KeyName(path), n.Value, kind)
 	} else {
-		d.fail(n, path, hint, "%s: want %s, got %s", keyName(path), kind, describe(n))
+		d.fail(n, path, hint, "%s: want %s, got %s", KeyName(path), kind, describe(n))
 	}
 	return false
 }
@@ -576,7 +576,7 @@ func (d *decoder) scalar(n *yaml.Node, path, want string, tags ...string) bool {
 // is a number too large for Go.
 func (d *decoder) decodeScalar(n *yaml.Node, path string, out any) bool {
 	if err := n.Decode(out); err != nil {
-		d.fail(n, path, "give a smaller number", "%s: %s is out of range", keyName(path), n.Value)
+		d.fail(n, path, "give a smaller number", "%s: %s is out of range", KeyName(path), n.Value)
 		return false
 	}
 	return true
@@ -588,7 +588,7 @@ func (d *decoder) mismatch(n *yaml.Node, path, want string) {
 	if n.Style&yaml.TaggedStyle != 0 {
 		hint = "remove the tag " + n.Tag + ": " + d.what() + " uses no YAML tags"
 	}
-	d.fail(n, path, hint, "%s: want %s, got %s", keyName(path), want, describe(n))
+	d.fail(n, path, hint, "%s: want %s, got %s", KeyName(path), want, describe(n))
 }
 
 // typeHint says how to write a value of the type wanted.
@@ -649,9 +649,9 @@ func describe(n *yaml.Node) string {
 	return v
 }
 
-// keyName is the last key of a path, for messages: "gpus", "members[2]",
+// KeyName is the last key of a path, for messages: "gpus", "members[2]",
 // or "the file" for the root.
-func keyName(path string) string {
+func KeyName(path string) string {
 	if path == "" {
 		return "the file"
 	}
@@ -760,24 +760,44 @@ func (d *decoder) structOf(t reflect.Type) structInfo {
 		info.noun = strings.ToLower(t.Name())
 	}
 	for i := range t.NumField() {
-		sf := t.Field(i)
-		opts := strings.Split(sf.Tag.Get(tagKey), ",")
-		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
-		if name == "-" || name == "" || !sf.IsExported() {
-			if contains(opts, "line") && sf.Type.Kind() == reflect.Int {
-				info.line = i
-			}
-			continue
+		if sf := t.Field(i); sf.Type.Kind() == reflect.Int && contains(strings.Split(sf.Tag.Get(tagKey), ","), "line") {
+			info.line = i
 		}
-		if _, no := info.forbidden[name]; no {
-			continue
-		}
-		f := field{name: name, index: i, required: contains(opts, "required")}
+	}
+	for _, k := range Keys(t, d.opts) {
+		f := field{name: k.Name, index: k.Index, required: k.Required}
 		info.fields = append(info.fields, f)
-		info.names = append(info.names, name)
-		info.byName[name] = f
+		info.names = append(info.names, k.Name)
+		info.byName[k.Name] = f
 	}
 	return info
+}
+
+// Key is a key of a struct type, as Decode reads it.
+type Key struct {
+	Name     string // the yaml tag's name
+	Index    int    // of the struct field
+	Type     reflect.Type
+	Required bool // strictyaml:"required"
+}
+
+// Keys lists the keys Decode reads into struct type t, in field order,
+// leaving out those opts forbid: what a schema of the file describes.
+func Keys(t reflect.Type, opts Options) []Key {
+	var keys []Key
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if name == "-" || name == "" || !sf.IsExported() {
+			continue
+		}
+		if _, no := opts.Forbidden[t][name]; no {
+			continue
+		}
+		keys = append(keys, Key{Name: name, Index: i, Type: sf.Type,
+			Required: contains(strings.Split(sf.Tag.Get(tagKey), ","), "required")})
+	}
+	return keys
 }
 
 func contains(list []string, s string) bool {
