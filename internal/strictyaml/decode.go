@@ -95,6 +95,11 @@ func Decode(file string, data []byte, dst any, opts Options) *Result {
 	if root := d.document(); root != nil {
 		d.value(root, reflect.ValueOf(dst).Elem(), "")
 	}
+	if _, ok := d.pos[""]; !ok {
+		// An empty file: what a validation says of its defaults is
+		// about the file's start.
+		d.pos[""] = Pos{1, 1}
+	}
 	if d.stopped {
 		// What was decoded is a fraction of the file: its validation
 		// would mislead.
