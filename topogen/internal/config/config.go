@@ -8,6 +8,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -110,6 +111,7 @@ func Parse(name string, data []byte) (Config, error) {
 }
 
 var decodeOptions = strictyaml.Options{What: "a topogen config", AllowEmpty: true,
+	Nouns:   map[reflect.Type]string{reflect.TypeFor[Config](): "the topogen config"},
 	Example: "start with apiVersion: " + APIVersion + " and kind: TopogenConfig (see /etc/strata/topogen.yaml)"}
 
 // Validate returns every problem, each with the path of its key.
