@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -106,6 +107,66 @@ func Decode(file string, data []byte, dst any, opts Options) *Result {
 		d.bad[""] = true
 	}
 	return &Result{File: file, Pos: d.pos, Diags: d.diags, bad: d.bad, max: opts.MaxDiagnostics}
+}
+
+// Validator is a decoded file that checks itself, reporting each problem
+// at the path of its key (Diagnostic.Path), without a position.
+type Validator interface {
+	Validate() Diagnostics
+}
+
+// Parse decodes data into dst, which holds the defaults, validates it, and
+// returns every problem of both at once as [Diagnostics], located and
+// sorted; nil when there is none. It is how a daemon reads its config.
+func Parse(file string, data []byte, dst Validator, opts Options) error {
+	r := Decode(file, data, dst, opts)
+	r.Add(dst.Validate())
+	return r.Err()
+}
+
+// Load reads the file at path and parses it with [Parse]. A file that
+// cannot be read is an error wrapping the os error (errors.Is(err,
+// os.ErrNotExist) for a missing one).
+func Load(path string, dst Validator, opts Options) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		d := decoder{opts: opts}
+		return fmt.Errorf("read %s: %w", d.fileNoun(), err)
+	}
+	return Parse(path, data, dst, opts)
+}
+
+// ParseWithDefaults parses data ([Parse]) over a copy of defaults and
+// returns it; the zero value and every problem on any. A daemon's
+// config package is then Default(), Validate() and one line:
+//
+//	func Parse(name string, data []byte) (Config, error) {
+//		return strictyaml.ParseWithDefaults(name, data, Default(), opts)
+//	}
+func ParseWithDefaults[T any, P interface {
+	*T
+	Validator
+}](file string, data []byte, defaults T, opts Options) (T, error) {
+	v := defaults
+	if err := Parse(file, data, P(&v), opts); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// LoadWithDefaults reads the file at path ([Load]) over a copy of
+// defaults and returns it; the zero value and the error on any.
+func LoadWithDefaults[T any, P interface {
+	*T
+	Validator
+}](path string, defaults T, opts Options) (T, error) {
+	v := defaults
+	if err := Load(path, P(&v), opts); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
 }
 
 // Result is what Decode found.

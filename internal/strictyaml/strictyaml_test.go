@@ -2,6 +2,8 @@ package strictyaml
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -375,5 +377,88 @@ func TestAliasBombStopsValidation(t *testing.T) {
 	err := r.Err()
 	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than 5 values") || strings.Contains(err.Error(), "too few") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// conf is a daemon config: defaults, and a Validate with paths.
+type conf struct {
+	Listen string        `yaml:"listen"`
+	Every  time.Duration `yaml:"every"`
+	Root   string        `yaml:"root"`
+}
+
+func (c *conf) Validate() Diagnostics {
+	var ds Diagnostics
+	if !strings.Contains(c.Listen, ":") {
+		ds = append(ds, Diagnostic{Path: "listen", Msg: "listen: not host:port", Hint: "such as 127.0.0.1:80"})
+	}
+	if !strings.HasPrefix(c.Root, "/") {
+		ds = append(ds, Diagnostic{Path: "root", Msg: "root: not absolute"})
+	}
+	if c.Every < time.Second {
+		ds = append(ds, Diagnostic{Path: "every", Msg: "every: too short"})
+	}
+	return ds
+}
+
+func TestParseWithDefaults(t *testing.T) {
+	defaults := conf{Listen: "127.0.0.1:80", Every: time.Minute, Root: "/srv"}
+	opts := Options{What: "a conf", AllowEmpty: true}
+	for name, tc := range map[string]struct {
+		data      string
+		want      conf
+		wantDiags []string
+	}{
+		"empty is the defaults":     {data: "# nothing\n", want: defaults},
+		"a value over the defaults": {data: "every: 1d\n", want: conf{Listen: "127.0.0.1:80", Every: 24 * time.Hour, Root: "/srv"}},
+		// A typo and two invalid values: all three, each located; the
+		// misspelt key's default is not judged.
+		"a typo and two invalid values": {
+			data: "evrey: 0s\nlisten: x\nroot: srv\n",
+			wantDiags: []string{
+				"f.yaml:1:1: unknown key evrey in conf (hint: did you mean every?)",
+				"f.yaml:2:9: listen: not host:port (hint: such as 127.0.0.1:80)",
+				"f.yaml:3:7: root: not absolute",
+			},
+		},
+		"the defaults are judged at the start of an empty file": {
+			data:      "",
+			wantDiags: nil,
+			want:      defaults,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseWithDefaults("f.yaml", []byte(tc.data), defaults, opts)
+			var diags []string
+			if err != nil {
+				diags = strings.Split(err.Error(), "\n")
+			}
+			if diff := cmp.Diff(tc.wantDiags, diags); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+	bad := conf{Listen: "x", Every: time.Minute, Root: "/srv"}
+	_, err := ParseWithDefaults("f.yaml", nil, bad, opts)
+	if err == nil || err.Error() != "f.yaml:1:1: listen: not host:port (hint: such as 127.0.0.1:80)" {
+		t.Errorf("bad defaults: %v", err)
+	}
+}
+
+func TestLoadWithDefaults(t *testing.T) {
+	_, err := LoadWithDefaults(filepath.Join(t.TempDir(), "none.yaml"), conf{}, Options{What: "a conf"})
+	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "read conf: ") {
+		t.Errorf("missing file: %v, want os.ErrNotExist", err)
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("listen: a:1\nevery: 1-00:00:00\nroot: /x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadWithDefaults(path, conf{}, Options{})
+	if err != nil || got != (conf{Listen: "a:1", Every: 24 * time.Hour, Root: "/x"}) {
+		t.Errorf("LoadWithDefaults = %+v, %v", got, err)
 	}
 }

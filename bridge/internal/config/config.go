@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -174,26 +173,23 @@ func Default() Config {
 	}
 }
 
-// Load reads and validates a file.
+// Load reads and validates a file; every problem comes back at once as
+// strictyaml.Diagnostics, each "file:line:col: message (hint: ...)".
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read bridge config: %w", err)
-	}
-	return Parse(path, data)
+	return ptr(strictyaml.LoadWithDefaults(path, Default(), decodeOptions))
 }
 
-// Parse decodes data strictly over the defaults and validates it; every
-// problem comes back at once as strictyaml.Diagnostics, each
-// "file:line:col: message (hint: ...)", the file named by name.
+// Parse decodes data strictly over the defaults and validates it; name
+// names the file in diagnostics.
 func Parse(name string, data []byte) (*Config, error) {
-	cfg := Default()
-	r := strictyaml.Decode(name, data, &cfg, decodeOptions)
-	r.Add(cfg.Validate())
-	if err := r.Err(); err != nil {
+	return ptr(strictyaml.ParseWithDefaults(name, data, Default(), decodeOptions))
+}
+
+func ptr(c Config, err error) (*Config, error) {
+	if err != nil {
 		return nil, err
 	}
-	return &cfg, nil
+	return &c, nil
 }
 
 var decodeOptions = strictyaml.Options{

@@ -10,7 +10,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -114,25 +113,15 @@ func Default() Config {
 
 // Load reads and validates a file. A file that cannot be read is an
 // error wrapping the os error; a file with problems is
-// strictyaml.Diagnostics.
+// strictyaml.Diagnostics, every problem at once.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, err
-	}
-	return Parse(path, data)
+	return strictyaml.LoadWithDefaults(path, Default(), decodeOptions)
 }
 
 // Parse decodes data strictly over the defaults and validates it; an
-// empty file means the defaults. Every problem comes back at once.
+// empty file means the defaults. name names the file in diagnostics.
 func Parse(name string, data []byte) (Config, error) {
-	cfg := Default()
-	r := strictyaml.Decode(name, data, &cfg, decodeOptions)
-	r.Add(cfg.Validate())
-	if err := r.Err(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return strictyaml.ParseWithDefaults(name, data, Default(), decodeOptions)
 }
 
 var decodeOptions = strictyaml.Options{What: "a reclaimd config", AllowEmpty: true,

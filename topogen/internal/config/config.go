@@ -7,7 +7,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -90,24 +89,14 @@ func Default() Config {
 // column. A file that cannot be read is an error wrapping the os error
 // (errors.Is(err, os.ErrNotExist) for a missing one).
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, err
-	}
-	return Parse(path, data)
+	return strictyaml.LoadWithDefaults(path, Default(), decodeOptions)
 }
 
 // Parse decodes data strictly over the defaults and validates it; an
 // empty file means the defaults. Every problem comes back at once, as
 // strictyaml.Diagnostics.
 func Parse(name string, data []byte) (Config, error) {
-	cfg := Default()
-	r := strictyaml.Decode(name, data, &cfg, decodeOptions)
-	r.Add(cfg.Validate())
-	if err := r.Err(); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return strictyaml.ParseWithDefaults(name, data, Default(), decodeOptions)
 }
 
 var decodeOptions = strictyaml.Options{What: "a topogen config", AllowEmpty: true,
