@@ -93,7 +93,7 @@ var fileTests = map[string]struct {
 		`4:14: dry_run: want true or false, got "yes"`,
 		`8:29: rules[0].match.accounts: want a list, got "llm"`,
 		`9:36: rules[0].idle.max_util_percent: want a number, got "5%"`,
-		`9:52: rules[0].idle.window: want a string, got 1800: "1800" is not a duration: write a number with a unit, such as "90s", "30m" or "1h30m"`,
+		`9:52: rules[0].idle.window: want a string, got 1800: "1800" is not a duration: add a unit, such as "1800m" (Slurm reads a bare number as minutes) or "1800s"`,
 		"10:58: rules[0].partial_idle.min_idle_gpus: want a whole number, got 0.5",
 		"11:17: rules[0].signal: want an object, got a list",
 		"12:23: rules[0].max_requeues: null: give a value or leave the field out",
@@ -115,8 +115,8 @@ var fileTests = map[string]struct {
 		`1:1: empty document: want a JSON object with "apiVersion": "strata/v1" and "kind": "ReclaimRules"`,
 	}},
 	"bad-duration.bad.json": {wantErrs: []string{
-		`5:44: rules[0].idle.window: "30 minutes" is not a duration: write a number with a unit, such as "90s", "30m" or "1h30m"`,
-		`5:67: rules[0].warn: "15" is not a duration: write a number with a unit, such as "90s", "30m" or "1h30m"`,
+		`5:44: rules[0].idle.window: "30 minutes" is not a duration: write hours or minutes with a unit ("36h", "90m"), days ("7d"), or Slurm's days-hours:minutes:seconds ("1-00:00:00")`,
+		`5:67: rules[0].warn: "15" is not a duration: add a unit, such as "15m" (Slurm reads a bare number as minutes) or "15s"`,
 	}},
 	"bad-signal.bad.json": {wantErrs: []string{
 		`7:87: rules[2].signal.name: "USR3" is not a signal slurmrestd sends: use one of HUP INT QUIT ABRT KILL ALRM TERM USR1 USR2 URG CONT STOP TSTP TTIN TTOU (with or without SIG)`,
@@ -302,8 +302,8 @@ func TestRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("JSON round trip (-want +got):\n%s", diff)
 	}
-	if !bytes.Contains(out, []byte(`"window": "30m0s"`)) {
-		t.Errorf("durations are not written as Go duration strings:\n%s", out)
+	if !bytes.Contains(out, []byte(`"window": "30m"`)) {
+		t.Errorf("durations are not written as compact duration strings:\n%s", out)
 	}
 
 	y, err := yaml.Marshal(want)
@@ -403,7 +403,13 @@ func TestTags(t *testing.T) {
 func TestDuration(t *testing.T) {
 	var d reclaimrules.Duration
 	if err := json.Unmarshal([]byte(`"1h30m"`), &d); err != nil || d.Std() != 90*time.Minute {
-		t.Errorf(`Unmarshal "1h30m" = %s, %v; want 1h30m0s`, d, err)
+		t.Errorf(`Unmarshal "1h30m" = %s, %v; want 1h30m`, d, err)
+	}
+	// The grammar of every Strata file: days and Slurm's times too.
+	for in, want := range map[string]time.Duration{`"1d"`: 24 * time.Hour, `"1-12:00:00"`: 36 * time.Hour, `"30:00"`: 30 * time.Minute} {
+		if err := json.Unmarshal([]byte(in), &d); err != nil || d.Std() != want {
+			t.Errorf("Unmarshal %s = %s, %v; want %s", in, d, err, want)
+		}
 	}
 	if err := json.Unmarshal([]byte(`90`), &d); err == nil {
 		t.Error("Unmarshal of a bare number succeeded, want an error")
@@ -412,7 +418,7 @@ func TestDuration(t *testing.T) {
 		t.Errorf(`Unmarshal "90" error = %v`, err)
 	}
 	out, err := json.Marshal(struct{ D reclaimrules.Duration }{dur(30 * time.Minute)})
-	if err != nil || string(out) != `{"D":"30m0s"}` {
+	if err != nil || string(out) != `{"D":"30m"}` {
 		t.Errorf("Marshal = %s, %v", out, err)
 	}
 }

@@ -255,6 +255,6 @@ func ExampleRules_For() {
 		fmt.Printf("%s/%s: rule %s, %s after %s idle\n", job.Tenant, job.Class, rule.Name, rule.Action, rule.Idle.Window)
 	}
 	// Output:
-	// llm/train: rule llm-train, requeue after 30m0s idle
-	// llm/interactive: rule default, notify after 1h0m0s idle
+	// llm/train: rule llm-train, requeue after 30m idle
+	// llm/interactive: rule default, notify after 1h idle
 }

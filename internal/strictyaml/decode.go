@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -12,44 +13,160 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/strata-hpc/strata/internal/duration"
 )
 
-// Options say how to name a file's parts in messages.
+// Options say how to name a file's parts in messages, and what a file of
+// the kind may hold.
 type Options struct {
-	// What the file is, for messages about the whole file: "a serve spec".
+	// What the document is, for messages about the whole of it: "a
+	// serve spec", "a policy". "" is "the file".
 	What string
-	// Example says how a file starts, for the hint of an empty file.
+	// File names the file for "empty ..." and "... holds one document":
+	// "policy file"; "" is What without its article.
+	File string
+	// Example says how a file starts, for the hint of an empty file and
+	// of one that is not a mapping.
 	Example string
-	// Nouns name struct types in messages ("autoscale"); a type not
-	// listed is called by its lower-cased Go name.
+	// Nouns name struct types in messages ("autoscale", "a project"); a
+	// type not listed is called by its lower-cased Go name.
 	Nouns map[reflect.Type]string
+	// Forbidden are keys of a struct type that this kind of file must
+	// not give (another program fills them), each with its hint. They
+	// are not offered as "did you mean" either.
+	Forbidden map[reflect.Type]map[string]string
+	// RequiredHint says what to write for a required key left out, given
+	// its path and key; nil, or "", is "add <key>:".
+	RequiredHint func(path, key string) string
+	// QuoteNumbers refuses numbers where a string belongs (name: 123 must
+	// be name: "123"); by default a number there is the string as written
+	// (cpu: 8), since that is what a reader sees.
+	QuoteNumbers bool
+	// AllowEmpty makes an empty or all-comment file no problem: the
+	// destination keeps its defaults (a daemon config that changes none).
+	AllowEmpty bool
+	// MaxDiagnostics bounds the problems reported for one file (past it,
+	// the rest are noise); 0 is 50.
+	MaxDiagnostics int
+	// MaxExpanded bounds the values aliases may expand to, so that
+	// aliases of aliases cannot make a small file take forever (a file
+	// without aliases is bounded by its size); 0 is 10,000.
+	MaxExpanded int
 }
 
-// maxDiagnostics bounds the problems reported for one file: past it, the
-// rest are noise.
-const maxDiagnostics = 50
+// Scalar is implemented (on the pointer) by a type that reads itself from
+// one YAML scalar, as duration.Duration does. Decode passes the scalar's
+// text as written, numbers too, so that the type can say what a bare 30
+// lacks. An error with a Hint() string method gives the hint of the
+// diagnostic.
+type Scalar interface {
+	UnmarshalYAMLScalar(text string) error
+	// YAMLKind names the values in messages: "a duration".
+	YAMLKind() string
+}
 
-// maxExpanded bounds the values aliases may expand to, so that aliases of
-// aliases cannot make a small file take forever.
-const maxExpanded = 10_000
+// Struct tags of the key "strictyaml" (beside the "yaml" tag):
+//
+//	strictyaml:"required"  the key must be given
+//	strictyaml:"line"      (an int field tagged yaml:"-") is set to the
+//	                       line of the mapping the struct was read from
+const tagKey = "strictyaml"
 
 // Decode decodes data into dst (a pointer to a struct, whose fields hold
 // their defaults) and returns the position of every value it read and the
-// problems it found, sorted. Fields are named by their yaml tag; a field
-// tagged "-" is not read. String fields also take numbers as written
-// (cpu: 8), since those are strings to the reader; every other type takes
-// only its own kind of value. time.Duration takes a string with a unit.
+// problems it found. Fields are named by their yaml tag; a field tagged
+// "-" is not read. Types take only their own kind of value: a string
+// where a number belongs, "yes" for true, a number where a duration
+// belongs are problems. A time.Duration and any [Scalar] type such as
+// duration.Duration read what [duration.Parse] reads.
 //
 // A syntax error stops the decoding, so it comes alone; otherwise every
-// problem is reported, and dst holds what could be decoded.
+// problem is reported, and dst holds what could be decoded. Add a
+// validation's problems with [Result.Add], then take them all with
+// [Result.Err].
 func Decode(file string, data []byte, dst any, opts Options) *Result {
+	if opts.MaxDiagnostics <= 0 {
+		opts.MaxDiagnostics = 50
+	}
+	if opts.MaxExpanded <= 0 {
+		opts.MaxExpanded = 10_000
+	}
 	d := &decoder{file: file, data: data, pos: Positions{}, opts: opts, bad: map[string]bool{}}
 	if root := d.document(); root != nil {
 		d.value(root, reflect.ValueOf(dst).Elem(), "")
-	} else {
+	}
+	if _, ok := d.pos[""]; !ok {
+		// An empty file: what a validation says of its defaults is
+		// about the file's start.
+		d.pos[""] = Pos{1, 1}
+	}
+	if d.stopped {
+		// What was decoded is a fraction of the file: its validation
+		// would mislead.
 		d.bad[""] = true
 	}
-	return &Result{File: file, Pos: d.pos, Diags: d.diags, bad: d.bad}
+	return &Result{File: file, Pos: d.pos, Diags: d.diags, bad: d.bad, max: opts.MaxDiagnostics}
+}
+
+// Validator is a decoded file that checks itself, reporting each problem
+// at the path of its key (Diagnostic.Path), without a position.
+type Validator interface {
+	Validate() Diagnostics
+}
+
+// Parse decodes data into dst, which holds the defaults, validates it, and
+// returns every problem of both at once as [Diagnostics], located and
+// sorted; nil when there is none. It is how a daemon reads its config.
+func Parse(file string, data []byte, dst Validator, opts Options) error {
+	r := Decode(file, data, dst, opts)
+	r.Add(dst.Validate())
+	return r.Err()
+}
+
+// Load reads the file at path and parses it with [Parse]. A file that
+// cannot be read is an error wrapping the os error (errors.Is(err,
+// os.ErrNotExist) for a missing one).
+func Load(path string, dst Validator, opts Options) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		d := decoder{opts: opts}
+		return fmt.Errorf("read %s: %w", d.fileNoun(), err)
+	}
+	return Parse(path, data, dst, opts)
+}
+
+// ParseWithDefaults parses data ([Parse]) over a copy of defaults and
+// returns it; the zero value and every problem on any. A daemon's
+// config package is then Default(), Validate() and one line:
+//
+//	func Parse(name string, data []byte) (Config, error) {
+//		return strictyaml.ParseWithDefaults(name, data, Default(), opts)
+//	}
+func ParseWithDefaults[T any, P interface {
+	*T
+	Validator
+}](file string, data []byte, defaults T, opts Options) (T, error) {
+	v := defaults
+	if err := Parse(file, data, P(&v), opts); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// LoadWithDefaults reads the file at path ([Load]) over a copy of
+// defaults and returns it; the zero value and the error on any.
+func LoadWithDefaults[T any, P interface {
+	*T
+	Validator
+}](path string, defaults T, opts Options) (T, error) {
+	v := defaults
+	if err := Load(path, P(&v), opts); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
 }
 
 // Result is what Decode found.
@@ -58,6 +175,7 @@ type Result struct {
 	Pos   Positions
 	Diags Diagnostics
 	bad   map[string]bool // paths of values that could not be decoded
+	max   int
 }
 
 // Add adds the problems a validation found, located by their paths:
@@ -71,15 +189,18 @@ func (r *Result) Add(ds Diagnostics) {
 	}
 }
 
-// Err returns the problems, located, sorted and bounded, as one error;
-// nil when there are none.
+// OK reports whether no problem was found so far.
+func (r *Result) OK() bool { return len(r.Diags) == 0 }
+
+// Err returns the problems, located, sorted and bounded, as one error
+// ([Diagnostics]); nil when there are none.
 func (r *Result) Err() error {
 	r.Pos.Locate(r.File, r.Diags)
 	r.Diags.Sort()
-	if len(r.Diags) > maxDiagnostics {
-		last := r.Diags[maxDiagnostics-1]
-		r.Diags = append(r.Diags[:maxDiagnostics:maxDiagnostics], Diagnostic{File: r.File, Line: last.Line, Col: last.Col,
-			Msg: fmt.Sprintf("and %d more problems", len(r.Diags)-maxDiagnostics), Hint: "fix these first"})
+	if max := r.max; max > 0 && len(r.Diags) > max {
+		last := r.Diags[max-1]
+		r.Diags = append(r.Diags[:max:max], Diagnostic{File: r.File, Line: last.Line, Col: last.Col,
+			Msg: fmt.Sprintf("and %d more problems", len(r.Diags)-max), Hint: "fix these first"})
 	}
 	return r.Diags.Err()
 }
@@ -95,25 +216,57 @@ func (r *Result) tainted(path string) bool {
 	}
 }
 
+// decoder walks the yaml.Node tree against the Go types, decoding into
+// them and reporting every unknown, repeated, missing or mistyped key with
+// its position. yaml.v3's own decoder stops at the first unknown key, and
+// reports neither columns nor paths.
+//
+// Aliases are followed where they are used. An alias inside its own
+// anchor (&a [x, *a]) cannot make the walk loop: the Go types are not
+// recursive, so each step goes one type deeper, and a value nested deeper
+// than its type is a type error.
 type decoder struct {
 	file     string
 	data     []byte
 	opts     Options
 	diags    Diagnostics
 	pos      Positions
-	inAlias  int
-	outer    *yaml.Node
-	expanded int
-	stopped  bool
+	inAlias  int        // depth of aliases being expanded
+	outer    *yaml.Node // the outermost alias being expanded
+	expanded int        // values visited through aliases
+	stopped  bool       // MaxExpanded reached
 	bad      map[string]bool
 }
 
-// add reports a problem of the value at path, located at node n; the
-// value counts as not decoded.
+// add reports a problem about the key or value at path, located at node
+// n; the value still counts as decoded.
 func (d *decoder) add(n *yaml.Node, path, hint, format string, args ...any) {
 	d.diags = append(d.diags, Diagnostic{File: d.file, Line: n.Line, Col: n.Column, Path: path,
 		Msg: fmt.Sprintf(format, args...), Hint: hint})
+}
+
+// fail reports a value that could not be decoded: a validation's findings
+// about it are dropped.
+func (d *decoder) fail(n *yaml.Node, path, hint, format string, args ...any) {
+	d.add(n, path, hint, format, args...)
 	d.bad[path] = true
+}
+
+func (d *decoder) what() string {
+	if d.opts.What == "" {
+		return "the file"
+	}
+	return d.opts.What
+}
+
+func (d *decoder) fileNoun() string {
+	if d.opts.File != "" {
+		return d.opts.File
+	}
+	if d.opts.What == "" {
+		return "file"
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(d.opts.What, "a "), "an ")
 }
 
 // document parses the YAML and returns the root value, or nil after
@@ -140,7 +293,11 @@ func (d *decoder) document() *yaml.Node {
 		if len(next.Content) > 0 {
 			at = next.Content[0]
 		}
-		d.add(at, "", "the file holds one document: remove the '---' and what follows, or merge it into the first",
+		article := "a "
+		if strings.HasPrefix(d.fileNoun(), "file") {
+			article = "the "
+		}
+		d.fail(at, "", article+d.fileNoun()+" holds one document: remove the '---' and what follows, or merge it into the first",
 			"a second YAML document")
 		return nil
 	}
@@ -152,16 +309,15 @@ func (d *decoder) document() *yaml.Node {
 }
 
 func (d *decoder) empty() {
-	what := d.opts.What
-	if what == "" {
-		what = "file"
+	if d.opts.AllowEmpty {
+		return
 	}
-	d.diags = append(d.diags, Diagnostic{File: d.file, Line: 1, Col: 1, Msg: "empty " + strings.TrimPrefix(what, "a "),
-		Hint: d.opts.Example})
+	d.diags = append(d.diags, Diagnostic{File: d.file, Line: 1, Col: 1, Msg: "empty " + d.fileNoun(), Hint: d.opts.Example})
+	d.bad[""] = true
 }
 
-// decodeNode decodes the next document into n; a panic of the YAML parser
-// on hostile input becomes an error.
+// decodeNode decodes the next document into n. yaml.v3 turns its own
+// failures into errors; a panic on hostile input becomes one too.
 func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -171,10 +327,15 @@ func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	return dec.Decode(n)
 }
 
-var syntaxLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var (
+	syntaxLine    = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	unknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+)
 
-// syntax reports a YAML syntax error at its line, column of the line's
-// first character (or of its first tab).
+// syntax reports a YAML syntax error. yaml.v3 gives only a line, and for
+// parser errors the line before the problem or the start of the enclosing
+// collection, so locate finds the line itself; the column is that of the
+// line's first character (or first tab, or of the unknown alias).
 func (d *decoder) syntax(err error) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
@@ -182,36 +343,38 @@ func (d *decoder) syntax(err error) {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
-	lines := strings.Split(string(d.data), "\n")
-	line = d.locate(lines, line, msg)
-	text := ""
-	if line <= len(lines) {
-		text = strings.TrimSuffix(lines[line-1], "\r")
-	}
+	line = d.locate(line, msg)
+	text := d.line(line)
 	indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
 	col := len(indent) + 1
 	if i := strings.IndexByte(indent, '\t'); i >= 0 {
 		col = i + 1
 	}
+	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
+		if i := strings.Index(text, "*"+m[1]); i >= 0 {
+			col = i + 1
+		}
+	}
 	d.diags = append(d.diags, Diagnostic{File: d.file, Line: line, Col: col,
 		Msg: "invalid YAML: " + msg, Hint: syntaxHint(msg, indent)})
+	d.bad[""] = true
 }
 
 // maxLocate bounds the lines locate tries, and maxLocateBytes the size of
 // the input it tries them on.
 const (
-	maxLocate      = 200
-	maxLocateBytes = 64 << 10
+	maxLocate      = 300
+	maxLocateBytes = 256 << 10
 )
 
-// locate returns the line of a syntax error. yaml.v3 names the line
-// before the problem for some errors, and the end of the input for
-// something opened earlier and never closed ("end of stream"); the line
-// is the first, from the one named (or from the top), such that the input
-// up to it fails with the same message.
-func (d *decoder) locate(lines []string, reported int, msg string) int {
+// locate returns the line of a syntax error: the first line, from the one
+// yaml.v3 named (or from the top for errors at the end of the input,
+// which are about something opened earlier), such that the input up to
+// it fails with the same message.
+func (d *decoder) locate(reported int, msg string) int {
+	lines := bytes.SplitAfter(d.data, []byte("\n"))
 	n := len(lines)
-	if n > 0 && lines[n-1] == "" {
+	if n > 0 && len(lines[n-1]) == 0 {
 		n--
 	}
 	if len(d.data) > maxLocateBytes {
@@ -223,13 +386,13 @@ func (d *decoder) locate(lines []string, reported int, msg string) int {
 	if strings.Contains(msg, "end of stream") || reported == 0 {
 		from = 1
 	}
-	prefix := strings.Join(lines[:min(from-1, n)], "\n")
+	end := 0
+	for k := range min(from-1, n) {
+		end += len(lines[k])
+	}
 	for k := from; k <= min(n, from+maxLocate); k++ {
-		if k > 1 {
-			prefix += "\n"
-		}
-		prefix += lines[k-1]
-		if failsWith(prefix+"\n", msg) {
+		end += len(lines[k-1])
+		if failsWith(d.data[:end], msg) {
 			return k
 		}
 	}
@@ -237,8 +400,8 @@ func (d *decoder) locate(lines []string, reported int, msg string) int {
 }
 
 // failsWith reports whether data fails to parse with message msg.
-func failsWith(data, msg string) bool {
-	dec := yaml.NewDecoder(strings.NewReader(data))
+func failsWith(data []byte, msg string) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var n yaml.Node
 		err := decodeNode(dec, &n)
@@ -251,6 +414,18 @@ func failsWith(data, msg string) bool {
 	}
 }
 
+// line returns line k (1-based) of the input, without its newline.
+func (d *decoder) line(k int) string {
+	for i, l := range bytes.Split(d.data, []byte("\n")) {
+		if i == k-1 {
+			return strings.TrimSuffix(string(l), "\r")
+		}
+	}
+	return ""
+}
+
+// syntaxHint says what usually causes a YAML syntax error, given the
+// message and the indentation of the line.
 func syntaxHint(msg, indent string) string {
 	switch {
 	case strings.Contains(msg, "tab") || strings.Contains(indent, "\t"):
@@ -258,18 +433,23 @@ func syntaxHint(msg, indent string) string {
 	case strings.Contains(msg, "mapping values are not allowed"):
 		return "a key is indented under a plain value, or a value holds ': ': check the indentation, or quote the value"
 	case strings.Contains(msg, "did not find expected key"), strings.Contains(msg, "did not find expected '-' indicator"):
-		return "the keys of one mapping start in the same column, as do the '- ' items of one list"
+		return "the indentation of this line matches no key or list above it: the keys of one mapping start in the same column, as do the '- ' items of one list"
 	case strings.Contains(msg, "expected ',' or ']'"), strings.Contains(msg, "expected ',' or '}'"):
 		return "close the [list] or {mapping} that starts here, and separate its items with ','"
 	case strings.Contains(msg, "end of stream"):
 		return "a quote or bracket opened here is never closed"
 	case strings.HasPrefix(msg, "unknown anchor"):
 		return "define the anchor with &name before using it as *name"
+	case strings.Contains(msg, "UTF-8"), strings.Contains(msg, "control characters"):
+		return "save the file as UTF-8 text"
 	}
 	return "check the indentation (spaces only) and the quoting on this line"
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	timeDurationType = reflect.TypeFor[time.Duration]()
+	scalarType       = reflect.TypeFor[Scalar]()
+)
 
 // value decodes node n into v, whose path is path.
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
@@ -277,9 +457,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	if d.inAlias > 0 {
-		if d.expanded++; d.expanded > maxExpanded {
+		if d.expanded++; d.expanded > d.opts.MaxExpanded {
 			d.stopped = true
-			d.add(d.outer, path, "write the values out", "aliases expand to more than %d values", maxExpanded)
+			d.fail(d.outer, path, "write the values out: "+d.what()+" is not that large",
+				"aliases expand to more than %d values", d.opts.MaxExpanded)
 			return
 		}
 	}
@@ -288,9 +469,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
-			d.add(n, path, "define the anchor with &name before using it as *name", "alias to nothing")
+			d.fail(n, path, "define the anchor with &name before using it as *name", "alias to nothing")
 			return
 		}
+		// The anchored value, located where it is used; what it holds
+		// keeps its own positions.
 		target := *n.Alias
 		target.Line, target.Column = n.Line, n.Column
 		if d.inAlias == 0 {
@@ -303,49 +486,60 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 	t := v.Type()
 	if isNull(n) {
-		if t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
-			return
+		switch {
+		case t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
+		case strings.HasSuffix(path, "]"):
+			d.fail(n, path, "give the item a value, or remove the empty '-' line", "%s has no value", KeyName(path))
+		default:
+			d.fail(n, path, "give a value, or remove the key", "%s has no value", KeyName(path))
 		}
-		d.add(n, path, "give a value, or remove the key", "%s has no value", keyName(path))
 		return
 	}
 	switch {
-	case t == durationType:
-		if n.Kind == yaml.ScalarNode && (n.ShortTag() == "!!int" || n.ShortTag() == "!!float") {
-			d.add(n, path, fmt.Sprintf("add a unit, such as %q", n.Value+"s"), "%s: want a duration, got %s", keyName(path), n.Value)
-			return
+	case t == timeDurationType:
+		var dur duration.Duration
+		if d.custom(n, path, &dur) {
+			if dur < 0 {
+				d.fail(n, path, `write a duration of 0 or more, such as "90s" or "10m"`, "%s: %s is negative", KeyName(path), n.Value)
+				return
+			}
+			v.SetInt(int64(dur))
 		}
-		if !d.scalar(n, path, "a duration", "!!str") {
-			return
-		}
-		dur, err := time.ParseDuration(n.Value)
-		if err != nil || dur < 0 {
-			d.add(n, path, `write a duration with a unit, such as "90s", "10m" or "1h30m"`, "%s: %q is not a duration",
-				keyName(path), n.Value)
-			return
-		}
-		v.SetInt(int64(dur))
+	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(scalarType):
+		d.custom(n, path, v.Addr().Interface().(Scalar))
 	case t.Kind() == reflect.String:
-		if d.scalar(n, path, "a string", "!!str", "!!int", "!!float") {
+		tags := []string{"!!str"}
+		if !d.opts.QuoteNumbers {
+			tags = append(tags, "!!int", "!!float")
+		}
+		if d.scalar(n, path, "a string", tags...) {
 			v.SetString(n.Value)
 		}
 	case t.Kind() == reflect.Bool:
 		if d.scalar(n, path, "true or false", "!!bool") {
 			var b bool
-			if err := n.Decode(&b); err != nil {
-				d.add(n, path, "write true or false", "%s: %s is not true or false", keyName(path), n.Value)
-				return
+			if d.decodeScalar(n, path, &b) {
+				v.SetBool(b)
 			}
-			v.SetBool(b)
 		}
-	case t.Kind() == reflect.Int:
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		if d.scalar(n, path, "a whole number", "!!int") {
-			var i int
-			if err := n.Decode(&i); err != nil {
-				d.add(n, path, "give a smaller number", "%s: %s is out of range", keyName(path), n.Value)
+			var i int64
+			if !d.decodeScalar(n, path, &i) {
 				return
 			}
-			v.SetInt(int64(i))
+			if v.OverflowInt(i) {
+				d.fail(n, path, "give a smaller number", "%s: %s is out of range", KeyName(path), n.Value)
+				return
+			}
+			v.SetInt(i)
+		}
+	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
+		if d.scalar(n, path, "a number", "!!int", "!!float") {
+			var f float64
+			if d.decodeScalar(n, path, &f) {
+				v.SetFloat(f)
+			}
 		}
 	case t.Kind() == reflect.Pointer:
 		if v.IsNil() {
@@ -382,7 +576,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			if path == "" {
-				d.add(n, path, d.opts.Example, "%s must be a mapping of keys to values, not %s", d.what(), describe(n))
+				d.fail(n, path, d.opts.Example, "%s must be a mapping of keys to values, not %s", d.what(), describe(n))
 				return
 			}
 			d.mismatch(n, path, "a mapping")
@@ -394,19 +588,46 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
-func (d *decoder) what() string {
-	if d.opts.What == "" {
-		return "the file"
+// isNull reports whether n is a YAML null: ~, null, or nothing at all.
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+// custom decodes a scalar into a Scalar type, and reports whether it
+// could.
+func (d *decoder) custom(n *yaml.Node, path string, s Scalar) bool {
+	kind := s.YAMLKind()
+	if n.Kind != yaml.ScalarNode || !standardTag(n.ShortTag()) {
+		d.mismatch(n, path, kind)
+		return false
 	}
-	return d.opts.What
+	err := s.UnmarshalYAMLScalar(n.Value)
+	if err == nil {
+		return true
+	}
+	hint := err.Error()
+	var h interface{ Hint() string }
+	if errors.As(err, &h) {
+		hint = h.Hint()
+	}
+	if n.ShortTag() == "!!str" {
+		d.fail(n, path, hint, "%s: %q is not %s", KeyName(path), n.Value, kind)
+	} else {
+		d.fail(n, path, hint, "%s: want %s, got %s", KeyName(path), kind, describe(n))
+	}
+	return false
 }
 
-func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+func standardTag(tag string) bool {
+	switch tag {
+	case "!!str", "!!int", "!!float", "!!bool", "!!timestamp":
+		return true
+	}
+	return false
+}
 
 // scalar reports whether n is a scalar with one of the tags, and reports a
 // mismatch when not.
 func (d *decoder) scalar(n *yaml.Node, path, want string, tags ...string) bool {
-	if n.Kind == yaml.ScalarNode && n.Style&yaml.TaggedStyle == 0 {
+	if n.Kind == yaml.ScalarNode {
 		for _, tag := range tags {
 			if n.ShortTag() == tag {
 				return true
@@ -417,14 +638,26 @@ func (d *decoder) scalar(n *yaml.Node, path, want string, tags ...string) bool {
 	return false
 }
 
+// decodeScalar decodes a scalar whose tag is right; what can still fail
+// is a number too large for Go.
+func (d *decoder) decodeScalar(n *yaml.Node, path string, out any) bool {
+	if err := n.Decode(out); err != nil {
+		d.fail(n, path, "give a smaller number", "%s: %s is out of range", KeyName(path), n.Value)
+		return false
+	}
+	return true
+}
+
+// mismatch reports a value of the wrong type.
 func (d *decoder) mismatch(n *yaml.Node, path, want string) {
 	hint := typeHint(n, want)
 	if n.Style&yaml.TaggedStyle != 0 {
-		hint = "remove the tag " + n.Tag + ": these files use no YAML tags"
+		hint = "remove the tag " + n.Tag + ": " + d.what() + " uses no YAML tags"
 	}
-	d.add(n, path, hint, "%s: want %s, got %s", keyName(path), want, describe(n))
+	d.fail(n, path, hint, "%s: want %s, got %s", KeyName(path), want, describe(n))
 }
 
+// typeHint says how to write a value of the type wanted.
 func typeHint(n *yaml.Node, want string) string {
 	scalar := n.Kind == yaml.ScalarNode
 	switch want {
@@ -432,7 +665,9 @@ func typeHint(n *yaml.Node, want string) string {
 		if _, err := strconv.Atoi(n.Value); err == nil && scalar {
 			return "remove the quotes: a number in quotes is a string"
 		}
-		return "write a whole number, such as 2"
+		return "write a whole number, such as 8"
+	case "a number":
+		return "write a number, such as 5 or 0.5"
 	case "true or false":
 		switch strings.ToLower(n.Value) {
 		case "yes", "no", "on", "off", "y", "n":
@@ -440,7 +675,7 @@ func typeHint(n *yaml.Node, want string) string {
 		}
 		return "write true or false"
 	case "a duration":
-		return `write a duration with a unit, such as "90s" or "10m"`
+		return duration.Hint
 	case "a string":
 		if scalar {
 			return fmt.Sprintf("quote it: %q", n.Value)
@@ -451,8 +686,10 @@ func typeHint(n *yaml.Node, want string) string {
 			return fmt.Sprintf("write a list: [%s], or one '- item' line per item", n.Value)
 		}
 		return "write a list: [a, b], or one '- item' line per item"
+	case "a mapping":
+		return "write key: value lines indented under it"
 	}
-	return "write key: value lines indented under it"
+	return "write a single value"
 }
 
 // describe names what a node holds, for messages.
@@ -478,8 +715,9 @@ func describe(n *yaml.Node) string {
 	return v
 }
 
-// keyName is the last key of a path, for messages.
-func keyName(path string) string {
+// KeyName is the last key of a path, for messages: "gpus", "members[2]",
+// or "the file" for the root.
+func KeyName(path string) string {
 	if path == "" {
 		return "the file"
 	}
@@ -493,15 +731,15 @@ func keyName(path string) string {
 func (d *decoder) key(k *yaml.Node, path string, seen map[string]*yaml.Node) bool {
 	switch {
 	case k.Kind != yaml.ScalarNode:
-		d.add(k, path, "write a plain name before the ':'", "a key must be a name, not %s", describe(k))
+		d.fail(k, path, "write a plain name before the ':'", "a key must be a name, not %s", describe(k))
 		return false
 	case k.ShortTag() == "!!merge":
-		d.add(k, path, "write the keys out: strict decoding must see every key where it applies",
+		d.fail(k, path, "write the keys out: strict decoding must see every key where it applies (anchors and aliases of whole values are fine)",
 			"merge keys (<<) are not supported")
 		return false
 	}
 	if first, dup := seen[k.Value]; dup {
-		d.add(k, Join(path, k.Value), "remove one of them: YAML would keep only one",
+		d.fail(k, Join(path, k.Value), "remove one of them: YAML would keep only one",
 			"key %s is given twice (first at %d:%d)", k.Value, first.Line, first.Column)
 		return false
 	}
@@ -509,56 +747,132 @@ func (d *decoder) key(k *yaml.Node, path string, seen map[string]*yaml.Node) boo
 	return true
 }
 
-type field struct {
-	name  string
-	index int
-}
-
 // object decodes a mapping into struct v.
 func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
-	t := v.Type()
-	noun := d.opts.Nouns[t]
-	if noun == "" {
-		noun = strings.ToLower(t.Name())
+	info := d.structOf(v.Type())
+	seen := map[string]*yaml.Node{}
+	suggested := map[string]bool{} // keys an unknown key was taken for
+	merged := false                // a merge key may have given any key
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		merged = merged || k.ShortTag() == "!!merge"
+		if !d.key(k, path, seen) {
+			continue
+		}
+		kp := Join(path, k.Value)
+		f, known := info.byName[k.Value]
+		if !known {
+			if hint, forbidden := info.forbidden[k.Value]; forbidden {
+				d.add(k, kp, hint, "%s is not allowed in %s", k.Value, info.noun)
+				continue
+			}
+			if guess := Closest(k.Value, info.names); guess != "" {
+				suggested[guess] = true
+				d.add(k, kp, "did you mean "+guess+"?", "unknown key %s in %s", k.Value, info.noun)
+			} else {
+				d.add(k, kp, "the keys of "+info.noun+" are "+strings.Join(info.names, ", "),
+					"unknown key %s in %s", k.Value, info.noun)
+			}
+			continue
+		}
+		d.value(val, v.Field(f.index), kp)
 	}
-	var names []string
-	byName := map[string]field{}
+	for _, f := range info.fields {
+		if seen[f.name] != nil || !f.required && !suggested[f.name] {
+			continue
+		}
+		kp := Join(path, f.name)
+		if suggested[f.name] || merged {
+			// The misspelt or merge key says it already: a validation's
+			// "required" would only repeat it.
+			d.bad[kp] = true
+			continue
+		}
+		hint := ""
+		if d.opts.RequiredHint != nil {
+			hint = d.opts.RequiredHint(kp, f.name)
+		}
+		if hint == "" {
+			hint = "add " + f.name + ":"
+		}
+		d.fail(n, kp, hint, "missing key %s in %s", f.name, info.noun)
+	}
+	if info.line >= 0 {
+		v.Field(info.line).SetInt(int64(n.Line))
+	}
+}
+
+// field is a key of a struct: its YAML name and field index.
+type field struct {
+	name     string
+	index    int
+	required bool
+}
+
+// structInfo describes the keys of a struct type.
+type structInfo struct {
+	noun      string // what it is, for messages: "a project"
+	fields    []field
+	names     []string          // the keys, in order
+	byName    map[string]field  // by key
+	forbidden map[string]string // keys the file must not give → hint
+	line      int               // index of the line field, or -1
+}
+
+// structOf lists the keys of struct type t.
+func (d *decoder) structOf(t reflect.Type) structInfo {
+	info := structInfo{noun: d.opts.Nouns[t], byName: map[string]field{}, forbidden: d.opts.Forbidden[t], line: -1}
+	if info.noun == "" {
+		info.noun = strings.ToLower(t.Name())
+	}
+	for i := range t.NumField() {
+		if sf := t.Field(i); sf.Type.Kind() == reflect.Int && contains(strings.Split(sf.Tag.Get(tagKey), ","), "line") {
+			info.line = i
+		}
+	}
+	for _, k := range Keys(t, d.opts) {
+		f := field{name: k.Name, index: k.Index, required: k.Required}
+		info.fields = append(info.fields, f)
+		info.names = append(info.names, k.Name)
+		info.byName[k.Name] = f
+	}
+	return info
+}
+
+// Key is a key of a struct type, as Decode reads it.
+type Key struct {
+	Name     string // the yaml tag's name
+	Index    int    // of the struct field
+	Type     reflect.Type
+	Required bool // strictyaml:"required"
+}
+
+// Keys lists the keys Decode reads into struct type t, in field order,
+// leaving out those opts forbid: what a schema of the file describes.
+func Keys(t reflect.Type, opts Options) []Key {
+	var keys []Key
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
 		if name == "-" || name == "" || !sf.IsExported() {
 			continue
 		}
-		names = append(names, name)
-		byName[name] = field{name: name, index: i}
-	}
-	seen := map[string]*yaml.Node{}
-	var guesses []string
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		if !d.key(k, path, seen) {
+		if _, no := opts.Forbidden[t][name]; no {
 			continue
 		}
-		kp := Join(path, k.Value)
-		f, known := byName[k.Value]
-		if !known {
-			if guess := Closest(k.Value, names); guess != "" {
-				guesses = append(guesses, guess)
-				d.add(k, kp, "did you mean "+guess+"?", "unknown key %s in %s", k.Value, noun)
-			} else {
-				d.add(k, kp, "the keys of "+noun+" are "+strings.Join(names, ", "), "unknown key %s in %s", k.Value, noun)
-			}
-			continue
-		}
-		d.value(val, v.Field(f.index), kp)
+		keys = append(keys, Key{Name: name, Index: i, Type: sf.Type,
+			Required: contains(strings.Split(sf.Tag.Get(tagKey), ","), "required")})
 	}
-	// A key left out because it was misspelt: "did you mean" says it
-	// already, so a validation's "required" would only repeat it.
-	for _, g := range guesses {
-		if seen[g] == nil {
-			d.bad[Join(path, g)] = true
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
 		}
 	}
+	return false
 }
 
 // Closest returns the name nearest to s (ignoring case) when it is close

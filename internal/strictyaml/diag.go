@@ -1,15 +1,20 @@
-// Package strictyaml decodes hand-written YAML files (the bridge's
-// strata-serve.yaml and runtime templates) strictly, and holds the
-// diagnostics that the policy file's decoder reports too: a syntax error,
-// a second document, an unknown or repeated key, a merge key or a value of
-// the wrong type is a [Diagnostic] with its file, line and column and a
-// hint, and every problem of a file is reported at once. It also records
-// the position of every value it read, so that a later validation can
-// point at the line of the value it rejects.
+// Package strictyaml is how Strata reads every YAML file written by hand:
+// the policy, the daemon configs (topogen, reclaimd, strata-bridge), serve
+// specs and runtime templates. A syntax error, a second document, an
+// unknown, repeated or missing key, a merge key or a value of the wrong
+// type is a [Diagnostic] with its file, line and column and a hint, never
+// a Go type name; every problem of a file is reported at once. It also
+// records the position of every value it read, so that a validation that
+// knows only paths ([Diagnostic.Path]) gets its problems located too:
+//
+//	cfg := Default()
+//	r := strictyaml.Decode(file, data, &cfg, strictyaml.Options{What: "a bridge config"})
+//	r.Add(cfg.Validate()) // Diagnostics with paths: "slurm.poll_interval"
+//	return r.Err()        // every problem, "file:line:col: message (hint: ...)"
 //
 // yaml.v3's own strict mode (KnownFields) stops at the first unknown key
-// and gives neither a column nor the path of the value; researchers write
-// these files by hand, so they get all of that.
+// and gives neither a column nor the path of the value, and names Go
+// types in its messages.
 package strictyaml
 
 import (

@@ -2,11 +2,16 @@ package strictyaml
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/duration"
 )
 
 // doc exercises every kind of value Decode knows.
@@ -15,6 +20,8 @@ type doc struct {
 	Count   int               `yaml:"count"`
 	On      bool              `yaml:"on"`
 	Wait    time.Duration     `yaml:"wait"`
+	Span    duration.Duration `yaml:"span"`
+	Ratio   float64           `yaml:"ratio"`
 	Items   []string          `yaml:"items"`
 	Env     map[string]string `yaml:"env"`
 	Inner   *inner            `yaml:"inner"`
@@ -50,18 +57,35 @@ func TestDecode(t *testing.T) {
 		"a duration needs a unit": {
 			data:      "wait: 30\n",
 			want:      doc{Name: "default"},
-			wantDiags: []string{`1:7: wait: want a duration, got 30 (hint: add a unit, such as "30s")`},
+			wantDiags: []string{`1:7: wait: want a duration, got 30 (hint: add a unit, such as "30m" (Slurm reads a bare number as minutes) or "30s")`},
+		},
+		"zero needs no unit": {data: "wait: 0\n", want: doc{Name: "default"}},
+		"days and Slurm times are durations": {
+			data: "wait: 1d12h\nspan: 1-00:30:00\n",
+			want: doc{Name: "default", Wait: 36 * time.Hour, Span: duration.Duration(24*time.Hour + 30*time.Minute)},
+		},
+		"not a duration": {
+			data:      "span: soon\n",
+			want:      doc{Name: "default"},
+			wantDiags: []string{`1:7: span: "soon" is not a duration (hint: ` + duration.Hint + `)`},
 		},
 		"a negative duration": {
 			data:      "wait: -1s\n",
 			want:      doc{Name: "default"},
-			wantDiags: []string{`1:7: wait: "-1s" is not a duration (hint: write a duration with a unit, such as "90s", "10m" or "1h30m")`},
+			wantDiags: []string{`1:7: wait: -1s is negative (hint: write a duration of 0 or more, such as "90s" or "10m")`},
 		},
-		"tags are refused": {
-			data:      "name: !!str x\n",
+		"standard tags are read": {data: "name: !!str x\n", want: doc{Name: "x"}},
+		"other tags are refused": {
+			data:      "name: !team x\n",
 			want:      doc{Name: "default"},
-			wantDiags: []string{`1:7: name: want a string, got !!str "x" (hint: remove the tag !!str: these files use no YAML tags)`},
+			wantDiags: []string{`1:7: name: want a string, got !team x (hint: remove the tag !team: the file uses no YAML tags)`},
 		},
+		"a list item without a value": {
+			data:      "items:\n  -\n  - b\n",
+			want:      doc{Name: "default", Items: []string{"", "b"}},
+			wantDiags: []string{`2:4: items[0] has no value (hint: give the item a value, or remove the empty '-' line)`},
+		},
+		"a number": {data: "ratio: 0.5\n", want: doc{Name: "default", Ratio: 0.5}},
 		"a key that is not a name": {
 			data:      "[a]: 1\n",
 			want:      doc{Name: "default"},
@@ -70,17 +94,17 @@ func TestDecode(t *testing.T) {
 		"a skipped field is unknown": {
 			data:      "Skipped: x\n",
 			want:      doc{Name: "default"},
-			wantDiags: []string{"1:1: unknown key Skipped in doc (hint: the keys of doc are name, count, on, wait, items, env, inner)"},
+			wantDiags: []string{"1:1: unknown key Skipped in doc (hint: the keys of doc are name, count, on, wait, span, ratio, items, env, inner)"},
 		},
 		"a number too large": {
 			data:      "count: 99999999999999999999\n",
 			want:      doc{Name: "default"},
-			wantDiags: []string{`1:8: count: want a whole number, got 99999999999999999999 (hint: write a whole number, such as 2)`},
+			wantDiags: []string{`1:8: count: want a whole number, got 99999999999999999999 (hint: write a whole number, such as 8)`},
 		},
 		"an unknown anchor": {
 			data:      "name: *nowhere\n",
 			want:      doc{Name: "default"},
-			wantDiags: []string{"1:1: invalid YAML: unknown anchor 'nowhere' referenced (hint: define the anchor with &name before using it as *name)"},
+			wantDiags: []string{"1:7: invalid YAML: unknown anchor 'nowhere' referenced (hint: define the anchor with &name before using it as *name)"},
 		},
 		"an unclosed quote": {
 			data:      "name: 'x\ncount: 1\n",
@@ -216,4 +240,225 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// strict exercises the options a policy-like file uses.
+type strict struct {
+	Kind  string  `yaml:"kind" strictyaml:"required"`
+	Name  string  `yaml:"name" strictyaml:"required"`
+	Rules []rule  `yaml:"rules"`
+	Owner *holder `yaml:"owner"`
+	Line  int     `yaml:"-" strictyaml:"line"`
+}
+
+type rule struct {
+	Name   string `yaml:"name"`
+	Window string `yaml:"window"`
+}
+
+type holder struct {
+	User string `yaml:"user" strictyaml:"required"`
+	Line int    `yaml:"-" strictyaml:"line"`
+}
+
+func TestDecodeOptions(t *testing.T) {
+	opts := Options{
+		What: "a thing", File: "thing file", Example: "start with kind: Thing",
+		Nouns:     map[reflect.Type]string{reflect.TypeFor[rule](): "a rule"},
+		Forbidden: map[reflect.Type]map[string]string{reflect.TypeFor[rule](): {"name": "remove it: rules are named for you"}},
+		RequiredHint: func(path, key string) string {
+			if key == "kind" {
+				return "add kind: Thing"
+			}
+			return ""
+		},
+		QuoteNumbers: true,
+	}
+	for name, tc := range map[string]struct {
+		data      string
+		opts      func(*Options)
+		want      strict
+		wantDiags []string
+	}{
+		"required keys and lines": {
+			data: "kind: Thing\nname: a\nowner:\n  user: u\n",
+			want: strict{Kind: "Thing", Name: "a", Owner: &holder{User: "u", Line: 4}, Line: 1},
+		},
+		"a required key left out": {
+			data: "name: a\nowner: {}\n",
+			want: strict{Name: "a", Owner: &holder{Line: 2}, Line: 1},
+			wantDiags: []string{
+				"1:1: missing key kind in strict (hint: add kind: Thing)",
+				"2:8: missing key user in holder (hint: add user:)",
+			},
+		},
+		"a misspelt required key is reported once": {
+			data:      "kind: Thing\nnmae: a\n",
+			want:      strict{Kind: "Thing", Line: 1},
+			wantDiags: []string{"2:1: unknown key nmae in strict (hint: did you mean name?)"},
+		},
+		"a forbidden key": {
+			data:      "kind: Thing\nname: a\nrules: [{name: x, window: w}]\n",
+			want:      strict{Kind: "Thing", Name: "a", Rules: []rule{{Window: "w"}}, Line: 1},
+			wantDiags: []string{"3:10: name is not allowed in a rule (hint: remove it: rules are named for you)"},
+		},
+		"a forbidden key is no guess": {
+			data:      "kind: Thing\nname: a\nrules: [{nam: x}]\n",
+			want:      strict{Kind: "Thing", Name: "a", Rules: []rule{{}}, Line: 1},
+			wantDiags: []string{"3:10: unknown key nam in a rule (hint: the keys of a rule are window)"},
+		},
+		"numbers must be quoted": {
+			data:      "kind: Thing\nname: 123\n",
+			want:      strict{Kind: "Thing", Line: 1},
+			wantDiags: []string{`2:7: name: want a string, got 123 (hint: quote it: "123")`},
+		},
+		"the file's nouns": {
+			data: "- a\n",
+			wantDiags: []string{
+				"1:1: a thing must be a mapping of keys to values, not a list (hint: start with kind: Thing)",
+			},
+		},
+		"tags": {
+			data:      "kind: !x Thing\nname: a\n",
+			want:      strict{Name: "a", Line: 1},
+			wantDiags: []string{"1:7: kind: want a string, got !x Thing (hint: remove the tag !x: a thing uses no YAML tags)"},
+		},
+		"empty": {
+			data:      "# nothing\n",
+			wantDiags: []string{"1:1: empty thing file (hint: start with kind: Thing)"},
+		},
+		"empty allowed": {data: "# nothing\n", opts: func(o *Options) { o.AllowEmpty = true }},
+		"two documents": {
+			data:      "kind: Thing\nname: a\n---\nx: 1\n",
+			wantDiags: []string{"4:1: a second YAML document (hint: a thing file holds one document: remove the '---' and what follows, or merge it into the first)"},
+		},
+		"limits": {
+			data: "kind: 1\nname: 2\nrules: 3\n",
+			opts: func(o *Options) { o.MaxDiagnostics = 2 },
+			want: strict{Line: 1},
+			wantDiags: []string{
+				`1:7: kind: want a string, got 1 (hint: quote it: "1")`,
+				`2:7: name: want a string, got 2 (hint: quote it: "2")`,
+				"2:7: and 1 more problems (hint: fix these first)",
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := opts
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
+			var got strict
+			r := Decode("f.yaml", []byte(tc.data), &got, o)
+			var diags []string
+			if err := r.Err(); err != nil {
+				for _, l := range strings.Split(err.Error(), "\n") {
+					diags = append(diags, strings.TrimPrefix(l, "f.yaml:"))
+				}
+			}
+			if diff := cmp.Diff(tc.wantDiags, diags); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decoded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAliasBombStopsValidation: past MaxExpanded, a validation's problems
+// are left out: what was decoded is a fraction of the file.
+func TestAliasBombStopsValidation(t *testing.T) {
+	var s struct {
+		Items [][]string `yaml:"items"`
+	}
+	r := Decode("f.yaml", []byte("a: &a [x, x, x]\nitems: [*a, *a, *a]\n"), &s, Options{MaxExpanded: 5})
+	r.Add(Diagnostics{{Path: "items", Msg: "too few"}})
+	err := r.Err()
+	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than 5 values") || strings.Contains(err.Error(), "too few") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// conf is a daemon config: defaults, and a Validate with paths.
+type conf struct {
+	Listen string        `yaml:"listen"`
+	Every  time.Duration `yaml:"every"`
+	Root   string        `yaml:"root"`
+}
+
+func (c *conf) Validate() Diagnostics {
+	var ds Diagnostics
+	if !strings.Contains(c.Listen, ":") {
+		ds = append(ds, Diagnostic{Path: "listen", Msg: "listen: not host:port", Hint: "such as 127.0.0.1:80"})
+	}
+	if !strings.HasPrefix(c.Root, "/") {
+		ds = append(ds, Diagnostic{Path: "root", Msg: "root: not absolute"})
+	}
+	if c.Every < time.Second {
+		ds = append(ds, Diagnostic{Path: "every", Msg: "every: too short"})
+	}
+	return ds
+}
+
+func TestParseWithDefaults(t *testing.T) {
+	defaults := conf{Listen: "127.0.0.1:80", Every: time.Minute, Root: "/srv"}
+	opts := Options{What: "a conf", AllowEmpty: true}
+	for name, tc := range map[string]struct {
+		data      string
+		want      conf
+		wantDiags []string
+	}{
+		"empty is the defaults":     {data: "# nothing\n", want: defaults},
+		"a value over the defaults": {data: "every: 1d\n", want: conf{Listen: "127.0.0.1:80", Every: 24 * time.Hour, Root: "/srv"}},
+		// A typo and two invalid values: all three, each located; the
+		// misspelt key's default is not judged.
+		"a typo and two invalid values": {
+			data: "evrey: 0s\nlisten: x\nroot: srv\n",
+			wantDiags: []string{
+				"f.yaml:1:1: unknown key evrey in conf (hint: did you mean every?)",
+				"f.yaml:2:9: listen: not host:port (hint: such as 127.0.0.1:80)",
+				"f.yaml:3:7: root: not absolute",
+			},
+		},
+		"the defaults are judged at the start of an empty file": {
+			data:      "",
+			wantDiags: nil,
+			want:      defaults,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseWithDefaults("f.yaml", []byte(tc.data), defaults, opts)
+			var diags []string
+			if err != nil {
+				diags = strings.Split(err.Error(), "\n")
+			}
+			if diff := cmp.Diff(tc.wantDiags, diags); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+	bad := conf{Listen: "x", Every: time.Minute, Root: "/srv"}
+	_, err := ParseWithDefaults("f.yaml", nil, bad, opts)
+	if err == nil || err.Error() != "f.yaml:1:1: listen: not host:port (hint: such as 127.0.0.1:80)" {
+		t.Errorf("bad defaults: %v", err)
+	}
+}
+
+func TestLoadWithDefaults(t *testing.T) {
+	_, err := LoadWithDefaults(filepath.Join(t.TempDir(), "none.yaml"), conf{}, Options{What: "a conf"})
+	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "read conf: ") {
+		t.Errorf("missing file: %v, want os.ErrNotExist", err)
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("listen: a:1\nevery: 1-00:00:00\nroot: /x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadWithDefaults(path, conf{}, Options{})
+	if err != nil || got != (conf{Listen: "a:1", Every: 24 * time.Hour, Root: "/x"}) {
+		t.Errorf("LoadWithDefaults = %+v, %v", got, err)
+	}
 }

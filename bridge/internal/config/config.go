@@ -1,15 +1,18 @@
 // Package config reads /etc/strata/bridge.yaml, the configuration of
-// strata-bridge: strict YAML (an unknown or misspelt key is an error with
-// its line, through internal/yamlconf), defaults in code, and a Validate
-// that reports every problem with its key's path at once.
+// strata-bridge, with internal/strictyaml: strict YAML (an unknown or
+// misspelt key is an error with its line and column and the key it is
+// closest to), defaults in code, durations in the grammar of
+// internal/duration, and a Validate whose problems carry their key's path,
+// so that every problem of a file comes at once as "file:line:col: message
+// (hint: ...)".
 package config
 
 import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/strata-hpc/strata/bridge/internal/servespec"
-	"github.com/strata-hpc/strata/internal/yamlconf"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // APIVersion and Kind head the file.
@@ -170,155 +173,178 @@ func Default() Config {
 	}
 }
 
-// Load reads and validates a file.
+// Load reads and validates a file; every problem comes back at once as
+// strictyaml.Diagnostics, each "file:line:col: message (hint: ...)".
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read bridge config: %w", err)
-	}
-	return Parse(path, data)
+	return ptr(strictyaml.LoadWithDefaults(path, Default(), decodeOptions))
 }
 
-// Parse decodes data strictly over the defaults and validates it; every
-// problem comes back at once, one per line, each prefixed by name.
+// Parse decodes data strictly over the defaults and validates it; name
+// names the file in diagnostics.
 func Parse(name string, data []byte) (*Config, error) {
-	cfg := Default()
-	if err := yamlconf.Decode(name, data, &cfg, cfg.Validate); err != nil {
+	return ptr(strictyaml.ParseWithDefaults(name, data, Default(), decodeOptions))
+}
+
+func ptr(c Config, err error) (*Config, error) {
+	if err != nil {
 		return nil, err
 	}
-	return &cfg, nil
+	return &c, nil
+}
+
+var decodeOptions = strictyaml.Options{
+	What: "a bridge config", AllowEmpty: true,
+	Nouns: map[reflect.Type]string{
+		reflect.TypeFor[Config]():             "the bridge config",
+		reflect.TypeFor[servespec.Defaults](): "defaults",
+	},
+	Example: "start with apiVersion: " + APIVersion + " and kind: " + Kind + " (see " + DefaultPath + ")",
+}
+
+// problems collects a validation's problems, each at its key's path.
+type problems strictyaml.Diagnostics
+
+func (ps *problems) bad(path, hint, format string, args ...any) {
+	*ps = append(*ps, strictyaml.Diagnostic{Path: path, Msg: path + ": " + fmt.Sprintf(format, args...), Hint: hint})
 }
 
 // Validate returns every problem with its key's path.
-func (c *Config) Validate() []error {
-	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
-	}
+func (c *Config) Validate() strictyaml.Diagnostics {
+	var ps problems
 	if c.APIVersion != APIVersion {
-		bad("apiVersion", "%q is not supported: use %s", c.APIVersion, APIVersion)
+		ps.bad("apiVersion", "use apiVersion: "+APIVersion, "%q is not supported", c.APIVersion)
 	}
 	if c.Kind != Kind {
-		bad("kind", "%q: want %s", c.Kind, Kind)
+		ps.bad("kind", "use kind: "+Kind, "%q is not a bridge config", c.Kind)
 	}
 
 	if u, err := url.Parse(c.Slurm.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("slurm.url", "%q is not an http:// or https:// URL of slurmrestd", c.Slurm.URL)
+		ps.bad("slurm.url", "give slurmrestd's URL, such as http://127.0.0.1:6820", "%q is not an http:// or https:// URL", c.Slurm.URL)
 	}
 	if c.Slurm.User == "" {
-		bad("slurm.user", "required: the Slurm user the bridge reads jobs as (an operator, to see every user's jobs)")
+		ps.bad("slurm.user", "give the Slurm user the bridge reads jobs as (an operator, to see every user's jobs)", "required")
 	}
-	absFile(bad, "slurm.token_file", c.Slurm.TokenFile, true, "the JWT of slurm.user (scontrol token username=...)")
+	ps.absFile("slurm.token_file", c.Slurm.TokenFile, true, "the JWT of slurm.user (scontrol token username=...)")
 	if c.Slurm.PollInterval < 5*time.Second {
-		bad("slurm.poll_interval", "%s is shorter than 5s: slurmctld would answer a poll every few seconds for nothing", c.Slurm.PollInterval)
+		ps.bad("slurm.poll_interval", "give 5s or more (30s is usual): slurmctld would answer a poll every few seconds for nothing",
+			"%s is shorter than 5s", c.Slurm.PollInterval)
 	}
 
-	absFile(bad, "kubernetes.kubeconfig", c.Kubernetes.Kubeconfig, false, "")
+	ps.absFile("kubernetes.kubeconfig", c.Kubernetes.Kubeconfig, false, "")
 	switch fm := c.Kubernetes.FieldManager; {
 	case fm == "":
-		bad("kubernetes.field_manager", "required: the server-side apply field manager, such as strata-bridge")
+		ps.bad("kubernetes.field_manager", "give the server-side apply field manager, such as strata-bridge", "required")
 	case len(fm) > 128:
-		bad("kubernetes.field_manager", "%d characters, more than the 128 Kubernetes allows", len(fm))
+		ps.bad("kubernetes.field_manager", "shorten it: Kubernetes allows 128 characters", "%d characters is too long", len(fm))
 	}
 	if c.Kubernetes.RolloutTimeout < 10*time.Second {
-		bad("kubernetes.rollout_timeout", "%s is shorter than 10s: a model server takes longer than that to load", c.Kubernetes.RolloutTimeout)
+		ps.bad("kubernetes.rollout_timeout", "give 10s or more (5m is usual): a model server takes longer than that to load",
+			"%s is shorter than 10s", c.Kubernetes.RolloutTimeout)
 	}
 
-	absFile(bad, "policy.serving_file", c.Policy.ServingFile, true, "serving.json, which strata-policy render writes")
+	ps.absFile("policy.serving_file", c.Policy.ServingFile, true, "serving.json, which strata-policy render writes")
 
-	c.validateModels(bad)
+	c.validateModels(&ps)
 
-	absFile(bad, "runtimes.dir", c.Runtimes.Dir, true, "the folder of the runtime templates (<name>.yaml)")
+	ps.absFile("runtimes.dir", c.Runtimes.Dir, true, "the folder of the runtime templates (<name>.yaml)")
 	if err := servespec.CheckRuntimeName(c.Defaults.Runtime); err != nil {
-		bad("defaults.runtime", "%v", err)
+		ps.bad("defaults.runtime", "", "%v", err)
 	}
 	if c.Defaults.Replicas < 1 {
-		bad("defaults.replicas", "%d: at least 1", c.Defaults.Replicas)
+		ps.bad("defaults.replicas", "give 1 or more", "%d is too few", c.Defaults.Replicas)
 	}
 	if c.Defaults.GPUs < 0 {
-		bad("defaults.gpus", "%d is negative (0: the runtime's GPUs)", c.Defaults.GPUs)
+		ps.bad("defaults.gpus", "give 0 or more (0: the runtime's GPUs)", "%d is negative", c.Defaults.GPUs)
 	}
 
-	absFile(bad, "store.path", c.Store.Path, true, "the SQLite database of deployments and versions")
+	ps.absFile("store.path", c.Store.Path, true, "the SQLite database of deployments and versions")
 	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen", "%q is not host:port (such as 127.0.0.1:9464)", c.Listen)
+		ps.bad("listen", "write host:port, such as 127.0.0.1:9464", "%q is not host:port", c.Listen)
 	} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		bad("listen", "%q: port %q is not a number from 1 to 65535", c.Listen, port)
+		ps.bad("listen", "give a port from 1 to 65535", "%q: port %q is not a port number", c.Listen, port)
 	} else if host == "" {
-		bad("listen", "%q listens on every address: write 0.0.0.0:%s if that is meant, or 127.0.0.1:%s", c.Listen, port, port)
+		ps.bad("listen", fmt.Sprintf("write 0.0.0.0:%s if that is meant, or 127.0.0.1:%s", port, port),
+			"%q listens on every address", c.Listen)
 	}
 	if c.KServeDeploymentMode != KServeStandard && c.KServeDeploymentMode != KServeRawDeployment {
-		bad("kserve_deployment_mode", "%q: want %s, or %s for KServe releases that predate it (never Knative: it refuses hostPath and NFS volumes)",
-			c.KServeDeploymentMode, KServeStandard, KServeRawDeployment)
+		ps.bad("kserve_deployment_mode", "never Knative: it refuses hostPath and NFS volumes",
+			"want %s, or %s for KServe releases that predate it, got %q", KServeStandard, KServeRawDeployment, c.KServeDeploymentMode)
 	}
 	if k := c.Spread.TopologyKey; k != "" {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			bad("spread.topology_key", "%q is not a label key (such as kubernetes.io/hostname or topology.kubernetes.io/zone)", k)
+			ps.bad("spread.topology_key", "give a node label key, such as kubernetes.io/hostname or topology.kubernetes.io/zone",
+				"%q is not a label key", k)
 		}
 	}
-	return errs
+	return strictyaml.Diagnostics(ps)
 }
 
-func (c *Config) validateModels(bad func(path, format string, args ...any)) {
+func (c *Config) validateModels(ps *problems) {
 	m := c.Models.Mount
 	rootOK := cleanAbs(m.Root)
 	if !rootOK {
-		bad("models.mount.root", "%q: required, an absolute clean path other than /: the shared file system's root as Slurm jobs see it (such as /shared)", m.Root)
+		ps.bad("models.mount.root", "give the shared file system's root as Slurm jobs see it, such as /shared: an absolute clean path other than /",
+			"%q is not the root of a shared file system", m.Root)
 	}
 	if len(c.Models.AllowedRoots) == 0 {
-		bad("models.allowed_roots", "required: the folders models may be served from (such as /shared/projects)")
+		ps.bad("models.allowed_roots", "list the folders models may be served from, such as [/shared/projects]", "required")
 	}
 	for i, r := range c.Models.AllowedRoots {
 		path := fmt.Sprintf("models.allowed_roots[%d]", i)
 		switch {
 		case !cleanAbs(r):
-			bad(path, "%q is not an absolute clean path", r)
+			ps.bad(path, "write an absolute path without . or .. parts", "%q is not an absolute clean path", r)
 		case rootOK && !Under(r, m.Root):
-			bad(path, "%q is not under models.mount.root %s: pods could not reach its models", r, m.Root)
+			ps.bad(path, "pods could not reach its models: list folders under the mount's root", "%q is not under models.mount.root %s", r, m.Root)
 		}
 	}
 	if h := c.Models.HostRoot; h != "" && !cleanAbs(h) {
-		bad("models.host_root", "%q is not an absolute clean path other than /: where this host sees the Slurm side's / (leave it out when the paths are the same)", h)
+		ps.bad("models.host_root", "give where this host sees the Slurm side's /, an absolute clean path other than /; leave it out when the paths are the same",
+			"%q is not an absolute clean path", h)
 	}
 	only := func(key, value, kind string) {
 		if value != "" {
-			bad("models.mount."+key, "%q is for kind %s only; this mount is %s", value, kind, m.Kind)
+			ps.bad("models.mount."+key, "remove it, or set kind: "+strings.Split(kind, " ")[0], "%q is for kind %s only; this mount is %s", value, kind, m.Kind)
 		}
 	}
 	switch m.Kind {
 	case MountHostPath:
-		absFile(bad, "models.mount.path", m.Path, true, "where models.mount.root is mounted on the GPU nodes")
+		ps.absFile("models.mount.path", m.Path, true, "where models.mount.root is mounted on the GPU nodes")
 		only("server", m.Server, MountNFS)
 		only("claim_name", m.ClaimName, MountPVC)
 	case MountNFS:
-		absFile(bad, "models.mount.path", m.Path, true, "the exported path on the NFS server that is models.mount.root")
+		ps.absFile("models.mount.path", m.Path, true, "the exported path on the NFS server that is models.mount.root")
 		if m.Server == "" {
-			bad("models.mount.server", "required for nfs: the NFS server's host name or address")
+			ps.bad("models.mount.server", "give the NFS server's host name or address", "required for nfs")
 		} else if net.ParseIP(m.Server) == nil && len(validation.IsDNS1123Subdomain(m.Server)) > 0 {
-			bad("models.mount.server", "%q is neither a host name nor an IP address", m.Server)
+			ps.bad("models.mount.server", "give the NFS server's host name or address", "%q is neither a host name nor an IP address", m.Server)
 		}
 		only("claim_name", m.ClaimName, MountPVC)
 	case MountPVC:
 		if m.ClaimName == "" {
-			bad("models.mount.claim_name", "required for pvc: the PersistentVolumeClaim each tenant namespace has, whose root is models.mount.root")
+			ps.bad("models.mount.claim_name", "give the PersistentVolumeClaim each tenant namespace has, whose root is models.mount.root", "required for pvc")
 		} else if len(validation.IsDNS1123Subdomain(m.ClaimName)) > 0 {
-			bad("models.mount.claim_name", "%q is not a PersistentVolumeClaim name", m.ClaimName)
+			ps.bad("models.mount.claim_name", "use lowercase letters, digits, '-' and '.'", "%q is not a PersistentVolumeClaim name", m.ClaimName)
 		}
 		only("path", m.Path, MountHostPath+" and "+MountNFS)
 		only("server", m.Server, MountNFS)
 	default:
-		bad("models.mount.kind", "%q: want hostPath, nfs or pvc", m.Kind)
+		hint := ""
+		if g := strictyaml.Closest(m.Kind, []string{MountHostPath, MountNFS, MountPVC}); g != "" {
+			hint = "did you mean " + g + "?"
+		}
+		ps.bad("models.mount.kind", hint, "want hostPath, nfs or pvc, got %q", m.Kind)
 	}
 }
 
 // absFile checks that value is an absolute, clean path; required says
 // whether it may be empty.
-func absFile(bad func(path, format string, args ...any), path, value string, required bool, what string) {
+func (ps *problems) absFile(path, value string, required bool, what string) {
 	switch {
 	case value == "" && required:
-		bad(path, "required: %s", what)
+		ps.bad(path, "give "+what, "required")
 	case value != "" && !cleanAbs(value):
-		bad(path, "%q is not an absolute clean path", value)
+		ps.bad(path, "write an absolute path without . or .. parts", "%q is not an absolute clean path", value)
 	}
 }
 

@@ -93,10 +93,8 @@ func Runtimes(dir string) []string {
 // names it in diagnostics ("file:line:col: message (hint: ...)").
 func ParseRuntime(file, name string, data []byte) (Runtime, error) {
 	rt := Runtime{Name: name}
-	r := strictyaml.Decode(file, data, &rt, strictyaml.Options{What: "a runtime template", Nouns: runtimeNouns,
-		Example: "start with apiVersion: strata/v1 and kind: " + RuntimeKind + " (see /etc/strata/bridge/runtimes/vllm.yaml)"})
-	r.Add(rt.Validate())
-	if err := r.Err(); err != nil {
+	if err := strictyaml.Parse(file, data, &rt, strictyaml.Options{What: "a runtime template", Nouns: runtimeNouns,
+		Example: "start with apiVersion: strata/v1 and kind: " + RuntimeKind + " (see /etc/strata/bridge/runtimes/vllm.yaml)"}); err != nil {
 		return Runtime{}, err
 	}
 	return rt, nil

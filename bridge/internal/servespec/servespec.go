@@ -160,9 +160,7 @@ func Parse(filename string, data []byte) (*Spec, error) {
 			Hint: "a serve spec names a model and its resources; it holds no model data"}}
 	}
 	var s Spec
-	r := strictyaml.Decode(filename, data, &s, strictyaml.Options{What: "a serve spec", Example: example, Nouns: nouns})
-	r.Add(s.Validate())
-	if err := r.Err(); err != nil {
+	if err := strictyaml.Parse(filename, data, &s, strictyaml.Options{What: "a serve spec", Example: example, Nouns: nouns}); err != nil {
 		return nil, err
 	}
 	if s.Autoscale != nil && s.Autoscale.TargetCPUPercent == 0 {

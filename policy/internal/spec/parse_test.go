@@ -313,11 +313,11 @@ var fileTests = map[string]struct {
 		`testdata/wrong-types.bad.yaml:7:11: name: want a string, got 123 (hint: quote it: "123")`,
 		`testdata/wrong-types.bad.yaml:9:15: priority: want a whole number, got "5" (hint: remove the quotes: a number in quotes is a string)`,
 		`testdata/wrong-types.bad.yaml:10:14: requeue: want true or false, got "yes" (hint: write true or false: YAML 1.2 reads yes as a string)`,
-		`testdata/wrong-types.bad.yaml:11:15: max_time: want a duration, got 30 (hint: add a unit, such as "30m": a bare number could be seconds, minutes or hours)`,
+		`testdata/wrong-types.bad.yaml:11:15: max_time: want a duration, got 30 (hint: add a unit, such as "30m" (Slurm reads a bare number as minutes) or "30s")`,
 		`testdata/wrong-types.bad.yaml:12:19: default_time: "soon" is not a duration (hint: write hours or minutes with a unit ("36h", "90m"), days ("7d"), or Slurm's days-hours:minutes:seconds ("1-00:00:00"))`,
 		`testdata/wrong-types.bad.yaml:13:18: whole_nodes: want true or false, got 1 (hint: write true or false)`,
 		`testdata/wrong-types.bad.yaml:15:32: max_util_percent: want a number, got "5%" (hint: write a number, such as 5 or 0.5)`,
-		`testdata/wrong-types.bad.yaml:15:46: window: want a duration, got 30 (hint: add a unit, such as "30m": a bare number could be seconds, minutes or hours)`,
+		`testdata/wrong-types.bad.yaml:15:46: window: want a duration, got 30 (hint: add a unit, such as "30m" (Slurm reads a bare number as minutes) or "30s")`,
 		`testdata/wrong-types.bad.yaml:16:21: max_requeues: want a whole number, got 1.5 (hint: write a whole number, such as 8)`,
 		`testdata/wrong-types.bad.yaml:19:13: shares: want a whole number, got "ten" (hint: write a whole number, such as 8)`,
 		`testdata/wrong-types.bad.yaml:20:12: limits has no value (hint: give a value, or remove the key)`,
@@ -549,5 +549,26 @@ func TestParseAccepts(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestDurationForms: every length of time in a policy, job limits and
+// reclaim rules alike, reads the one grammar of internal/duration.
+func TestDurationForms(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "minimal.good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Replace(string(data), "    partition: gpu\n", "    partition: gpu\n    max_time: 7d\n    default_time: 1-12:00:00\n"+
+		"    reclaim: {idle: {window: 1d}, warn: \"30:00\", startup_grace: 1h30m}\n", 1)
+	p, err := spec.Parse("p.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Classes[0]
+	got := []time.Duration{c.MaxTime.Std(), c.DefaultTime.Std(), c.Reclaim.Idle.Window.Std(), c.Reclaim.Warn.Std(), c.Reclaim.StartupGrace.Std()}
+	want := []time.Duration{7 * 24 * time.Hour, 36 * time.Hour, 24 * time.Hour, 30 * time.Minute, 90 * time.Minute}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("durations (-want +got):\n%s", diff)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/strata-hpc/strata/internal/duration"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // SchemaID is the $id of the policy's JSON Schema.
@@ -13,7 +16,7 @@ const SchemaID = "https://github.com/strata-hpc/strata/policy/internal/spec/poli
 
 // Schema returns the JSON Schema (draft 2020-12) of the policy file,
 // generated from the Go types: their YAML keys, which keys are required
-// (those without omitempty), no other keys (additionalProperties: false),
+// (those tagged strictyaml:"required"), no other keys (additionalProperties: false),
 // and the enums, patterns and descriptions of the tables below. Editors
 // with a YAML language server check the file with it, from a modeline:
 //
@@ -50,21 +53,12 @@ type schemaGen struct {
 
 const namePattern = `^[a-z][a-z0-9_-]*$`
 
-// goDurationPattern matches what time.ParseDuration reads (without a sign:
-// negative times are invalid everywhere).
-const goDurationPattern = `([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)`
-
-// durationPattern matches the forms of Duration.
-const durationPattern = `^(0|(` + goDurationPattern + `)+|[0-9]+d(` + goDurationPattern + `)*|[0-9]+-([01]?[0-9]|2[0-3])(:[0-5]?[0-9]){0,2}|[0-9]+(:[0-5]?[0-9]){1,2})$`
-
-// ruleDurationPattern matches reclaimrules.Duration.
-const ruleDurationPattern = `^(0|(` + goDurationPattern + `)+)$`
+var durationType = reflect.TypeFor[Duration]()
 
 // defNames name the $defs of struct types.
 var defNames = map[reflect.Type]string{
-	ruleType:         "ReclaimRule",
-	durationType:     "Duration",
-	ruleDurationType: "GoDuration",
+	ruleType:     "ReclaimRule",
+	durationType: "Duration",
 }
 
 // constraints add to the schema of a key ("Type.key"); for a list, they
@@ -187,8 +181,7 @@ var descriptions = map[string]string{
 	"Disk.inodes":     "Limit on files (0: none).",
 	"Disk.project_id": "XFS or Lustre project id of the directory (default: derived from the account, from 2^30 to 2^31-1).",
 
-	"Duration":   `Job time: "36h", "90m", "7d", or Slurm's "1-00:00:00" (days-hours:minutes:seconds), "12:00:00", "30:00".`,
-	"GoDuration": `Duration with a unit: "90s", "30m", "1h30m".`,
+	"Duration": `Length of time: "36h", "90m", "7d", "1d12h", or Slurm's "1-00:00:00" (days-hours:minutes:seconds), "12:00:00", "30:00". A bare number is refused: write "30m" for what Slurm reads as 30.`,
 
 	"ReclaimRule":               "When the GPUs of a job of this class count as idle, and what reclaimd does then: warn, wait warn, signal, wait signal.wait, then act.",
 	"ReclaimRule.idle":          "Idle definition of one GPU.",
@@ -227,18 +220,17 @@ func defName(t reflect.Type) string {
 
 // object returns the schema of struct type t.
 func (g *schemaGen) object(t reflect.Type) map[string]any {
-	info := structOf(t)
 	name := defName(t)
 	props := map[string]any{}
 	required := []string{}
-	for _, f := range info.fields {
-		s := g.schema(f.typ, name+"."+f.name)
-		if d := descriptions[name+"."+f.name]; d != "" {
+	for _, k := range strictyaml.Keys(t, decodeOptions) {
+		s := g.schema(k.Type, name+"."+k.Name)
+		if d := descriptions[name+"."+k.Name]; d != "" {
 			s["description"] = d
 		}
-		props[f.name] = s
-		if f.required {
-			required = append(required, f.name)
+		props[k.Name] = s
+		if k.Required {
+			required = append(required, k.Name)
 		}
 	}
 	s := map[string]any{
@@ -274,9 +266,7 @@ func (g *schemaGen) schema(t reflect.Type, key string) map[string]any {
 	var s map[string]any
 	switch {
 	case t == durationType:
-		return g.ref(t, func() map[string]any { return map[string]any{"type": "string", "pattern": durationPattern} })
-	case t == ruleDurationType:
-		return g.ref(t, func() map[string]any { return map[string]any{"type": "string", "pattern": ruleDurationPattern} })
+		return g.ref(t, func() map[string]any { return map[string]any{"type": "string", "pattern": duration.Pattern} })
 	case t.Kind() == reflect.Pointer:
 		return g.schema(t.Elem(), key)
 	case t.Kind() == reflect.Struct:

@@ -49,12 +49,12 @@ const (
 
 // Policy is one policy file.
 type Policy struct {
-	APIVersion string  `yaml:"apiVersion" json:"apiVersion"`
-	Kind       string  `yaml:"kind" json:"kind"`
-	Cluster    Cluster `yaml:"cluster" json:"cluster"`
+	APIVersion string  `yaml:"apiVersion" strictyaml:"required" json:"apiVersion"`
+	Kind       string  `yaml:"kind" strictyaml:"required" json:"kind"`
+	Cluster    Cluster `yaml:"cluster" strictyaml:"required" json:"cluster"`
 	// Classes are the workload classes; each becomes a Slurm QOS.
-	Classes []Class  `yaml:"classes" json:"classes"`
-	Tenants []Tenant `yaml:"tenants" json:"tenants"`
+	Classes []Class  `yaml:"classes" strictyaml:"required" json:"classes"`
+	Tenants []Tenant `yaml:"tenants" strictyaml:"required" json:"tenants"`
 	// Admins are the cluster-admin users (Slurm administrators).
 	Admins []string `yaml:"admins,omitempty" json:"admins,omitempty"`
 
@@ -68,7 +68,7 @@ type Policy struct {
 // Cluster names the Slurm cluster the policy applies to.
 type Cluster struct {
 	// Name is the Slurm ClusterName (slurm.conf).
-	Name string `yaml:"name" json:"name"`
+	Name string `yaml:"name" strictyaml:"required" json:"name"`
 	// GPUTypes are the GPU types (gres/gpu:<type>) that limits may name,
 	// such as h100 and a100; they must be in AccountingStorageTRES.
 	GPUTypes []string `yaml:"gpu_types,omitempty" json:"gpu_types,omitempty"`
@@ -90,7 +90,7 @@ type Cluster struct {
 type Partition struct {
 	// Nodes is the partition's Nodes= value: NodeNames of slurm.conf,
 	// such as gpu[001-032].
-	Nodes string `yaml:"nodes" json:"nodes"`
+	Nodes string `yaml:"nodes" strictyaml:"required" json:"nodes"`
 	// Options are other slurm.conf partition options, written as on a
 	// PartitionName line: "PriorityTier=2 OverSubscribe=NO".
 	Options string `yaml:"options,omitempty" json:"options,omitempty"`
@@ -101,8 +101,8 @@ type Partition struct {
 // and reclaim rule.
 type Class struct {
 	// Name is train, batch, interactive, serve, or a site-defined class.
-	Name      string `yaml:"name" json:"name"`
-	Partition string `yaml:"partition" json:"partition"`
+	Name      string `yaml:"name" strictyaml:"required" json:"name"`
+	Partition string `yaml:"partition" strictyaml:"required" json:"partition"`
 	// DefaultTime is the time limit of jobs that give none (0: the
 	// partition's DefaultTime).
 	DefaultTime Duration `yaml:"default_time,omitempty" json:"default_time,omitempty"`
@@ -132,14 +132,14 @@ type Class struct {
 	// must be absent here.
 	Reclaim *reclaimrules.Rule `yaml:"reclaim,omitempty" json:"reclaim,omitempty"`
 	// Line is the source line of the class, for messages (0: unknown).
-	Line int `yaml:"-" json:"-"`
+	Line int `yaml:"-" json:"-" strictyaml:"line"`
 }
 
 // Tenant is an organisation: a Slurm account (the parent of its projects'
 // accounts) whose association carries the tenant's limits and priority,
 // and a Kubernetes namespace for serving. It has no QOS of its own.
 type Tenant struct {
-	Name        string `yaml:"name" json:"name"`
+	Name        string `yaml:"name" strictyaml:"required" json:"name"`
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	// Shares is the Fairshare of the tenant account (0: 1).
 	Shares int `yaml:"shares,omitempty" json:"shares,omitempty"`
@@ -156,15 +156,15 @@ type Tenant struct {
 	// account).
 	Admins   []string  `yaml:"admins,omitempty" json:"admins,omitempty"`
 	Serving  *Serving  `yaml:"serving,omitempty" json:"serving,omitempty"`
-	Projects []Project `yaml:"projects" json:"projects"`
+	Projects []Project `yaml:"projects" strictyaml:"required" json:"projects"`
 	// Line is the source line of the tenant, for messages (0: unknown).
-	Line int `yaml:"-" json:"-"`
+	Line int `yaml:"-" json:"-" strictyaml:"line"`
 }
 
 // Project is a Slurm account under its tenant's, named
 // "<tenant>-<project>" (see [Policy.Account]).
 type Project struct {
-	Name        string `yaml:"name" json:"name"`
+	Name        string `yaml:"name" strictyaml:"required" json:"name"`
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	// Shares is the Fairshare of the project account within its tenant
 	// (0: 1).
@@ -173,10 +173,10 @@ type Project struct {
 	// Classes are the classes the project may use, a subset of its
 	// tenant's (empty: the tenant's; [Policy.ApplyDefaults] fills them).
 	Classes []string `yaml:"classes,omitempty" json:"classes,omitempty"`
-	Members []Member `yaml:"members" json:"members"`
+	Members []Member `yaml:"members" strictyaml:"required" json:"members"`
 	Disk    *Disk    `yaml:"disk,omitempty" json:"disk,omitempty"`
 	// Line is the source line of the project, for messages (0: unknown).
-	Line int `yaml:"-" json:"-"`
+	Line int `yaml:"-" json:"-" strictyaml:"line"`
 }
 
 // The roles of a project member. RoleClusterAdmin is not a member role:
@@ -190,7 +190,7 @@ const (
 
 // Member is a user of a project.
 type Member struct {
-	User string `yaml:"user" json:"user"`
+	User string `yaml:"user" strictyaml:"required" json:"user"`
 	// Role is member (""), viewer (sees the project in the portal, gets
 	// no Slurm association) or tenant-admin (a member who is also a
 	// coordinator of the tenant account).
@@ -198,7 +198,7 @@ type Member struct {
 	// Default makes this project the user's default account.
 	Default bool `yaml:"default,omitempty" json:"default,omitempty"`
 	// Line is the source line of the member, for messages (0: unknown).
-	Line int `yaml:"-" json:"-"`
+	Line int `yaml:"-" json:"-" strictyaml:"line"`
 }
 
 // Limits cap what a tenant or project may use at once, and its GPU-hour
@@ -226,8 +226,8 @@ type Limits struct {
 // Serving is a tenant's quota for model serving on Kubernetes, which
 // strata-bridge enforces.
 type Serving struct {
-	GPUs     int `yaml:"gpus" json:"gpus"`
-	Replicas int `yaml:"replicas" json:"replicas"`
+	GPUs     int `yaml:"gpus" strictyaml:"required" json:"gpus"`
+	Replicas int `yaml:"replicas" strictyaml:"required" json:"replicas"`
 	// Namespace is the tenant's Kubernetes namespace ("":
 	// "strata-<tenant>").
 	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
@@ -242,12 +242,12 @@ const (
 // Disk is a project's disk quota: an XFS project quota or a Lustre
 // project quota on the project's directory.
 type Disk struct {
-	Path       string `yaml:"path" json:"path"`
-	Filesystem string `yaml:"filesystem" json:"filesystem"`
+	Path       string `yaml:"path" strictyaml:"required" json:"path"`
+	Filesystem string `yaml:"filesystem" strictyaml:"required" json:"filesystem"`
 	// SoftGB is the soft limit in GiB (0: none).
 	SoftGB int `yaml:"soft_gb,omitempty" json:"soft_gb,omitempty"`
 	// HardGB is the hard limit in GiB.
-	HardGB int `yaml:"hard_gb" json:"hard_gb"`
+	HardGB int `yaml:"hard_gb" strictyaml:"required" json:"hard_gb"`
 	// Inodes is the hard limit on files (0: none).
 	Inodes int `yaml:"inodes,omitempty" json:"inodes,omitempty"`
 	// ProjectID is the XFS or Lustre project id of the directory (0:

@@ -177,9 +177,9 @@ func (v *validator) user(path, what, u string) {
 func (v *validator) count(path string, n int, hint string) {
 	switch {
 	case n < 0:
-		v.add(path, hint, "%s %d is negative", keyName(path), n)
+		v.add(path, hint, "%s %d is negative", strictyaml.KeyName(path), n)
 	case n > maxCount:
-		v.add(path, fmt.Sprintf("Slurm stores it in 32 bits: at most %d", maxCount), "%s %d is too large", keyName(path), n)
+		v.add(path, fmt.Sprintf("Slurm stores it in 32 bits: at most %d", maxCount), "%s %d is too large", strictyaml.KeyName(path), n)
 	}
 }
 
@@ -288,10 +288,10 @@ func (v *validator) classes(p *Policy) {
 func (v *validator) time(path string, d Duration, hint string) {
 	switch {
 	case d < 0:
-		v.add(path, "give a positive time, or "+hint, "%s %s is negative", keyName(path), d)
+		v.add(path, "give a positive time, or "+hint, "%s %s is negative", strictyaml.KeyName(path), d)
 	case d.Std()%time.Minute != 0:
 		v.add(path, fmt.Sprintf("Slurm counts time limits in whole minutes: write %s", Duration(time.Duration(d.Minutes())*time.Minute)),
-			"%s %s is not a whole number of minutes", keyName(path), d)
+			"%s %s is not a whole number of minutes", strictyaml.KeyName(path), d)
 	}
 }
 
@@ -369,7 +369,7 @@ func (v *validator) reclaim(path string, c *Class) {
 		if hint == "" {
 			hint = "see the reclaim rules of etc/strata/policy.yaml"
 		}
-		v.add(join(path, rel), hint, "%s: %s", join("reclaim", rel), fe.Msg)
+		v.add(strictyaml.Join(path, rel), hint, "%s: %s", strictyaml.Join("reclaim", rel), fe.Msg)
 	}
 	requeues := r.Action.Requeues() || r.PartialIdle.Enabled && r.PartialIdle.Action.Requeues()
 	if requeues && !c.Requeueable() {

@@ -1,17 +1,20 @@
-// Package config reads /etc/strata/reclaimd.yaml: strict YAML (unknown
-// keys are errors with their line), defaults in code, and a Validate that
-// reports every problem with its path. The reclaim rules themselves are a
+// Package config reads /etc/strata/reclaimd.yaml with internal/strictyaml:
+// strict YAML (an unknown key is an error with its line and column and
+// the key it is closest to), defaults in code, durations in the grammar of
+// internal/duration ("30s", "1h", "1d"), and a Validate whose problems
+// carry their key's path, so that every problem of a file comes at once as
+// "file:line:col: message (hint: ...)". The reclaim rules themselves are a
 // separate JSON file in the format strata-policy renders
 // (internal/reclaimrules).
 package config
 
 import (
 	"fmt"
-	"os"
+	"reflect"
 	"strings"
 	"time"
 
-	"github.com/strata-hpc/strata/internal/yamlconf"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
 // Config of reclaimd (controller and agent).
@@ -110,69 +113,75 @@ func Default() Config {
 	}
 }
 
-// Load reads and validates a file.
+// Load reads and validates a file. A file that cannot be read is an
+// error wrapping the os error; a file with problems is
+// strictyaml.Diagnostics, every problem at once.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, err
-	}
-	return Parse(path, data)
+	return strictyaml.LoadWithDefaults(path, Default(), decodeOptions)
 }
 
 // Parse decodes data strictly over the defaults and validates it; an
-// empty file means the defaults.
+// empty file means the defaults. name names the file in diagnostics.
 func Parse(name string, data []byte) (Config, error) {
-	cfg := Default()
-	if err := yamlconf.Decode(name, data, &cfg, func() []error { return cfg.Validate() }); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return strictyaml.ParseWithDefaults(name, data, Default(), decodeOptions)
 }
 
+var decodeOptions = strictyaml.Options{What: "a reclaimd config", AllowEmpty: true,
+	Nouns:   map[reflect.Type]string{reflect.TypeFor[Config](): "the reclaimd config"},
+	Example: "start with apiVersion: strata/v1 and kind: ReclaimdConfig (see /etc/strata/reclaimd.yaml)"}
+
 // Validate returns every problem with its key's path.
-func (c Config) Validate() []error {
-	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+func (c Config) Validate() strictyaml.Diagnostics {
+	var ds strictyaml.Diagnostics
+	bad := func(path, hint, format string, args ...any) {
+		ds = append(ds, strictyaml.Diagnostic{Path: path, Msg: path + ": " + fmt.Sprintf(format, args...), Hint: hint})
 	}
 	if c.APIVersion != "strata/v1" {
-		bad("apiVersion", "%q is not supported: use strata/v1", c.APIVersion)
+		bad("apiVersion", "use apiVersion: strata/v1", "%q is not supported", c.APIVersion)
 	}
 	if c.Kind != "ReclaimdConfig" {
-		bad("kind", "%q: want ReclaimdConfig", c.Kind)
+		bad("kind", "use kind: ReclaimdConfig", "%q is not a reclaimd config", c.Kind)
 	}
 	if c.Interval < 5*time.Second {
-		bad("interval", "%s is shorter than 5s: slurmctld would answer a poll every few seconds for nothing", c.Interval)
+		bad("interval", "give 5s or more (30s is usual): slurmctld would answer a poll every few seconds for nothing",
+			"%s is shorter than 5s", c.Interval)
 	}
 	if c.StateFile == "" {
-		bad("state_file", "required")
+		bad("state_file", "give the SQLite database of job states, such as /var/lib/strata/reclaimd/reclaimd.db", "required")
 	}
 	if c.RulesFile == "" {
-		bad("rules_file", "required: the reclaim rules (strata-policy render writes /etc/strata/reclaim-rules.json)")
+		bad("rules_file", "give the reclaim rules: strata-policy render writes /etc/strata/reclaim-rules.json", "required")
 	}
 	if c.TenantsFile == "" {
-		bad("tenants_file", "required: the tenant map (strata-policy render writes /etc/strata/tenants.json)")
+		bad("tenants_file", "give the tenant map: strata-policy render writes /etc/strata/tenants.json", "required")
 	}
 	if c.Slurm.URL == "" || c.Slurm.TokenFile == "" {
-		bad("slurm", "url and token_file are required")
+		bad("slurm", "set slurm.url and slurm.token_file: reclaimd acts through slurmrestd", "url and token_file are required")
 	}
 	if c.Source != "agents" && c.Source != "prometheus" {
-		bad("source", "%q: want agents or prometheus", c.Source)
+		hint := "agents reads reclaimd agent on every GPU node; prometheus reads dcgm-exporter's metrics"
+		if g := strictyaml.Closest(c.Source, []string{"agents", "prometheus"}); g != "" {
+			hint = "did you mean " + g + "?"
+		}
+		bad("source", hint, "want agents or prometheus, got %q", c.Source)
 	}
 	if c.Source == "prometheus" && (c.Prometheus.URL == "" || c.Prometheus.Step <= 0 || c.Prometheus.Window < c.Prometheus.Step) {
-		bad("prometheus", "url, a positive step and a window of at least one step are required")
+		bad("prometheus", "set prometheus.url, a step of at least the scrape interval, and a window of the longest rule window",
+			"url, a positive step and a window of at least one step are required")
 	}
 	if !strings.Contains(c.Agents.URLTemplate, "{node}") {
-		bad("agents.url_template", "%q has no {node}", c.Agents.URLTemplate)
+		bad("agents.url_template", "write {node} where the Slurm node name goes, such as http://{node}:9810",
+			"%q has no {node}", c.Agents.URLTemplate)
 	}
 	if c.Notify.Mail && c.Notify.Sendmail == "" {
-		bad("notify.sendmail", "required when mail is on")
+		bad("notify.sendmail", "give the sendmail program, such as /usr/sbin/sendmail, or set mail: false", "required when mail is on")
 	}
 	if c.Agent.Interval < time.Second {
-		bad("agent.interval", "%s: at least 1s", c.Agent.Interval)
+		bad("agent.interval", "give 1s or more (10s is usual)", "%s is shorter than 1s", c.Agent.Interval)
 	}
 	if c.Agent.Window < 2*c.Agent.Interval {
-		bad("agent.window", "%s keeps fewer than two samples of %s", c.Agent.Window, c.Agent.Interval)
+		bad("agent.window", "keep at least the longest rule window, and two samples or more",
+			"%s keeps fewer than two samples of %s", c.Agent.Window, c.Agent.Interval)
 	}
-	return errs
+	return ds
 }

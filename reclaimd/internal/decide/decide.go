@@ -262,7 +262,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		}
 		if end.Destructive() && rule.Signal.Name != "" {
 			act(Signal, fmt.Sprintf("%s; still idle %s after the warning: %s, then %s in %s",
-				seen(), ago(now, prev.WarnedAt), rule.Signal.Name, verb(end), rule.Signal.Wait))
+				seen(), ago(now, prev.WarnedAt), rule.Signal.Name, verb(end), rule.Signal.Wait.Std()))
 			return
 		}
 		act(end, fmt.Sprintf("%s; still idle %s after the warning: %s%s", seen(), ago(now, prev.WarnedAt), note, verb(end)))
@@ -281,9 +281,9 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		act(Notify, seen()+"; "+note+"notify only")
 		return
 	}
-	plan := fmt.Sprintf("%s in %s", verb(end), rule.Warn)
+	plan := fmt.Sprintf("%s in %s", verb(end), rule.Warn.Std())
 	if rule.Signal.Name != "" {
-		plan = fmt.Sprintf("%s in %s, then %s %s later,", rule.Signal.Name, rule.Warn, verb(end), rule.Signal.Wait)
+		plan = fmt.Sprintf("%s in %s, then %s %s later,", rule.Signal.Name, rule.Warn.Std(), verb(end), rule.Signal.Wait.Std())
 	}
 	act(Warn, fmt.Sprintf("%s; warning: %s unless the GPUs get busy", seen(), plan))
 }

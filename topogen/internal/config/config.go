@@ -1,15 +1,17 @@
-// Package config reads /etc/strata/topogen.yaml: strict YAML (an unknown
-// or misspelt key is an error with its line), defaults in code, and a
-// Validate that reports every problem with its path at once.
+// Package config reads /etc/strata/topogen.yaml with internal/strictyaml:
+// strict YAML (an unknown or misspelt key is an error with its line and
+// column and the key it is closest to), defaults in code, and a Validate
+// whose problems carry their key's path, so that every problem of a file
+// comes at once as "file:line:col: message (hint: ...)".
 package config
 
 import (
 	"fmt"
-	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
-	"github.com/strata-hpc/strata/internal/yamlconf"
+	"github.com/strata-hpc/strata/internal/strictyaml"
 
 	"github.com/strata-hpc/strata/topogen/internal/graph"
 )
@@ -83,36 +85,35 @@ func Default() Config {
 	}
 }
 
-// Load reads and validates a file; errors name the file and line.
+// Load reads and validates a file; errors name the file, line and
+// column. A file that cannot be read is an error wrapping the os error
+// (errors.Is(err, os.ErrNotExist) for a missing one).
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, err
-	}
-	return Parse(path, data)
+	return strictyaml.LoadWithDefaults(path, Default(), decodeOptions)
 }
 
 // Parse decodes data strictly over the defaults and validates it; an
-// empty file means the defaults.
+// empty file means the defaults. Every problem comes back at once, as
+// strictyaml.Diagnostics.
 func Parse(name string, data []byte) (Config, error) {
-	cfg := Default()
-	if err := yamlconf.Decode(name, data, &cfg, func() []error { return cfg.Validate() }); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return strictyaml.ParseWithDefaults(name, data, Default(), decodeOptions)
 }
 
+var decodeOptions = strictyaml.Options{What: "a topogen config", AllowEmpty: true,
+	Nouns:   map[reflect.Type]string{reflect.TypeFor[Config](): "the topogen config"},
+	Example: "start with apiVersion: " + APIVersion + " and kind: TopogenConfig (see /etc/strata/topogen.yaml)"}
+
 // Validate returns every problem, each with the path of its key.
-func (c Config) Validate() []error {
-	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+func (c Config) Validate() strictyaml.Diagnostics {
+	var ds strictyaml.Diagnostics
+	bad := func(path, hint, format string, args ...any) {
+		ds = append(ds, strictyaml.Diagnostic{Path: path, Msg: path + ": " + fmt.Sprintf(format, args...), Hint: hint})
 	}
 	if c.APIVersion != APIVersion {
-		bad("apiVersion", "%q is not supported: use %s", c.APIVersion, APIVersion)
+		bad("apiVersion", "use apiVersion: "+APIVersion, "%q is not supported", c.APIVersion)
 	}
 	if c.Kind != "TopogenConfig" {
-		bad("kind", "%q: want TopogenConfig", c.Kind)
+		bad("kind", "use kind: TopogenConfig", "%q is not a topogen config", c.Kind)
 	}
 	oneOf := func(path, v string, allowed ...string) {
 		for _, a := range allowed {
@@ -120,23 +121,29 @@ func (c Config) Validate() []error {
 				return
 			}
 		}
-		bad(path, "%q: want one of %s", v, strings.Join(allowed, ", "))
+		hint := ""
+		if guess := strictyaml.Closest(v, allowed); guess != "" {
+			hint = "did you mean " + guess + "?"
+		}
+		bad(path, hint, "want one of %s, got %q", strings.Join(allowed, ", "), v)
 	}
 	oneOf("slurm.format", c.Slurm.Format, "tree", "block", "yaml")
 	oneOf("slurm.node_source", c.Slurm.NodeSource, "slurmrestd", "slurm.conf", "none")
 	oneOf("fabric.switch_names", c.Fabric.SwitchNames, "auto", "guid", "description")
 	oneOf("nvlink.degraded", c.NVLink.Degraded, "exclude", "include")
 	if c.Slurm.TopologyFile == "" {
-		bad("slurm.topology_file", "required")
+		bad("slurm.topology_file", "give the topology file topogen writes, such as /etc/slurm/topology.conf", "required")
 	}
 	if c.Slurm.Format == "yaml" && !strings.HasSuffix(c.Slurm.TopologyFile, ".yaml") {
-		bad("slurm.topology_file", "format yaml writes topology.yaml, but the file is %q", c.Slurm.TopologyFile)
+		bad("slurm.topology_file", "name a .yaml file, such as /etc/slurm/topology.yaml, or set another format",
+			"format yaml writes topology.yaml, but the file is %q", c.Slurm.TopologyFile)
 	}
 	if c.Slurm.Format != "yaml" && strings.HasSuffix(c.Slurm.TopologyFile, ".yaml") {
-		bad("slurm.topology_file", "format %s writes topology.conf, but the file is %q: set format: yaml", c.Slurm.Format, c.Slurm.TopologyFile)
+		bad("slurm.topology_file", "set format: yaml, or name topology.conf",
+			"format %s writes topology.conf, but the file is %q", c.Slurm.Format, c.Slurm.TopologyFile)
 	}
 	if c.Slurm.NodeSource == "slurmrestd" && (c.Slurm.REST.URL == "" || c.Slurm.REST.TokenFile == "") {
-		bad("slurm.rest", "node_source slurmrestd needs url and token_file")
+		bad("slurm.rest", "set rest.url and rest.token_file, or another node_source", "node_source slurmrestd needs url and token_file")
 	}
 	for _, kv := range [][2]string{{"fabric.host_rule", c.Fabric.HostRule}, {"fabric.include_hca", c.Fabric.IncludeHCA}, {"fabric.exclude_hca", c.Fabric.ExcludeHCA}} {
 		path, re := kv[0], kv[1]
@@ -145,18 +152,21 @@ func (c Config) Validate() []error {
 		}
 		r, err := regexp.Compile(re)
 		if err != nil {
-			bad(path, "%v", err)
+			bad(path, "write a Go regular expression (RE2); quote it in single quotes", "%q is not a regular expression: %s",
+				re, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		} else if path == "fabric.host_rule" && r.NumSubexp() < 1 {
-			bad(path, "%q has no capture group: put the host name part in ( ), e.g. ^(\\S+) HCA-\\d+", re)
+			bad(path, `put the host name part in ( ), e.g. ^(\S+) HCA-\d+`, "%q has no capture group", re)
 		}
 	}
 	if graph.SanitizeName(c.NVLink.BlockPrefix) != c.NVLink.BlockPrefix {
-		bad("nvlink.block_prefix", "%q: use letters, digits, '.', '_' and '-' only, not at either end", c.NVLink.BlockPrefix)
+		bad("nvlink.block_prefix", "use letters, digits, '.', '_' and '-' only, not at either end: block names are the prefix and a number",
+			"%q is not a block name prefix", c.NVLink.BlockPrefix)
 	}
 	for i, s := range c.NVLink.BlockSizes {
 		if s <= 0 || (i > 0 && s <= c.NVLink.BlockSizes[i-1]) {
-			bad(fmt.Sprintf("nvlink.block_sizes[%d]", i), "%d: sizes must be positive and increasing", s)
+			bad(fmt.Sprintf("nvlink.block_sizes[%d]", i), "list the block sizes in GPUs, positive and increasing, such as [18, 36, 72]",
+				"%d: sizes must be positive and increasing", s)
 		}
 	}
-	return errs
+	return ds
 }
