@@ -70,8 +70,8 @@ type Error struct {
 func (e *Error) Error() string { return e.Path + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// Open opens name (a relative, slash-separated path) beneath root as the
-// policy allows, and returns the open file: a regular file, or a folder
+// Open opens name (a relative, slash-separated path, or "." for root
+// itself) beneath root as the policy allows, and returns the open file: a regular file, or a folder
 // when p.AllowDir. A name that does not exist gives an error that is
 // fs.ErrNotExist.
 func Open(root, name string, p Policy) (*os.File, error) {
@@ -131,8 +131,11 @@ func open(root, name string, p Policy, resolve resolver) (*os.File, error) {
 	if err != nil {
 		return nil, &Error{Path: path, Err: fmt.Errorf("open the folder %s: %w", root, err)}
 	}
-	ffd, err := resolve(fd, name, openFlags)
-	closeFD(fd)
+	ffd := fd
+	if name != "." {
+		ffd, err = resolve(fd, name, openFlags)
+		closeFD(fd)
+	}
 	if err != nil {
 		return nil, &Error{Path: path, Err: err}
 	}
@@ -145,8 +148,12 @@ func open(root, name string, p Policy, resolve resolver) (*os.File, error) {
 }
 
 // checkName accepts a relative, slash-separated name without empty, "."
-// or ".." components: what the caller means, spelled one way.
+// or ".." components (what the caller means, spelled one way), or "." for
+// the root itself.
 func checkName(name string) error {
+	if name == "." {
+		return nil
+	}
 	if name == "" || strings.HasPrefix(name, "/") {
 		return fmt.Errorf("%w: %q", ErrName, name)
 	}

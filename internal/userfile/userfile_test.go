@@ -176,6 +176,14 @@ func TestOpenFolder(t *testing.T) {
 		t.Fatalf("Open(folder, AllowDir) = %v", err)
 	}
 	f.Close()
+	f, err = Open(root, ".", me)
+	if err != nil {
+		t.Fatalf("Open(root itself, AllowDir) = %v", err)
+	}
+	f.Close()
+	if _, err := Open(root, ".", Policy{UID: me.UID}); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("Open(root itself) without AllowDir = %v, want ErrNotRegular", err)
+	}
 	if _, err := Open(root, "adir", Policy{UID: me.UID}); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("Open(folder) without AllowDir = %v, want ErrNotRegular", err)
 	}
