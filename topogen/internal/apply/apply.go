@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -57,11 +56,19 @@ type Options struct {
 	// Settle is how long slurmctld gets after reconfigure before the
 	// checks (a fatal topology error stops it a moment after reconfigure
 	// has returned success). Default 3 s.
-	Settle    time.Duration
-	Ctl       Controller
-	Restarter Restarter
-	Log       *slog.Logger
-	Now       func() time.Time
+	Settle time.Duration
+	// RollbackTimeout bounds the rollback's reconfigure and checks, which
+	// run to the end even when ctx is canceled (a SIGTERM during the
+	// settle wait): a restored file that slurmctld never reread would
+	// leave it running the rejected topology. Default 2 min.
+	RollbackTimeout time.Duration
+	// KeepBackups is how many backups of the live file are kept, newest
+	// first (0: DefaultKeepBackups; negative: all).
+	KeepBackups int
+	Ctl         Controller
+	Restarter   Restarter
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // Result says what Apply did.
@@ -96,6 +103,12 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if o.Settle == 0 {
 		o.Settle = 3 * time.Second
 	}
+	if o.RollbackTimeout <= 0 {
+		o.RollbackTimeout = 2 * time.Minute
+	}
+	if o.KeepBackups == 0 {
+		o.KeepBackups = DefaultKeepBackups
+	}
 	expect := o.Candidate
 	if o.Expect != nil {
 		expect = o.Expect
@@ -107,7 +120,25 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 		}
 		o.Log.Warn("writing a topology that failed validation, as asked", "problems", len(problems))
 	}
-	old, err := os.ReadFile(o.Path)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("apply %s: %w", o.Path, err)
+	}
+	unlock, err := lockDir(filepath.Dir(o.Path))
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	// target is the file written: the live path, or the file a symbolic
+	// link there points to (replacing the link would break the site's
+	// layout).
+	target, err := liveTarget(o.Path)
+	if err != nil {
+		return res, err
+	}
+	if target != o.Path {
+		o.Log.Info("topology file is a symbolic link: writing through it", "path", o.Path, "target", target)
+	}
+	old, err := os.ReadFile(target)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return res, fmt.Errorf("read %s: %w", o.Path, err)
 	}
@@ -117,16 +148,23 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 		return res, nil
 	}
 	mode := os.FileMode(0o644)
-	if st, err := os.Stat(o.Path); err == nil {
+	if st, err := os.Stat(target); err == nil {
 		mode = st.Mode().Perm()
 	}
 	if existed {
-		res.Backup = fmt.Sprintf("%s.%s.bak", o.Path, o.Now().UTC().Format("20060102T150405Z"))
+		if res.Backup, err = newBackupName(o.Path, o.Now()); err != nil {
+			return res, fmt.Errorf("back up %s: %w", o.Path, err)
+		}
 		if err := WriteAtomic(res.Backup, old, mode); err != nil {
 			return res, fmt.Errorf("back up %s: %w", o.Path, err)
 		}
+		if pruned, err := pruneBackups(o.Path, o.KeepBackups, res.Backup); err != nil {
+			o.Log.Warn("old backups could not all be removed", "path", o.Path, "error", err)
+		} else if len(pruned) > 0 {
+			o.Log.Info("old backups removed", "path", o.Path, "removed", len(pruned), "kept", o.KeepBackups)
+		}
 	}
-	if err := WriteAtomic(o.Path, o.Candidate, mode); err != nil {
+	if err := WriteAtomic(target, o.Candidate, mode); err != nil {
 		return res, fmt.Errorf("write %s: %w", o.Path, err)
 	}
 	res.Changed = true
@@ -141,9 +179,9 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	o.Log.Error("new topology failed: rolling back", "reason", why)
 	res.RolledBack = true
 	if existed {
-		err = WriteAtomic(o.Path, old, mode)
+		err = WriteAtomic(target, old, mode)
 	} else {
-		err = os.Remove(o.Path)
+		err = os.Remove(target)
 	}
 	if err != nil {
 		return res, fmt.Errorf("%w: restore %s: %w (first failure: %s)", ErrRollbackFailed, o.Path, err, why)
@@ -155,7 +193,9 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if o.Expect != nil || !existed {
 		wantOld = nil
 	}
-	if again := check(ctx, o, wantOld, true); again != "" {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.RollbackTimeout)
+	defer cancel()
+	if again := check(rctx, o, wantOld, true); again != "" {
 		return res, fmt.Errorf("%w: after restoring %s: %s (first failure: %s)", ErrRollbackFailed, o.Path, again, why)
 	}
 	return res, fmt.Errorf("%w: %s", ErrRolledBack, why)
@@ -268,12 +308,41 @@ func WriteAtomic(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// Backups lists the backups of path, newest first.
+// Backups lists the backups Apply made of path, newest first.
 func Backups(path string) ([]string, error) {
-	m, err := filepath.Glob(path + ".*.bak")
-	if err != nil {
-		return nil, err
+	bs, err := listBackups(path)
+	out := make([]string, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, b.path)
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(m)))
-	return m, nil
+	return out, err
+}
+
+// liveTarget is the file to write for the live path: the path itself (a
+// regular file, or none yet), or the file a symbolic link there resolves
+// to. A link to nothing, or to something other than a regular file, is
+// refused.
+func liveTarget(path string) (string, error) {
+	st, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return path, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st.Mode().IsRegular():
+		return path, nil
+	case st.Mode()&os.ModeSymlink == 0:
+		return "", fmt.Errorf("%s is not a regular file (%s): topogen writes only a file", path, st.Mode().Type())
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		dest, _ := os.Readlink(path)
+		return "", fmt.Errorf("%s is a symbolic link to %s, which cannot be resolved (%w): create the file it points to, or point the link at it", path, dest, err)
+	}
+	if tst, err := os.Stat(target); err != nil || !tst.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is a symbolic link to %s, which is not a regular file: topogen writes only a file", path, target)
+	}
+	return target, nil
 }
