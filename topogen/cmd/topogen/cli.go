@@ -98,6 +98,7 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 				Usage: "validate, back up, write, reconfigure slurmctld, verify, and roll back on failure",
 				Flags: append(inputFlags(),
 					&cli.BoolFlag{Name: "skip-validation", Usage: "write a candidate that fails validation (tests only: slurmctld may stop)"},
+					&cli.BoolFlag{Name: "force", Usage: "apply a candidate that drops more than 10% of the live file's nodes or switches, or comes from a dump with duplicate GUIDs"},
 					&cli.StringFlag{Name: "from-file", Usage: "apply this topology file instead of rendering one"},
 					&cli.DurationFlag{Name: "settle", Value: 3 * time.Second, Usage: "wait this long after reconfigure before checking slurmctld"}),
 				Action: func(c *cli.Context) error { return cmdApply(ctx, c, logger) },
@@ -606,7 +607,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	var cand, expect []byte
-	var nodes []string
+	var nodes, dupGUIDs []string
 	if f := c.String("from-file"); f != "" {
 		if cand, err = os.ReadFile(f); err != nil {
 			return exitErr(exitFailure, err.Error())
@@ -620,6 +621,13 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			return err
 		}
 		cand, nodes = m.candidate(), m.nodes
+		if m.tree != nil {
+			for _, f := range m.tree.Findings {
+				if f.Kind == graph.KindDuplicateGUID {
+					dupGUIDs = append(dupGUIDs, f.Subject)
+				}
+			}
+		}
 		if cfg.Slurm.Format == "yaml" {
 			// topology.yaml holds the tree (the default topology, which
 			// scontrol show topology reports) and the blocks: validate both
@@ -646,7 +654,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	warnOtherFile(cfg, log)
 	ctl := apply.Scontrol{Path: cfg.Slurm.Scontrol, RestartCommand: cfg.Slurm.RestartCommand}
 	opt := apply.Options{Path: cfg.Slurm.TopologyFile, Candidate: cand, Expect: expect, KnownNodes: nodes, SkipValidation: c.Bool("skip-validation"),
-		Settle: c.Duration("settle"), Ctl: ctl, Log: log}
+		Settle: c.Duration("settle"), Ctl: ctl, Log: log, DuplicateGUIDs: dupGUIDs, Force: c.Bool("force")}
 	if cfg.Slurm.RestartCommand != "" {
 		opt.Restarter = ctl
 	}
@@ -658,6 +666,13 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		for _, p := range res.Problems {
 			fmt.Fprintln(w, "  "+p)
 		}
+		return exitErr(exitInvalid, "")
+	case errors.Is(err, apply.ErrBudget):
+		fmt.Fprintln(w, "Not applied: the candidate would change too much of the live topology:")
+		for _, p := range res.Problems {
+			fmt.Fprintln(w, "  "+p)
+		}
+		fmt.Fprintln(w, "Nothing was written. Check the fabric dump; if the fabric really is this now, apply with --force.")
 		return exitErr(exitInvalid, "")
 	case errors.Is(err, apply.ErrRolledBack):
 		fmt.Fprintf(w, "Rolled back: %v\nThe previous %s is in place; the rejected one was saved nowhere else.\n", err, cfg.Slurm.TopologyFile)

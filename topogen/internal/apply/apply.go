@@ -50,8 +50,9 @@ type Options struct {
 	// the default topology) must report. Nil means the candidate itself.
 	Expect     []byte
 	KnownNodes []string // the cluster's nodes, for validation; nil skips that check
-	// SkipValidation writes a candidate that fails validation anyway
-	// (to test the rollback path; never in production).
+	// SkipValidation writes a candidate that fails validation (or the
+	// change budget) anyway (to test the rollback path; never in
+	// production).
 	SkipValidation bool
 	// Settle is how long slurmctld gets after reconfigure before the
 	// checks (a fatal topology error stops it a moment after reconfigure
@@ -62,6 +63,13 @@ type Options struct {
 	// settle wait): a restored file that slurmctld never reread would
 	// leave it running the rejected topology. Default 2 min.
 	RollbackTimeout time.Duration
+	// MaxDrop is the largest share (0 to 1) of the live file's nodes, and
+	// of its switches, that the candidate may drop (0: DefaultMaxDrop).
+	// DuplicateGUIDs are GUIDs the fabric dump declared more than once.
+	// Either refuses the apply with ErrBudget, unless Force.
+	MaxDrop        float64
+	DuplicateGUIDs []string
+	Force          bool
 	// KeepBackups is how many backups of the live file are kept, newest
 	// first (0: DefaultKeepBackups; negative: all).
 	KeepBackups int
@@ -106,6 +114,9 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if o.RollbackTimeout <= 0 {
 		o.RollbackTimeout = 2 * time.Minute
 	}
+	if o.MaxDrop <= 0 {
+		o.MaxDrop = DefaultMaxDrop
+	}
 	if o.KeepBackups == 0 {
 		o.KeepBackups = DefaultKeepBackups
 	}
@@ -146,6 +157,20 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if existed && bytes.Equal(old, o.Candidate) {
 		o.Log.Info("topology unchanged: nothing to apply", "path", o.Path)
 		return res, nil
+	}
+	// The change budget: topology.conf syntax only (the candidate of a
+	// topology.yaml is measured by its tree, the live file is YAML).
+	var live []byte
+	if existed && o.Expect == nil {
+		live = old
+	}
+	if problems := checkBudget(live, expect, o); len(problems) > 0 {
+		if !o.Force && !o.SkipValidation {
+			res.Problems = append(res.Problems, problems...)
+			return res, fmt.Errorf("%w: %s; nothing was written (apply with --force if this is what the fabric now is)",
+				ErrBudget, strings.Join(problems, "; "))
+		}
+		o.Log.Warn("applying beyond the change budget, as forced", "problems", strings.Join(problems, "; "))
 	}
 	mode := os.FileMode(0o644)
 	if st, err := os.Stat(target); err == nil {

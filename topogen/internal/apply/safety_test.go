@@ -258,3 +258,65 @@ func TestApplySymlinkedLiveFile(t *testing.T) {
 		}
 	})
 }
+
+// The change budget: a candidate that drops more than the allowed share
+// of the live file's nodes or switches (a truncated dump), or that comes
+// from a dump with duplicate GUIDs, is refused unless forced, with what it
+// would lose; nothing is written and slurmctld is not touched.
+func TestApplyChangeBudget(t *testing.T) {
+	const (
+		truncated     = "SwitchName=leaf1 Nodes=gpu1\n"
+		truncatedShow = "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu1\n"
+		oneGone       = "SwitchName=leaf1 Nodes=gpu1\nSwitchName=leaf2 Nodes=gpu[3-4]\nSwitchName=spine1 Switches=leaf[1-2]\n"
+		oneGoneShow   = "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu1\nSwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[3-4]\n" +
+			"SwitchName=spine1 Level=1 LinkSpeed=1 Nodes=gpu[1,3-4] Switches=leaf[1-2]\n"
+	)
+	renamed := strings.NewReplacer("leaf", "LEAF-000", "spine1", "SPINE-0001").Replace(oldConf)
+	renamedShow := strings.NewReplacer("leaf", "LEAF-000", "spine1", "SPINE-0001").Replace(oldShow(t))
+	tests := map[string]struct {
+		candidate, show string
+		maxDrop         float64
+		dups            []string
+		force           bool
+		want            []string // in the error; nil: applied
+	}{
+		"a truncated dump is refused": {candidate: truncated, want: []string{
+			"drops 3 of the live file's 4 nodes (75%, more than the 10% allowed): gpu[2-4]",
+			"it has 1 switches where the live file has 3 (67% fewer, more than the 10% allowed)",
+			"apply with --force"}},
+		"forced, it is applied":                  {candidate: truncated, show: truncatedShow, force: true},
+		"a node moved is no loss":                {candidate: newConf, show: newShow},
+		"a drop within the share is applied":     {candidate: oneGone, show: oneGoneShow, maxDrop: 0.25},
+		"a drop just over the share is refused":  {candidate: oneGone, maxDrop: 0.2, want: []string{"drops 1 of the live file's 4 nodes (25%, more than the 20% allowed): gpu2"}},
+		"switches renamed are no loss":           {candidate: renamed, show: renamedShow},
+		"duplicate GUIDs are refused":            {candidate: newConf, dups: []string{"2c5eab0300b87b40"}, want: []string{"declares 1 GUIDs more than once (2c5eab0300b87b40)"}},
+		"duplicate GUIDs, forced, it is applied": {candidate: newConf, show: newShow, dups: []string{"2c5eab0300b87b40"}, force: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := newBed(t)
+			write(t, b.path, oldConf)
+			b.set("show", tc.show)
+			o := b.options(tc.candidate)
+			o.MaxDrop, o.DuplicateGUIDs, o.Force = tc.maxDrop, tc.dups, tc.force
+			res, err := apply.Apply(t.Context(), o)
+			if tc.want == nil {
+				if err != nil || !res.Changed {
+					t.Fatalf("Apply = %+v, %v; want applied", res, err)
+				}
+				return
+			}
+			if !errors.Is(err, apply.ErrBudget) || res.Changed {
+				t.Fatalf("Apply = %+v, %v; want ErrBudget and nothing changed", res, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if content, _ := readFile(t, b.path); content != oldConf || len(b.log()) != 0 || len(b.etcFiles()) != 1 {
+				t.Errorf("a refused apply changed something: file %q, scontrol %q, files %q", content, b.log(), b.etcFiles())
+			}
+		})
+	}
+}
