@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -87,12 +90,33 @@ func (a *answers) Jobs(_ context.Context, since time.Time) (slurmrest.JobList, e
 }
 
 // watcher builds a watcher over a real store and deployer; the cluster is
-// unreachable, which these cycles never reach: a job that asked nothing
-// and a job whose account is not in serving.json are judged before
-// anything touches it (the integration test deploys for real).
+// an apiserver that answers only /readyz (see apiserver): a job that
+// asked nothing and a job whose account is not in serving.json are
+// judged before anything else touches it (the integration test deploys
+// for real).
 func watcher(t *testing.T, slurm Slurm) (*Watcher, *store.Store, *prometheus.Registry) {
 	t.Helper()
 	return watcherAt(t, slurm, filepath.Join(t.TempDir(), "bridge.db"), t.TempDir())
+}
+
+// apiserver stands in for kube-apiserver at the network edge: /readyz
+// answers ok while ready is true, 503 as a real one does while etcd is
+// away; anything else is a 404.
+func apiserver(t *testing.T, ready *atomic.Bool) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		if !ready.Load() {
+			http.Error(w, "[-]etcd failed: reason withheld\nreadyz check failed", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // watcherAt is watcher with the store's file and the host root (where
@@ -100,12 +124,19 @@ func watcher(t *testing.T, slurm Slurm) (*Watcher, *store.Store, *prometheus.Reg
 // same store is the daemon after a restart.
 func watcherAt(t *testing.T, slurm Slurm, db, hostRoot string) (*Watcher, *store.Store, *prometheus.Registry) {
 	t.Helper()
+	ready := &atomic.Bool{}
+	ready.Store(true)
+	return watcherOn(t, slurm, db, hostRoot, apiserver(t, ready))
+}
+
+func watcherOn(t *testing.T, slurm Slurm, db, hostRoot, kubeURL string) (*Watcher, *store.Store, *prometheus.Registry) {
+	t.Helper()
 	st, err := store.Open(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	kube, err := deploy.NewKube(&rest.Config{Host: "https://127.0.0.1:1"}, "strata-bridge")
+	kube, err := deploy.NewKube(&rest.Config{Host: kubeURL}, "strata-bridge")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,5 +333,45 @@ func TestPollPastHostileFiles(t *testing.T) {
 	restarted, _, _ := watcherAt(t, &answers{replies: []reply{{list: list}}}, db, host)
 	if status, err := restarted.Poll(ctx); err != nil || status.Selected != 0 {
 		t.Errorf("poll after a restart = %+v, %v; want nothing judged again", status, err)
+	}
+}
+
+// While the apiserver is not ready (or not there) a cycle deploys
+// nothing, spends no attempt, and fails the status (so /healthz does);
+// once it is back, the job waiting is judged.
+func TestPollWaitsForKubernetes(t *testing.T) {
+	ctx := t.Context()
+	j := slurmrest.Job{ID: 31, UserID: int64(os.Getuid()), State: slurmrest.JobState{"COMPLETED"}, Account: "acme-llm", WorkDir: "/jobs/31"}
+	list := slurmrest.JobList{Jobs: []slurmrest.Job{j}, Updated: t0}
+	ready := &atomic.Bool{}
+	w, st, _ := watcherOn(t, &answers{replies: []reply{{list: list}, {list: list}}}, filepath.Join(t.TempDir(), "bridge.db"), t.TempDir(), apiserver(t, ready))
+
+	status, err := w.Poll(ctx)
+	if err == nil || status.OK || !strings.Contains(status.Error, "kubernetes apiserver not ready") {
+		t.Fatalf("poll with the apiserver not ready = %+v, %v; want a failed cycle naming Kubernetes", status, err)
+	}
+	if w.Status().OK {
+		t.Errorf("status after the failed cycle is OK: /healthz would say 200")
+	}
+	if _, err := st.Seen(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("job %d was judged while Kubernetes was down: %v", j.ID, err)
+	}
+
+	ready.Store(true)
+	status, err = w.Poll(ctx)
+	if err != nil || !status.OK || status.Selected != 1 {
+		t.Fatalf("poll with the apiserver back = %+v, %v; want job %d judged", status, err, j.ID)
+	}
+	if seen, err := st.Seen(ctx, j.ID); err != nil || seen.Outcome != VerdictNotRequested {
+		t.Errorf("job %d: %+v, %v; want not-requested", j.ID, seen, err)
+	}
+}
+
+// An apiserver that is not there at all fails the cycle the same way.
+func TestPollKubernetesUnreachable(t *testing.T) {
+	list := slurmrest.JobList{Updated: t0}
+	w, _, _ := watcherOn(t, &answers{replies: []reply{{list: list}}}, filepath.Join(t.TempDir(), "bridge.db"), t.TempDir(), "https://127.0.0.1:1")
+	if status, err := w.Poll(t.Context()); err == nil || status.OK || !strings.Contains(status.Error, "kubernetes") {
+		t.Errorf("poll with no apiserver = %+v, %v; want a failed cycle naming Kubernetes", status, err)
 	}
 }
