@@ -19,7 +19,7 @@ var resolvers = map[string]resolver{"openat2 or fallback": resolveBeneath, "walk
 
 // tree lays out a job's folder (root) beside a folder it must not reach
 // (outside, holding a secret), as a hostile user would arrange it.
-func tree(t *testing.T) (root, outside string) {
+func tree(t testing.TB) (root, outside string) {
 	t.Helper()
 	base := t.TempDir()
 	root, outside = filepath.Join(base, "job"), filepath.Join(base, "etc")
