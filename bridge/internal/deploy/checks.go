@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/userfile"
 )
 
 // Checks, as they appear in refusals and in the refusals metric.
@@ -122,7 +122,18 @@ func CheckModelPath(path string, allowedRoots []string, local func(string) strin
 	if !under(resolved, realRoot) {
 		return refuse(CheckModel, fixPath, "model path %s leads outside %s by a symbolic link (to %s)", path, root, resolved)
 	}
-	if err := readable(resolved); err != nil {
+	rel, err := filepath.Rel(realRoot, resolved)
+	if err != nil {
+		return refuse(CheckModel, fixPath, "model path %s cannot be placed under %s: %v", path, root, err)
+	}
+	if err := readable(realRoot, filepath.ToSlash(rel)); err != nil {
+		switch {
+		case errors.Is(err, userfile.ErrNotRegular):
+			return refuse(CheckModel, "give the path of the model's folder or file", "model path %s is neither a file nor a folder", path)
+		case errors.Is(err, userfile.ErrSymlink), errors.Is(err, userfile.ErrEscapes):
+			return refuse(CheckModel, fixPath+"; do not change it while the bridge checks it",
+				"model path %s changed while it was checked: a component became a symbolic link", path)
+		}
 		return refuse(CheckModel, "make the model readable by all (chmod -R a+rX), as the serving pods run as another user",
 			"model path %s is not readable: %v", path, err)
 	}
@@ -137,21 +148,22 @@ func under(p, root string) bool {
 	return p == root || strings.HasPrefix(p, root+"/")
 }
 
-// readable opens p and reads from it: a byte of a file, a name of a
-// folder. Anything else (a FIFO would block the open) is refused unopened.
-func readable(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() && !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is neither a file nor a folder", p)
-	}
-	f, err := os.Open(p)
+// readable opens name (resolved already: it should hold no link) beneath
+// root and reads from it: a byte of a file, a name of a folder. It opens
+// as userfile does, so a component swapped for a link since it was
+// resolved, or a file swapped for a FIFO, is refused instead of followed
+// or waited on. The model may be another user's (a project's shared
+// checkpoint): its owner is not checked, only that the bridge can read it.
+func readable(root, name string) error {
+	f, err := userfile.Open(root, name, userfile.Policy{AnyOwner: true, AllowDir: true})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	if st.IsDir() {
 		if _, err := f.Readdirnames(1); err != nil && !errors.Is(err, io.EOF) {
 			return err

@@ -217,6 +217,10 @@ func (d *Deployer) DeployJob(ctx context.Context, id int64, name string, opt Opt
 	return d.apply(ctx, "deploy", p, opt)
 }
 
+// Ping says whether the Kubernetes cluster can be deployed to (see
+// Kube.Ping).
+func (d *Deployer) Ping(ctx context.Context) error { return d.cfg.Kube.Ping(ctx) }
+
 // plan runs the checks and renders the objects.
 func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, user, account string) (*plan, error) {
 	owner, err := CheckAccount(d.cfg.Serving(), account)

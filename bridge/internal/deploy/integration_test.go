@@ -100,7 +100,7 @@ func (b *bed) job(id int64, name, extra string) slurmrest.Job {
 	if err := os.WriteFile(filepath.Join(dir, servespec.FileName), []byte(spec), 0o644); err != nil {
 		b.t.Fatal(err)
 	}
-	return slurmrest.Job{ID: id, State: slurmrest.JobState{"COMPLETED"}, Account: "acme-llm", User: "alice", WorkDir: dir}
+	return slurmrest.Job{ID: id, State: slurmrest.JobState{"COMPLETED"}, Account: "acme-llm", User: "alice", UserID: int64(os.Getuid()), WorkDir: dir}
 }
 
 func (b *bed) deployment(name string) *appsv1.Deployment {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +70,7 @@ type Applied struct {
 // and listing and deleting by the bridge's labels.
 type Kube struct {
 	dyn     dynamic.Interface
+	disc    discovery.DiscoveryInterface
 	mapper  meta.ResettableRESTMapper
 	manager string
 }
@@ -87,8 +89,24 @@ func NewKube(cfg *rest.Config, fieldManager string) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes discovery: %w", err)
 	}
-	return &Kube{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), manager: fieldManager}, nil
+	return &Kube{dyn: dyn, disc: dc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), manager: fieldManager}, nil
 }
+
+// Ping asks the apiserver whether it is ready (GET /readyz, which every
+// client may read): the daemon's health and the watcher's "is there a
+// cluster to deploy to" before a cycle.
+func (k *Kube) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := k.disc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return fmt.Errorf("kubernetes apiserver not ready: %w", err)
+	}
+	return nil
+}
+
+// pingTimeout bounds Ping: an apiserver that takes longer is not one to
+// deploy to.
+const pingTimeout = 10 * time.Second
 
 // FieldManager is the name the bridge applies as.
 func (k *Kube) FieldManager() string { return k.manager }

@@ -2,9 +2,13 @@ package deploy
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -32,6 +36,7 @@ func TestJobSpec(t *testing.T) {
 	write("/jobs/file", "name: llama-ft\nmodel: /shared/proj/llama\nruntime: vllm\ngpus: 2\nreplicas: 2\n")
 	write("/jobs/autoscale", "name: small\nmodel: /shared/proj/small\ncpu: \"2\"\nautoscale:\n  min_replicas: 1\n  max_replicas: 3\n")
 	write("/jobs/bad", "name: llama-ft\nmodel: /shared/proj/llama\ngpus: two\n")
+	hostile(t, local)
 	defaults := servespec.Defaults{Runtime: "generic", Replicas: 1, GPUs: 1}
 
 	tests := map[string]struct {
@@ -78,10 +83,46 @@ func TestJobSpec(t *testing.T) {
 			job:       slurmrest.Job{ID: 7, Comment: "strata:serve=llama"},
 			wantCheck: CheckSpec, wantMsg: "no working directory",
 		},
+		"another user's job does not read this user's file": {
+			job:       slurmrest.Job{ID: 8, UserID: int64(os.Getuid()) + 1, WorkDir: "/jobs/file"},
+			wantCheck: CheckSpec, wantMsg: fmt.Sprintf("belongs to uid %d, not uid %d", os.Getuid(), os.Getuid()+1),
+		},
+		"a job without a valid user id reads nothing": {
+			job:       slurmrest.Job{ID: 9, UserID: -1, WorkDir: "/jobs/file"},
+			wantCheck: CheckSpec, wantMsg: "no valid user id",
+		},
+	}
+	for _, h := range hostileCases {
+		if h.dir == "given-away" && os.Geteuid() != 0 {
+			continue // only root can give a file away: run the unit tests as root to check it
+		}
+		tests["hostile: "+h.dir] = struct {
+			job       slurmrest.Job
+			want      *servespec.Spec
+			wantErr   error
+			wantCheck string
+			wantMsg   string
+		}{job: slurmrest.Job{ID: 20, Comment: "strata:serve=llama", WorkDir: "/jobs/" + h.dir}, wantCheck: CheckSpec, wantMsg: h.want}
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := JobSpec(tc.job, local, defaults)
+			if tc.job.UserID == 0 {
+				tc.job.UserID = int64(os.Getuid())
+			}
+			var (
+				got  *servespec.Spec
+				err  error
+				done = make(chan struct{})
+			)
+			go func() { got, err = JobSpec(tc.job, local, defaults); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("JobSpec still blocks after 10s")
+			}
+			if err != nil && strings.Contains(err.Error(), secretToken) {
+				t.Errorf("the refusal quotes the secret: %v", err)
+			}
 			switch {
 			case tc.wantErr != nil:
 				if !errors.Is(err, tc.wantErr) {
@@ -98,6 +139,62 @@ func TestJobSpec(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// secretToken stands for the bridge's own token file, which a hostile
+// job links to in the hope that a refusal prints it.
+const secretToken = "eyJhbGciOi-the-bridge-token"
+
+// hostileCases are working directories whose strata-serve.yaml a user
+// arranged against the bridge (made by hostile), and what the refusal
+// must say.
+var hostileCases = []struct{ dir, want string }{
+	{"fifo", "named pipe"},                 // a plain read blocks for ever
+	{"zero", "symbolic link"},              // a plain read runs out of memory
+	{"token", "symbolic link"},             // a parse error would quote the token
+	{"folder", "is not a regular file"},    // neither a file
+	{"huge", "too large"},                  // read no more than the cap
+	{"given-away", "belongs to uid 12345"}, // root only: a file of another user (a hard link looks the same)
+}
+
+// hostile makes the hostileCases' working directories under local("/jobs").
+func hostile(t *testing.T, local func(string) string) {
+	t.Helper()
+	etc := local("/etc/strata")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(etc, "slurm.token")
+	if err := os.WriteFile(token, []byte(secretToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hostileCases {
+		dir := local("/jobs/" + h.dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, servespec.FileName)
+		var err error
+		switch h.dir {
+		case "fifo":
+			err = syscall.Mkfifo(p, 0o644)
+		case "zero":
+			err = os.Symlink("/dev/zero", p)
+		case "token":
+			err = os.Symlink(token, p)
+		case "folder":
+			err = os.Mkdir(p, 0o755)
+		case "huge":
+			err = os.WriteFile(p, []byte("name: x\n# "+strings.Repeat("x", servespec.MaxFileSize)+"\n"), 0o644)
+		case "given-away":
+			if err = os.WriteFile(p, []byte("name: llama\nmodel: /shared/proj/llama\n"), 0o644); err == nil && os.Geteuid() == 0 {
+				err = os.Chown(p, 12345, 12345)
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -137,8 +137,9 @@ func Load(path string) (*Spec, error) {
 	return Parse(path, data)
 }
 
-// maxFileSize bounds a spec: a real one is a few hundred bytes.
-const maxFileSize = 1 << 20
+// MaxFileSize bounds a spec: a real one is a few hundred bytes. A reader
+// of a job's file reads no more than this (see userfile).
+const MaxFileSize = 1 << 20
 
 var nouns = map[reflect.Type]string{
 	reflect.TypeFor[Spec]():      "a serve spec",
@@ -154,7 +155,7 @@ const example = "a serve spec holds at least name: and model:, such as name: lla
 // sorted by position. The spec it returns has the autoscaling target
 // filled in; the bridge's defaults are the caller's (ApplyDefaults).
 func Parse(filename string, data []byte) (*Spec, error) {
-	if len(data) > maxFileSize {
+	if len(data) > MaxFileSize {
 		return nil, strictyaml.Diagnostics{{File: filename, Line: 1, Col: 1,
 			Msg:  fmt.Sprintf("%d bytes is too large for a serve spec", len(data)),
 			Hint: "a serve spec names a model and its resources; it holds no model data"}}

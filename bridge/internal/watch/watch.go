@@ -9,7 +9,10 @@
 //
 // It never acts on stale data: when slurmrestd fails, the cycle is skipped
 // and says so in the log, the status (/healthz) and the poll errors
-// metric.
+// metric. Nor does it deploy into a cluster it cannot reach: when the
+// Kubernetes apiserver is not ready, the cycle is skipped too (no deploy
+// attempt is spent on it) and the status says so, so /healthz fails while
+// Kubernetes is down.
 package watch
 
 import (
@@ -210,6 +213,9 @@ func (w *Watcher) poll(ctx context.Context, st *Status) error {
 	w.since = list.Updated
 	jobs := w.jobs
 	w.mu.Unlock()
+	if err := w.cfg.Deployer.Ping(ctx); err != nil {
+		return err
+	}
 	settled, err := w.cfg.Store.Settled(ctx)
 	if err != nil {
 		return fmt.Errorf("read verdicts: %w", err)

@@ -3,8 +3,14 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,23 +90,59 @@ func (a *answers) Jobs(_ context.Context, since time.Time) (slurmrest.JobList, e
 }
 
 // watcher builds a watcher over a real store and deployer; the cluster is
-// unreachable, which these cycles never reach: a job that asked nothing
-// and a job whose account is not in serving.json are judged before
-// anything touches it (the integration test deploys for real).
+// an apiserver that answers only /readyz (see apiserver): a job that
+// asked nothing and a job whose account is not in serving.json are
+// judged before anything else touches it (the integration test deploys
+// for real).
 func watcher(t *testing.T, slurm Slurm) (*Watcher, *store.Store, *prometheus.Registry) {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"))
+	return watcherAt(t, slurm, filepath.Join(t.TempDir(), "bridge.db"), t.TempDir())
+}
+
+// apiserver stands in for kube-apiserver at the network edge: /readyz
+// answers ok while ready is true, 503 as a real one does while etcd is
+// away; anything else is a 404.
+func apiserver(t *testing.T, ready *atomic.Bool) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		if !ready.Load() {
+			http.Error(w, "[-]etcd failed: reason withheld\nreadyz check failed", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// watcherAt is watcher with the store's file and the host root (where
+// this host sees the Slurm side's "/") given: a second watcher over the
+// same store is the daemon after a restart.
+func watcherAt(t *testing.T, slurm Slurm, db, hostRoot string) (*Watcher, *store.Store, *prometheus.Registry) {
+	t.Helper()
+	ready := &atomic.Bool{}
+	ready.Store(true)
+	return watcherOn(t, slurm, db, hostRoot, apiserver(t, ready))
+}
+
+func watcherOn(t *testing.T, slurm Slurm, db, hostRoot, kubeURL string) (*Watcher, *store.Store, *prometheus.Registry) {
+	t.Helper()
+	st, err := store.Open(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	kube, err := deploy.NewKube(&rest.Config{Host: "https://127.0.0.1:1"}, "strata-bridge")
+	kube, err := deploy.NewKube(&rest.Config{Host: kubeURL}, "strata-bridge")
 	if err != nil {
 		t.Fatal(err)
 	}
 	serving := &servingquota.File{APIVersion: servingquota.APIVersion, Kind: servingquota.Kind, Tenants: []servingquota.Tenant{
 		{Name: "acme", Namespace: "strata-acme", GPUs: 8, Replicas: 4, Projects: []servingquota.Project{{Name: "llm", Account: "acme-llm"}}}}}
-	dep, err := deploy.New(deploy.Config{Kube: kube, Store: st, Serving: func() *servingquota.File { return serving }, HostRoot: t.TempDir()})
+	dep, err := deploy.New(deploy.Config{Kube: kube, Store: st, Serving: func() *servingquota.File { return serving }, HostRoot: hostRoot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +256,122 @@ func TestPoll(t *testing.T) {
 	}
 	if got := value(t, reg, "strata_bridge_jobs_judged_total", "verdict", VerdictRefused); got != 1 {
 		t.Errorf("refused verdicts = %v, want 1", got)
+	}
+}
+
+// Jobs whose strata-serve.yaml is hostile (a FIFO, a link to /dev/zero, a
+// link to the bridge's token) are each refused at once, and the cycle
+// goes on to the next job; the refusals are stored, so the bridge
+// restarted over the same store judges none of them again (before, the
+// FIFO froze the loop for ever and /dev/zero crashed every restart).
+func TestPollPastHostileFiles(t *testing.T) {
+	ctx := t.Context()
+	host := t.TempDir()
+	const token = "eyJhbGciOi-the-bridge-token"
+	if err := os.MkdirAll(filepath.Join(host, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "etc", "token"), []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uid := int64(os.Getuid())
+	var jobs []slurmrest.Job
+	for i, mk := range []func(p string) error{
+		func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		func(p string) error { return os.Symlink("/dev/zero", p) },
+		func(p string) error { return os.Symlink(filepath.Join(host, "etc", "token"), p) },
+		nil, // a job that asked nothing, judged after the others
+	} {
+		id := int64(21 + i)
+		dir := fmt.Sprintf("/jobs/%d", id)
+		if err := os.MkdirAll(filepath.Join(host, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if mk != nil {
+			if err := mk(filepath.Join(host, dir, "strata-serve.yaml")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs = append(jobs, slurmrest.Job{ID: id, UserID: uid, State: slurmrest.JobState{"COMPLETED"}, Account: "acme-llm", WorkDir: dir,
+			EndTime: t0.Add(time.Duration(i) * time.Second)})
+	}
+	list := slurmrest.JobList{Jobs: jobs, Updated: t0}
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	w, st, reg := watcherAt(t, &answers{replies: []reply{{list: list}}}, db, host)
+
+	var (
+		status Status
+		err    error
+		done   = make(chan struct{})
+	)
+	go func() { status, err = w.Poll(ctx); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the poll still blocks after 20s")
+	}
+	if err != nil || status.Selected != 4 {
+		t.Fatalf("poll = %+v, %v; want 4 jobs judged", status, err)
+	}
+	for id, want := range map[int64]string{21: "named pipe", 22: "symbolic link", 23: "symbolic link"} {
+		seen, err := st.Seen(ctx, id)
+		if err != nil || seen.Outcome != VerdictRefused || !seen.Done || !strings.Contains(seen.Message, want) {
+			t.Errorf("job %d: verdict %+v, %v; want refused and settled, saying %q", id, seen, err, want)
+		}
+		if strings.Contains(seen.Message, token) {
+			t.Errorf("job %d's verdict quotes the token: %q", id, seen.Message)
+		}
+	}
+	if seen, err := st.Seen(ctx, 24); err != nil || seen.Outcome != VerdictNotRequested {
+		t.Errorf("job 24 after the hostile ones: verdict %+v, %v; want not-requested", seen, err)
+	}
+	if got := value(t, reg, "strata_bridge_jobs_judged_total", "verdict", VerdictRefused); got != 3 {
+		t.Errorf("refused verdicts = %v, want 3", got)
+	}
+	st.Close()
+
+	restarted, _, _ := watcherAt(t, &answers{replies: []reply{{list: list}}}, db, host)
+	if status, err := restarted.Poll(ctx); err != nil || status.Selected != 0 {
+		t.Errorf("poll after a restart = %+v, %v; want nothing judged again", status, err)
+	}
+}
+
+// While the apiserver is not ready (or not there) a cycle deploys
+// nothing, spends no attempt, and fails the status (so /healthz does);
+// once it is back, the job waiting is judged.
+func TestPollWaitsForKubernetes(t *testing.T) {
+	ctx := t.Context()
+	j := slurmrest.Job{ID: 31, UserID: int64(os.Getuid()), State: slurmrest.JobState{"COMPLETED"}, Account: "acme-llm", WorkDir: "/jobs/31"}
+	list := slurmrest.JobList{Jobs: []slurmrest.Job{j}, Updated: t0}
+	ready := &atomic.Bool{}
+	w, st, _ := watcherOn(t, &answers{replies: []reply{{list: list}, {list: list}}}, filepath.Join(t.TempDir(), "bridge.db"), t.TempDir(), apiserver(t, ready))
+
+	status, err := w.Poll(ctx)
+	if err == nil || status.OK || !strings.Contains(status.Error, "kubernetes apiserver not ready") {
+		t.Fatalf("poll with the apiserver not ready = %+v, %v; want a failed cycle naming Kubernetes", status, err)
+	}
+	if w.Status().OK {
+		t.Errorf("status after the failed cycle is OK: /healthz would say 200")
+	}
+	if _, err := st.Seen(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("job %d was judged while Kubernetes was down: %v", j.ID, err)
+	}
+
+	ready.Store(true)
+	status, err = w.Poll(ctx)
+	if err != nil || !status.OK || status.Selected != 1 {
+		t.Fatalf("poll with the apiserver back = %+v, %v; want job %d judged", status, err, j.ID)
+	}
+	if seen, err := st.Seen(ctx, j.ID); err != nil || seen.Outcome != VerdictNotRequested {
+		t.Errorf("job %d: %+v, %v; want not-requested", j.ID, seen, err)
+	}
+}
+
+// An apiserver that is not there at all fails the cycle the same way.
+func TestPollKubernetesUnreachable(t *testing.T) {
+	list := slurmrest.JobList{Updated: t0}
+	w, _, _ := watcherOn(t, &answers{replies: []reply{{list: list}}}, filepath.Join(t.TempDir(), "bridge.db"), t.TempDir(), "https://127.0.0.1:1")
+	if status, err := w.Poll(t.Context()); err == nil || status.OK || !strings.Contains(status.Error, "kubernetes") {
+		t.Errorf("poll with no apiserver = %+v, %v; want a failed cycle naming Kubernetes", status, err)
 	}
 }

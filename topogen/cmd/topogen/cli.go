@@ -20,6 +20,7 @@ import (
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/topogen/internal/apply"
 	"github.com/strata-hpc/strata/topogen/internal/config"
+	"github.com/strata-hpc/strata/topogen/internal/graph"
 	"github.com/strata-hpc/strata/topogen/internal/diff"
 	"github.com/strata-hpc/strata/topogen/internal/model"
 	"github.com/strata-hpc/strata/topogen/internal/render"
@@ -99,6 +100,7 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 				Usage: "validate, back up, write, reconfigure slurmctld, verify, and roll back on failure",
 				Flags: append(inputFlags(),
 					&cli.BoolFlag{Name: "skip-validation", Usage: "write a candidate that fails validation (tests only: slurmctld may stop)"},
+					&cli.BoolFlag{Name: "force", Usage: "apply a candidate that drops more than 10% of the live file's nodes or switches, or comes from a dump with duplicate GUIDs"},
 					&cli.StringFlag{Name: "from-file", Usage: "apply this topology file instead of rendering one"},
 					&cli.DurationFlag{Name: "settle", Value: 3 * time.Second, Usage: "wait this long after reconfigure before checking slurmctld"}),
 				Action: func(c *cli.Context) error { return cmdApply(ctx, c, logger) },
@@ -322,7 +324,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	var cand, expect []byte
-	var nodes []string
+	var nodes, dupGUIDs []string
 	if f := c.String("from-file"); f != "" {
 		if cand, err = os.ReadFile(f); err != nil {
 			return failure(err)
@@ -339,6 +341,13 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			return err
 		}
 		cand, nodes = m.Candidate(), m.Nodes
+		if m.Tree != nil {
+			for _, f := range m.Tree.Findings {
+				if f.Kind == graph.KindDuplicateGUID {
+					dupGUIDs = append(dupGUIDs, f.Subject)
+				}
+			}
+		}
 		if cfg.Slurm.Format == "yaml" {
 			// topology.yaml holds the tree (the default topology, which
 			// scontrol show topology reports) and the blocks: validate both
@@ -365,7 +374,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	warnOtherFile(cfg, log)
 	ctl := apply.Scontrol{Path: cfg.Slurm.Scontrol, RestartCommand: cfg.Slurm.RestartCommand}
 	opt := apply.Options{Path: cfg.Slurm.TopologyFile, Candidate: cand, Expect: expect, KnownNodes: nodes, SkipValidation: c.Bool("skip-validation"),
-		Settle: c.Duration("settle"), Ctl: ctl, Log: log}
+		Settle: c.Duration("settle"), Ctl: ctl, Log: log, DuplicateGUIDs: dupGUIDs, Force: c.Bool("force")}
 	if cfg.Slurm.RestartCommand != "" {
 		opt.Restarter = ctl
 	}
@@ -377,6 +386,13 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		for _, p := range res.Problems {
 			fmt.Fprintln(w, "  "+p)
 		}
+		return exitErr(exitInvalid, "")
+	case errors.Is(err, apply.ErrBudget):
+		fmt.Fprintln(w, "Not applied: the candidate would change too much of the live topology:")
+		for _, p := range res.Problems {
+			fmt.Fprintln(w, "  "+p)
+		}
+		fmt.Fprintln(w, "Nothing was written. Check the fabric dump; if the fabric really is this now, apply with --force.")
 		return exitErr(exitInvalid, "")
 	case errors.Is(err, apply.ErrRolledBack):
 		fmt.Fprintf(w, "Rolled back: %v\nThe previous %s is in place; the rejected one was saved nowhere else.\n", err, cfg.Slurm.TopologyFile)

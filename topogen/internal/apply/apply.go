@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -52,17 +51,33 @@ type Options struct {
 	// the default topology) must report. Nil means the candidate itself.
 	Expect     []byte
 	KnownNodes []string // the cluster's nodes, for validation; nil skips that check
-	// SkipValidation writes a candidate that fails validation anyway
-	// (to test the rollback path; never in production).
+	// SkipValidation writes a candidate that fails validation (or the
+	// change budget) anyway (to test the rollback path; never in
+	// production).
 	SkipValidation bool
 	// Settle is how long slurmctld gets after reconfigure before the
 	// checks (a fatal topology error stops it a moment after reconfigure
 	// has returned success). Default 3 s.
-	Settle    time.Duration
-	Ctl       Controller
-	Restarter Restarter
-	Log       *slog.Logger
-	Now       func() time.Time
+	Settle time.Duration
+	// RollbackTimeout bounds the rollback's reconfigure and checks, which
+	// run to the end even when ctx is canceled (a SIGTERM during the
+	// settle wait): a restored file that slurmctld never reread would
+	// leave it running the rejected topology. Default 2 min.
+	RollbackTimeout time.Duration
+	// MaxDrop is the largest share (0 to 1) of the live file's nodes, and
+	// of its switches, that the candidate may drop (0: DefaultMaxDrop).
+	// DuplicateGUIDs are GUIDs the fabric dump declared more than once.
+	// Either refuses the apply with ErrBudget, unless Force.
+	MaxDrop        float64
+	DuplicateGUIDs []string
+	Force          bool
+	// KeepBackups is how many backups of the live file are kept, newest
+	// first (0: DefaultKeepBackups; negative: all).
+	KeepBackups int
+	Ctl         Controller
+	Restarter   Restarter
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // Result says what Apply did.
@@ -97,6 +112,15 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if o.Settle == 0 {
 		o.Settle = 3 * time.Second
 	}
+	if o.RollbackTimeout <= 0 {
+		o.RollbackTimeout = 2 * time.Minute
+	}
+	if o.MaxDrop <= 0 {
+		o.MaxDrop = DefaultMaxDrop
+	}
+	if o.KeepBackups == 0 {
+		o.KeepBackups = DefaultKeepBackups
+	}
 	expect := o.Candidate
 	if o.Expect != nil {
 		expect = o.Expect
@@ -108,7 +132,25 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 		}
 		o.Log.Warn("writing a topology that failed validation, as asked", "problems", len(problems))
 	}
-	old, err := os.ReadFile(o.Path)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("apply %s: %w", o.Path, err)
+	}
+	unlock, err := lockDir(filepath.Dir(o.Path))
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	// target is the file written: the live path, or the file a symbolic
+	// link there points to (replacing the link would break the site's
+	// layout).
+	target, err := liveTarget(o.Path)
+	if err != nil {
+		return res, err
+	}
+	if target != o.Path {
+		o.Log.Info("topology file is a symbolic link: writing through it", "path", o.Path, "target", target)
+	}
+	old, err := os.ReadFile(target)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return res, fmt.Errorf("read %s: %w", o.Path, err)
 	}
@@ -117,17 +159,38 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 		o.Log.Info("topology unchanged: nothing to apply", "path", o.Path)
 		return res, nil
 	}
+	// The change budget: topology.conf syntax only (the candidate of a
+	// topology.yaml is measured by its tree, the live file is YAML).
+	var live []byte
+	if existed && o.Expect == nil {
+		live = old
+	}
+	if problems := checkBudget(live, expect, o); len(problems) > 0 {
+		if !o.Force && !o.SkipValidation {
+			res.Problems = append(res.Problems, problems...)
+			return res, fmt.Errorf("%w: %s; nothing was written (apply with --force if this is what the fabric now is)",
+				ErrBudget, strings.Join(problems, "; "))
+		}
+		o.Log.Warn("applying beyond the change budget, as forced", "problems", strings.Join(problems, "; "))
+	}
 	mode := os.FileMode(0o644)
-	if st, err := os.Stat(o.Path); err == nil {
+	if st, err := os.Stat(target); err == nil {
 		mode = st.Mode().Perm()
 	}
 	if existed {
-		res.Backup = fmt.Sprintf("%s.%s.bak", o.Path, o.Now().UTC().Format("20060102T150405Z"))
+		if res.Backup, err = newBackupName(o.Path, o.Now()); err != nil {
+			return res, fmt.Errorf("back up %s: %w", o.Path, err)
+		}
 		if err := atomicfile.Write(res.Backup, old, mode); err != nil {
 			return res, fmt.Errorf("back up %s: %w", o.Path, err)
 		}
+		if pruned, err := pruneBackups(o.Path, o.KeepBackups, res.Backup); err != nil {
+			o.Log.Warn("old backups could not all be removed", "path", o.Path, "error", err)
+		} else if len(pruned) > 0 {
+			o.Log.Info("old backups removed", "path", o.Path, "removed", len(pruned), "kept", o.KeepBackups)
+		}
 	}
-	if err := atomicfile.Write(o.Path, o.Candidate, mode); err != nil {
+	if err := atomicfile.Write(target, o.Candidate, mode); err != nil {
 		return res, fmt.Errorf("write %s: %w", o.Path, err)
 	}
 	res.Changed = true
@@ -142,9 +205,9 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	o.Log.Error("new topology failed: rolling back", "reason", why)
 	res.RolledBack = true
 	if existed {
-		err = atomicfile.Write(o.Path, old, mode)
+		err = atomicfile.Write(target, old, mode)
 	} else {
-		err = os.Remove(o.Path)
+		err = os.Remove(target)
 	}
 	if err != nil {
 		return res, fmt.Errorf("%w: restore %s: %w (first failure: %s)", ErrRollbackFailed, o.Path, err, why)
@@ -156,7 +219,9 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if o.Expect != nil || !existed {
 		wantOld = nil
 	}
-	if again := check(ctx, o, wantOld, true); again != "" {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.RollbackTimeout)
+	defer cancel()
+	if again := check(rctx, o, wantOld, true); again != "" {
 		return res, fmt.Errorf("%w: after restoring %s: %s (first failure: %s)", ErrRollbackFailed, o.Path, again, why)
 	}
 	return res, fmt.Errorf("%w: %s", ErrRolledBack, why)
@@ -233,12 +298,12 @@ func waitPing(ctx context.Context, c Controller, d time.Duration) error {
 	return err
 }
 
-// Backups lists the backups of path, newest first.
+// Backups lists the backups Apply made of path, newest first.
 func Backups(path string) ([]string, error) {
-	m, err := filepath.Glob(path + ".*.bak")
-	if err != nil {
-		return nil, err
+	bs, err := listBackups(path)
+	out := make([]string, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, b.path)
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(m)))
-	return m, nil
+	return out, err
 }

@@ -171,6 +171,7 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 		return nil, fmt.Errorf("host rule %q has no capture group: wrap the host name part in ( )", opt.HostRule)
 	}
 	b := &builder{f: f, opt: opt}
+	b.noteDuplicateGUIDs()
 	if err := b.nameSwitches(); err != nil {
 		return nil, err
 	}
