@@ -204,8 +204,6 @@ var buildTests = map[string]buildCase{
 		)},
 	},
 	"host with HCAs on two leaves goes under the one with more": {
-		// ib-leaf-b is declared first and has the smaller GUID, so a
-		// tie broken by GUID would pick it; ties go by name.
 		in: newFab().
 			sw("ib-leaf-b", "ib-leaf-a", "spine1").
 			hca("gpu1 mlx5_0", "ib-leaf-b").hca("gpu1 mlx5_1", "ib-leaf-a").hca("gpu1 mlx5_2", "ib-leaf-a").
@@ -214,31 +212,41 @@ var buildTests = map[string]buildCase{
 			cable("spine1", "ib-leaf-b", "ib-leaf-a").
 			classic(),
 		want: []*graph.Fabric{fabric("fabric1", "spine1",
-			leaf("ib-leaf-a", "gpu1", "gpu2"),
-			leaf("ib-leaf-b", "gpu3"),
+			leaf("ib-leaf-a", "gpu1"),
+			leaf("ib-leaf-b", "gpu2", "gpu3"),
 			upper("spine1", 1, "ib-leaf-a", "ib-leaf-b"),
 		)},
-		wantFindings: []string{"multi-leaf-host gpu1", "multi-leaf-host gpu2"},
+		// ib-leaf-b's HCAs are all mlx5_0 (rail 0); ib-leaf-a's mix mlx5_1
+		// and mlx5_2, so it has no rail. gpu1 has more HCAs on ib-leaf-a;
+		// gpu2's tie goes to the leaf with a rail, the one every host has.
+		wantFindings: []string{"rail rail0", "multi-leaf-host gpu1", "multi-leaf-host gpu2"},
 		wantMsg: map[string]string{
+			"rail rail0":           "1 leaves (ib-leaf-b), 3 HCAs; leaves decided 1 by the device index in their HCAs' descriptions (mlx5_0)",
 			"multi-leaf-host gpu1": "placed under ib-leaf-a (2 HCA), also on ib-leaf-b (1 HCA)",
-			"multi-leaf-host gpu2": "placed under ib-leaf-a (1 HCA), also on ib-leaf-b (1 HCA)",
+			"multi-leaf-host gpu2": "placed under ib-leaf-b (1 HCA), also on ib-leaf-a (1 HCA)",
 		},
 	},
 	"rails without a filter: every host on two leaves, the other rail's leaves left out": {
 		in:   railFab().classic(),
 		want: railWant,
+		// One finding for the rail choice, not one per host.
 		wantFindings: []string{
-			"multi-leaf-host gpu1", "multi-leaf-host gpu2", "multi-leaf-host gpu3", "multi-leaf-host gpu4",
+			"rail rail0", "rail rail1",
+			"rail-choice rail0",
 			"foreign-leaf r1-leaf1,r1-leaf2",
 			"merged-switches spine1",
 		},
-		wantMsg: map[string]string{"multi-leaf-host gpu1": "placed under r0-leaf1 (1 HCA), also on r1-leaf1 (1 HCA)"},
+		wantMsg: map[string]string{
+			"rail rail0":        "2 leaves (r0-leaf1,r0-leaf2), 4 HCAs; leaves decided 2 by the device index in their HCAs' descriptions (mlx5_0); its leaves share spines with rails 1",
+			"rail-choice rail0": "4 hosts have one HCA on each of 2 rails: each is placed under its rail-0 leaf, the first rail nearly every host has; choose the rail with include_hca (--include-hca 'mlx5_0$')",
+		},
 	},
 	"include_hca selects rail 0: rail-1 leaves do not sit above the spines": {
 		in:   railFab().classic(),
 		opt:  graph.Options{IncludeHCA: regexp.MustCompile(`mlx5_0$`)},
 		want: railWant,
 		wantFindings: []string{
+			"rail rail0", "rail rail1",
 			"hca-filter fabric",
 			"foreign-leaf r1-leaf1,r1-leaf2",
 			"merged-switches spine1",
@@ -252,7 +260,7 @@ var buildTests = map[string]buildCase{
 		in:           railFab().classic(),
 		opt:          graph.Options{ExcludeHCA: regexp.MustCompile(`mlx5_1$`)},
 		want:         railWant,
-		wantFindings: []string{"hca-filter fabric", "foreign-leaf r1-leaf1,r1-leaf2", "merged-switches spine1"},
+		wantFindings: []string{"rail rail0", "rail rail1", "hca-filter fabric", "foreign-leaf r1-leaf1,r1-leaf2", "merged-switches spine1"},
 	},
 	"exclude_guids by node GUID and by port GUID": {
 		// HCAs are numbered in declaration order: gpu4 is the 4th
@@ -346,11 +354,14 @@ var buildTests = map[string]buildCase{
 			hca("gpu2 mlx5_0", "").
 			cable("spine1", "leaf1").
 			classic(),
-		want:         []*graph.Fabric{fabric("fabric1", "spine1", leaf("leaf1", "gpu1"), upper("spine1", 1, "leaf1"))},
+		// One leaf holds every placed host: nothing above it is needed.
+		want:         []*graph.Fabric{fabric("fabric1", "leaf1", leaf("leaf1", "gpu1"))},
 		wantFindings: []string{"unlinked-hca gpu2"},
 	},
 	"two disconnected fabrics, named by their first host": {
-		// The x fabric is declared first; the y fabric has gpu1.
+		// The x fabric is declared first; the y fabric has gpu1. Each
+		// fabric's hosts share one leaf, so the leaf is its root: the
+		// spine above it adds no grouping.
 		in: newFab().
 			sw("leaf-x", "spine-x", "leaf-y", "spine-y").
 			hosts("leaf-x", "gpu5", "gpu6").
@@ -359,8 +370,8 @@ var buildTests = map[string]buildCase{
 			cable("spine-y", "leaf-y").
 			classic(),
 		want: []*graph.Fabric{
-			fabric("fabric1", "spine-y", leaf("leaf-y", "gpu1", "gpu2"), upper("spine-y", 1, "leaf-y")),
-			fabric("fabric2", "spine-x", leaf("leaf-x", "gpu5", "gpu6"), upper("spine-x", 1, "leaf-x")),
+			fabric("fabric1", "leaf-y", leaf("leaf-y", "gpu1", "gpu2")),
+			fabric("fabric2", "leaf-x", leaf("leaf-x", "gpu5", "gpu6")),
 		},
 	},
 	"two top switches joined by a synthetic root": {
