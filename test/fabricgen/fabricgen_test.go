@@ -58,7 +58,7 @@ func TestWrite(t *testing.T) {
 			spec:      Spec{Nodes: 9, Rails: 8, NodesPerLeaf: 1, PodLeaves: 1, SpinesPerPod: 1, CoresPerGroup: 1, Radix: 128},
 			wantPorts: 72,
 		},
-		"3-tier without spines": {spec: Spec{Nodes: 8, NodesPerLeaf: 4, PodLeaves: 2}, wantErr: "needs SpinesPerPod and CoresPerGroup"},
+		"3-tier without spines":   {spec: Spec{Nodes: 8, NodesPerLeaf: 4, PodLeaves: 2}, wantErr: "needs SpinesPerPod and CoresPerGroup"},
 		"radix of no real switch": {spec: Spec{Nodes: 8, NodesPerLeaf: 4, Radix: 256}, wantErr: "at most 128 ports"},
 	}
 	for name, tc := range tests {
