@@ -130,6 +130,8 @@ type builder struct {
 	nbrs     map[string][]string // node GUID -> the other ends of its links (self-links left out)
 	byType   map[ib.NodeType][]*ib.Node
 	rails    rails
+	hostOf   map[string]string // HCA GUID -> host name ("" for none), as hostName derived it
+	badName  map[string]bool   // HCA GUIDs whose name is no Slurm node name (reported)
 }
 
 // nodes returns the fabric's nodes of one type, sorted by GUID, computed
@@ -172,7 +174,7 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 	if opt.HostRule.NumSubexp() < 1 {
 		return nil, fmt.Errorf("host rule %q has no capture group: wrap the host name part in ( )", opt.HostRule)
 	}
-	b := &builder{f: f, opt: opt}
+	b := &builder{f: f, opt: opt, badName: map[string]bool{}}
 	if err := b.nameSwitches(); err != nil {
 		return nil, err
 	}
@@ -272,20 +274,63 @@ func (b *builder) nameSwitches() error {
 	return nil
 }
 
-// hostName derives the Slurm host name of an HCA, or "".
+// hostName derives the Slurm host name of an HCA, or "", once per HCA:
+// the rails and the placement both ask, and the host rule is a regexp.
 func (b *builder) hostName(n *ib.Node) string {
-	if name := b.opt.Names[n.GUID]; name != "" {
+	if name, ok := b.hostOf[n.GUID]; ok {
 		return name
 	}
-	for _, pg := range n.PortGUIDs {
-		if name := b.opt.Names[pg]; name != "" {
-			return name
-		}
+	name := b.deriveHostName(n)
+	if b.hostOf == nil {
+		b.hostOf = make(map[string]string, len(b.f.Nodes))
 	}
-	if m := b.opt.HostRule.FindStringSubmatch(n.Desc); m != nil && m[1] != "" {
+	b.hostOf[n.GUID] = name
+	return name
+}
+
+// deriveHostName names an HCA's host: from the GUID map, else by the host
+// rule on its description. A mapped name is held to the same rule as a
+// description: a GUID map in ibnetdiscover's --node-name-map style names
+// HCAs like "node1 HCA-1", a node description, so a mapped name that is
+// no Slurm node name goes through the host rule too. A name that is still
+// no Slurm node name (letters, digits, '.', '_' and '-' only; a space or
+// a comma would break every Nodes= line it is in) names no host, with a
+// warning, so nothing downstream can render it.
+func (b *builder) deriveHostName(n *ib.Node) string {
+	mapped := b.opt.Names[n.GUID]
+	for _, pg := range n.PortGUIDs {
+		if mapped != "" {
+			break
+		}
+		mapped = b.opt.Names[pg]
+	}
+	source, text := "description", n.Desc
+	if mapped != "" {
+		if ValidNodeName(mapped) {
+			return mapped
+		}
+		source, text = "GUID map name", mapped
+	}
+	m := b.opt.HostRule.FindStringSubmatch(text)
+	switch {
+	case m == nil || m[1] == "":
+		if mapped == "" {
+			return "" // placeHosts reports it as unnamed
+		}
+	case ValidNodeName(m[1]):
 		return m[1]
 	}
+	b.badName[n.GUID] = true
+	b.note(Warning, "bad-node-name", "H-"+n.GUID, "the %s %q (line %d) gives no Slurm node name (letters, digits, '.', '_' and '-' only) "+
+		"and the host rule %q finds none in it: HCA left out; fix the name, or set fabric.host_rule to pick the host name out of it",
+		source, text, n.Line, b.opt.HostRule)
 	return ""
+}
+
+// ValidNodeName reports whether s can stand in a Nodes= list of
+// topology.conf as one node: letters, digits, '.', '_' and '-'.
+func ValidNodeName(s string) bool {
+	return s != "" && SanitizeName(s) == s
 }
 
 func (b *builder) excluded(n *ib.Node) string {
@@ -328,6 +373,9 @@ func (b *builder) placeHosts() map[string]string {
 			continue
 		}
 		name := b.hostName(ca)
+		if name == "" && b.badName[ca.GUID] {
+			continue // reported when the name was derived
+		}
 		if name == "" {
 			b.note(Warning, "unnamed-hca", "H-"+ca.GUID, "HCA %q (line %d) matches neither the GUID map nor the host rule %q: left out",
 				ca.Desc, ca.Line, b.opt.HostRule)

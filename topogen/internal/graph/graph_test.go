@@ -322,6 +322,40 @@ var buildTests = map[string]buildCase{
 			upper("spine1", 1, "leaf1", "leaf2"),
 		)},
 	},
+	"GUID map names in node-name-map style go through the host rule": {
+		// ibnetdiscover --node-name-map files name HCAs like node
+		// descriptions; "node-a HCA-1" is host node-a, as the description
+		// "node-a HCA-1" would be.
+		in:  plainFab().classic(),
+		opt: graph.Options{Names: map[string]string{"c000000000000001": "node-a HCA-1", "c000000000000002": "node-b mlx5_0"}},
+		want: []*graph.Fabric{fabric("fabric1", "spine1",
+			leaf("leaf1", "node-a", "node-b"),
+			leaf("leaf2", "gpu3", "gpu4"),
+			upper("spine1", 1, "leaf1", "leaf2"),
+		)},
+	},
+	"a name that is no Slurm node name is left out, never rendered": {
+		// c..01 is mapped to a name with a space the host rule cannot read;
+		// gpu3's description gives "gpu,3", which a Nodes= list would read
+		// as two nodes.
+		in: newFab().
+			sw("leaf1", "leaf2", "spine1").
+			hosts("leaf1", "gpu1", "gpu2").
+			hca("gpu,3 mlx5_0", "leaf2").hca("gpu4 mlx5_0", "leaf2").
+			cable("spine1", "leaf1", "leaf2").
+			classic(),
+		opt: graph.Options{Names: map[string]string{"c000000000000001": "my node"}},
+		want: []*graph.Fabric{fabric("fabric1", "spine1",
+			leaf("leaf1", "gpu2"),
+			leaf("leaf2", "gpu4"),
+			upper("spine1", 1, "leaf1", "leaf2"),
+		)},
+		wantFindings: []string{"bad-node-name H-c000000000000001", "bad-node-name H-c000000000000003"},
+		wantMsg: map[string]string{
+			"bad-node-name H-c000000000000001": `the GUID map name "my node" (line `,
+			"bad-node-name H-c000000000000003": `the description "gpu,3 mlx5_0" (line `,
+		},
+	},
 	"custom host rule": {
 		in: newFab().
 			sw("leaf1").
@@ -577,6 +611,9 @@ func checkInvariants(t *testing.T, g *graph.Graph) {
 				}
 			}
 			for _, h := range s.Hosts {
+				if !graph.ValidNodeName(h) {
+					t.Errorf("%s: host name %q is no Slurm node name", f.Name, h)
+				}
 				if prev, ok := hostSeen[h]; ok {
 					t.Errorf("host %s under %s and %s", h, prev, s.Name)
 				}

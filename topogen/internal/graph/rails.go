@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,12 +26,41 @@ import (
 // select it or not: the rails are a fact of the cabling, the filters only
 // choose among them.
 
-// deviceIndex finds the HCA's device name and number at the end of a
-// description. mlx5_N and hfi1_N count from 0, HCA-N (the name OFED's
-// node description daemon gives) from 1: NVIDIA's DGX H100 dump in
-// testdata has pods of "HCA-1" hosts and a pod of "mlx5_0" hosts on the
-// same rail's leaves (A09-P1-IBLEAF-01-*).
-var deviceIndex = regexp.MustCompile(`(mlx\d+_|HCA-|hfi\d+_)(\d+)$`)
+// deviceIndex finds the HCA's device name and index at the end of a
+// description: "mlx5_3", "hfi1_0" (counted from 0) or "HCA-4" (counted from
+// 1: the name OFED's node description daemon gives). NVIDIA's DGX H100
+// dump in testdata has pods of "HCA-1" hosts and a pod of "mlx5_0" hosts on
+// the same rail's leaves (A09-P1-IBLEAF-01-*). It is a hand-written scan,
+// not a regexp: it runs once per HCA, 80,000 times on a large fabric.
+func deviceIndex(desc string) (device string, index int, ok bool) {
+	i := len(desc)
+	for i > 0 && desc[i-1] >= '0' && desc[i-1] <= '9' {
+		i--
+	}
+	digits := desc[i:]
+	if digits == "" || len(digits) > 4 {
+		return "", 0, false
+	}
+	n, _ := strconv.Atoi(digits)
+	head := desc[:i]
+	switch {
+	case strings.HasSuffix(head, "HCA-"):
+		if n > 0 {
+			n--
+		}
+		return desc[i-4:], n, true
+	case strings.HasSuffix(head, "_"):
+		// mlx<digits>_ or hfi<digits>_
+		j := len(head) - 1
+		for j > 0 && head[j-1] >= '0' && head[j-1] <= '9' {
+			j--
+		}
+		if j < len(head)-1 && j >= 3 && (head[j-3:j] == "mlx" || head[j-3:j] == "hfi") {
+			return desc[j-3:], n, true
+		}
+	}
+	return "", 0, false
+}
 
 // How a rail was decided, per leaf.
 const (
@@ -113,14 +141,8 @@ func (b *builder) findRails() {
 			continue
 		}
 		h := &hcaOnHost{node: ca, index: -1}
-		if m := deviceIndex.FindStringSubmatch(ca.Desc); m != nil {
-			if n, err := strconv.Atoi(m[2]); err == nil && n < 1<<16 {
-				if m[1] == "HCA-" && n > 0 {
-					n--
-				}
-				h.index = n
-				h.device = m[0]
-			}
+		if dev, n, ok := deviceIndex(ca.Desc); ok {
+			h.index, h.device = n, dev
 		}
 		for _, nb := range b.neighbors(ca.GUID) {
 			if r.leafLike[nb] {
