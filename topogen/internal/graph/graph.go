@@ -329,8 +329,18 @@ func (b *builder) deriveHostName(n *ib.Node) string {
 
 // ValidNodeName reports whether s can stand in a Nodes= list of
 // topology.conf as one node: letters, digits, '.', '_' and '-'.
+// It is SanitizeName(s) == s without the allocation: it runs once per HCA.
 func ValidNodeName(s string) bool {
-	return s != "" && SanitizeName(s) == s
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *builder) excluded(n *ib.Node) string {

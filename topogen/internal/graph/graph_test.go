@@ -695,6 +695,16 @@ func TestSanitizeName(t *testing.T) {
 	}
 }
 
+// TestValidNodeName: ValidNodeName is SanitizeName(s) == s, without the
+// allocation.
+func TestValidNodeName(t *testing.T) {
+	for _, s := range []string{"", "gpu1", "a08-p1-dgx-04-c01", "node1 HCA-1", "gpu,3", "-x", "x-", "a.b_c", "é", "[1]", "x y", "-"} {
+		if got, want := graph.ValidNodeName(s), s != "" && graph.SanitizeName(s) == s; got != want {
+			t.Errorf("ValidNodeName(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 func TestFindingString(t *testing.T) {
 	f := graph.Finding{Severity: graph.Warning, Kind: "multi-leaf-host", Subject: "gpu1", Message: "placed under leaf1"}
 	if got, want := f.String(), "warning: multi-leaf-host gpu1: placed under leaf1"; got != want {
