@@ -155,21 +155,33 @@ func (b *builder) findRails() {
 	votes := map[string]*vote{}            // leaf -> index -> HCAs
 	devices := map[string]map[string]int{} // leaf -> device name -> HCAs
 	for _, hs := range byHost {
-		leaves := map[string]bool{}
-		distinct := map[int]bool{}
-		for _, h := range hs {
+		// A host has a handful of HCAs: pairwise checks beat maps here,
+		// which run once per host on fabrics of 10,000 hosts.
+		useDesc, first := true, ""
+		for i, h := range hs {
 			for _, l := range h.leaves {
-				leaves[l] = true
+				if first == "" {
+					first = l
+				} else if l != first {
+					r.multi = true
+				}
 			}
-			if h.index >= 0 {
-				distinct[h.index] = true
+			if h.index < 0 {
+				useDesc = false
+			}
+			for _, o := range hs[:i] {
+				if o.index == h.index {
+					useDesc = false
+				}
 			}
 		}
-		if len(leaves) > 1 {
-			r.multi = true
+		if !useDesc {
+			keys := make([]string, len(hs))
+			for i, h := range hs {
+				keys[i] = portGUID(h.node)
+			}
+			sort.Sort(byKey{hs, keys})
 		}
-		useDesc := len(distinct) == len(hs)
-		sort.Slice(hs, func(i, j int) bool { return portGUID(hs[i].node) < portGUID(hs[j].node) })
 		for i, h := range hs {
 			h.rank = i
 			for _, l := range h.leaves {
@@ -220,6 +232,19 @@ func (b *builder) findRails() {
 		sort.SliceStable(names, func(i, j int) bool { return dv[names[i]] > dv[names[j]] })
 		r.device[rail] = names
 	}
+}
+
+// byKey sorts HCAs by a precomputed key (their port GUIDs).
+type byKey struct {
+	hs   []*hcaOnHost
+	keys []string
+}
+
+func (x byKey) Len() int           { return len(x.hs) }
+func (x byKey) Less(i, j int) bool { return x.keys[i] < x.keys[j] }
+func (x byKey) Swap(i, j int) {
+	x.hs[i], x.hs[j] = x.hs[j], x.hs[i]
+	x.keys[i], x.keys[j] = x.keys[j], x.keys[i]
 }
 
 // majority returns the index at least three quarters of the votes in a
