@@ -374,12 +374,16 @@ type count struct {
 func (b *builder) placeHosts() map[string]string {
 	seen := map[string]map[string]int{} // host -> leaf GUID -> HCAs
 	excludedHCAs := 0
+	filteredHosts := map[string]bool{} // hosts with an HCA the filters left out
 	for _, ca := range b.nodes(ib.CA) {
 		if ca.Aggregation {
 			continue // SHARP aggregation nodes live in switches; never Slurm nodes
 		}
 		if why := b.excluded(ca); why != "" {
 			excludedHCAs++
+			if name := b.hostName(ca); name != "" {
+				filteredHosts[name] = true
+			}
 			continue
 		}
 		name := b.hostName(ca)
@@ -409,6 +413,22 @@ func (b *builder) placeHosts() map[string]string {
 	}
 	if excludedHCAs > 0 {
 		b.note(Info, "hca-filter", "fabric", "%d HCAs left out by the rail/fabric filters", excludedHCAs)
+		var gone []string
+		for _, h := range sortedKeys(filteredHosts) {
+			if _, ok := seen[h]; !ok {
+				gone = append(gone, h)
+			}
+		}
+		if len(gone) > 0 {
+			// A rail filter drops a host that lacks that rail's HCA (a
+			// dead or missing card): the admin must see which.
+			sev := Info
+			if b.opt.IncludeHCA != nil {
+				sev = Warning
+			}
+			b.note(sev, "filtered-host", abbreviate(gone, 20), "%d hosts have HCAs but none that the HCA filters select, so they are in no switch: %s",
+				len(gone), abbreviate(gone, 20))
+		}
 	}
 	if b.opt.SlurmNodes != nil {
 		inSlurm := map[string]bool{}

@@ -256,6 +256,21 @@ var buildTests = map[string]buildCase{
 			"foreign-leaf r1-leaf1,r1-leaf2": "2 switches link to HCAs but hold none of the placed hosts",
 		},
 	},
+	"a rail filter names the hosts that lack the rail's HCA": {
+		// gpu5's mlx5_0 is missing from the dump (a dead card): the rail-0
+		// filter leaves it with no HCA, and a warning names it.
+		in:   railFab().sw("r1-leaf3").hca("gpu5 mlx5_1", "r1-leaf3").cable("spine1", "r1-leaf3").classic(),
+		opt:  graph.Options{IncludeHCA: regexp.MustCompile(`mlx5_0$`)},
+		want: railWant,
+		wantFindings: []string{
+			"rail rail0", "rail rail1",
+			"hca-filter fabric",
+			"filtered-host gpu5",
+			"foreign-leaf r1-leaf1,r1-leaf2,r1-leaf3",
+			"merged-switches spine1",
+		},
+		wantMsg: map[string]string{"filtered-host gpu5": "1 hosts have HCAs but none that the HCA filters select"},
+	},
 	"exclude_hca drops rail 1 alike": {
 		in:           railFab().classic(),
 		opt:          graph.Options{ExcludeHCA: regexp.MustCompile(`mlx5_1$`)},
@@ -278,8 +293,11 @@ var buildTests = map[string]buildCase{
 			leaf("leaf2", "gpu3"),
 			upper("spine1", 1, "leaf1", "leaf2"),
 		)},
-		wantFindings: []string{"hca-filter fabric"},
-		wantMsg:      map[string]string{"hca-filter fabric": "2 HCAs left out"},
+		wantFindings: []string{"hca-filter fabric", "filtered-host gpu4,gpu5"},
+		wantMsg: map[string]string{
+			"hca-filter fabric":       "2 HCAs left out",
+			"filtered-host gpu4,gpu5": "2 hosts have HCAs but none that the HCA filters select, so they are in no switch: gpu4,gpu5",
+		},
 	},
 	"firmware default description names no host; aggregation node ignored": {
 		// The unnamed HCA is the 2nd declared: c000000000000002. The
@@ -508,7 +526,7 @@ var buildTests = map[string]buildCase{
 	"every host filtered out": {
 		in:      plainTree,
 		opt:     graph.Options{IncludeHCA: regexp.MustCompile(`mlx5_7$`)},
-		wantErr: "no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (1 findings)",
+		wantErr: "no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (2 findings)",
 	},
 }
 
