@@ -211,9 +211,12 @@ func (b *builder) findRails() {
 			r.leafRail[l], r.how[l] = idx, byGUIDOrder
 		}
 	}
-	b.spineGroups()
+	b.spineGroups(func(l string) bool { return votes[l] != nil })
 	deviceVotes := map[int]map[string]int{}
 	for l, rail := range r.leafRail {
+		if votes[l] == nil {
+			continue
+		}
 		for _, n := range votes[l].desc {
 			r.hcas[rail] += n
 		}
@@ -270,9 +273,9 @@ func majority(a, b map[int]int) (int, bool) {
 }
 
 // spineGroups joins leaves that share a spine, gives a group's undecided
-// leaves the group's rail when its decided leaves agree, and records which
-// rails share spines.
-func (b *builder) spineGroups() {
+// leaves (with named HCAs too mixed to decide) the group's rail when its
+// decided leaves agree, and records which rails share spines.
+func (b *builder) spineGroups(voted func(leaf string) bool) {
 	r := &b.rails
 	parent := map[string]string{}
 	var find func(string) string
@@ -327,7 +330,7 @@ func (b *builder) spineGroups() {
 				rail = x
 			}
 			for _, l := range members[root] {
-				if _, ok := r.leafRail[l]; !ok && len(r.upper[l]) > 0 {
+				if _, ok := r.leafRail[l]; !ok && len(r.upper[l]) > 0 && voted(l) {
 					r.leafRail[l], r.how[l] = rail, bySpines
 				}
 			}
