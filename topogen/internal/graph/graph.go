@@ -1,8 +1,10 @@
 // Package graph turns a discovered InfiniBand fabric into Strata's one
-// canonical model of it: host names, the leaf switch each host hangs off,
-// and the smallest tree of switches above the leaves that keeps the real
-// grouping, one root per disconnected fabric. Renderers translate this
-// model; nothing downstream reads raw tool output.
+// canonical model of it: host names, the leaf switch each host hangs off
+// (on one rail, found from the cabling, on rail-optimised fabrics), and the
+// smallest tree of switches above the leaves that keeps the real grouping:
+// only switches the placed hosts need to reach each other, as many levels
+// as the fabric has tiers, one root per disconnected fabric. Renderers
+// translate this model; nothing downstream reads raw tool output.
 //
 // Build is pure: it takes a parsed fabric and options and returns the graph
 // with a finding for every decision a careful admin would want to know
