@@ -20,8 +20,8 @@ import (
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/topogen/internal/apply"
 	"github.com/strata-hpc/strata/topogen/internal/config"
-	"github.com/strata-hpc/strata/topogen/internal/graph"
 	"github.com/strata-hpc/strata/topogen/internal/diff"
+	"github.com/strata-hpc/strata/topogen/internal/graph"
 	"github.com/strata-hpc/strata/topogen/internal/model"
 	"github.com/strata-hpc/strata/topogen/internal/render"
 )

@@ -1,8 +1,10 @@
 // Package graph turns a discovered InfiniBand fabric into Strata's one
-// canonical model of it: host names, the leaf switch each host hangs off,
-// and the smallest tree of switches above the leaves that keeps the real
-// grouping, one root per disconnected fabric. Renderers translate this
-// model; nothing downstream reads raw tool output.
+// canonical model of it: host names, the leaf switch each host hangs off
+// (on one rail, found from the cabling, on rail-optimised fabrics), and the
+// smallest tree of switches above the leaves that keeps the real grouping:
+// only switches the placed hosts need to reach each other, as many levels
+// as the fabric has tiers, one root per disconnected fabric. Renderers
+// translate this model; nothing downstream reads raw tool output.
 //
 // Build is pure: it takes a parsed fabric and options and returns the graph
 // with a finding for every decision a careful admin would want to know
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/strata-hpc/strata/topogen/internal/discover/ib"
@@ -128,6 +131,9 @@ type builder struct {
 	names    map[string]string   // switch GUID -> name
 	nbrs     map[string][]string // node GUID -> the other ends of its links (self-links left out)
 	byType   map[ib.NodeType][]*ib.Node
+	rails    rails
+	hostOf   map[string]string // HCA GUID -> host name ("" for none), as hostName derived it
+	badName  map[string]bool   // HCA GUIDs whose name is no Slurm node name (reported)
 }
 
 // nodes returns the fabric's nodes of one type, sorted by GUID, computed
@@ -170,11 +176,14 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 	if opt.HostRule.NumSubexp() < 1 {
 		return nil, fmt.Errorf("host rule %q has no capture group: wrap the host name part in ( )", opt.HostRule)
 	}
-	b := &builder{f: f, opt: opt}
+	b := &builder{f: f, opt: opt, badName: map[string]bool{}}
 	b.noteDuplicateGUIDs()
 	if err := b.nameSwitches(); err != nil {
 		return nil, err
 	}
+	b.findLeaves()
+	b.findRails()
+	b.noteRails()
 	hostLeaf := b.placeHosts()
 	if len(hostLeaf) == 0 {
 		return nil, fmt.Errorf("no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (%d findings)", len(b.findings))
@@ -188,6 +197,7 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 	for _, comp := range components(adj, leaves) {
 		g.Fabrics = append(g.Fabrics, b.tree(comp, adj, leaves))
 	}
+	b.notePieces(g)
 	sort.Slice(g.Fabrics, func(i, j int) bool { return firstHost(g.Fabrics[i]) < firstHost(g.Fabrics[j]) })
 	for i, fab := range g.Fabrics {
 		fab.Name = fmt.Sprintf("fabric%d", i+1)
@@ -267,20 +277,73 @@ func (b *builder) nameSwitches() error {
 	return nil
 }
 
-// hostName derives the Slurm host name of an HCA, or "".
+// hostName derives the Slurm host name of an HCA, or "", once per HCA:
+// the rails and the placement both ask, and the host rule is a regexp.
 func (b *builder) hostName(n *ib.Node) string {
-	if name := b.opt.Names[n.GUID]; name != "" {
+	if name, ok := b.hostOf[n.GUID]; ok {
 		return name
 	}
-	for _, pg := range n.PortGUIDs {
-		if name := b.opt.Names[pg]; name != "" {
-			return name
-		}
+	name := b.deriveHostName(n)
+	if b.hostOf == nil {
+		b.hostOf = make(map[string]string, len(b.f.Nodes))
 	}
-	if m := b.opt.HostRule.FindStringSubmatch(n.Desc); m != nil && m[1] != "" {
+	b.hostOf[n.GUID] = name
+	return name
+}
+
+// deriveHostName names an HCA's host: from the GUID map, else by the host
+// rule on its description. A mapped name is held to the same rule as a
+// description: a GUID map in ibnetdiscover's --node-name-map style names
+// HCAs like "node1 HCA-1", a node description, so a mapped name that is
+// no Slurm node name goes through the host rule too. A name that is still
+// no Slurm node name (letters, digits, '.', '_' and '-' only; a space or
+// a comma would break every Nodes= line it is in) names no host, with a
+// warning, so nothing downstream can render it.
+func (b *builder) deriveHostName(n *ib.Node) string {
+	mapped := b.opt.Names[n.GUID]
+	for _, pg := range n.PortGUIDs {
+		if mapped != "" {
+			break
+		}
+		mapped = b.opt.Names[pg]
+	}
+	source, text := "description", n.Desc
+	if mapped != "" {
+		if ValidNodeName(mapped) {
+			return mapped
+		}
+		source, text = "GUID map name", mapped
+	}
+	m := b.opt.HostRule.FindStringSubmatch(text)
+	switch {
+	case m == nil || m[1] == "":
+		if mapped == "" {
+			return "" // placeHosts reports it as unnamed
+		}
+	case ValidNodeName(m[1]):
 		return m[1]
 	}
+	b.badName[n.GUID] = true
+	b.note(Warning, "bad-node-name", "H-"+n.GUID, "the %s %q (line %d) gives no Slurm node name (letters, digits, '.', '_' and '-' only) "+
+		"and the host rule %q finds none in it: HCA left out; fix the name, or set fabric.host_rule to pick the host name out of it",
+		source, text, n.Line, b.opt.HostRule)
 	return ""
+}
+
+// ValidNodeName reports whether s can stand in a Nodes= list of
+// topology.conf as one node: letters, digits, '.', '_' and '-'.
+// It is SanitizeName(s) == s without the allocation: it runs once per HCA.
+func ValidNodeName(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *builder) excluded(n *ib.Node) string {
@@ -301,23 +364,35 @@ func (b *builder) excluded(n *ib.Node) string {
 	return ""
 }
 
-// placeHosts names HCAs and picks one leaf switch (GUID) per host.
+// count is how many of a host's HCAs one leaf has.
+type count struct {
+	leaf string
+	n    int
+}
+
+// placeHosts names HCAs and picks one leaf switch (GUID) per host: the
+// leaf most of its selected HCAs are on; on a tie (one HCA on each rail of
+// a rail-optimised fabric) the leaf of the rail most hosts have, so every
+// host is on the same rail whatever the switches are called.
 func (b *builder) placeHosts() map[string]string {
-	type count struct {
-		leaf string
-		n    int
-	}
 	seen := map[string]map[string]int{} // host -> leaf GUID -> HCAs
 	excludedHCAs := 0
+	filteredHosts := map[string]bool{} // hosts with an HCA the filters left out
 	for _, ca := range b.nodes(ib.CA) {
 		if ca.Aggregation {
 			continue // SHARP aggregation nodes live in switches; never Slurm nodes
 		}
 		if why := b.excluded(ca); why != "" {
 			excludedHCAs++
+			if name := b.hostName(ca); name != "" {
+				filteredHosts[name] = true
+			}
 			continue
 		}
 		name := b.hostName(ca)
+		if name == "" && b.badName[ca.GUID] {
+			continue // reported when the name was derived
+		}
 		if name == "" {
 			b.note(Warning, "unnamed-hca", "H-"+ca.GUID, "HCA %q (line %d) matches neither the GUID map nor the host rule %q: left out",
 				ca.Desc, ca.Line, b.opt.HostRule)
@@ -341,6 +416,22 @@ func (b *builder) placeHosts() map[string]string {
 	}
 	if excludedHCAs > 0 {
 		b.note(Info, "hca-filter", "fabric", "%d HCAs left out by the rail/fabric filters", excludedHCAs)
+		var gone []string
+		for _, h := range sortedKeys(filteredHosts) {
+			if _, ok := seen[h]; !ok {
+				gone = append(gone, h)
+			}
+		}
+		if len(gone) > 0 {
+			// A rail filter drops a host that lacks that rail's HCA (a
+			// dead or missing card): the admin must see which.
+			sev := Info
+			if b.opt.IncludeHCA != nil {
+				sev = Warning
+			}
+			b.note(sev, "filtered-host", abbreviate(gone, 20), "%d hosts have HCAs but none that the HCA filters select, so they are in no switch: %s",
+				len(gone), abbreviate(gone, 20))
+		}
 	}
 	if b.opt.SlurmNodes != nil {
 		inSlurm := map[string]bool{}
@@ -365,6 +456,25 @@ func (b *builder) placeHosts() map[string]string {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
+	chosen := b.chooseRail(seen)
+	railOf := func(leaf string) int {
+		if r, ok := b.rails.leafRail[leaf]; ok {
+			return r
+		}
+		return -1
+	}
+	// rank orders a host's leaves of equal HCA count: the chosen rail
+	// first, then the other rails in order, then leaves of no rail.
+	rank := func(leaf string) int {
+		switch r := railOf(leaf); {
+		case r == chosen && r >= 0:
+			return -1
+		case r >= 0:
+			return r
+		}
+		return 1 << 30
+	}
+	railHosts, railsSeen := 0, map[int]bool{}
 	for _, h := range hosts {
 		var cs []count
 		for l, n := range seen[h] {
@@ -374,19 +484,86 @@ func (b *builder) placeHosts() map[string]string {
 			if cs[i].n != cs[j].n {
 				return cs[i].n > cs[j].n
 			}
+			if ri, rj := rank(cs[i].leaf), rank(cs[j].leaf); ri != rj {
+				return ri < rj
+			}
 			return b.names[cs[i].leaf] < b.names[cs[j].leaf]
 		})
 		out[h] = cs[0].leaf
-		if len(cs) > 1 {
-			var others []string
-			for _, c := range cs[1:] {
-				others = append(others, fmt.Sprintf("%s (%d HCA)", b.names[c.leaf], c.n))
-			}
-			b.note(Warning, "multi-leaf-host", h, "HCAs on several switches: placed under %s (%d HCA), also on %s; "+
-				"select one rail with the HCA filters if this is a rail-optimised fabric", b.names[cs[0].leaf], cs[0].n, strings.Join(others, ", "))
+		if len(cs) == 1 {
+			continue
 		}
+		if b.oneHCAPerRail(cs, chosen) {
+			// The rail-optimised shape: one HCA on each rail's leaf. Said
+			// once for all such hosts below, not once per host.
+			railHosts++
+			for _, c := range cs {
+				railsSeen[railOf(c.leaf)] = true
+			}
+			continue
+		}
+		var others []string
+		for _, c := range cs[1:] {
+			others = append(others, fmt.Sprintf("%s (%d HCA)", b.names[c.leaf], c.n))
+		}
+		b.note(Warning, "multi-leaf-host", h, "HCAs on several switches: placed under %s (%d HCA), also on %s; "+
+			"select one rail with the HCA filters if this is a rail-optimised fabric", b.names[cs[0].leaf], cs[0].n, strings.Join(others, ", "))
+	}
+	if railHosts > 0 {
+		hint := "include_hca (--include-hca)"
+		if pat := b.rails.railPattern(chosen); pat != "" {
+			hint = fmt.Sprintf("include_hca (--include-hca '%s')", pat)
+		}
+		b.note(Warning, "rail-choice", "rail"+strconv.Itoa(chosen), "%d hosts have one HCA on each of %d rails: each is placed under its rail-%d leaf, "+
+			"the first rail nearly every host has; choose the rail with %s to make it explicit", railHosts, len(railsSeen), chosen, hint)
 	}
 	return out
+}
+
+// chooseRail picks the rail hosts with HCAs on several leaves are placed
+// on: the first rail (lowest index) that nearly every host has, at least
+// nine in ten of the most hosts any rail has, so a rail a few extra hosts
+// (a UFM server, a login node) are on does not win over the first HCA of
+// every GPU node; -1 when no leaf has a rail.
+func (b *builder) chooseRail(seen map[string]map[string]int) int {
+	hostsOn := map[int]int{}
+	for _, leaves := range seen {
+		on := map[int]bool{}
+		for l := range leaves {
+			if r, ok := b.rails.leafRail[l]; ok {
+				on[r] = true
+			}
+		}
+		for r := range on {
+			hostsOn[r]++
+		}
+	}
+	most := 0
+	for _, n := range hostsOn {
+		most = max(most, n)
+	}
+	best := -1
+	for r, n := range hostsOn {
+		if n*10 >= most*9 && (best < 0 || r < best) {
+			best = r
+		}
+	}
+	return best
+}
+
+// oneHCAPerRail reports whether a host's leaves (sorted, the chosen one
+// first) are the rail-optimised shape: one HCA on each, each leaf on its
+// own rail, the host placed on the chosen rail.
+func (b *builder) oneHCAPerRail(cs []count, chosen int) bool {
+	rails := map[int]bool{}
+	for _, c := range cs {
+		r, ok := b.rails.leafRail[c.leaf]
+		if !ok || c.n != 1 || rails[r] {
+			return false
+		}
+		rails[r] = true
+	}
+	return b.rails.leafRail[cs[0].leaf] == chosen
 }
 
 // switchAdjacency returns switch-to-switch links (self-links dropped).
@@ -448,14 +625,27 @@ func components(adj map[string]map[string]bool, leaves map[string][]string) [][]
 	return out
 }
 
-// tree builds one fabric: levels by distance from the leaves, parallel
-// switches merged, each group under exactly one parent, one root.
+// tree builds one fabric of the placed hosts' leaves and the switches
+// above them, and nothing else:
+//
+//   - a switch's level is its distance from the nearest leaf of the whole
+//     fabric, the leaves of unselected rails included, so a spine of
+//     another rail is level 1 like every spine, and never "above" the
+//     cores it is cabled to;
+//   - a switch joins the tree at level k only when it is cabled to a
+//     switch of the tree at level k-1: a switch no placed host needs to
+//     reach another never appears;
+//   - the tree stops at the first level with one switch (after parallel
+//     switches are merged): that switch joins every placed leaf, and
+//     nothing above it changes which hosts are close.
+//
+// Parallel switches are merged and each group gets exactly one parent.
 func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map[string][]string) *Fabric {
-	b.dropForeignLeaves(comp, adj, leaves, nil)
+	b.noteForeignLeaves(comp, leaves)
 	dist := map[string]int{}
 	var queue []string
 	for _, g := range comp {
-		if _, ok := leaves[g]; ok {
+		if _, ok := leaves[g]; ok || b.rails.leafLike[g] {
 			dist[g] = 0
 			queue = append(queue, g)
 		}
@@ -470,21 +660,24 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 			}
 		}
 	}
+	isPlaced := func(g string) bool { _, ok := leaves[g]; return ok }
 	fab := &Fabric{}
 	// Level 0: one logical switch per leaf.
 	group := map[string]*Switch{} // physical GUID -> its logical switch at its level
 	var current []*Switch
+	var members []string // GUIDs of the current level's switches
 	for _, g := range comp {
-		if d, ok := dist[g]; !ok || d != 0 {
+		if !isPlaced(g) {
 			continue
 		}
+		members = append(members, g)
 		hs := append([]string(nil), leaves[g]...)
 		sort.Strings(hs)
 		s := &Switch{Name: b.names[g], Level: 0, GUIDs: []string{g}, Desc: b.f.Nodes[g].Desc, Hosts: hs}
 		group[g] = s
 		current = append(current, s)
 		for _, y := range sortedKeys(adj[g]) {
-			if d, ok := dist[y]; ok && d == 0 && g < y {
+			if isPlaced(y) && g < y {
 				b.note(Warning, "leaf-link", s.Name, "link to leaf %s ignored: Slurm's tree has no links between leaves", b.names[y])
 			}
 		}
@@ -497,25 +690,26 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 				up = true
 			}
 		}
-		if !up && hasLeafNeighbor(g, adj, dist) {
+		if !up && hasLeafNeighbor(g, adj, leaves) {
 			b.note(Warning, "hosts-on-spine", s.Name, "this switch has hosts and links only to other leaf switches: it is kept as a leaf")
 		}
 	}
 	sort.Slice(current, func(i, j int) bool { return current[i].Name < current[j].Name }) // leaves by name, as Fabric.Switches promises
 	fab.Switches = append(fab.Switches, current...)
 	var tops []*Switch
-	for level := 1; len(current) > 0; level++ {
-		// Candidate parents and the level-below groups each reaches.
+	for level := 1; len(current) > 1; level++ {
+		// Candidate parents (cabled to the tree one level down, at their
+		// own level) and the level-below groups each reaches.
 		reach := map[string]map[*Switch]bool{}
-		for _, g := range comp {
-			if d, ok := dist[g]; !ok || d != level {
-				continue
-			}
-			reach[g] = map[*Switch]bool{}
-			for y := range adj[g] {
-				if d, ok := dist[y]; ok && d == level-1 {
-					reach[g][group[y]] = true
+		for _, m := range members {
+			for y := range adj[m] {
+				if dist[y] != level {
+					continue
 				}
+				if reach[y] == nil {
+					reach[y] = map[*Switch]bool{}
+				}
+				reach[y][group[m]] = true
 			}
 		}
 		// Merge parents that reach exactly the same groups.
@@ -605,7 +799,12 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 		sort.Slice(kept, func(i, j int) bool { return kept[i].Name < kept[j].Name })
 		fab.Switches = append(fab.Switches, kept...)
 		current = kept
+		members = members[:0]
+		for _, k := range kept {
+			members = append(members, k.GUIDs...)
+		}
 	}
+	tops = append(tops, current...)
 	if len(tops) == 1 {
 		fab.Root = tops[0].Name
 		return fab
@@ -637,9 +836,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func hasLeafNeighbor(g string, adj map[string]map[string]bool, dist map[string]int) bool {
+func hasLeafNeighbor(g string, adj map[string]map[string]bool, leaves map[string][]string) bool {
 	for y := range adj[g] {
-		if d, ok := dist[y]; ok && d == 0 {
+		if _, ok := leaves[y]; ok {
 			return true
 		}
 	}
@@ -656,35 +855,40 @@ func (b *builder) renameRoot(f *Fabric, name string) {
 	b.note(Info, "synthetic-root", name, "%s has several top switches; a root switch that exists only in topology.conf joins them", f.Name)
 }
 
-// dropForeignLeaves removes from adj the switches that link to HCAs but
-// hold none of the placed hosts: leaves of another rail, of a storage
-// fabric, or of hosts that were left out. Kept, they would sit above the
-// spines and become the root. A spine with a stray HCA (a UFM server, say)
-// stays: a switch is a leaf only when HCAs make up a third or more of its
-// links.
-func (b *builder) dropForeignLeaves(comp []string, adj map[string]map[string]bool, leaves map[string][]string, _ map[string]int) {
+// noteForeignLeaves reports the leaves of the fabric that hold none of the
+// placed hosts: leaves of another rail, of a storage fabric, or of hosts
+// that were left out. They count for the levels (they are leaves), but
+// no placed host needs them, so they are not in the tree.
+func (b *builder) noteForeignLeaves(comp []string, leaves map[string][]string) {
 	var dropped []string
 	for _, g := range comp {
-		if _, ok := leaves[g]; ok {
-			continue
-		}
-		ca, sw := 0, len(adj[g])
-		for _, nb := range b.neighbors(g) {
-			if n := b.f.Nodes[nb]; n != nil && n.Type == ib.CA && !n.Aggregation {
-				ca++
-			}
-		}
-		if ca > 0 && ca*2 >= sw {
+		if _, ok := leaves[g]; !ok && b.rails.leafLike[g] {
 			dropped = append(dropped, b.names[g])
-			for y := range adj[g] {
-				delete(adj[y], g)
-			}
-			adj[g] = map[string]bool{}
 		}
 	}
 	if len(dropped) > 0 {
 		sort.Strings(dropped)
-		b.note(Info, "foreign-leaf", strings.Join(dropped, ","), "%d switches link to HCAs but hold none of the placed hosts "+
+		b.note(Info, "foreign-leaf", abbreviate(dropped, 8), "%d switches link to HCAs but hold none of the placed hosts "+
 			"(another rail, a storage fabric, or hosts left out): left out of the tree", len(dropped))
+	}
+}
+
+// notePieces warns when the fabric fell apart into many pieces of one leaf
+// each: a leaf with no switch above it in a fabric of many leaves means
+// the spines are missing from the dump (lines skipped, or switches the
+// parser refused, such as ones declaring more ports than a switch has), not
+// that the cluster has hundreds of separate fabrics. Slurm would then never
+// place a job across two leaves.
+func (b *builder) notePieces(g *Graph) {
+	lone := 0
+	for _, f := range g.Fabrics {
+		if len(f.Switches) == 1 {
+			lone++
+		}
+	}
+	if lone >= 3 && lone*2 >= len(g.Fabrics) {
+		b.note(Warning, "fabric-split", "fabric", "the fabric falls apart into %d separate pieces, %d of them a single leaf with no switch above it: "+
+			"the spine tier is missing from the dump (check the skipped-line warnings above, and that ibnetdiscover ran on the whole subnet); "+
+			"Slurm will not place a job across two of these leaves", len(g.Fabrics), lone)
 	}
 }

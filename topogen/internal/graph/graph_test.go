@@ -204,8 +204,6 @@ var buildTests = map[string]buildCase{
 		)},
 	},
 	"host with HCAs on two leaves goes under the one with more": {
-		// ib-leaf-b is declared first and has the smaller GUID, so a
-		// tie broken by GUID would pick it; ties go by name.
 		in: newFab().
 			sw("ib-leaf-b", "ib-leaf-a", "spine1").
 			hca("gpu1 mlx5_0", "ib-leaf-b").hca("gpu1 mlx5_1", "ib-leaf-a").hca("gpu1 mlx5_2", "ib-leaf-a").
@@ -214,31 +212,41 @@ var buildTests = map[string]buildCase{
 			cable("spine1", "ib-leaf-b", "ib-leaf-a").
 			classic(),
 		want: []*graph.Fabric{fabric("fabric1", "spine1",
-			leaf("ib-leaf-a", "gpu1", "gpu2"),
-			leaf("ib-leaf-b", "gpu3"),
+			leaf("ib-leaf-a", "gpu1"),
+			leaf("ib-leaf-b", "gpu2", "gpu3"),
 			upper("spine1", 1, "ib-leaf-a", "ib-leaf-b"),
 		)},
-		wantFindings: []string{"multi-leaf-host gpu1", "multi-leaf-host gpu2"},
+		// ib-leaf-b's HCAs are all mlx5_0 (rail 0); ib-leaf-a's mix mlx5_1
+		// and mlx5_2, so it has no rail. gpu1 has more HCAs on ib-leaf-a;
+		// gpu2's tie goes to the leaf with a rail, the one every host has.
+		wantFindings: []string{"rail rail0", "multi-leaf-host gpu1", "multi-leaf-host gpu2"},
 		wantMsg: map[string]string{
+			"rail rail0":           "1 leaves (ib-leaf-b), 3 HCAs; leaves decided 1 by the device index in their HCAs' descriptions (mlx5_0)",
 			"multi-leaf-host gpu1": "placed under ib-leaf-a (2 HCA), also on ib-leaf-b (1 HCA)",
-			"multi-leaf-host gpu2": "placed under ib-leaf-a (1 HCA), also on ib-leaf-b (1 HCA)",
+			"multi-leaf-host gpu2": "placed under ib-leaf-b (1 HCA), also on ib-leaf-a (1 HCA)",
 		},
 	},
 	"rails without a filter: every host on two leaves, the other rail's leaves left out": {
 		in:   railFab().classic(),
 		want: railWant,
+		// One finding for the rail choice, not one per host.
 		wantFindings: []string{
-			"multi-leaf-host gpu1", "multi-leaf-host gpu2", "multi-leaf-host gpu3", "multi-leaf-host gpu4",
+			"rail rail0", "rail rail1",
+			"rail-choice rail0",
 			"foreign-leaf r1-leaf1,r1-leaf2",
 			"merged-switches spine1",
 		},
-		wantMsg: map[string]string{"multi-leaf-host gpu1": "placed under r0-leaf1 (1 HCA), also on r1-leaf1 (1 HCA)"},
+		wantMsg: map[string]string{
+			"rail rail0":        "2 leaves (r0-leaf1,r0-leaf2), 4 HCAs; leaves decided 2 by the device index in their HCAs' descriptions (mlx5_0); its leaves share spines with rails 1",
+			"rail-choice rail0": "4 hosts have one HCA on each of 2 rails: each is placed under its rail-0 leaf, the first rail nearly every host has; choose the rail with include_hca (--include-hca 'mlx5_0$')",
+		},
 	},
 	"include_hca selects rail 0: rail-1 leaves do not sit above the spines": {
 		in:   railFab().classic(),
 		opt:  graph.Options{IncludeHCA: regexp.MustCompile(`mlx5_0$`)},
 		want: railWant,
 		wantFindings: []string{
+			"rail rail0", "rail rail1",
 			"hca-filter fabric",
 			"foreign-leaf r1-leaf1,r1-leaf2",
 			"merged-switches spine1",
@@ -248,11 +256,26 @@ var buildTests = map[string]buildCase{
 			"foreign-leaf r1-leaf1,r1-leaf2": "2 switches link to HCAs but hold none of the placed hosts",
 		},
 	},
+	"a rail filter names the hosts that lack the rail's HCA": {
+		// gpu5's mlx5_0 is missing from the dump (a dead card): the rail-0
+		// filter leaves it with no HCA, and a warning names it.
+		in:   railFab().sw("r1-leaf3").hca("gpu5 mlx5_1", "r1-leaf3").cable("spine1", "r1-leaf3").classic(),
+		opt:  graph.Options{IncludeHCA: regexp.MustCompile(`mlx5_0$`)},
+		want: railWant,
+		wantFindings: []string{
+			"rail rail0", "rail rail1",
+			"hca-filter fabric",
+			"filtered-host gpu5",
+			"foreign-leaf r1-leaf1,r1-leaf2,r1-leaf3",
+			"merged-switches spine1",
+		},
+		wantMsg: map[string]string{"filtered-host gpu5": "1 hosts have HCAs but none that the HCA filters select"},
+	},
 	"exclude_hca drops rail 1 alike": {
 		in:           railFab().classic(),
 		opt:          graph.Options{ExcludeHCA: regexp.MustCompile(`mlx5_1$`)},
 		want:         railWant,
-		wantFindings: []string{"hca-filter fabric", "foreign-leaf r1-leaf1,r1-leaf2", "merged-switches spine1"},
+		wantFindings: []string{"rail rail0", "rail rail1", "hca-filter fabric", "foreign-leaf r1-leaf1,r1-leaf2", "merged-switches spine1"},
 	},
 	"exclude_guids by node GUID and by port GUID": {
 		// HCAs are numbered in declaration order: gpu4 is the 4th
@@ -270,8 +293,11 @@ var buildTests = map[string]buildCase{
 			leaf("leaf2", "gpu3"),
 			upper("spine1", 1, "leaf1", "leaf2"),
 		)},
-		wantFindings: []string{"hca-filter fabric"},
-		wantMsg:      map[string]string{"hca-filter fabric": "2 HCAs left out"},
+		wantFindings: []string{"hca-filter fabric", "filtered-host gpu4,gpu5"},
+		wantMsg: map[string]string{
+			"hca-filter fabric":       "2 HCAs left out",
+			"filtered-host gpu4,gpu5": "2 hosts have HCAs but none that the HCA filters select, so they are in no switch: gpu4,gpu5",
+		},
 	},
 	"firmware default description names no host; aggregation node ignored": {
 		// The unnamed HCA is the 2nd declared: c000000000000002. The
@@ -314,6 +340,40 @@ var buildTests = map[string]buildCase{
 			upper("spine1", 1, "leaf1", "leaf2"),
 		)},
 	},
+	"GUID map names in node-name-map style go through the host rule": {
+		// ibnetdiscover --node-name-map files name HCAs like node
+		// descriptions; "node-a HCA-1" is host node-a, as the description
+		// "node-a HCA-1" would be.
+		in:  plainFab().classic(),
+		opt: graph.Options{Names: map[string]string{"c000000000000001": "node-a HCA-1", "c000000000000002": "node-b mlx5_0"}},
+		want: []*graph.Fabric{fabric("fabric1", "spine1",
+			leaf("leaf1", "node-a", "node-b"),
+			leaf("leaf2", "gpu3", "gpu4"),
+			upper("spine1", 1, "leaf1", "leaf2"),
+		)},
+	},
+	"a name that is no Slurm node name is left out, never rendered": {
+		// c..01 is mapped to a name with a space the host rule cannot read;
+		// gpu3's description gives "gpu,3", which a Nodes= list would read
+		// as two nodes.
+		in: newFab().
+			sw("leaf1", "leaf2", "spine1").
+			hosts("leaf1", "gpu1", "gpu2").
+			hca("gpu,3 mlx5_0", "leaf2").hca("gpu4 mlx5_0", "leaf2").
+			cable("spine1", "leaf1", "leaf2").
+			classic(),
+		opt: graph.Options{Names: map[string]string{"c000000000000001": "my node"}},
+		want: []*graph.Fabric{fabric("fabric1", "spine1",
+			leaf("leaf1", "gpu2"),
+			leaf("leaf2", "gpu4"),
+			upper("spine1", 1, "leaf1", "leaf2"),
+		)},
+		wantFindings: []string{"bad-node-name H-c000000000000001", "bad-node-name H-c000000000000003"},
+		wantMsg: map[string]string{
+			"bad-node-name H-c000000000000001": `the GUID map name "my node" (line `,
+			"bad-node-name H-c000000000000003": `the description "gpu,3 mlx5_0" (line `,
+		},
+	},
 	"custom host rule": {
 		in: newFab().
 			sw("leaf1").
@@ -346,11 +406,14 @@ var buildTests = map[string]buildCase{
 			hca("gpu2 mlx5_0", "").
 			cable("spine1", "leaf1").
 			classic(),
-		want:         []*graph.Fabric{fabric("fabric1", "spine1", leaf("leaf1", "gpu1"), upper("spine1", 1, "leaf1"))},
+		// One leaf holds every placed host: nothing above it is needed.
+		want:         []*graph.Fabric{fabric("fabric1", "leaf1", leaf("leaf1", "gpu1"))},
 		wantFindings: []string{"unlinked-hca gpu2"},
 	},
 	"two disconnected fabrics, named by their first host": {
-		// The x fabric is declared first; the y fabric has gpu1.
+		// The x fabric is declared first; the y fabric has gpu1. Each
+		// fabric's hosts share one leaf, so the leaf is its root: the
+		// spine above it adds no grouping.
 		in: newFab().
 			sw("leaf-x", "spine-x", "leaf-y", "spine-y").
 			hosts("leaf-x", "gpu5", "gpu6").
@@ -359,8 +422,8 @@ var buildTests = map[string]buildCase{
 			cable("spine-y", "leaf-y").
 			classic(),
 		want: []*graph.Fabric{
-			fabric("fabric1", "spine-y", leaf("leaf-y", "gpu1", "gpu2"), upper("spine-y", 1, "leaf-y")),
-			fabric("fabric2", "spine-x", leaf("leaf-x", "gpu5", "gpu6"), upper("spine-x", 1, "leaf-x")),
+			fabric("fabric1", "leaf-y", leaf("leaf-y", "gpu1", "gpu2")),
+			fabric("fabric2", "leaf-x", leaf("leaf-x", "gpu5", "gpu6")),
 		},
 	},
 	"two top switches joined by a synthetic root": {
@@ -463,7 +526,7 @@ var buildTests = map[string]buildCase{
 	"every host filtered out": {
 		in:      plainTree,
 		opt:     graph.Options{IncludeHCA: regexp.MustCompile(`mlx5_7$`)},
-		wantErr: "no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (1 findings)",
+		wantErr: "no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (2 findings)",
 	},
 }
 
@@ -566,6 +629,9 @@ func checkInvariants(t *testing.T, g *graph.Graph) {
 				}
 			}
 			for _, h := range s.Hosts {
+				if !graph.ValidNodeName(h) {
+					t.Errorf("%s: host name %q is no Slurm node name", f.Name, h)
+				}
 				if prev, ok := hostSeen[h]; ok {
 					t.Errorf("host %s under %s and %s", h, prev, s.Name)
 				}
@@ -644,6 +710,16 @@ func TestSanitizeName(t *testing.T) {
 				t.Errorf("SanitizeName(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestValidNodeName: ValidNodeName is SanitizeName(s) == s, without the
+// allocation.
+func TestValidNodeName(t *testing.T) {
+	for _, s := range []string{"", "gpu1", "a08-p1-dgx-04-c01", "node1 HCA-1", "gpu,3", "-x", "x-", "a.b_c", "é", "[1]", "x y", "-"} {
+		if got, want := graph.ValidNodeName(s), s != "" && graph.SanitizeName(s) == s; got != want {
+			t.Errorf("ValidNodeName(%q) = %v, want %v", s, got, want)
+		}
 	}
 }
 

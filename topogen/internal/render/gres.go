@@ -31,6 +31,9 @@ func GresConf(nodes []nvml.Node, opt GresOptions, source string) ([]byte, error)
 	}
 	ns := append([]nvml.Node(nil), nodes...)
 	sort.Slice(ns, func(i, j int) bool { return ns[i].Hostname < ns[j].Hostname })
+	if err := refuseMIG(ns); err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
 	b.WriteString(Header(source))
 	b.WriteString("AutoDetect=off\n")
@@ -135,4 +138,35 @@ func switchLinks(g nvml.GPU) int {
 		}
 	}
 	return n
+}
+
+// refuseMIG refuses nodes with MIG-enabled GPUs, all of them in one error.
+// Slurm schedules a MIG GPU's instances, not the GPU: gres.conf needs one
+// line per MIG device, typed by its profile (Type=1g.10gb) with
+// MultipleFiles= naming the parent GPU's /dev/nvidiaN and the device's
+// /dev/nvidia-caps files. The node descriptions carry only "MIG enabled",
+// not the instances, their profiles or their caps minors, so writing the
+// whole GPU (File=/dev/nvidiaN with AutoDetect=off) would hand jobs a GPU
+// whose memory and SMs belong to instances: refuse instead, and say what
+// to do.
+func refuseMIG(nodes []nvml.Node) error {
+	var bad []string
+	for _, n := range nodes {
+		var idx []string
+		for _, g := range n.GPUs {
+			if g.MIG {
+				idx = append(idx, strconv.Itoa(g.Index))
+			}
+		}
+		if len(idx) > 0 {
+			bad = append(bad, fmt.Sprintf("%s (GPU %s)", n.Hostname, strings.Join(idx, ",")))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("MIG is enabled on %s: gres.conf for MIG needs one line per MIG device, typed by its profile, "+
+		"with MultipleFiles= for the GPU and its /dev/nvidia-caps files, which the node descriptions do not carry; "+
+		"let Slurm find them (AutoDetect=nvml in a gres.conf of those nodes' own), or disable MIG there (nvidia-smi -mig 0)",
+		strings.Join(bad, ", "))
 }

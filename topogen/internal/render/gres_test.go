@@ -109,6 +109,15 @@ func TestGresConfErrors(t *testing.T) {
 			opt:     render.GresOptions{CoresPerNode: map[string]int{"gpu1": 64}},
 			wantErr: `node gpu1 GPU 2: CPU list "zero-31": "zero" is not a number`,
 		},
+		"MIG enabled": {
+			node: func() nvml.Node {
+				n := hgx()
+				n.GPUs[1].MIG = true
+				n.GPUs[6].MIG = true
+				return n
+			},
+			wantErr: "MIG is enabled on gpu1 (GPU 1,6): gres.conf for MIG needs one line per MIG device, typed by its profile, with MultipleFiles=",
+		},
 		"CPU range backwards": {
 			node: func() nvml.Node {
 				n := hgx()

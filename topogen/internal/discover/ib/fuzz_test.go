@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -19,6 +20,7 @@ var smallFixtures = []string{
 	"example-bad.out",
 	"ibtopotool-1.topo", "ibtopotool-2.topo", "ibtopotool-3.topo", "ibtopotool-4.topo",
 	"osc-test.out", "osc-test2.out", "osc-test3.out",
+	"ibdiag-ca-label.ibnetdiscover",
 }
 
 // FuzzParse checks that no input panics Parse and that every Fabric it
@@ -177,6 +179,53 @@ func FuzzParseGUIDMap(f *testing.F) {
 			if name == "" || name != strings.TrimSpace(name) || !utf8.ValidString(name) {
 				t.Errorf("GUID %s: bad name %q", guid, name)
 			}
+		}
+	})
+}
+
+// labelRule is what FuzzIBDiagLabels holds a label to, written apart from
+// the parser: letters and digits in runs joined by single slashes.
+var labelRule = regexp.MustCompile(`^[A-Za-z0-9]+(/[A-Za-z0-9]+)*$`)
+
+// FuzzIBDiagLabels puts an arbitrary label where ibdiagnet2 writes one on
+// an HCA port ("[1](B134D0F0/0/0/1)(b01)", "[1](1)(b01)"), with the switch
+// side of the same cable listed too. A label of the documented form gives
+// the one cable, counted once, with the HCA's port GUID and no diagnostic;
+// anything else gives one diagnostic for that line and still the one cable
+// (from the switch side). Seeded with the forms ibdiagnet2 writes.
+func FuzzIBDiagLabels(f *testing.F) {
+	for _, l := range []string{"B134D0F0/0/0/1", "1", "1/1/1", "0000:b1:00.0", "1//1", "", "(", ")", "b01", "1/", "/1"} {
+		f.Add(l)
+	}
+	f.Fuzz(func(t *testing.T, label string) {
+		if strings.ContainsAny(label, "\n\r") {
+			return // one line stays one line
+		}
+		in := "Switch  65 \"S-0000000000000a00\"      # \"leaf-1\" enhanced port 0 lid 1 lmc 0\n" +
+			"[1](1/1/1) \"H-0000000000000b01\"[1](b01)      # \"node1 mlx5_0\" lid 2 4xNDR\n\n" +
+			"Ca  1 \"H-0000000000000b01\"      # \"node1 mlx5_0\"\n" +
+			"[1](" + label + ")(b01) \"S-0000000000000a00\"[1] # lid 2 lmc 0 \"leaf-1\" lid 1 4xNDR\n"
+		fab, err := ib.Parse(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		if len(fab.Links) != 1 {
+			t.Fatalf("%d links, want the one cable once: %+v", len(fab.Links), fab.Links)
+		}
+		ca := fab.Nodes["0000000000000b01"]
+		if ca == nil || ca.PortGUIDs[1] != "0000000000000b01" {
+			t.Fatalf("HCA port GUID lost: %+v", ca)
+		}
+		switch {
+		case strings.ContainsAny(label, "()"):
+			// Several groups: which of them is the label is the parser's
+			// call; the cable must still be there once (checked above).
+		case labelRule.MatchString(label):
+			if len(fab.Diagnostics) != 0 || fab.Format != ib.IBDiag {
+				t.Fatalf("label %q: diagnostics %v, format %v; want none and ibdiag", label, fab.Diagnostics, fab.Format)
+			}
+		case len(fab.Diagnostics) != 1 || fab.Diagnostics[0].Line != 5:
+			t.Fatalf("label %q: diagnostics %v, want one for line 5", label, fab.Diagnostics)
 		}
 	})
 }

@@ -1,7 +1,8 @@
 // Package ib parses InfiniBand fabric dumps into nodes and links: the
 // classic output of ibnetdiscover, its ports report (ibnetdiscover -p) and
 // the ibnetdiscover file that ibdiagnet2 writes (split-port labels such as
-// [1](1/1/1)). It also reads GUID-to-name maps.
+// [1](1/1/1) on switch ports, [1](B134D0F0/0/0/1)(guid) and [1](1)(guid) on
+// HCA ports). It also reads GUID-to-name maps.
 //
 // The package is pure: it reads the bytes it is given and nothing else (no
 // files, no commands, no clock, no package state), so a captured dump always

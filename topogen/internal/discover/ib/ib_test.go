@@ -141,6 +141,55 @@ Ca	1 "H-e09d7303007a4bd8"		# "node1 mlx5_0"
 			},
 		},
 	},
+	// ibdiagnet2 labels HCA ports too, before the port GUID: with the PCI
+	// location and port ("(B134D0F0/0/0/1)") or the port number alone
+	// ("(1)"). Each cable is listed from both ends and counted once. The
+	// shape of testdata/ibdiag-ca-label.ibnetdiscover.
+	"ibdiagnet2 HCA-side port labels": {
+		in: `vendid=0x2c9
+Switch  65 "S-0000000000000a00"      # "MF0;leaf-1:MQM9700/U1" enhanced port 0 lid 1 lmc 0
+[1](1/1/1) "H-0000000000000b01"[1](b01)      # "node1 mlx5_0" lid 2 4xNDR
+[2](1/1/2) "H-0000000000000b02"[1](b02)      # "node2 mlx5_0" lid 3 4xNDR
+
+Ca  1 "H-0000000000000b01"      # "node1 mlx5_0"
+[1](B134D0F0/0/0/1)(b01) "S-0000000000000a00"[1] # lid 2 lmc 0 "MF0;leaf-1:MQM9700/U1" lid 1 4xNDR
+
+Ca  1 "H-0000000000000b02"      # "node2 mlx5_0"
+[1](1)(b02) "S-0000000000000a00"[2] # lid 3 lmc 0 "MF0;leaf-1:MQM9700/U1" lid 1 4xNDR
+`,
+		want: &ib.Fabric{
+			Format: ib.IBDiag,
+			Nodes: map[string]*ib.Node{
+				"0000000000000a00": {GUID: "0000000000000a00", Type: ib.Switch, Desc: "MF0;leaf-1:MQM9700/U1", Ports: 65, LID: 1, Line: 2},
+				"0000000000000b01": {GUID: "0000000000000b01", Type: ib.CA, Desc: "node1 mlx5_0", Ports: 1, LID: 2, PortGUIDs: map[int]string{1: "0000000000000b01"}, Line: 6},
+				"0000000000000b02": {GUID: "0000000000000b02", Type: ib.CA, Desc: "node2 mlx5_0", Ports: 1, LID: 3, PortGUIDs: map[int]string{1: "0000000000000b02"}, Line: 9},
+			},
+			Links: []ib.Link{
+				{A: "0000000000000a00", APort: 1, B: "0000000000000b01", BPort: 1, Width: "4x", Speed: "NDR", Line: 3},
+				{A: "0000000000000a00", APort: 2, B: "0000000000000b02", BPort: 1, Width: "4x", Speed: "NDR", Line: 4},
+			},
+		},
+	},
+	"ibdiagnet2 HCA-side labels alone, without the switch side": {
+		in: `Switch  65 "S-0000000000000a00"      # "leaf-1" enhanced port 0 lid 1 lmc 0
+
+Ca  2 "H-0000000000000b01"      # "node1 mlx5_0"
+[1](B134D0F0/0/0/1)(b01) "S-0000000000000a00"[1] # lid 2 lmc 0 "leaf-1" lid 1 4xNDR
+[2](2)(b02) "S-0000000000000a00"[2] # lid 3 lmc 0 "leaf-1" lid 1 4xNDR
+`,
+		want: &ib.Fabric{
+			Format: ib.IBDiag,
+			Nodes: map[string]*ib.Node{
+				"0000000000000a00": {GUID: "0000000000000a00", Type: ib.Switch, Desc: "leaf-1", Ports: 65, LID: 1, Line: 1},
+				"0000000000000b01": {GUID: "0000000000000b01", Type: ib.CA, Desc: "node1 mlx5_0", Ports: 2, LID: 2,
+					PortGUIDs: map[int]string{1: "0000000000000b01", 2: "0000000000000b02"}, Line: 3},
+			},
+			Links: []ib.Link{
+				{A: "0000000000000a00", APort: 1, B: "0000000000000b01", BPort: 1, Width: "4x", Speed: "NDR", Line: 4},
+				{A: "0000000000000a00", APort: 2, B: "0000000000000b01", BPort: 2, Width: "4x", Speed: "NDR", Line: 5},
+			},
+		},
+	},
 	// From testdata/ibtopotool-3.topo: a loopback cable, listed from both
 	// of its ports.
 	"switch self-link": {
@@ -331,7 +380,7 @@ CA  2052 3 0x506b4b03005c2740 4x EDR
 [1](1/1	"S-0000000000000001"[2]
 [1](1//1)	"S-0000000000000001"[2]
 [1](zz)	"S-0000000000000001"[2]
-[1](1)(2)	"S-0000000000000001"[2]
+[1](1/)(2)	"S-0000000000000001"[2]
 [1]	"S-0000000000000001"[2] junk
 [1]	"S-0000000000000001"[9]	# "leaf" lid 1 4xHDR
 [1]	"S-0000000000000001"[2]	# "leaf lid 1 4xHDR
@@ -347,9 +396,9 @@ CA  2052 3 0x506b4b03005c2740 4x EDR
 				{Line: 2, Text: `[0]	"S-0000000000000001"[1]	# "leaf" lid 1 4xHDR`, Msg: "local end: port number 0 out of range 1-255"},
 				{Line: 3, Text: `[x]	"S-0000000000000001"[1]`, Msg: `local end: bad port number "x"`},
 				{Line: 4, Text: `[1](1/1	"S-0000000000000001"[2]`, Msg: "unterminated parenthesis after port number"},
-				{Line: 5, Text: `[1](1//1)	"S-0000000000000001"[2]`, Msg: `bad split-port label "1//1" (want digits and slashes, such as 1/1/1)`},
+				{Line: 5, Text: `[1](1//1)	"S-0000000000000001"[2]`, Msg: `bad port label "1//1" (want letters and digits joined by slashes, such as 1/1/1 or B134D0F0/0/0/1)`},
 				{Line: 6, Text: `[1](zz)	"S-0000000000000001"[2]`, Msg: `bad port GUID "zz"`},
-				{Line: 7, Text: `[1](1)(2)	"S-0000000000000001"[2]`, Msg: "two port GUIDs for one port"},
+				{Line: 7, Text: `[1](1/)(2)	"S-0000000000000001"[2]`, Msg: `bad port label "1/" (want letters and digits joined by slashes, such as 1/1/1 or B134D0F0/0/0/1)`},
 				{Line: 8, Text: `[1]	"S-0000000000000001"[2] junk`, Msg: `unexpected text after remote port: "junk"`},
 				{Line: 9, Text: `[1]	"S-0000000000000001"[9]	# "leaf" lid 1 4xHDR`, Msg: "remote port 9 beyond the 4 ports node 0000000000000001 declares"},
 				{Line: 10, Text: `[1]	"S-0000000000000001"[2]	# "leaf lid 1 4xHDR`, Msg: "unterminated remote description"},
@@ -493,6 +542,19 @@ var fixtureFacts = map[string]struct {
 	"ibtopotool-4.topo": {
 		format: ib.Classic, switches: 1, cas: 1, // grep -c '^Switch'; grep -c '^Ca'
 		links: 1, // grep -c '^\[' gives 2
+	},
+	"ibdiag-ca-label.ibnetdiscover": {
+		format:   ib.IBDiag,
+		switches: 1, cas: 2, // grep -c '^Switch'; grep -c '^Ca'
+		// grep -c '^\[' gives 4: both cables from both ends, the HCA ends
+		// with ibdiagnet2's labels "(B134D0F0/0/0/1)" and "(1)".
+		links: 2,
+	},
+	"small-3tier-2rail.txt": {
+		format:   ib.Classic,
+		switches: 28,  // grep -c '^Switch': 16 leaves, 8 spines, 4 cores
+		cas:      128, // grep -c '^Ca': 64 hosts x 2 HCAs
+		links:    176, // grep -c '^\[' gives 352, each cable from both ends: 128 HCA, 32 leaf-spine, 16 spine-core
 	},
 	"osc-test.out": {
 		format: ib.Ports,

@@ -143,11 +143,15 @@ func bracketPort(s string) (port int, rest, msg string) {
 }
 
 // portLabels parses the parenthesised groups after a port number: a port
-// GUID ("(e09d7303007a4bd8)") and ibdiagnet2's split-port labels
-// ("(1/1/1)"). It returns the port GUID ("" if none) and whether a split
-// label was seen; labels themselves are not kept, the port number is what
-// identifies a port.
-func portLabels(s string) (portGUID, rest string, split bool, msg string) {
+// GUID ("(e09d7303007a4bd8)") and the labels ibdiagnet2 writes. On switch
+// ports a label is the split-port position ("(1/1/1)"); on HCA ports it
+// comes before the port GUID and is either the PCI location with the port
+// ("(B134D0F0/0/0/1)") or the plain port number ("(1)(e09d7303007a4bd8)").
+// So a group is a label when it holds a slash or another group follows it;
+// the last group without a slash is the port GUID. It returns the port GUID
+// ("" if none) and whether a label was seen; labels themselves are not
+// kept, the port number is what identifies a port.
+func portLabels(s string) (portGUID, rest string, label bool, msg string) {
 	for len(s) > 0 && s[0] == '(' {
 		end := strings.IndexByte(s, ')')
 		if end < 0 {
@@ -155,40 +159,37 @@ func portLabels(s string) (portGUID, rest string, split bool, msg string) {
 		}
 		inner := s[1:end]
 		s = s[end+1:]
-		if strings.IndexByte(inner, '/') >= 0 {
-			if !isSplitLabel(inner) {
-				return "", "", false, "bad split-port label " + quote(inner) + " (want digits and slashes, such as 1/1/1)"
+		if strings.IndexByte(inner, '/') >= 0 || (len(s) > 0 && s[0] == '(') {
+			if !isPortLabel(inner) {
+				return "", "", false, "bad port label " + quote(inner) + " (want letters and digits joined by slashes, such as 1/1/1 or B134D0F0/0/0/1)"
 			}
-			split = true
+			label = true
 			continue
 		}
 		g, ok := normGUID(inner)
 		if !ok {
 			return "", "", false, "bad port GUID " + quote(inner)
 		}
-		if portGUID != "" {
-			return "", "", false, "two port GUIDs for one port"
-		}
 		portGUID = g
 	}
-	return portGUID, s, split, ""
+	return portGUID, s, label, ""
 }
 
-// isSplitLabel reports whether s looks like "1/1/1": numbers joined by
-// slashes.
-func isSplitLabel(s string) bool {
-	digits := 0
+// isPortLabel reports whether s looks like "1/1/1", "B134D0F0/0/0/1" or
+// "1": runs of letters and digits joined by single slashes.
+func isPortLabel(s string) bool {
+	run := 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			digits++
-		case c == '/' && digits > 0:
-			digits = 0
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			run++
+		case c == '/' && run > 0:
+			run = 0
 		default:
 			return false
 		}
 	}
-	return digits > 0
+	return run > 0
 }
 
 // lidIn finds "lid N" in s and returns N, or 0 when there is none or it is
