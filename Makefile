@@ -101,7 +101,7 @@ packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git d
 # use it to make an older version of the same packages).
 .PHONY: packages-nfpm
 packages-nfpm: $(NFPM)
-	@mkdir -p $(DIST)
+	@mkdir -p $(DIST) && rm -f $(DIST)/strata-*.deb $(DIST)/strata-*.rpm
 	@for part in $(PKG_PARTS); do for fmt in $(PKG_FORMATS); do \
 		STRATA_PKG_VERSION='$(PKG_VERSION)' STRATA_PKG_RELEASE='$(PKG_RELEASE)' STRATA_PKG_ARCH='$(PKG_ARCH)' \
 		STRATA_PKG_BIN='$(PKG_BIN)' $(NFPM) package --config packaging/nfpm/$$part.yaml --packager $$fmt --target $(DIST)/ \
