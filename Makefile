@@ -151,8 +151,8 @@ kube-status: ## show the Kubernetes test bed's daemons and nodes
 	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) status --name $(KUBE_NAME) || true
 
 .PHONY: test-integration
-test-integration: testbed-up kube-up $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS and a real Kubernetes
-	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" $(GO) test -race -count=1 -tags integration -timeout 20m ./...
+test-integration: testbed-up kube-up packages $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS and a real Kubernetes, and the packages' install tests
+	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" STRATA_PACKAGES=$(DIST) $(GO) test -race -count=1 -tags integration -timeout 20m ./...
 
 .PHONY: test
 test: test-unit test-integration ## every test: unit, then integration on the test beds
