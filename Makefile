@@ -16,15 +16,15 @@ NFPM_VERSION := v2.45.2
 NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
 
 # What the binaries report as their version, and the link flags that stamp it.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-GO_LDFLAGS ?= -X github.com/strata-hpc/strata/internal/buildinfo.version=$(VERSION)
+VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+GO_LDFLAGS = -X github.com/strata-hpc/strata/internal/buildinfo.version=$(VERSION)
 
 # Packages (make packages): one deb and one RPM per part, into DIST. The
 # version is git describe's, made dpkg- and rpm-ready by version.sh.
-DIST ?= $(CURDIR)/dist
-PKG_VERSION ?= $(shell sh packaging/nfpm/version.sh)
+DIST = $(CURDIR)/dist
+PKG_VERSION = $(shell sh packaging/nfpm/version.sh)
 PKG_RELEASE ?= 1
-PKG_ARCH ?= $(shell $(GO) env GOARCH)
+PKG_ARCH = $(shell $(GO) env GOARCH)
 PKG_BIN ?= $(DIST)/bin
 PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge
 PKG_FORMATS ?= deb rpm
