@@ -12,6 +12,22 @@ OAPI_CODEGEN_VERSION := v2.8.2
 GOLANGCI_LINT_VERSION := v2.15.0
 OAPI_CODEGEN := $(BIN)/oapi-codegen-$(OAPI_CODEGEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+NFPM_VERSION := v2.45.2
+NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
+
+# What the binaries report as their version, and the link flags that stamp it.
+VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+GO_LDFLAGS = -X github.com/strata-hpc/strata/internal/buildinfo.version=$(VERSION)
+
+# Packages (make packages): one deb and one RPM per part, into DIST. The
+# version is git describe's, made dpkg- and rpm-ready by version.sh.
+DIST = $(CURDIR)/dist
+PKG_VERSION = $(shell sh packaging/nfpm/version.sh)
+PKG_RELEASE ?= 1
+PKG_ARCH = $(shell $(GO) env GOARCH)
+PKG_BIN ?= $(DIST)/bin
+PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge
+PKG_FORMATS ?= deb rpm
 
 # Slurm releases the integration tests run on; one test bed each.
 SLURM_VERSIONS ?= 26.05 24.11
@@ -19,7 +35,7 @@ TESTBED := test/testbed/slurm/testbed.sh
 TB_STATE ?= /var/lib/strata/testbed
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
-DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1
+DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s
@@ -53,8 +69,13 @@ $(GOLANGCI_LINT):
 	GOBIN=$(BIN)/.build $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv -f $(BIN)/.build/golangci-lint $@ && ln -sfn $(notdir $@) $(BIN)/golangci-lint
 
+$(NFPM):
+	@mkdir -p $(BIN)/.build
+	GOBIN=$(BIN)/.build $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+	mv -f $(BIN)/.build/nfpm $@ && ln -sfn $(notdir $@) $(BIN)/nfpm
+
 .PHONY: tools
-tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) ## install the pinned Go tools into ./bin
+tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) $(NFPM) ## install the pinned Go tools into ./bin
 
 .PHONY: build
 build: ## compile every package, the binaries (into ./bin) and the demo
@@ -64,6 +85,27 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
 	$(GO) build -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
 	$(GO) build -o $(BIN)/strata-demo ./test/demo
+
+.PHONY: packages
+packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
+	@mkdir -p $(PKG_BIN)
+	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd and the bridge
+	@# use SQLite through cgo: glibc 2.34 or later (EL9, Debian 12); the
+	@# policy tool needs no cgo and is static. See packaging/README.md.
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(PKG_BIN)/ \
+		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
+	@$(MAKE) --no-print-directory packages-nfpm
+
+# packages-nfpm packs the binaries already in PKG_BIN (the install tests
+# use it to make an older version of the same packages).
+.PHONY: packages-nfpm
+packages-nfpm: $(NFPM)
+	@mkdir -p $(DIST) && rm -f $(DIST)/strata-*.deb $(DIST)/strata-*.rpm
+	@for part in $(PKG_PARTS); do for fmt in $(PKG_FORMATS); do \
+		STRATA_PKG_VERSION='$(PKG_VERSION)' STRATA_PKG_RELEASE='$(PKG_RELEASE)' STRATA_PKG_ARCH='$(PKG_ARCH)' \
+		STRATA_PKG_BIN='$(PKG_BIN)' $(NFPM) package --config packaging/nfpm/$$part.yaml --packager $$fmt --target $(DIST)/ \
+		| sed 's/^/  /'; done; done
 
 .PHONY: generate
 generate: generate-slurmrest ## regenerate all generated code
@@ -109,8 +151,8 @@ kube-status: ## show the Kubernetes test bed's daemons and nodes
 	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) status --name $(KUBE_NAME) || true
 
 .PHONY: test-integration
-test-integration: testbed-up kube-up $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS and a real Kubernetes
-	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" $(GO) test -race -count=1 -tags integration -timeout 20m ./...
+test-integration: testbed-up kube-up packages $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS and a real Kubernetes, and the packages' install tests
+	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" STRATA_PACKAGES=$(DIST) $(GO) test -race -count=1 -tags integration -timeout 20m ./...
 
 .PHONY: test
 test: test-unit test-integration ## every test: unit, then integration on the test beds
