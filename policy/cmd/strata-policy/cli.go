@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"io"
 	"log/slog"
@@ -59,6 +60,7 @@ strata-policy explain job 1234   why a job waits, in plain words (also: explain 
 Strata marks what it creates (account organization "strata", QOS description "strata: ...")
 and never changes or removes anything unmarked; removals need --prune. A removal that would
 take running or pending jobs with it is skipped and reported, unless --force-busy cancels them.`,
+		Version:   buildinfo.Version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags:     []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"}},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"io"
 	"log/slog"
@@ -64,6 +65,7 @@ A typical round:
    topogen apply                   # validate, back up, write, reconfigure, verify, roll back on failure
 
 Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags override it.`,
+		Version:   buildinfo.Version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
