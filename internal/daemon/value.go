@@ -25,7 +25,12 @@ func Load[T any](ctx context.Context, name string, load func(context.Context) (T
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
-	return &Value[T]{name: name, load: load, v: v}, nil
+	return NewValue(name, v, load), nil
+}
+
+// NewValue holds v, which the caller loaded already; load reloads it.
+func NewValue[T any](name string, v T, load func(context.Context) (T, error)) *Value[T] {
+	return &Value[T]{name: name, load: load, v: v}
 }
 
 // OnReload sets a function called with each value a reload puts in force
