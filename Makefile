@@ -56,14 +56,21 @@ $(GOLANGCI_LINT):
 .PHONY: tools
 tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) ## install the pinned Go tools into ./bin
 
+# Every binary says which build it is (--version, strata_build_info).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILDINFO := github.com/strata-hpc/strata/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
+GO_BUILD = $(GO) build -ldflags "$(LDFLAGS)"
+
 .PHONY: build
 build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build ./...
-	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
-	$(GO) build -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
-	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
-	$(GO) build -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
-	$(GO) build -o $(BIN)/strata-demo ./test/demo
+	$(GO_BUILD) -o $(BIN)/topogen ./topogen/cmd/topogen
+	$(GO_BUILD) -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
+	$(GO_BUILD) -o $(BIN)/strata-policy ./policy/cmd/strata-policy
+	$(GO_BUILD) -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
+	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: generate
 generate: generate-slurmrest ## regenerate all generated code
@@ -161,8 +168,8 @@ bench-policy: deps ## strata-policy apply against per-object sacctmgr on a priva
 
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and the Kubernetes test bed, and show every part working
-	$(GO) build -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge
-	$(GO) build -o $(BIN)/strata-demo ./test/demo
+	$(GO_BUILD) -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge
+	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 	$(MAKE) --no-print-directory testbed-up SLURM_VERSIONS=$(firstword $(SLURM_VERSIONS))
 	$(BIN)/strata-demo -env $(DEMO_INST)/env -topogen-dir $(DEMO_INST)/demo
 	BIN=$(BIN) TB_STATE=$(TB_STATE) KUBE_NAME=$(KUBE_NAME) bash test/demo/demo.sh $(DEMO_INST)/env
