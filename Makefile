@@ -15,9 +15,14 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 NFPM_VERSION := v2.45.2
 NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
 
-# What the binaries report as their version, and the link flags that stamp it.
+# What every binary reports as its build (--version, strata_build_info), and
+# the link flags that stamp it. Set from the command line only (make
+# VERSION=1.2.0), never from the environment.
 VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-GO_LDFLAGS = -X github.com/strata-hpc/strata/internal/buildinfo.version=$(VERSION)
+REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILDINFO := github.com/strata-hpc/strata/internal/buildinfo
+LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
+GO_BUILD = $(GO) build -ldflags "$(LDFLAGS)"
 
 # Packages (make packages): one deb and one RPM per part, into DIST. The
 # version is git describe's, made dpkg- and rpm-ready by version.sh.
@@ -80,11 +85,11 @@ tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) $(NFPM) ## install the pinned Go tools i
 .PHONY: build
 build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build ./...
-	$(GO) build -o $(BIN)/topogen ./topogen/cmd/topogen
-	$(GO) build -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
-	$(GO) build -o $(BIN)/strata-policy ./policy/cmd/strata-policy
-	$(GO) build -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
-	$(GO) build -o $(BIN)/strata-demo ./test/demo
+	$(GO_BUILD) -o $(BIN)/topogen ./topogen/cmd/topogen
+	$(GO_BUILD) -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
+	$(GO_BUILD) -o $(BIN)/strata-policy ./policy/cmd/strata-policy
+	$(GO_BUILD) -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
+	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: packages
 packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
@@ -92,9 +97,9 @@ packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git d
 	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd and the bridge
 	@# use SQLite through cgo: glibc 2.34 or later (EL9, Debian 12); the
 	@# policy tool needs no cgo and is static. See packaging/README.md.
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(PKG_BIN)/ \
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ \
 		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
 	@$(MAKE) --no-print-directory packages-nfpm
 
 # packages-nfpm packs the binaries already in PKG_BIN (the install tests
@@ -201,8 +206,8 @@ bench-policy: deps ## strata-policy apply against per-object sacctmgr on a priva
 
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and the Kubernetes test bed, and show every part working
-	$(GO) build -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge
-	$(GO) build -o $(BIN)/strata-demo ./test/demo
+	$(GO_BUILD) -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge
+	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 	$(MAKE) --no-print-directory testbed-up SLURM_VERSIONS=$(firstword $(SLURM_VERSIONS))
 	$(BIN)/strata-demo -env $(DEMO_INST)/env -topogen-dir $(DEMO_INST)/demo
 	BIN=$(BIN) TB_STATE=$(TB_STATE) KUBE_NAME=$(KUBE_NAME) bash test/demo/demo.sh $(DEMO_INST)/env

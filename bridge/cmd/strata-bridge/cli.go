@@ -22,6 +22,7 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
 	"github.com/strata-hpc/strata/bridge/internal/render"
 	"github.com/strata-hpc/strata/bridge/internal/store"
+	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/servingquota"
@@ -68,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Name:        "strata-bridge",
 		Usage:       "serve the models finished Slurm jobs produce on Kubernetes, with versions and rollback",
 		Description: description,
+		Version:     buildinfo.Version(),
 		Writer:      stdout,
 		ErrWriter:   stderr,
 		Flags: []cli.Flag{

@@ -5,39 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"runtime"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/bridge/internal/api"
+	"github.com/strata-hpc/strata/bridge/internal/config"
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
 	"github.com/strata-hpc/strata/bridge/internal/watch"
+	"github.com/strata-hpc/strata/internal/buildinfo"
+	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/servingquota"
 )
 
-// Version is set by the build.
-var Version = "dev"
-
-// registry is the daemon's private registry with strata_build_info and
+// registry is the daemon's private registry, with strata_build_info and
 // the Go and process collectors.
 func registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "strata_build_info",
-		Help: "Build of this Strata part; the value is always 1.",
-	}, []string{"part", "version", "goversion"})
-	build.WithLabelValues("bridge", Version, runtime.Version()).Set(1)
-	reg.MustRegister(build, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildinfo.Register(reg, "bridge")
 	return reg
 }
 
@@ -68,27 +55,16 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	defer e.close()
 	cfg := e.cfg
 
-	// serving.json is reloaded on SIGHUP; a bad file keeps the one in force.
-	var mu sync.RWMutex
-	serving := e.serving
-	current := func() *servingquota.File { mu.RLock(); defer mu.RUnlock(); return serving }
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for range hup {
-			f, err := servingquota.Load(cfg.Policy.ServingFile)
-			if err != nil {
-				log.Error("serving.json reload failed: keeping the one in force", "file", cfg.Policy.ServingFile, "error", err)
-				continue
-			}
-			mu.Lock()
-			serving = f
-			mu.Unlock()
-			log.Info("serving.json reloaded", "file", cfg.Policy.ServingFile, "tenants", len(f.Tenants))
-		}
-	}()
-	dcfg := deployerConfig(cfg, e.kube, e.store, current, log, dm)
+	// Everything SIGHUP re-reads; a bad file keeps the one in force. A
+	// file more to reload is one more daemon.Value here.
+	serving := daemon.NewValue("serving quotas", e.serving, func(context.Context) (*servingquota.File, error) {
+		return servingquota.Load(cfg.Policy.ServingFile)
+	}).OnReload(func(f *servingquota.File) {
+		log.Info("serving.json reloaded", "file", cfg.Policy.ServingFile, "tenants", len(f.Tenants))
+	})
+	reload := []daemon.Reloader{serving}
+
+	dcfg := deployerConfig(cfg, e.kube, e.store, serving.Get, log, dm)
 	dcfg.Jobs = e.slurm
 	dep, err := deploy.New(dcfg)
 	if err != nil {
@@ -103,40 +79,16 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
 	log.Info("strata-bridge starting", "listen", cfg.Listen, "slurmrestd", cfg.Slurm.URL, "parser", e.slurm.Info().Parser,
 		"poll_interval", cfg.Slurm.PollInterval, "field_manager", cfg.Kubernetes.FieldManager, "store", cfg.Store.Path)
-	return serve(ctx, cfg.Listen, h, log, w.Run)
+	// The store closes (deferred above) only after Run has waited for the
+	// poll loop, deploys in flight included.
+	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: h,
+		Loops:  []daemon.Loop{{Name: "poll", Run: w.Run, Stall: pollStall(cfg)}},
+		Reload: reload, ShutdownTimeout: 20 * time.Second})
 }
 
-// serve runs loop and an HTTP server until ctx ends, then shuts the server
-// down with a deadline.
-func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger, loop func(context.Context) error) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 2)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan struct{})
-	go func() { defer close(done); errc <- loop(lctx) }()
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
-	cancel()
-	sctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-	defer stop()
-	_ = srv.Shutdown(sctx)
-	select {
-	case <-done:
-	case <-sctx.Done():
-		log.Warn("the poll loop did not stop in time")
-	}
-	log.Info("stopped")
-	return err
+// pollStall is how long the poll loop may go without progress before the
+// watchdog lets systemd restart the daemon: one deploy may wait a whole
+// rollout timeout, so the stall is that plus a few polls.
+func pollStall(cfg *config.Config) time.Duration {
+	return max(cfg.Kubernetes.RolloutTimeout+10*cfg.Slurm.PollInterval, 5*time.Minute)
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
 	"github.com/strata-hpc/strata/bridge/internal/store"
+	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 )
 
@@ -161,7 +162,8 @@ func (w *Watcher) Status() Status {
 	return w.status
 }
 
-// Run polls at once and then every interval until ctx ends.
+// Run polls at once and then every interval until ctx ends. Each poll,
+// and each job a poll judges, beats the daemon's watchdog.
 func (w *Watcher) Run(ctx context.Context) error {
 	if n, err := w.cfg.Store.PruneSeen(ctx, w.cfg.Now().Add(-w.cfg.KeepSeen)); err != nil {
 		w.cfg.Log.Warn("pruning old verdicts failed", "error", err)
@@ -174,6 +176,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if _, err := w.Poll(ctx); err != nil && ctx.Err() == nil {
 			w.cfg.Log.Warn("poll failed: nothing was acted on this cycle", "error", err)
 		}
+		daemon.Beat(ctx) // a poll ended, failed or not: the loop is not stuck
 		select {
 		case <-ctx.Done():
 			return nil
@@ -226,6 +229,7 @@ func (w *Watcher) poll(ctx context.Context, st *Status) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		daemon.Beat(ctx) // each deploy may wait a whole rollout timeout
 		verdict, msg, done := w.judge(ctx, j)
 		w.cfg.Metrics.Verdicts.WithLabelValues(verdict).Inc()
 		if verdict == store.OutcomeReady || verdict == store.OutcomeTimeout {

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/internal/atomicfile"
+	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -71,6 +72,7 @@ error: exit 2 too, with a message on stderr that says what the command takes.
 Strata marks what it creates (account organization "strata", QOS description "strata: ...")
 and never changes or removes anything unmarked; removals need --prune. A removal that would
 take running or pending jobs with it is skipped and reported, unless --force-busy cancels them.`,
+		Version:   buildinfo.Version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags:     []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"}},

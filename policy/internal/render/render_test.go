@@ -44,7 +44,7 @@ func TestReclaimRulesFromExample(t *testing.T) {
 
 // TestTenantsFromExample: the tenant map rendered from the example policy,
 // written as render writes it, loads with the loader reclaimd uses
-// (tenantmap.Open, reloaded on SIGHUP), and maps every account of the
+// (tenantmap.Load, which reclaimd reloads on SIGHUP), and maps every account of the
 // policy to its tenant and project.
 func TestTenantsFromExample(t *testing.T) {
 	p, err := spec.Load("../../../etc/strata/policy.yaml")
@@ -59,11 +59,10 @@ func TestTenantsFromExample(t *testing.T) {
 	if err := atomicfile.Write(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src, err := tenantmap.Open(path)
+	m, err := tenantmap.Load(path)
 	if err != nil {
 		t.Fatalf("reclaimd cannot read what policy renders: %v\n%s", err, out)
 	}
-	m := src.Map()
 	accounts := 0
 	for _, tn := range p.Tenants {
 		if o, ok := m.Lookup(tn.Name); !ok || o != (tenantmap.Owner{Tenant: tn.Name}) {

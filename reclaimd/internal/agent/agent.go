@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/reclaimd/internal/source"
 )
 
@@ -56,14 +56,6 @@ type Config struct {
 	// Now is the clock; time.Now. The sampling loop's ticker is the time
 	// package's, so tests run Run under testing/synctest.
 	Now func() time.Time
-
-	Build BuildInfo // labels of strata_build_info
-}
-
-// BuildInfo describes the binary in strata_build_info. Empty fields read
-// "unknown", and GoVersion runtime.Version().
-type BuildInfo struct {
-	Version, Revision, GoVersion string
 }
 
 // Agent samples a node's GPUs and keeps their rolling windows. Its methods
@@ -106,14 +98,6 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	for _, s := range []*string{&cfg.Build.Version, &cfg.Build.Revision} {
-		if *s == "" {
-			*s = "unknown"
-		}
-	}
-	if cfg.Build.GoVersion == "" {
-		cfg.Build.GoVersion = runtime.Version()
-	}
 
 	var errs []error
 	if cfg.Node == "" {
@@ -143,18 +127,21 @@ func New(cfg Config) (*Agent, error) {
 }
 
 // Registry is the agent's private Prometheus registry, served at /metrics;
-// a main may add the Go and process collectors to it.
+// the main adds strata_build_info and the Go and process collectors
+// (buildinfo.Register).
 func (a *Agent) Registry() *prometheus.Registry { return a.metrics.reg }
 
 // Run samples at once and then every Interval until ctx is done, when it
 // returns nil. A failed sample is logged (when the error changes), counted
-// and shown by /healthz; the loop goes on.
+// and shown by /healthz; the loop goes on. Each round that ends beats the
+// daemon's watchdog.
 func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent started", "node", a.cfg.Node, "interval", a.cfg.Interval, "window", a.cfg.Window)
 	ticker := time.NewTicker(a.cfg.Interval)
 	defer ticker.Stop()
 	for {
 		_ = a.SampleOnce(ctx) // its error is logged and kept for /healthz
+		daemon.Beat(ctx)      // a round ended, good or bad: the loop is not stuck
 		select {
 		case <-ctx.Done():
 			a.log.Info("agent stopped", "node", a.cfg.Node)

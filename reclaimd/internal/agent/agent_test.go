@@ -70,7 +70,6 @@ func replayAgent(t *testing.T, loop bool) (*Agent, *clock) {
 	a, err := New(Config{
 		Node: "gpu01", Source: source.NewReplay(rec, t0, loop),
 		Window: time.Minute, Procs: ProcFS{Root: t.TempDir()}, Logger: discard(), Now: c.Now,
-		Build: BuildInfo{Version: "0.1.0", Revision: "abc1234", GoVersion: "go1.26.0"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -199,8 +198,7 @@ func TestNewDefaults(t *testing.T) {
 	}
 	got := a.cfg
 	if got.Interval != DefaultInterval || got.Window != DefaultWindow || got.MaxSamples != 61 ||
-		got.StaleAfter != 30*time.Second || got.Procs != (ProcFS{}) || got.Now == nil || got.Logger == nil ||
-		got.Build.Version != "unknown" || got.Build.GoVersion == "" {
+		got.StaleAfter != 30*time.Second || got.Procs != (ProcFS{}) || got.Now == nil || got.Logger == nil {
 		t.Errorf("defaults: %+v", got)
 	}
 }

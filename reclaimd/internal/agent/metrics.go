@@ -39,16 +39,7 @@ func newMetrics(a *Agent) *metrics {
 			Help: "Unix time of the last good sampling round.",
 		}),
 	}
-	build := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "strata_build_info",
-		Help: "Always 1; the labels describe the build of the running binary.",
-		ConstLabels: prometheus.Labels{
-			"part": "reclaimd-agent", "version": a.cfg.Build.Version,
-			"revision": a.cfg.Build.Revision, "goversion": a.cfg.Build.GoVersion,
-		},
-	})
-	build.Set(1)
-	m.reg.MustRegister(m.samples, m.errors, m.last, build, gpuCollector{a})
+	m.reg.MustRegister(m.samples, m.errors, m.last, gpuCollector{a})
 	return m
 }
 

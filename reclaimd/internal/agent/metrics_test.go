@@ -33,7 +33,6 @@ func metricsAgent(t *testing.T) (*Agent, *clock) {
 	a, err := New(Config{
 		Node: "gpu01", Source: source.NewReplay(rec, t0, false), Procs: ProcFS{Root: t.TempDir()},
 		Logger: discard(), Now: c.Now,
-		Build: BuildInfo{Version: "0.1.0", Revision: "abc1234", GoVersion: "go1.26.0"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -123,7 +124,8 @@ func (c *Controller) LastStatus() Status {
 	return c.last
 }
 
-// Run runs a cycle every interval until ctx ends.
+// Run runs a cycle every interval until ctx ends. Each cycle that ends
+// beats the daemon's watchdog.
 func (c *Controller) Run(ctx context.Context, interval time.Duration) error {
 	c.interval = interval
 	if err := c.Recover(ctx); err != nil {
@@ -135,6 +137,7 @@ func (c *Controller) Run(ctx context.Context, interval time.Duration) error {
 		if _, err := c.Cycle(ctx); err != nil && ctx.Err() == nil {
 			c.cfg.Log.Warn("reclaim cycle failed", "error", err)
 		}
+		daemon.Beat(ctx) // a cycle ended, failed or not: the loop is not stuck
 		select {
 		case <-ctx.Done():
 			return nil

@@ -1,15 +1,13 @@
 package controller
 
 import (
-	"runtime"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Metrics are the controller's Prometheus metrics, in a private registry.
 // The only high-level label is tenant; job ids, users and nodes never
-// become labels.
+// become labels. The main adds strata_build_info and the Go and process
+// collectors (buildinfo.Register).
 type Metrics struct {
 	Registry            *prometheus.Registry
 	IdleGPUSeconds      *prometheus.CounterVec
@@ -18,9 +16,6 @@ type Metrics struct {
 	CycleSeconds        prometheus.Histogram
 	DataAge             prometheus.Gauge
 }
-
-// Version is set by the build.
-var Version = "dev"
 
 // NewMetrics registers the metrics.
 func NewMetrics() *Metrics {
@@ -48,12 +43,6 @@ func NewMetrics() *Metrics {
 			Help: "Age of the newest GPU sample at the start of the last cycle.",
 		}),
 	}
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "strata_build_info",
-		Help: "Build of this Strata part; the value is always 1.",
-	}, []string{"part", "version", "goversion"})
-	build.WithLabelValues("reclaimd", Version, runtime.Version()).Set(1)
-	m.Registry.MustRegister(m.IdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.CycleSeconds, m.DataAge, build,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.IdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.CycleSeconds, m.DataAge)
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/internal/atomicfile"
+	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/hostlist"
@@ -66,6 +67,7 @@ A typical round:
    topogen apply                   # validate, back up, write, reconfigure, verify, roll back on failure
 
 Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags override it.`,
+		Version:   buildinfo.Version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{

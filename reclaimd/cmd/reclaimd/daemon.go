@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/internal/buildinfo"
+	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/reclaimrules"
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/reclaimd/internal/agent"
+	"github.com/strata-hpc/strata/reclaimd/internal/collect"
+	"github.com/strata-hpc/strata/reclaimd/internal/config"
+	"github.com/strata-hpc/strata/reclaimd/internal/controller"
+	"github.com/strata-hpc/strata/reclaimd/internal/notify"
+	"github.com/strata-hpc/strata/reclaimd/internal/source"
+	"github.com/strata-hpc/strata/reclaimd/internal/store"
+)
+
+// reloads is what the controller re-reads on SIGHUP, each kept as it was
+// when its new file is bad. A file more to reload is a field more here,
+// made with daemon.Load in newReloads and listed in list.
+type reloads struct {
+	rules   *daemon.Value[reclaimrules.Rules]
+	tenants *daemon.Value[*tenantmap.Map]
+}
+
+func newReloads(ctx context.Context, cfg config.Config, log *slog.Logger) (*reloads, error) {
+	rules, err := daemon.Load(ctx, "rules", func(context.Context) (reclaimrules.Rules, error) { return loadRules(cfg.RulesFile) })
+	if err != nil {
+		return nil, err
+	}
+	rules.OnReload(func(r reclaimrules.Rules) {
+		log.Info("rules reloaded", "file", cfg.RulesFile, "rules", len(r.Rules), "dry_run", r.DryRun)
+	})
+	// Without a valid tenant map every tenant label and decision would be
+	// wrong: reclaimd does not start.
+	tenants, err := daemon.Load(ctx, "tenants", func(context.Context) (*tenantmap.Map, error) { return tenantmap.Load(cfg.TenantsFile) })
+	if err != nil {
+		return nil, err
+	}
+	tenants.OnReload(func(m *tenantmap.Map) {
+		log.Info("tenant map reloaded", "file", cfg.TenantsFile, "tenants", len(m.Tenants))
+	})
+	return &reloads{rules: rules, tenants: tenants}, nil
+}
+
+func (r *reloads) list() []daemon.Reloader { return []daemon.Reloader{r.rules, r.tenants} }
+
+// cycleStall is how long a controller cycle may make no progress before
+// the watchdog lets systemd restart reclaimd: ten cycles, and never less
+// than the five minutes slow agents, slurmrestd and mail can add up to.
+func cycleStall(interval time.Duration) time.Duration { return max(10*interval, 5*time.Minute) }
+
+// sampleStall is the same for the agent: NVML calls hang when a GPU falls
+// off the bus, and only a restart gets the node's samples back.
+func sampleStall(interval time.Duration) time.Duration { return max(10*interval, 2*time.Minute) }
+
+func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
+	cfg, err := config.Load(c.String("config"))
+	if err != nil {
+		return err
+	}
+	rl, err := newReloads(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
+		Tokens: &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log})
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.StateFile)
+	if err != nil {
+		return err
+	}
+	// Closed only after daemon.Run has waited for the cycle in flight.
+	defer func() { _ = st.Close() }()
+	var notifiers notify.All
+	if cfg.Notify.Webhook != "" {
+		notifiers = append(notifiers, notify.Webhook{URL: cfg.Notify.Webhook})
+	}
+	if cfg.Notify.Mail {
+		m := notify.Mail{Sendmail: cfg.Notify.Sendmail, From: cfg.Notify.MailFrom, Domain: cfg.Notify.MailDomain}
+		if cfg.Notify.MailTemplate != "" {
+			text, err := os.ReadFile(cfg.Notify.MailTemplate)
+			if err != nil {
+				return err
+			}
+			if m.Template, err = notify.ParseTemplate(string(text)); err != nil {
+				return fmt.Errorf("%s: %w", cfg.Notify.MailTemplate, err)
+			}
+		}
+		notifiers = append(notifiers, m)
+	}
+	var col controller.Collector = &collect.Agents{URLTemplate: cfg.Agents.URLTemplate, Client: &http.Client{Timeout: cfg.Agents.Timeout}}
+	if cfg.Source == "prometheus" {
+		p := cfg.Prometheus
+		col = &collect.Prometheus{URL: p.URL, Step: p.Step, Window: p.Window, NodeLabel: p.NodeLabel, MemActivityMetric: p.MemActivityMetric,
+			Client: &http.Client{Timeout: p.Timeout}}
+	}
+	metrics := controller.NewMetrics()
+	buildinfo.Register(metrics.Registry, "reclaimd")
+	ccfg := controller.Config{Slurm: client, Store: st, Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
+		Collector: col, Log: log, Metrics: metrics}
+	if len(notifiers) > 0 {
+		ccfg.Notifier = notifiers
+	}
+	ctl, err := controller.New(ccfg)
+	if err != nil {
+		return err
+	}
+	rules := rl.rules.Get()
+	log.Info("reclaimd controller starting", "listen", cfg.Listen, "interval", cfg.Interval, "rules", len(rules.Rules), "dry_run", rules.DryRun,
+		"tenants", len(rl.tenants.Get().Tenants), "parser", client.Info().Parser)
+	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: ctl.Handler(3 * cfg.Interval),
+		Loops: []daemon.Loop{{Name: "reclaim", Run: func(ctx context.Context) error { return ctl.Run(ctx, cfg.Interval) },
+			Stall: cycleStall(cfg.Interval)}},
+		Reload: rl.list()})
+}
+
+func cmdAgent(ctx context.Context, c *cli.Context, log *slog.Logger) error {
+	cfg, err := config.Load(c.String("config"))
+	if err != nil {
+		return err
+	}
+	node := cfg.Agent.Node
+	if node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		node, _, _ = strings.Cut(h, ".")
+	}
+	var src agent.Source
+	if cfg.Agent.Replay != "" {
+		rec, err := source.LoadRecording(cfg.Agent.Replay)
+		if err != nil {
+			return err
+		}
+		src = source.NewReplay(rec, time.Time{}, true)
+	} else {
+		n, err := source.NewNVML(gonvml.New())
+		if err != nil {
+			return fmt.Errorf("NVML: %w (on a node without GPUs, set agent.replay)", err)
+		}
+		defer func() { _ = n.Close() }()
+		src = n
+	}
+	acfg := agent.Config{Node: node, Source: src, Interval: cfg.Agent.Interval, Window: cfg.Agent.Window,
+		Procs: agent.ProcFS{Root: cfg.Agent.ProcRoot}, Logger: log}
+	if cfg.Agent.Record != "" {
+		f, err := os.OpenFile(cfg.Agent.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		acfg.Recorder = source.NewRecorder(f, time.Now())
+	}
+	a, err := agent.New(acfg)
+	if err != nil {
+		return err
+	}
+	buildinfo.Register(a.Registry(), "reclaimd-agent")
+	log.Info("reclaimd agent starting", "node", node, "listen", cfg.Agent.Listen, "interval", cfg.Agent.Interval, "replay", cfg.Agent.Replay)
+	// The agent re-reads nothing on SIGHUP; it logs the reload and runs on.
+	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Agent.Listen, Handler: a.Handler(),
+		Loops: []daemon.Loop{{Name: "sample", Run: a.Run, Stall: sampleStall(cfg.Agent.Interval)}}})
+}
