@@ -2,13 +2,16 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	_ "github.com/mattn/go-sqlite3" // to write the databases of earlier releases
 )
 
 func open(t *testing.T, path string) *Store {
@@ -103,15 +106,86 @@ func TestStates(t *testing.T) {
 	}
 }
 
+// Open creates the current schema, and refuses a database from a newer
+// reclaimd.
 func TestSchemaVersion(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	s := open(t, path)
-	if _, err := s.db.ExecContext(ctx, `UPDATE meta SET value='99' WHERE key='schema'`); err != nil {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(99, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer than this reclaimd knows") {
 		t.Errorf("Open of a newer schema: err = %v", err)
+	}
+}
+
+// A database of every earlier schema (testdata/schema-N.sql, made from
+// the CREATE statements of the release that wrote it) opens, migrates to
+// the current schema, and keeps its rows: the open intent a crash left is
+// still pending, and a reclaimd of that release would now refuse it.
+func TestOpenEarlierSchemas(t *testing.T) {
+	files, err := filepath.Glob("testdata/schema-*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no earlier schemas in testdata: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "reclaimd.db")
+			seed(t, path, file)
+			s := open(t, path)
+			if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
+			}
+			pending, err := s.Pending(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Record{{ID: 2, JobID: 42, Tenant: "acme", Account: "acme-p", User: "alice", Kind: "requeue", Rule: "train",
+				Reason: "8 of 8 GPUs idle for 30m0s", Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{"gpu1", 0}, {"gpu1", 1}},
+				Status: StatusIntent, DecidedAt: time.UnixMilli(1764417660000).UTC()}}
+			if diff := cmp.Diff(want, pending); diff != "" {
+				t.Errorf("pending (-want +got):\n%s", diff)
+			}
+			if recs, err := s.Job(ctx, 42); err != nil || len(recs) != 2 || recs[0].Status != StatusDone || recs[0].DoneAt == nil {
+				t.Errorf("records of job 42: %+v, %v", recs, err)
+			}
+			states, err := s.States(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[int64]json.RawMessage{42: json.RawMessage(`{"phase":"warned"}`)}, states); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			if err := s.Finish(ctx, 2, StatusDone, "", time.UnixMilli(1764417720000)); err != nil {
+				t.Errorf("Finish on the migrated database: %v", err)
+			}
+			var meta string
+			if err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`).Scan(&meta); err != nil || meta == "1" {
+				t.Errorf("meta schema = %q, %v: a first-release reclaimd would take the database for its own", meta, err)
+			}
+		})
+	}
+}
+
+// seed writes the database an earlier release left, from its SQL.
+func seed(t *testing.T, path, file string) {
+	t.Helper()
+	script, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), string(script)); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 }
