@@ -179,11 +179,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
-// SchemaVersion is the database's schema version.
-func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	return sqlite.SchemaVersion(ctx, s.db)
-}
-
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 

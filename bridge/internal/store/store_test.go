@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	_ "github.com/mattn/go-sqlite3" // to write the databases of earlier releases
+
+	"github.com/strata-hpc/strata/internal/sqlite"
 )
 
 func open(t *testing.T, path string) *Store {
@@ -266,7 +268,7 @@ func TestOpenSchemaVersion(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bridge.db")
 	s := open(t, path)
-	v, err := s.SchemaVersion(ctx)
+	v, err := sqlite.SchemaVersion(ctx, s.db)
 	if err != nil || v != len(migrations) {
 		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
 	}
@@ -294,7 +296,7 @@ func TestOpenEarlierSchemas(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bridge.db")
 			seed(t, path, file)
 			s := open(t, path)
-			if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
 				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
 			}
 			d, err := s.Deployment(ctx, "llama")

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	_ "github.com/mattn/go-sqlite3" // to write the databases of earlier releases
+
+	"github.com/strata-hpc/strata/internal/sqlite"
 )
 
 func open(t *testing.T, path string) *Store {
@@ -112,7 +114,7 @@ func TestSchemaVersion(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	s := open(t, path)
-	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+	if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
 		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(99, 0)`); err != nil {
@@ -139,7 +141,7 @@ func TestOpenEarlierSchemas(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "reclaimd.db")
 			seed(t, path, file)
 			s := open(t, path)
-			if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
 				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
 			}
 			pending, err := s.Pending(ctx)
