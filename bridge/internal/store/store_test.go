@@ -2,19 +2,16 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	_ "github.com/mattn/go-sqlite3" // to write the databases of earlier releases
-
 	"github.com/strata-hpc/strata/internal/sqlite"
+	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
 func open(t *testing.T, path string) *Store {
@@ -285,16 +282,12 @@ func TestOpenSchemaVersion(t *testing.T) {
 // the CREATE statements of the release that wrote it) opens, migrates to
 // the current schema, and keeps its rows.
 func TestOpenEarlierSchemas(t *testing.T) {
-	files, err := filepath.Glob("testdata/schema-*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no earlier schemas in testdata: %v", err)
-	}
 	at := func(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-	for _, file := range files {
+	for _, file := range sqlitetest.Schemas(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			ctx := t.Context()
 			path := filepath.Join(t.TempDir(), "bridge.db")
-			seed(t, path, file)
+			sqlitetest.Seed(t, path, file)
 			s := open(t, path)
 			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
 				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
@@ -331,22 +324,5 @@ func TestOpenEarlierSchemas(t *testing.T) {
 				t.Errorf("StartVersion on the migrated database: %v", err)
 			}
 		})
-	}
-}
-
-// seed writes the database an earlier release left, from its SQL.
-func seed(t *testing.T, path, file string) {
-	t.Helper()
-	script, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(t.Context(), string(script)); err != nil {
-		t.Fatalf("%s: %v", file, err)
 	}
 }

@@ -2,18 +2,15 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	_ "github.com/mattn/go-sqlite3" // to write the databases of earlier releases
-
 	"github.com/strata-hpc/strata/internal/sqlite"
+	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
 func open(t *testing.T, path string) *Store {
@@ -131,15 +128,11 @@ func TestSchemaVersion(t *testing.T) {
 // the current schema, and keeps its rows: the open intent a crash left is
 // still pending, and a reclaimd of that release would now refuse it.
 func TestOpenEarlierSchemas(t *testing.T) {
-	files, err := filepath.Glob("testdata/schema-*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no earlier schemas in testdata: %v", err)
-	}
-	for _, file := range files {
+	for _, file := range sqlitetest.Schemas(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			ctx := t.Context()
 			path := filepath.Join(t.TempDir(), "reclaimd.db")
-			seed(t, path, file)
+			sqlitetest.Seed(t, path, file)
 			s := open(t, path)
 			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
 				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
@@ -172,22 +165,5 @@ func TestOpenEarlierSchemas(t *testing.T) {
 				t.Errorf("meta schema = %q, %v: a first-release reclaimd would take the database for its own", meta, err)
 			}
 		})
-	}
-}
-
-// seed writes the database an earlier release left, from its SQL.
-func seed(t *testing.T, path, file string) {
-	t.Helper()
-	script, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(t.Context(), string(script)); err != nil {
-		t.Fatalf("%s: %v", file, err)
 	}
 }
