@@ -13,12 +13,15 @@
 //
 //	rules, err := daemon.Load(ctx, "rules", func(context.Context) (reclaimrules.Rules, error) { return loadRules(path) })
 //	...
-//	defer st.Close()
+//	defer st.Close() // after Run: no cycle is running any more
 //	return daemon.Run(ctx, daemon.Config{
 //		Log: log, Listen: cfg.Listen, Handler: h,
-//		Loops:  []daemon.Loop{{Name: "reclaim", Run: ctl.Run, Stall: 10 * time.Minute}},
+//		Loops:  []daemon.Loop{{Name: "poll", Run: w.Run, Stall: 10 * time.Minute}},
 //		Reload: []daemon.Reloader{rules},
 //	})
+//
+// A loop beats the watchdog with Beat(ctx) once per cycle; rules.Get()
+// is the value in force.
 package daemon
 
 import (

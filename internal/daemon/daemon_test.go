@@ -18,56 +18,25 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/daemon/notifytest"
 )
 
 // These tests send real signals to the test process and read a real
 // notify socket, so none of them runs in parallel.
 
-// notifySocket listens where systemd would and sets NOTIFY_SOCKET to it;
-// every datagram the daemon sends arrives on the channel.
+// notifySocket listens where systemd would and sets NOTIFY_SOCKET to it,
+// with no watchdog unless the test sets one.
 func notifySocket(t *testing.T) <-chan string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	path, msgs := notifytest.Socket(t)
 	t.Setenv("NOTIFY_SOCKET", path)
 	t.Setenv("WATCHDOG_USEC", "")
 	t.Setenv("WATCHDOG_PID", "")
-	msgs := make(chan string, 1000)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
 	return msgs
 }
 
-// await reads messages until one starts with want and returns those read
-// before it, and it; it fails the test after timeout.
-func await(t *testing.T, msgs <-chan string, want string, timeout time.Duration) (before []string, match string) {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case m := <-msgs:
-			if strings.HasPrefix(m, want) {
-				return before, m
-			}
-			before = append(before, m)
-		case <-deadline:
-			t.Fatalf("no %q within %s; got %q", want, timeout, before)
-			return nil, ""
-		}
-	}
-}
+var await = notifytest.Await
 
 // logBuffer is a logger whose output the test reads.
 type logBuffer struct {

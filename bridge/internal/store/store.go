@@ -6,9 +6,9 @@
 // of finished jobs the watcher has already judged, so each job is deployed
 // once however often it is listed.
 //
-// The schema is created and upgraded by numbered migrations recorded in
-// the schema_migrations table; a database written by a newer bridge is
-// refused rather than guessed at.
+// The schema is created and upgraded by internal/sqlite's numbered
+// migrations; a database written by a newer bridge is refused rather than
+// guessed at.
 package store
 
 import (
@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+	"github.com/strata-hpc/strata/internal/sqlite"
 )
 
 // Outcomes of a version's last rollout.
@@ -115,9 +115,10 @@ type Usage struct {
 }
 
 // migrations create and upgrade the schema; entry i is version i+1. Never
-// edit a released entry: append a new one.
-var migrations = []string{
-	`CREATE TABLE deployments (
+// edit a released entry: append a new one, and add the schema it leaves
+// behind to testdata (see TestOpenEarlierSchemas).
+var migrations = []sqlite.Migration{
+	{Name: "deployments, versions, events, seen", SQL: `CREATE TABLE deployments (
 		name       TEXT PRIMARY KEY,
 		namespace  TEXT NOT NULL,
 		tenant     TEXT NOT NULL,
@@ -163,7 +164,7 @@ var migrations = []string{
 		attempts INTEGER NOT NULL,
 		done     INTEGER NOT NULL,
 		at       INTEGER NOT NULL
-	);`,
+	);`},
 }
 
 // Store is the SQLite database.
@@ -171,57 +172,11 @@ type Store struct{ db *sql.DB }
 
 // Open opens (and creates or upgrades) the database at path.
 func Open(ctx context.Context, path string) (*Store, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=5000&_synchronous=FULL&_foreign_keys=on")
+	db, err := sqlite.Open(ctx, path, "strata-bridge", migrations)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(1) // one writer; SQLite serialises anyway
-	if err := migrate(ctx, db, migrations); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return &Store{db: db}, nil
-}
-
-// migrate applies the migrations the database lacks, each in its own
-// transaction together with its row in schema_migrations.
-func migrate(ctx context.Context, db *sql.DB, steps []string) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
-	}
-	var have int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if have > len(steps) {
-		return fmt.Errorf("schema version %d is newer than this strata-bridge knows (%d): run a newer strata-bridge, or restore the backup of the database", have, len(steps))
-	}
-	for v := have + 1; v <= len(steps); v++ {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, steps[v-1]); err != nil {
-			_ = tx.Rollback()
-			return fmt.Errorf("migration %d: %w", v, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(?, ?)`, v, time.Now().UnixMilli()); err != nil {
-			_ = tx.Rollback()
-			return fmt.Errorf("migration %d: %w", v, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %d: %w", v, err)
-		}
-	}
-	return nil
-}
-
-// SchemaVersion is the database's schema version.
-func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	var v int
-	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
-	return v, err
 }
 
 // Close closes the database.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/strata-hpc/strata/internal/sqlite"
+	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
 func open(t *testing.T, path string) *Store {
@@ -258,59 +259,13 @@ func TestSeen(t *testing.T) {
 	}
 }
 
-// Migrations run once each, in order, each with its version row; a
-// failing one leaves no trace; a newer database is refused.
-func TestMigrate(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "m.db")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	v1 := []string{`CREATE TABLE a (x INTEGER)`}
-	v2 := append(v1, `ALTER TABLE a ADD COLUMN y TEXT NOT NULL DEFAULT 'z'`)
-	bad := append(v2, `CREATE TABLE b (x INTEGER); CREATE TABLE a (x INTEGER)`) // the second statement fails
-	if err := migrate(ctx, db, v1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO a(x) VALUES(1)`); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 { // the second run finds nothing to do
-		if err := migrate(ctx, db, v2); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var y string
-	if err := db.QueryRowContext(ctx, `SELECT y FROM a WHERE x=1`).Scan(&y); err != nil || y != "z" {
-		t.Errorf("row after migration 2: y=%q err=%v; want the default z", y, err)
-	}
-	if err := migrate(ctx, db, bad); err == nil || !strings.Contains(err.Error(), "migration 3") {
-		t.Errorf("bad migration: err = %v", err)
-	}
-	var have int
-	_ = db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&have)
-	if have != 2 {
-		t.Errorf("schema version after a failed migration 3 = %d, want 2", have)
-	}
-	var n int
-	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name='b'`).Scan(&n)
-	if n != 0 {
-		t.Errorf("the failed migration left table b behind")
-	}
-	if err := migrate(ctx, db, v1); err == nil || !strings.Contains(err.Error(), "schema version 2 is newer") {
-		t.Errorf("older binary on a newer database: err = %v", err)
-	}
-}
-
 // Open creates the current schema, and refuses a database from a newer
 // strata-bridge.
 func TestOpenSchemaVersion(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bridge.db")
 	s := open(t, path)
-	v, err := s.SchemaVersion(ctx)
+	v, err := sqlite.SchemaVersion(ctx, s.db)
 	if err != nil || v != len(migrations) {
 		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
 	}
@@ -320,5 +275,54 @@ func TestOpenSchemaVersion(t *testing.T) {
 	s.Close()
 	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
 		t.Errorf("Open of a newer schema: err = %v", err)
+	}
+}
+
+// A database of every earlier schema (testdata/schema-N.sql, made from
+// the CREATE statements of the release that wrote it) opens, migrates to
+// the current schema, and keeps its rows.
+func TestOpenEarlierSchemas(t *testing.T) {
+	at := func(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+	for _, file := range sqlitetest.Schemas(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "bridge.db")
+			sqlitetest.Seed(t, path, file)
+			s := open(t, path)
+			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
+				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
+			}
+			d, err := s.Deployment(ctx, "llama")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantD := Deployment{Name: "llama", Namespace: "strata-acme", Tenant: "acme", Project: "p", State: StateActive, Current: 101,
+				CreatedAt: at(1764417600000), UpdatedAt: at(1764417660000)}
+			if diff := cmp.Diff(wantD, d); diff != "" {
+				t.Errorf("deployment (-want +got):\n%s", diff)
+			}
+			v, err := s.Version(ctx, 101)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fin := at(1764417660000)
+			wantV := Version{JobID: 101, Name: "llama", Namespace: "strata-acme", Tenant: "acme", Project: "p", Account: "acme-p", User: "alice",
+				GPUs: 2, MaxReplicas: 1, ModelPath: "/shared/models/llama", Spec: json.RawMessage(`{"name":"llama"}`),
+				Objects: json.RawMessage(`[{"kind":"Deployment"}]`), Outcome: OutcomeReady, Message: "1/1 ready",
+				CreatedAt: at(1764417600000), FinishedAt: &fin}
+			if diff := cmp.Diff(wantV, v); diff != "" {
+				t.Errorf("version (-want +got):\n%s", diff)
+			}
+			if ev, err := s.Events(ctx, "llama"); err != nil || len(ev) != 1 || ev[0].Action != "deploy" {
+				t.Errorf("events: %v, %v", ev, err)
+			}
+			if settled, err := s.Settled(ctx); err != nil || !settled[101] {
+				t.Errorf("settled: %v, %v; want job 101", settled, err)
+			}
+			// And the migrated database takes new rows.
+			if err := s.StartVersion(ctx, version(102, "llama", "acme", 2, 1, t0)); err != nil {
+				t.Errorf("StartVersion on the migrated database: %v", err)
+			}
+		})
 	}
 }

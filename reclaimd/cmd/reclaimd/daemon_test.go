@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/internal/daemon/notifytest"
 )
 
 // TestMain lets the tests run this test binary as reclaimd itself: a real
@@ -34,23 +34,7 @@ func TestMain(m *testing.M) {
 // Go and process collectors.
 func TestAgentUnderSystemdNotify(t *testing.T) {
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	msgs := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
+	sock, msgs := notifytest.Socket(t)
 	replay, err := filepath.Abs("../../internal/source/testdata/two-gpus.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -98,20 +82,7 @@ agent:
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}()
-	await := func(want string) string {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case m := <-msgs:
-				if strings.HasPrefix(m, want) {
-					return m
-				}
-			case <-deadline:
-				t.Fatalf("no %s from the agent within 10s", want)
-			}
-		}
-	}
+	await := func(want string) { t.Helper(); notifytest.Await(t, msgs, want, 10*time.Second) }
 
 	await("READY=1")
 	var addr string

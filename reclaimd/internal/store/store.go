@@ -9,11 +9,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+	"github.com/strata-hpc/strata/internal/sqlite"
 )
 
 // Status of a record.
@@ -52,7 +51,13 @@ type Record struct {
 // Store is the SQLite database.
 type Store struct{ db *sql.DB }
 
-const schema = `
+// migrations create and upgrade the schema; entry i is version i+1. Never
+// edit a released entry: append a new one, and add the schema it leaves
+// behind to testdata (see TestOpenEarlierSchemas).
+var migrations = []sqlite.Migration{
+	// The first release created these itself and kept its version in
+	// meta; IF NOT EXISTS lets its databases take this step unchanged.
+	{Name: "job states and decision records", SQL: `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS job_state (
 	job_id     INTEGER PRIMARY KEY,
@@ -78,35 +83,21 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_job ON records(job_id, id);
 CREATE INDEX IF NOT EXISTS records_time ON records(decided_at, id);
 CREATE INDEX IF NOT EXISTS records_status ON records(status);
-`
+`},
+	// A reclaimd of the first release reads no schema_migrations and would
+	// take any later schema for its own; it refuses a meta schema other
+	// than 1.
+	{Name: "meta: the schema is versioned by schema_migrations", SQL: `
+INSERT INTO meta(key, value) VALUES('schema', 'see schema_migrations')
+	ON CONFLICT(key) DO UPDATE SET value=excluded.value;
+`},
+}
 
-const schemaVersion = "1"
-
-// Open opens (and creates) the database at path.
+// Open opens (and creates or upgrades) the database at path.
 func Open(ctx context.Context, path string) (*Store, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=5000&_synchronous=FULL")
+	db, err := sqlite.Open(ctx, path, "reclaimd", migrations)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(1) // one writer; SQLite serialises anyway
-	if _, err := db.ExecContext(ctx, schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("create schema in %s: %w", path, err)
-	}
-	var v string
-	err = db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`).Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := db.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
-			db.Close()
-			return nil, err
-		}
-	case err != nil:
-		db.Close()
 		return nil, err
-	case v != schemaVersion:
-		db.Close()
-		return nil, fmt.Errorf("%s has schema version %s; this reclaimd reads %s", path, v, schemaVersion)
 	}
 	return &Store{db: db}, nil
 }

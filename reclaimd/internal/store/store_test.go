@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/strata-hpc/strata/internal/sqlite"
+	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
 func open(t *testing.T, path string) *Store {
@@ -103,15 +105,65 @@ func TestStates(t *testing.T) {
 	}
 }
 
+// Open creates the current schema, and refuses a database from a newer
+// reclaimd.
 func TestSchemaVersion(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	s := open(t, path)
-	if _, err := s.db.ExecContext(ctx, `UPDATE meta SET value='99' WHERE key='schema'`); err != nil {
+	if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
+		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(99, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer than this reclaimd knows") {
 		t.Errorf("Open of a newer schema: err = %v", err)
+	}
+}
+
+// A database of every earlier schema (testdata/schema-N.sql, made from
+// the CREATE statements of the release that wrote it) opens, migrates to
+// the current schema, and keeps its rows: the open intent a crash left is
+// still pending, and a reclaimd of that release would now refuse it.
+func TestOpenEarlierSchemas(t *testing.T) {
+	for _, file := range sqlitetest.Schemas(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "reclaimd.db")
+			sqlitetest.Seed(t, path, file)
+			s := open(t, path)
+			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
+				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
+			}
+			pending, err := s.Pending(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Record{{ID: 2, JobID: 42, Tenant: "acme", Account: "acme-p", User: "alice", Kind: "requeue", Rule: "train",
+				Reason: "8 of 8 GPUs idle for 30m0s", Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{"gpu1", 0}, {"gpu1", 1}},
+				Status: StatusIntent, DecidedAt: time.UnixMilli(1764417660000).UTC()}}
+			if diff := cmp.Diff(want, pending); diff != "" {
+				t.Errorf("pending (-want +got):\n%s", diff)
+			}
+			if recs, err := s.Job(ctx, 42); err != nil || len(recs) != 2 || recs[0].Status != StatusDone || recs[0].DoneAt == nil {
+				t.Errorf("records of job 42: %+v, %v", recs, err)
+			}
+			states, err := s.States(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[int64]json.RawMessage{42: json.RawMessage(`{"phase":"warned"}`)}, states); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			if err := s.Finish(ctx, 2, StatusDone, "", time.UnixMilli(1764417720000)); err != nil {
+				t.Errorf("Finish on the migrated database: %v", err)
+			}
+			var meta string
+			if err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`).Scan(&meta); err != nil || meta == "1" {
+				t.Errorf("meta schema = %q, %v: a first-release reclaimd would take the database for its own", meta, err)
+			}
+		})
 	}
 }
