@@ -31,8 +31,8 @@ type doc struct {
 	On     bool    `json:"on"`
 	Level  level   `json:"level"`
 	Items  []item  `json:"items"`
-	hidden int
-	Skip   string `json:"-"`
+	hidden int     //nolint:unused // an unexported field, which the decoder must treat as unknown
+	Skip   string  `json:"-"`
 }
 
 type item struct {

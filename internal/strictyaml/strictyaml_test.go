@@ -293,9 +293,9 @@ func TestDecodeOptions(t *testing.T) {
 			},
 		},
 		"a misspelt required key is reported once": {
-			data:      "kind: Thing\nnmae: a\n",
+			data:      "kind: Thing\nnmae: a\n", //nolint:misspell // the typo is the test
 			want:      strict{Kind: "Thing", Line: 1},
-			wantDiags: []string{"2:1: unknown key nmae in strict (hint: did you mean name?)"},
+			wantDiags: []string{"2:1: unknown key nmae in strict (hint: did you mean name?)"}, //nolint:misspell // the typo is the test
 		},
 		"a forbidden key": {
 			data:      "kind: Thing\nname: a\nrules: [{name: x, window: w}]\n",

@@ -24,7 +24,7 @@ func openRoot(root string) (int, error) {
 	return fd, nil
 }
 
-func closeFD(fd int) { unix.Close(fd) }
+func closeFD(fd int) { _ = unix.Close(fd) }
 
 // walk opens name beneath rootfd one component at a time, each with
 // O_NOFOLLOW: the way that works on every kernel (and where openat2 is
@@ -34,7 +34,7 @@ func walk(rootfd int, name string, flags int) (int, error) {
 	dir := rootfd
 	defer func() {
 		if dir != rootfd {
-			unix.Close(dir)
+			_ = unix.Close(dir)
 		}
 	}()
 	for _, c := range comps[:len(comps)-1] {
@@ -43,7 +43,7 @@ func walk(rootfd int, name string, flags int) (int, error) {
 			return -1, classify(dir, c, err)
 		}
 		if dir != rootfd {
-			unix.Close(dir)
+			_ = unix.Close(dir)
 		}
 		dir = fd
 	}

@@ -160,7 +160,7 @@ func checkName(name string) error {
 	for c := range strings.SplitSeq(name, "/") {
 		switch c {
 		case "..":
-			return fmt.Errorf("%w: %q climbs out by ..", ErrEscapes, name)
+			return fmt.Errorf("%w: %q climbs out by \"..\"", ErrEscapes, name)
 		case "", ".":
 			return fmt.Errorf("%w: %q", ErrName, name)
 		}

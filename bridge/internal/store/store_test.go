@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/strata-hpc/strata/internal/sqlite"
 	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )

@@ -21,7 +21,7 @@ func Socket(t testing.TB) (path string, msgs <-chan string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
+	t.Cleanup(func() { _ = conn.Close() })
 	ch := make(chan string, 1000)
 	go func() {
 		buf := make([]byte, 4096)

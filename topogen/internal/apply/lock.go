@@ -31,9 +31,9 @@ func lockDir(dir string) (unlock func(), err error) {
 		}
 	}
 	if err == nil {
-		return func() { unix.Close(fd) }, nil
+		return func() { _ = unix.Close(fd) }, nil
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("%w: %s is locked%s; wait for it to finish (a timer's apply takes a few seconds) and run again",
 			ErrBusy, dir, holder(fd))
@@ -54,7 +54,7 @@ func holder(fd int) string {
 		return ""
 	}
 	defer f.Close()
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// "1: FLOCK  ADVISORY  WRITE 1234 08:02:131090 0 EOF"; waiters

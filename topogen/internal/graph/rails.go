@@ -278,8 +278,7 @@ func majority(a, b map[int]int) (int, bool) {
 func (b *builder) spineGroups(voted func(leaf string) bool) {
 	r := &b.rails
 	parent := map[string]string{}
-	var find func(string) string
-	find = func(x string) string {
+	find := func(x string) string {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
