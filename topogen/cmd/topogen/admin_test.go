@@ -21,6 +21,16 @@ func TestAdminMessages(t *testing.T) {
 	if err := os.Mkdir(nodesDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A node with no NVLink domain (a T4), as topogen collect describes it.
+	gpuDir := filepath.Join(dir, "gpu-nodes")
+	if err := os.Mkdir(gpuDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var collectOut bytes.Buffer
+	if err := run(t.Context(), []string{"topogen", "collect", "--hostname", "t4node", "-o", filepath.Join(gpuDir, "t4node.json"),
+		"../../internal/discover/nvml/testdata/smi/tesla-t4.xml"}, &collectOut, &collectOut); err != nil {
+		t.Fatalf("collect: %v\n%s", err, collectOut.String())
+	}
 	rails := generated(fabricgen.Spec{Nodes: 8, NodesPerLeaf: 4, Rails: 2, Spines: 2, Seed: 3})
 	smi := "../../internal/discover/nvml/testdata/smi/tesla-t4.xml"
 	topo := "../../internal/discover/nvml/testdata/topo/"
@@ -78,6 +88,11 @@ func TestAdminMessages(t *testing.T) {
 			wantCode:   exitFailure,
 			wantStderr: []string{"\n  info: hca-filter fabric: 16 HCAs left out by the rail/fabric filters\n", "\n  warning: filtered-host node00001,"},
 			notStderr:  "more of severity info",
+		},
+		"no NVLink block: the findings say which node has no domain": {
+			args:     []string{"render", "--format", "block", "--no-node-check", "--nodes-dir", gpuDir},
+			wantCode: exitFailure, wantErr: "no node is in a complete multi-node NVLink domain",
+			wantStderr: []string{"kind=no-nvlink-domain subject=t4node"},
 		},
 		"collect --smi-topo needs --smi-xml": {
 			args:     []string{"collect", "--hostname", "n1", "--smi-topo", topo + "missing.txt"},

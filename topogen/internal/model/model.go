@@ -78,11 +78,13 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*Model, error) 
 	}
 	if needBlocks {
 		plan, err := graph.Blocks(m.GPUNodes, graph.BlockOptions{Prefix: cfg.NVLink.BlockPrefix, Degraded: cfg.NVLink.Degraded, Sizes: cfg.NVLink.BlockSizes})
-		if err != nil {
-			return nil, err
-		}
+		// The findings first, also when there is no block at all: they say
+		// which node is in no domain, or in a degraded one.
 		for _, f := range plan.Findings {
 			logFinding(log, f)
+		}
+		if err != nil {
+			return nil, err
 		}
 		m.Blocks = &plan
 		sources = append(sources, fmt.Sprintf("%d node descriptions", len(m.GPUNodes)))
