@@ -145,12 +145,13 @@ var dumpArg = cliargs.Arg{Name: "DUMP", Flag: "ibnetdiscover"}
 
 func inputFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "format", Usage: "tree, block or yaml (overrides slurm.format)"},
+		&cli.StringFlag{Name: "format", Usage: "tree, block or yaml (overrides slurm.format); a topology file of the other kind becomes\n\tthe topology.yaml (or topology.conf) beside it unless --topology-file names one"},
 		&cli.StringFlag{Name: "ibnetdiscover", Usage: "ibnetdiscover dump (classic, -p or ibdiagnet2)"},
 		&cli.StringFlag{Name: "guid-map", Usage: "file of '<guid> <hostname>' lines naming HCAs"},
 		&cli.StringFlag{Name: "host-rule", Usage: "regexp whose first group is the host name in an HCA description"},
 		&cli.StringFlag{Name: "include-hca", Usage: "only HCAs whose description matches (select one rail)"},
 		&cli.StringFlag{Name: "exclude-hca", Usage: "leave out HCAs whose description matches (storage fabric)"},
+		&cli.StringFlag{Name: "switch-names", Usage: "how switches are named (overrides fabric.switch_names): auto (the name in the switch's\n\tdescription when every switch has a distinct one, else S-<GUID>), guid (always S-<GUID>)\n\tor description (as auto, and a description with no name in it is taken whole)"},
 		&cli.StringFlag{Name: "nodes-dir", Usage: "folder of JSON files from topogen collect"},
 		&cli.StringFlag{Name: "nodes", Usage: "the cluster's nodes as a host list (instead of slurm.node_source)"},
 		&cli.BoolFlag{Name: "no-node-check", Usage: "do not compare the fabric with the cluster's node list (slurm.node_source: none)"},
@@ -178,8 +179,12 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	set("host-rule", &cfg.Fabric.HostRule)
 	set("include-hca", &cfg.Fabric.IncludeHCA)
 	set("exclude-hca", &cfg.Fabric.ExcludeHCA)
+	set("switch-names", &cfg.Fabric.SwitchNames)
 	set("nodes-dir", &cfg.NVLink.NodesDir)
 	set("topology-file", &cfg.Slurm.TopologyFile)
+	if c.IsSet("format") && !c.IsSet("topology-file") {
+		cfg.Slurm.TopologyFile = topologyFileFor(cfg.Slurm.Format, cfg.Slurm.TopologyFile)
+	}
 	if c.IsSet("nodes") || c.Bool("no-node-check") {
 		cfg.Slurm.NodeSource = "none"
 	}
@@ -193,6 +198,22 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	return cfg, nil
 }
 
+// topologyFileFor is the topology file a --format given on the command
+// line means when the configured file is of the other kind: Slurm reads
+// topology.yaml or topology.conf from the same folder, so --format yaml
+// with the default /etc/slurm/topology.conf means /etc/slurm/topology.yaml
+// (and the other way round) instead of an error.
+func topologyFileFor(format, file string) string {
+	isYAML := strings.HasSuffix(file, ".yaml")
+	switch {
+	case format == "yaml" && !isYAML:
+		return filepath.Join(filepath.Dir(file), "topology.yaml")
+	case format != "yaml" && isYAML:
+		return filepath.Join(filepath.Dir(file), "topology.conf")
+	}
+	return file
+}
+
 // buildModel builds the model of the configuration and the flags.
 func buildModel(ctx context.Context, c *cli.Context, cfg config.Config, log *slog.Logger) (*model.Model, error) {
 	nodes, err := givenNodes(c)
@@ -200,10 +221,35 @@ func buildModel(ctx context.Context, c *cli.Context, cfg config.Config, log *slo
 		return nil, failure(err)
 	}
 	m, err := model.Build(ctx, cfg, model.Options{Nodes: nodes, GPUNodes: c.String("what") == "gres", Log: log})
+	var pe *graph.PlacementError
+	if errors.As(err, &pe) {
+		showFindings(c.App.ErrWriter, log, pe.Findings)
+		return nil, failure(fmt.Errorf("%w: they are listed above", err))
+	}
 	if err != nil {
 		return nil, failure(err)
 	}
 	return m, nil
+}
+
+// showFindings writes the findings of a fabric in which no host could be
+// placed to stderr, one a line: the warnings always, the others when the
+// log level is info or debug. The error alone only counts them, and an
+// admin must see which filter or rule emptied the fabric.
+func showFindings(w io.Writer, log *slog.Logger, fs []graph.Finding) {
+	all := log.Enabled(context.Background(), slog.LevelInfo)
+	fmt.Fprintln(w, "Findings of the fabric:")
+	hidden := 0
+	for _, f := range fs {
+		if f.Severity != graph.Warning && !all {
+			hidden++
+			continue
+		}
+		fmt.Fprintln(w, "  "+f.String())
+	}
+	if hidden > 0 {
+		fmt.Fprintf(w, "  (%d more of severity info: --log-level info or debug shows them)\n", hidden)
+	}
 }
 
 // givenNodes is the node list --nodes gives; nil without it.

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/internal/atomicfile"
+	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/topogen/internal/discover/nvml"
 )
 
@@ -25,6 +26,10 @@ func cmdCollect(ctx context.Context, c *cli.Context) error {
 			return failure(err)
 		}
 		host, _, _ = strings.Cut(h, ".")
+	}
+	if c.IsSet("smi-topo") && c.String("smi-xml") == "" {
+		return cliexit.Usagef("collect: --smi-topo adds to an nvidia-smi -q -x file: give that file too, as --smi-xml FILE or as the argument" +
+			" (without them collect asks NVML, which has the topology itself)")
 	}
 	var node nvml.Node
 	var err error

@@ -69,6 +69,18 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%s: %s %s: %s", f.Severity, f.Kind, f.Subject, f.Message)
 }
 
+// PlacementError is Build's error when no host at all could be placed
+// under a switch. Its findings say why (a host rule that matches no
+// description, HCA filters that select nothing, a GUID map of other
+// GUIDs): callers show them, as the message alone only counts them.
+type PlacementError struct {
+	Findings []Finding
+}
+
+func (e *PlacementError) Error() string {
+	return fmt.Sprintf("no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (%d findings)", len(e.Findings))
+}
+
 // Switch is a logical switch of the tree: one physical switch, or several
 // parallel ones (spines that reach exactly the same switches below) merged.
 type Switch struct {
@@ -186,7 +198,7 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 	b.noteRails()
 	hostLeaf := b.placeHosts()
 	if len(hostLeaf) == 0 {
-		return nil, fmt.Errorf("no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (%d findings)", len(b.findings))
+		return nil, &PlacementError{Findings: b.findings}
 	}
 	g := &Graph{}
 	adj := b.switchAdjacency()

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -527,6 +528,8 @@ var buildTests = map[string]buildCase{
 		in:      plainTree,
 		opt:     graph.Options{IncludeHCA: regexp.MustCompile(`mlx5_7$`)},
 		wantErr: "no HCA of the fabric could be placed under a switch: check the host rule, the GUID map and the HCA filters (2 findings)",
+		// The error carries its findings, so the command can show them.
+		wantFindings: []string{"hca-filter fabric", "filtered-host gpu1,gpu2,gpu3,gpu4"},
 	},
 }
 
@@ -545,6 +548,15 @@ func TestBuild(t *testing.T) {
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Build error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				var pe *graph.PlacementError
+				if tc.wantFindings != nil && !errors.As(err, &pe) {
+					t.Fatalf("Build error %T, want a *graph.PlacementError with findings", err)
+				}
+				if pe != nil {
+					if diff := cmp.Diff(tc.wantFindings, findingKeys(pe.Findings), cmpopts.EquateEmpty()); diff != "" {
+						t.Errorf("findings of the error (-want +got):\n%s", diff)
+					}
 				}
 				return
 			}

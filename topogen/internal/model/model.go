@@ -78,11 +78,13 @@ func Build(ctx context.Context, cfg config.Config, opt Options) (*Model, error) 
 	}
 	if needBlocks {
 		plan, err := graph.Blocks(m.GPUNodes, graph.BlockOptions{Prefix: cfg.NVLink.BlockPrefix, Degraded: cfg.NVLink.Degraded, Sizes: cfg.NVLink.BlockSizes})
-		if err != nil {
-			return nil, err
-		}
+		// The findings first, also when there is no block at all: they say
+		// which node is in no domain, or in a degraded one.
 		for _, f := range plan.Findings {
 			logFinding(log, f)
+		}
+		if err != nil {
+			return nil, err
 		}
 		m.Blocks = &plan
 		sources = append(sources, fmt.Sprintf("%d node descriptions", len(m.GPUNodes)))
@@ -204,6 +206,12 @@ func ReadNodeDescriptions(dir string) ([]nvml.Node, error) {
 	return out, nil
 }
 
+// noNodeCheckHint ends the error of a node list that cannot be read: off
+// the cluster (a laptop, a CI job) there is none, and the admin must learn
+// how to go on without it.
+const noNodeCheckHint = "; topogen compares the fabric with Slurm's nodes: --no-node-check (or --nodes LIST) renders without the node list, " +
+	"as slurm.node_source: none does"
+
 // SlurmNodes returns the cluster's node list: given when not nil, else
 // from slurm.node_source (nil for none).
 func SlurmNodes(ctx context.Context, cfg config.Config, given []string) ([]string, error) {
@@ -214,14 +222,17 @@ func SlurmNodes(ctx context.Context, cfg config.Config, given []string) ([]strin
 	case "slurm.conf":
 		data, err := os.ReadFile(cfg.Slurm.SlurmConf)
 		if err != nil {
-			return nil, fmt.Errorf("node list: %w (set slurm.node_source: none to skip the check)", err)
+			return nil, fmt.Errorf("node list: %w%s", err, noNodeCheckHint)
 		}
 		names, _, err := slurmconf.Nodes(data)
-		return names, err
+		if err != nil {
+			return nil, fmt.Errorf("node list: %s: %w%s", cfg.Slurm.SlurmConf, err, noNodeCheckHint)
+		}
+		return names, nil
 	case "slurmrestd":
 		ns, err := restNodes(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("node list: %w", err)
+			return nil, fmt.Errorf("node list from slurmrestd: %w%s", err, noNodeCheckHint)
 		}
 		out := make([]string, 0, len(ns))
 		for _, n := range ns {

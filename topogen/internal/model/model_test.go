@@ -47,7 +47,7 @@ func TestBuild(t *testing.T) {
 		},
 		"missing slurm.conf": {
 			edit:    func(c *config.Config) { c.Slurm.SlurmConf = filepath.Join(dir, "none.conf") },
-			wantErr: "set slurm.node_source: none to skip the check",
+			wantErr: "--no-node-check (or --nodes LIST) renders without the node list, as slurm.node_source: none does",
 		},
 		"block without node descriptions": {
 			edit:    func(c *config.Config) { c.Slurm.Format, c.Slurm.NodeSource, c.NVLink.NodesDir = "block", "none", dir },

@@ -14,6 +14,7 @@
 package ib
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strconv"
@@ -113,13 +114,34 @@ var ErrNoNodes = errors.New("no InfiniBand node found; give the output of ibnetd
 
 // ByType returns the nodes of one type sorted by GUID.
 func (f *Fabric) ByType(t NodeType) []*Node {
-	var out []*Node
+	// Sort by the GUIDs' numbers: 16 lowercase hex digits sort as their
+	// values do, and comparing two numbers is a fraction of comparing two
+	// strings, which was most of the cost on a fabric of 80,000 CAs.
+	type keyed struct {
+		n   uint64
+		ptr *Node
+	}
+	var ks []keyed
+	canonical := true
 	for _, n := range f.Nodes {
 		if n.Type == t {
-			out = append(out, n)
+			k, ok := guidNum(n.GUID)
+			canonical = canonical && ok
+			ks = append(ks, keyed{k, n})
 		}
 	}
-	slices.SortFunc(out, func(a, b *Node) int { return strings.Compare(a.GUID, b.GUID) })
+	if canonical {
+		slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.n, b.n) })
+	} else {
+		slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.ptr.GUID, b.ptr.GUID) })
+	}
+	if ks == nil {
+		return nil
+	}
+	out := make([]*Node, len(ks))
+	for i, k := range ks {
+		out[i] = k.ptr
+	}
 	return out
 }
 

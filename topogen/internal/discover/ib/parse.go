@@ -230,9 +230,36 @@ func setPortGUID(nd *Node, port int, guid string) {
 	}
 }
 
+// portKey is one port of one node. The GUID is held as its number: a
+// parsed GUID is 16 lowercase hex digits, so the number is as unique as the
+// string and sorts the same, and a 16-byte key hashes and compares in a
+// few instructions where a string key costs a hash of its bytes and a
+// comparison through a pointer. resolve does both once per link line.
 type portKey struct {
-	guid string
+	guid uint64
 	port int
+}
+
+// guidNum is the number a parsed GUID stands for; ok is false when g is
+// not 16 lowercase hex digits (a Fabric built by hand), whose number would
+// not sort as the string does.
+func guidNum(g string) (n uint64, ok bool) {
+	if len(g) != 16 {
+		return 0, false
+	}
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n, true
 }
 
 // resolve turns link lines into links now that every node is known: it
@@ -243,7 +270,8 @@ func (p *parser) resolve() []Link {
 		return nil
 	}
 	links := make([]Link, 0, len(p.raw)/2+1)
-	used := make(map[portKey]int, len(p.raw)) // port -> index in links of its cable
+	keys := make([]linkKey, 0, len(p.raw)/2+1)  // links[i] as numbers, for the sort
+	used := make(map[portKey]int32, len(p.raw)) // port -> index in links of its cable
 	for _, r := range p.raw {
 		remote := p.nodes[r.b]
 		if remote == nil {
@@ -255,10 +283,15 @@ func (p *parser) resolve() []Link {
 			continue
 		}
 		a, aPort, b, bPort := r.a, r.aPort, r.b, r.bPort
-		if b < a || (a == b && bPort < aPort) {
+		an, _ := guidNum(a) // the line parsers normalised both
+		bn, _ := guidNum(b)
+		if bn < an || (an == bn && bPort < aPort) {
 			a, aPort, b, bPort = b, bPort, a, aPort
+			an, bn = bn, an
 		}
-		if i, ok := used[portKey{a, aPort}]; ok && links[i].A == a && links[i].APort == aPort && links[i].B == b && links[i].BPort == bPort {
+		ka, kb := portKey{an, aPort}, portKey{bn, bPort}
+		i, ok := used[ka]
+		if ok && keys[i].a == an && keys[i].b == bn && links[i].APort == aPort && links[i].BPort == bPort {
 			// The same cable seen from its other end.
 			if links[i].Width == "" {
 				links[i].Width, links[i].Speed = r.width, r.speed
@@ -266,57 +299,58 @@ func (p *parser) resolve() []Link {
 			setPortGUID(remote, r.bPort, r.bPortGUID)
 			continue
 		}
-		if msg := conflict(links, used, portKey{a, aPort}); msg != "" {
-			p.diag(r.line, r.text, msg)
+		if ok {
+			p.diag(r.line, r.text, conflict(links[i], ka.port, a))
 			continue
 		}
-		if msg := conflict(links, used, portKey{b, bPort}); msg != "" {
-			p.diag(r.line, r.text, msg)
+		if j, ok := used[kb]; ok {
+			p.diag(r.line, r.text, conflict(links[j], kb.port, b))
 			continue
 		}
-		used[portKey{a, aPort}] = len(links)
-		used[portKey{b, bPort}] = len(links)
+		used[ka] = int32(len(links))
+		used[kb] = int32(len(links))
 		setPortGUID(remote, r.bPort, r.bPortGUID)
+		keys = append(keys, linkKey{a: an, b: bn, aPort: int32(aPort), bPort: int32(bPort), i: int32(len(links))})
 		links = append(links, Link{A: a, APort: aPort, B: b, BPort: bPort, Width: r.width, Speed: r.speed, Line: r.line})
 	}
-	// Sort indexes, then copy once: swapping 88-byte structs full of
-	// strings costs a write barrier per pointer and was a fifth of Parse.
-	order := make([]int32, len(links))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(i, j int32) int {
-		x, y := &links[i], &links[j]
-		if x.A != y.A {
-			return strings.Compare(x.A, y.A)
+	// Sort small numeric keys, then copy once: swapping 88-byte structs
+	// full of strings costs a write barrier per pointer, and comparing
+	// GUID strings was most of the sort.
+	slices.SortFunc(keys, func(x, y linkKey) int {
+		if x.a != y.a {
+			return cmp.Compare(x.a, y.a)
 		}
-		if x.APort != y.APort {
-			return cmp.Compare(x.APort, y.APort)
+		if x.aPort != y.aPort {
+			return cmp.Compare(x.aPort, y.aPort)
 		}
-		if x.B != y.B {
-			return strings.Compare(x.B, y.B)
+		if x.b != y.b {
+			return cmp.Compare(x.b, y.b)
 		}
-		return cmp.Compare(x.BPort, y.BPort)
+		return cmp.Compare(x.bPort, y.bPort)
 	})
 	sorted := make([]Link, len(links))
-	for k, i := range order {
-		sorted[k] = links[i]
+	for k, key := range keys {
+		sorted[k] = links[key.i]
 	}
 	return sorted
 }
 
-// conflict explains why port k cannot take another cable, or returns "".
-func conflict(links []Link, used map[portKey]int, k portKey) string {
-	i, ok := used[k]
-	if !ok {
-		return ""
-	}
-	l := links[i]
+// linkKey is a link's sort key: (A, APort, B, BPort) with the GUIDs as
+// numbers, and the link's index.
+type linkKey struct {
+	a, b         uint64
+	aPort, bPort int32
+	i            int32
+}
+
+// conflict explains why port port of the node with GUID guid cannot take
+// another cable: l already holds it.
+func conflict(l Link, port int, guid string) string {
 	other, otherPort := l.B, l.BPort
-	if l.B == k.guid && l.BPort == k.port {
+	if l.B == guid && l.BPort == port {
 		other, otherPort = l.A, l.APort
 	}
-	return "port " + strconv.Itoa(k.port) + " of " + k.guid + " is already cabled to port " +
+	return "port " + strconv.Itoa(port) + " of " + guid + " is already cabled to port " +
 		strconv.Itoa(otherPort) + " of " + other + " (line " + strconv.Itoa(l.Line) + "); kept that link"
 }
 

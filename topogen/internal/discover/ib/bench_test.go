@@ -1,0 +1,33 @@
+package ib_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/strata-hpc/strata/test/fabricgen"
+	"github.com/strata-hpc/strata/topogen/internal/discover/ib"
+)
+
+// BenchmarkParse10k parses the valid 10,000-host, 8-rail, 3-tier fabric
+// the graph benchmarks render (80,000 CAs, 3,848 switches, a 32 MiB
+// dump) and sorts its CAs, as the graph builder does: the parser's share
+// of `topogen render` on a large fabric.
+func BenchmarkParse10k(b *testing.B) {
+	var buf bytes.Buffer
+	spec := fabricgen.Spec{Nodes: 10000, Rails: 8, NodesPerLeaf: 32, PodLeaves: 32, SpinesPerPod: 16, CoresPerGroup: 4, Radix: 128, Seed: 10000}
+	if err := fabricgen.Write(&buf, spec); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		f, err := ib.Parse(bytes.NewReader(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(f.Diagnostics) > 0 || len(f.ByType(ib.CA)) != 80000 {
+			b.Fatalf("%d diagnostics, %d CAs: want none and 80000", len(f.Diagnostics), len(f.ByType(ib.CA)))
+		}
+	}
+}
