@@ -169,7 +169,7 @@ func restore(done []staged) error {
 					errs = append(errs, err)
 				}
 			} else {
-				errs = append(errs, fmt.Errorf("%s: the old file could not be kept (no hard links here), so it stays new", s.path))
+				errs = append(errs, fmt.Errorf("%s: the old one could not be kept (not a regular file, or no hard links here), so it stays new", s.path))
 			}
 			continue
 		}
