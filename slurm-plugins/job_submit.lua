@@ -286,12 +286,18 @@ local function policy()
 		return state.policy
 	end
 	state.text = text
-	local fn, err = compile(text)
-	local d
+	local fn, err, d
+	if not text:find("%S") then
+		-- An empty file compiles and returns nothing: say so, not "want a table, got nil".
+		err = "it is empty (a render that was cut short?): run `strata-policy render` to write it again"
+	else
+		fn, err = compile(text)
+	end
 	if fn then
 		d, err = run(fn)
 	end
-	if d then
+	if not err then
+		-- Also when the chunk returned nothing: validate says it is no table.
 		err = validate(d)
 	end
 	if err then
@@ -311,6 +317,11 @@ end
 ---------------------------------------------------------------------------------------------
 
 local SUFFIX = { [""] = 1, k = 1024, m = 1024 ^ 2, g = 1024 ^ 3, t = 1024 ^ 4, p = 1024 ^ 5 }
+
+-- MAX_GPUS is more GPUs than any job gets. Counts are kept as floats and refused above it, so
+-- that a count like 99999999999999999999 neither wraps (Lua 5.3+ integers) nor prints as
+-- -9223372036854775808 (Lua 5.1's %d of a huge double), and never passes a limit by wrapping.
+local MAX_GPUS = 2 ^ 31 - 1
 
 -- gpu_entry reads one entry of a TRES request: "gres/gpu:2", "gres/gpu:h100:2", "gres:gpu:2"
 -- (the older spelling), "gpu:2", "gres/gpu=2" and "gres/gpu:h100=2" (tres_per_task), "gres/gpu"
@@ -341,7 +352,7 @@ local function gpu_entry(item)
 	if not digits then
 		return nil -- not a count Slurm would accept; Slurm rejects the job itself
 	end
-	return tonumber(digits) * SUFFIX[suffix:lower()], typ
+	return (tonumber(digits) + 0.0) * SUFFIX[suffix:lower()], typ
 end
 
 -- gpus_in sums the GPUs of one TRES request string, in all and by type.
@@ -365,6 +376,18 @@ local function gpus_in(s, times, total, by_type)
 	for typ, n in pairs(types) do
 		by_type[typ] = math.max(by_type[typ] or 0, n * times)
 	end
+end
+
+-- gpu_request is the job's GPU request fields as given, for a message.
+local function gpu_request(job_desc)
+	local out = {}
+	for _, k in ipairs({ "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task" }) do
+		local v = job_desc[k]
+		if type(v) == "string" and v ~= "" then
+			out[#out + 1] = k .. "=" .. v
+		end
+	end
+	return table.concat(out, " ")
 end
 
 -- gpus returns the fewest GPUs the job can run with, in all and by type: per node times the
@@ -468,6 +491,15 @@ local function check_job(p, job, user)
 	end
 
 	local n, by_type = gpus(job.desc)
+	local most = n
+	for _, m in pairs(by_type) do
+		most = math.max(most, m)
+	end
+	if most > MAX_GPUS then
+		return fail("ESLURM_ACCOUNTING_POLICY", nil, string.format(
+			"this job asks for more than %d GPUs (--gpus, --gres or --gpus-per-*: %s); give the count it needs",
+			MAX_GPUS, gpu_request(job.desc)))
+	end
 	if class.max_gpus_per_job > 0 and n > class.max_gpus_per_job then
 		return fail("ESLURM_ACCOUNTING_POLICY", class.max_gpus_line, string.format(
 			"class %s allows at most %d GPUs per job; this job asks for %d", job.class, class.max_gpus_per_job, n))

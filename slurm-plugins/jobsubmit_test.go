@@ -35,6 +35,7 @@ const (
 type step struct {
 	name    string
 	write   string // the data file's new content
+	empty   bool   // write the data file empty
 	remove  bool   // remove the data file
 	advance int    // seconds to move the clock
 	job     map[string]any
@@ -63,7 +64,7 @@ func runSteps(t *testing.T, cluster string, steps []step) map[string]result {
 	fmt.Fprintf(&b, "return {\n  cluster = %s,\n", luaValue(cluster))
 	for _, s := range steps {
 		fmt.Fprintf(&b, "  { name = %s", luaValue(s.name))
-		if s.write != "" {
+		if s.write != "" || s.empty {
 			fmt.Fprintf(&b, ", write = %s", luaValue(s.write))
 		}
 		if s.remove {
@@ -284,6 +285,14 @@ func TestRules(t *testing.T) {
 			want{rcOK, "", "account=acme-llm qos=interactive time_limit=120 requeue=0"}},
 		"gpus: GPU memory and shards are not GPUs": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpumem:80G,gres/shard:4"},
 			want{rcOK, "", "account=acme-llm qos=interactive time_limit=120 requeue=0"}},
+		"gpus: a count too large for a number": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:99999999999999999999"},
+			want{rcPolicy, "strata: this job asks for more than 2147483647 GPUs (--gpus, --gres or --gpus-per-*: tres_per_job=gres/gpu:99999999999999999999); give the count it needs", ""}},
+		"gpus: the largest integer, on two nodes": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_node": "gres/gpu:9223372036854775807", "min_nodes": 2},
+			want{rcPolicy, "strata: this job asks for more than 2147483647 GPUs (--gpus, --gres or --gpus-per-*: tres_per_node=gres/gpu:9223372036854775807); give the count it needs", ""}},
+		"gpus: a huge typed count with a suffix": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_task": "gres/gpu:h100=8p", "num_tasks": 2},
+			want{rcPolicy, "strata: this job asks for more than 2147483647 GPUs (--gpus, --gres or --gpus-per-*: tres_per_task=gres/gpu:h100=8p); give the count it needs", ""}},
+		"gpus: the most a job may ask, then a class limit": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:2147483647"},
+			want{rcPolicy, interactiveGPUs(2147483647), ""}},
 		"gpus: two, the most interactive allows": {map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:2"},
 			want{rcOK, "", "account=acme-llm qos=interactive time_limit=120 requeue=0"}},
 
@@ -332,6 +341,9 @@ func TestDataFile(t *testing.T) {
 		{name: "11 wrong layout", write: "return { version = 1 }", advance: reloadSeconds, job: alice},
 		{name: "12 reaches for globals", write: `return { version = 1, x = io.open("/etc/passwd") }`, advance: reloadSeconds, job: alice},
 		{name: "13 not a table", write: "return 42", advance: reloadSeconds, job: alice},
+		{name: "13b empty", empty: true, advance: reloadSeconds, job: alice},
+		{name: "13c blank, still empty", write: " \n\t\n", advance: reloadSeconds, job: alice},
+		{name: "13d returns nothing", write: "local x = 1", advance: reloadSeconds, job: alice},
 		{name: "14 fixed", write: data, advance: reloadSeconds, job: alice},
 		{name: "15 removed", remove: true, advance: reloadSeconds, job: alice},
 		{name: "16 back", write: data, advance: reloadSeconds, job: alice},
@@ -355,6 +367,9 @@ func TestDataFile(t *testing.T) {
 		"11 wrong layout":                 {"", "accounts: want a table, got nil"},
 		"12 reaches for globals":          {"", "io"},
 		"13 not a table":                  {"", "the file: want a table, got number"},
+		"13b empty":                       {"", "it is empty (a render that was cut short?)"},
+		"13c blank, still empty":          {"", ""},
+		"13d returns nothing":             {"", "the file: want a table, got nil"},
 		"14 fixed":                        {applied, "info: strata: loaded "},
 		"15 removed":                      {"", "info: strata: no policy data ("},
 		"16 back":                         {applied, "info: strata: loaded "},

@@ -90,6 +90,39 @@ type Config struct {
 	Reload []Reloader
 
 	ShutdownTimeout time.Duration // DefaultShutdownTimeout
+
+	// HTTPTimeouts bound what a client may hold of the server; zero
+	// fields take the defaults (DefaultHTTPTimeouts).
+	HTTPTimeouts HTTPTimeouts
+}
+
+// HTTPTimeouts bound each phase of an HTTP connection, so that a client
+// that connects and sends nothing, sends a body byte by byte, or keeps an
+// idle connection open, holds a file descriptor and a goroutine for
+// seconds, not for ever.
+type HTTPTimeouts struct {
+	ReadHeader time.Duration // the request line and headers
+	Read       time.Duration // the whole request, body included
+	// Write bounds the handler and its response, from the end of the
+	// headers. A daemon whose handlers wait on a slow action (a rollout)
+	// sets it above that wait, or the client gets a closed connection
+	// instead of the answer.
+	Write time.Duration
+	Idle  time.Duration // a kept-alive connection between requests
+}
+
+// DefaultHTTPTimeouts suit Strata's APIs: small JSON requests, and
+// answers that take at most a few seconds.
+var DefaultHTTPTimeouts = HTTPTimeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: time.Minute, Idle: time.Minute}
+
+func (t HTTPTimeouts) withDefaults() HTTPTimeouts {
+	d := DefaultHTTPTimeouts
+	for _, f := range []struct{ v, def *time.Duration }{{&t.ReadHeader, &d.ReadHeader}, {&t.Read, &d.Read}, {&t.Write, &d.Write}, {&t.Idle, &d.Idle}} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	return t
 }
 
 // Run runs the loops and the server until ctx ends, SIGINT or SIGTERM
@@ -142,7 +175,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	var srv *http.Server
 	if ln != nil {
-		srv = &http.Server{Handler: cfg.Handler, ReadHeaderTimeout: 10 * time.Second}
+		to := cfg.HTTPTimeouts.withDefaults()
+		srv = &http.Server{Handler: cfg.Handler, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
+			WriteTimeout: to.Write, IdleTimeout: to.Idle}
 		g.Go(func() error {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("http server: %w", err)

@@ -131,7 +131,9 @@ func countGPUs(s string) (int, string) {
 			continue
 		}
 		n, err := strconv.Atoi(f[len(f)-1])
-		if err != nil {
+		if err != nil || n < 0 || n > maxGPUIndex {
+			// Not a count a node has: summing it could wrap to a
+			// negative total.
 			continue
 		}
 		total += n

@@ -261,17 +261,19 @@ func TestCountGPUs(t *testing.T) {
 		want     int
 		wantType string
 	}{
-		"typed":                {s: "gpu:h100:8", want: 8, wantType: "h100"},
-		"typed with IDX":       {s: "gpu:h100:4(IDX:0-3)", want: 4, wantType: "h100"},
-		"typed with sockets":   {s: "gpu:h100:8(S:0-1)", want: 8, wantType: "h100"},
-		"untyped and a nic":    {s: "gpu:2,nic:1", want: 2, wantType: ""},
-		"two types, first one": {s: "gpu:h100:4,gpu:a100:2", want: 6, wantType: "h100"},
-		"untyped then typed":   {s: "gpu:1,gpu:a100:2", want: 3, wantType: "a100"},
-		"none allocated":       {s: "gpu:h100:0(IDX:N/A)", want: 0, wantType: "h100"},
-		"null":                 {s: "(null)", want: 0, wantType: ""},
-		"empty":                {s: "", want: 0, wantType: ""},
-		"no count":             {s: "gpu", want: 0, wantType: ""},
-		"bad count":            {s: "gpu:h100:x", want: 0, wantType: ""},
+		"typed":                               {s: "gpu:h100:8", want: 8, wantType: "h100"},
+		"typed with IDX":                      {s: "gpu:h100:4(IDX:0-3)", want: 4, wantType: "h100"},
+		"typed with sockets":                  {s: "gpu:h100:8(S:0-1)", want: 8, wantType: "h100"},
+		"untyped and a nic":                   {s: "gpu:2,nic:1", want: 2, wantType: ""},
+		"two types, first one":                {s: "gpu:h100:4,gpu:a100:2", want: 6, wantType: "h100"},
+		"untyped then typed":                  {s: "gpu:1,gpu:a100:2", want: 3, wantType: "a100"},
+		"none allocated":                      {s: "gpu:h100:0(IDX:N/A)", want: 0, wantType: "h100"},
+		"null":                                {s: "(null)", want: 0, wantType: ""},
+		"empty":                               {s: "", want: 0, wantType: ""},
+		"no count":                            {s: "gpu", want: 0, wantType: ""},
+		"bad count":                           {s: "gpu:h100:x", want: 0, wantType: ""},
+		"a count no node has, and one it has": {s: "gpu:h100:9223372036854775807,gpu:h100:1", want: 1, wantType: "h100"},
+		"a negative count":                    {s: "gpu:-3,gpu:2", want: 2, wantType: ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -318,6 +320,8 @@ var parseTRESTests = map[string]struct {
 	"unit without a number":    {s: "mem=G", wantErr: `count "" is not a TRES count`},
 	"empty count":              {s: "cpu=", wantErr: `count "" is not a TRES count`},
 	"not finite":               {s: "cpu=NaN", wantErr: `count "NaN" is not a TRES count`},
+	"too large after its unit": {s: "gres/gpu=999999999999999999G", wantErr: `count "999999999999999999" is too large to be a TRES count`},
+	"too large in terabytes":   {s: "mem=1e15T", wantErr: `is too large to be a TRES count`},
 }
 
 func TestParseTRES(t *testing.T) {

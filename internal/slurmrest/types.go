@@ -366,5 +366,10 @@ func parseTRESCount(v string) (int64, error) {
 	if mult < 0 {
 		return int64(f / 1024), nil
 	}
-	return int64(f * float64(mult)), nil
+	// The bound holds after the unit too: converting a float beyond int64
+	// gives -9223372036854775808 on amd64, which then printed as a count.
+	if r := f * float64(mult); math.Abs(r) <= 1e18 {
+		return int64(r), nil
+	}
+	return 0, fmt.Errorf("count %q is too large to be a TRES count", v)
 }

@@ -83,7 +83,9 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	// poll loop, deploys in flight included.
 	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: h,
 		Loops:  []daemon.Loop{{Name: "poll", Run: w.Run, Stall: pollStall(cfg)}},
-		Reload: reload, ShutdownTimeout: 20 * time.Second})
+		Reload: reload, ShutdownTimeout: 20 * time.Second,
+		// A deploy answers after its rollout: the write bound must outlast it.
+		HTTPTimeouts: daemon.HTTPTimeouts{Write: cfg.Kubernetes.RolloutTimeout + time.Minute}})
 }
 
 // pollStall is how long the poll loop may go without progress before the

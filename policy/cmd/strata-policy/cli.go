@@ -132,15 +132,21 @@ func cmdRender(c *cli.Context) error {
 		}
 		outs = append(outs, out{filepath.Join(dirs[f.Dir], f.Name), data, f.Mode})
 	}
-	// Everything rendered before anything is written: a policy that fails
-	// to render one file changes none.
+	// Everything rendered before anything is written, and every file
+	// written beside its target before any is renamed into place: a
+	// policy that fails to render, or a file that cannot be written,
+	// changes none.
+	batch := atomicfile.NewBatch()
 	for _, o := range outs {
 		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
 			return failure(err)
 		}
-		if err := atomicfile.Write(o.path, o.data, o.mode); err != nil {
-			return failure(err)
-		}
+		batch.Add(o.path, o.data, o.mode)
+	}
+	if err := batch.Commit(); err != nil {
+		return failure(fmt.Errorf("render: no file was changed: %w", err))
+	}
+	for _, o := range outs {
 		fmt.Fprintf(c.App.Writer, "wrote %s\n", o.path)
 	}
 	return nil

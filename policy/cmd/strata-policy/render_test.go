@@ -77,3 +77,73 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderAllOrNone: when a later output cannot be written, render
+// fails and every earlier target keeps its old content.
+func TestRenderAllOrNone(t *testing.T) {
+	for name, spoil := range map[string]func(t *testing.T, out string){
+		"the last file is a directory": func(t *testing.T, out string) {
+			p := filepath.Join(out, "tenants.json")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"a later file's directory is a file": func(t *testing.T, out string) {
+			p := filepath.Join(out, "k8s")
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, slurm := t.TempDir(), t.TempDir()
+			args := []string{"strata-policy", "render", "--policy", "../../../etc/strata/policy.yaml", "--output-dir", out, "--slurm-dir", slurm}
+			var stdout, stderr bytes.Buffer
+			if err := run(t.Context(), args, &stdout, &stderr); err != nil {
+				t.Fatalf("first render: %v\n%s", err, stderr.String())
+			}
+			dirs := map[string]string{render.DirStrata: out, render.DirSlurm: slurm}
+			old := map[string]string{}
+			for _, f := range render.Files() {
+				path := filepath.Join(dirs[f.Dir], f.Name)
+				old[path] = "old " + f.Name
+				if err := os.WriteFile(path, []byte(old[path]), f.Mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spoil(t, out)
+
+			stdout.Reset()
+			stderr.Reset()
+			if err := run(t.Context(), args, &stdout, &stderr); err == nil {
+				t.Fatal("render succeeded with an unwritable output")
+			}
+			for path, want := range old {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					continue // the spoiled one
+				}
+				if string(data) != want {
+					t.Errorf("%s was replaced by a render that failed", path)
+				}
+			}
+			if strings.Contains(stdout.String(), "wrote ") {
+				t.Errorf("a failed render says it wrote files:\n%s", stdout.String())
+			}
+			for _, dir := range []string{out, slurm} {
+				_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+					if err == nil && (strings.Contains(d.Name(), ".tmp-") || strings.Contains(d.Name(), ".old-")) {
+						t.Errorf("temporary file left: %s", path)
+					}
+					return err
+				})
+			}
+		})
+	}
+}

@@ -9,12 +9,17 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/strictyaml"
+	"github.com/strata-hpc/strata/reclaimd/internal/notify"
 )
 
 // Config of reclaimd (controller and agent).
@@ -172,6 +177,45 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	if !strings.Contains(c.Agents.URLTemplate, "{node}") {
 		bad("agents.url_template", "write {node} where the Slurm node name goes, such as http://{node}:9810",
 			"%q has no {node}", c.Agents.URLTemplate)
+	}
+	checkListen := func(path, addr, example string) {
+		if addr == "" {
+			return
+		}
+		hint := "give host:port, such as " + example + " (an IPv6 host in brackets: [::1]:9811)"
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			why := err.Error()
+			if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+				why = ae.Err
+			}
+			bad(path, hint, "%q is not host:port: %s", addr, why)
+			return
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+			bad(path, hint, "port %q is not a number from 0 to 65535", port)
+		}
+	}
+	checkListen("listen", c.Listen, "127.0.0.1:9811")
+	checkListen("agent.listen", c.Agent.Listen, "0.0.0.0:9810")
+	if c.Source == "agents" && c.Agents.Timeout <= 0 {
+		// http.Client reads a zero timeout as none: one silent agent
+		// would stall every cycle.
+		bad("agents.timeout", "give a bound well under the interval, such as 5s", "%s: an agent that does not answer would stall every cycle", c.Agents.Timeout)
+	} else if c.Source == "agents" && c.Interval >= 5*time.Second && c.Agents.Timeout >= c.Interval {
+		bad("agents.timeout", "give a bound well under the interval, such as 5s", "%s is not shorter than the interval (%s): one slow agent would make every cycle late", c.Agents.Timeout, c.Interval)
+	}
+	if c.Source == "prometheus" && c.Prometheus.Timeout <= 0 {
+		bad("prometheus.timeout", "give a bound under the interval, such as 30s", "%s: a Prometheus that does not answer would stall every cycle", c.Prometheus.Timeout)
+	}
+	if c.Notify.Mail && c.Notify.MailTemplate != "" {
+		// Read here so that check-config, not the first mail hours later,
+		// says the template is missing or broken.
+		if text, err := os.ReadFile(c.Notify.MailTemplate); err != nil {
+			bad("notify.mail_template", "give a readable template file, or leave mail_template out for the built-in one", "%v", err)
+		} else if _, err := notify.ParseTemplate(string(text)); err != nil {
+			bad("notify.mail_template", "fix the template (Go text/template syntax), or leave mail_template out for the built-in one", "%s: %v", c.Notify.MailTemplate, err)
+		}
 	}
 	if c.Notify.Mail && c.Notify.Sendmail == "" {
 		bad("notify.sendmail", "give the sendmail program, such as /usr/sbin/sendmail, or set mail: false", "required when mail is on")

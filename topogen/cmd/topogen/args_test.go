@@ -39,6 +39,8 @@ func TestArgs(t *testing.T) {
 		"render: dump and flag differ": {args: []string{"render", "--ibnetdiscover", dump, missing}, wantCode: cliexit.ExitUsage, wantErr: "disagree"},
 		"render: two dumps": {args: []string{"render", dump, dump}, wantCode: cliexit.ExitUsage,
 			wantErr: `render: unexpected argument "` + dump + `": render takes at most 1 argument, [DUMP]`},
+		"render: --nodes names no node": {args: []string{"render", dump, "--guid-map", ibData + "X5.map", "--nodes", ""},
+			wantCode: exitFailure, wantErr: "--nodes names no node"},
 		"plan: dump as argument":  {args: append([]string{"plan", dump}, fabric...), wantCode: exitChanges, wantOut: "+ SwitchName=hoibp0013"},
 		"plan: missing dump":      {args: append([]string{"plan", missing}, fabric...), wantCode: exitFailure, wantErr: missing},
 		"plan: extra":             {args: []string{"plan", dump, "x"}, wantCode: cliexit.ExitUsage, wantErr: `plan: unexpected argument "x"`},

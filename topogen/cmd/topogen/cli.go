@@ -257,7 +257,15 @@ func givenNodes(c *cli.Context) ([]string, error) {
 	if !c.IsSet("nodes") {
 		return nil, nil
 	}
-	return hostlist.Expand(c.String("nodes"))
+	nodes, err := hostlist.Expand(c.String("nodes"))
+	if err != nil {
+		return nil, fmt.Errorf("--nodes: %w", err)
+	}
+	if len(nodes) == 0 {
+		// nil would mean "no list" and switch the node check off.
+		return nil, errors.New("--nodes names no node: give the cluster's host list, or leave the flag out to read slurm.node_source")
+	}
+	return nodes, nil
 }
 
 func cmdRender(c *cli.Context, log *slog.Logger) error {

@@ -64,6 +64,12 @@ func Blocks(nodes []nvml.Node, opt BlockOptions) (BlockPlan, error) {
 			return BlockPlan{}, fmt.Errorf("node %s is described twice", n.Hostname)
 		}
 		seen[n.Hostname] = true
+		if !ValidNodeName(n.Hostname) {
+			// Node descriptions are files written on the nodes; a name
+			// Slurm refuses would break block.conf, or a script's line.
+			note(Warning, "bad-node-name", n.Hostname, "host name %q is not one Slurm accepts (letters, digits, '.', '_' and '-' only): not in any block; fix its node description", n.Hostname)
+			continue
+		}
 		if len(n.GPUs) == 0 {
 			note(Warning, "no-gpus", n.Hostname, "no GPUs found: not in any block")
 			continue

@@ -168,6 +168,18 @@ var blocksTests = map[string]struct {
 		wantFindings: []string{"no-nvlink-domain h100-1", "no-nvlink-domain h100-2", "no-gpus login1"},
 		wantMsg:      map[string]string{"no-nvlink-domain h100-1": "GPU 0 has no multi-node NVLink fabric"},
 	},
+	"host names Slurm refuses are in no block": {
+		nodes: []nvml.Node{
+			complete("gpu1", uuidA, 1),
+			complete("gpu2;touch x", uuidA, 1),
+			complete("gpü3", uuidA, 1),
+		},
+		want: graph.BlockPlan{
+			Blocks: []graph.Block{{Name: "nvl1", Domain: uuidA + "/1", Nodes: []string{"gpu1"}, GPUs: 4}},
+			Sizes:  []int{1},
+		},
+		wantFindings: []string{"bad-node-name gpu2;touch x", "bad-node-name gpü3"},
+	},
 	"GPUs of one node in two domains": {
 		nodes: func() []nvml.Node {
 			split := complete("gpu2", uuidA, 1)

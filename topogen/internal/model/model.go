@@ -220,19 +220,24 @@ func SlurmNodes(ctx context.Context, cfg config.Config, given []string) ([]strin
 	}
 	switch cfg.Slurm.NodeSource {
 	case "slurm.conf":
-		data, err := os.ReadFile(cfg.Slurm.SlurmConf)
+		names, _, err := slurmconf.ReadFile(cfg.Slurm.SlurmConf)
 		if err != nil {
 			return nil, fmt.Errorf("node list: %w%s", err, noNodeCheckHint)
 		}
-		names, _, err := slurmconf.Nodes(data)
-		if err != nil {
-			return nil, fmt.Errorf("node list: %s: %w%s", cfg.Slurm.SlurmConf, err, noNodeCheckHint)
+		if len(names) == 0 {
+			// An empty list would switch the node check off without a
+			// word; a cluster always has nodes, so the reading is wrong.
+			return nil, fmt.Errorf("node list: %s and the files it includes declare no node (no NodeName= line): "+
+				"point slurm.slurm_conf at the cluster's slurm.conf, or set slurm.node_source: none to skip the check", cfg.Slurm.SlurmConf)
 		}
 		return names, nil
 	case "slurmrestd":
 		ns, err := restNodes(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("node list from slurmrestd: %w%s", err, noNodeCheckHint)
+		}
+		if len(ns) == 0 {
+			return nil, fmt.Errorf("node list: slurmrestd at %s lists no node: check slurm.rest.url, or set slurm.node_source: none to skip the check", cfg.Slurm.REST.URL)
 		}
 		out := make([]string, 0, len(ns))
 		for _, n := range ns {
@@ -258,11 +263,7 @@ func restNodes(ctx context.Context, cfg config.Config) ([]slurmrest.Node, error)
 func CoresPerNode(ctx context.Context, cfg config.Config) (map[string]int, error) {
 	switch cfg.Slurm.NodeSource {
 	case "slurm.conf":
-		data, err := os.ReadFile(cfg.Slurm.SlurmConf)
-		if err != nil {
-			return nil, err
-		}
-		_, cores, err := slurmconf.Nodes(data)
+		_, cores, err := slurmconf.ReadFile(cfg.Slurm.SlurmConf)
 		return cores, err
 	case "slurmrestd":
 		ns, err := restNodes(ctx, cfg)

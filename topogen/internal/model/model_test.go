@@ -20,6 +20,21 @@ func TestBuild(t *testing.T) {
 	if err := os.WriteFile(slurmConf, []byte("NodeName=sl390lin[101-124] Sockets=2 CoresPerSocket=6\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A site that keeps its nodes in a file of their own, included by a
+	// path relative to slurm.conf's directory.
+	includingConf, emptyConf := filepath.Join(dir, "etc", "slurm.conf"), filepath.Join(dir, "empty.conf")
+	for p, text := range map[string]string{
+		includingConf:                           "ClusterName=c\nInclude nodes.conf\n",
+		filepath.Join(dir, "etc", "nodes.conf"): "NodeName=sl390lin[101-124] Sockets=2 CoresPerSocket=6\n",
+		emptyConf:                               "ClusterName=c\nPartitionName=p Nodes=ALL\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for name, tc := range map[string]struct {
 		edit      func(*config.Config)
 		given     []string
@@ -44,6 +59,18 @@ func TestBuild(t *testing.T) {
 				c.Fabric.IBNetDiscover, c.Slurm.NodeSource = filepath.Join(dir, "none.out"), "none"
 			},
 			wantErr: "capture one with: ibnetdiscover >",
+		},
+		"nodes in a file slurm.conf includes": {
+			edit: func(c *config.Config) {
+				c.Fabric.IBNetDiscover, c.Fabric.GUIDMap, c.Slurm.SlurmConf = ibData+"X5.topofile", ibData+"X5.map", includingConf
+			},
+			wantNodes: 24, wantIn: "SwitchName=hoibp0013",
+		},
+		"a slurm.conf that declares no node": {
+			edit: func(c *config.Config) {
+				c.Fabric.IBNetDiscover, c.Fabric.GUIDMap, c.Slurm.SlurmConf = ibData+"X5.topofile", ibData+"X5.map", emptyConf
+			},
+			wantErr: "declare no node (no NodeName= line)",
 		},
 		"missing slurm.conf": {
 			edit:    func(c *config.Config) { c.Slurm.SlurmConf = filepath.Join(dir, "none.conf") },

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/strata-hpc/strata/topogen/internal/discover/nvml"
+	"github.com/strata-hpc/strata/topogen/internal/graph"
 )
 
 // GresOptions steer GresConf.
@@ -38,6 +39,11 @@ func GresConf(nodes []nvml.Node, opt GresOptions, source string) ([]byte, error)
 	b.WriteString(Header(source))
 	b.WriteString("AutoDetect=off\n")
 	for _, n := range ns {
+		if !graph.ValidNodeName(n.Hostname) {
+			// The name comes from a node description file; written raw it
+			// would break gres.conf or name another node.
+			return nil, fmt.Errorf("node description with host name %q: not a name Slurm accepts (letters, digits, '.', '_' and '-' only): fix the file or its collect --hostname", n.Hostname)
+		}
 		gpus := append([]nvml.GPU(nil), n.GPUs...)
 		sort.Slice(gpus, func(i, j int) bool { return gpus[i].Minor < gpus[j].Minor })
 		pos := map[int]int{} // NVML index -> position in this node's list

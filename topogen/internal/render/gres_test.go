@@ -118,6 +118,22 @@ func TestGresConfErrors(t *testing.T) {
 			},
 			wantErr: "MIG is enabled on gpu1 (GPU 1,6): gres.conf for MIG needs one line per MIG device, typed by its profile, with MultipleFiles=",
 		},
+		"host name with shell code": {
+			node: func() nvml.Node {
+				n := hgx()
+				n.Hostname = "gpu1 Name=x;touch y"
+				return n
+			},
+			wantErr: `host name "gpu1 Name=x;touch y": not a name Slurm accepts`,
+		},
+		"non-ASCII host name": {
+			node: func() nvml.Node {
+				n := hgx()
+				n.Hostname = "gpü1"
+				return n
+			},
+			wantErr: `host name "gpü1": not a name Slurm accepts`,
+		},
 		"CPU range backwards": {
 			node: func() nvml.Node {
 				n := hgx()

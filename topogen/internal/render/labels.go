@@ -72,17 +72,38 @@ func labelValue(v string) string {
 }
 
 // LabelScript renders `kubectl label` commands, one per node, sorted.
+// Every word is quoted for the shell: node names come from HCA
+// descriptions and node files, which are not ours, and a name such as
+// "gpu1;touch x" must reach kubectl as one argument, never run.
 func LabelScript(labels map[string]map[string]string, source string) []byte {
 	var b bytes.Buffer
 	b.WriteString("#!/bin/sh\n" + Header(source) + "set -e\n")
 	for _, n := range sortedKeys(labels) {
-		fmt.Fprintf(&b, "kubectl label node %s --overwrite", n)
+		fmt.Fprintf(&b, "kubectl label node %s --overwrite", shellQuote(n))
 		for _, k := range sortedKeys(labels[n]) {
-			fmt.Fprintf(&b, " %s=%s", k, labels[n][k])
+			fmt.Fprintf(&b, " %s", shellQuote(k+"="+labels[n][k]))
 		}
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
+}
+
+// shellQuote makes s one word for a POSIX shell: unchanged when every
+// byte is one the shell gives no meaning, else in single quotes, inside
+// which only the single quote itself needs care ('\”).
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for i := 0; i < len(s) && safe; i++ {
+		c := s[i]
+		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("@%+=:,./_-", c) >= 0
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // LabelYAML renders the labels as a YAML map of node to labels (JSON is

@@ -1,6 +1,9 @@
 package render_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,6 +92,46 @@ func TestNodeLabelsSanitised(t *testing.T) {
 func TestLabelScript(t *testing.T) {
 	// One kubectl line per node, nodes and keys sorted.
 	golden(t, "labels.sh", render.LabelScript(wantLabels, source))
+}
+
+// TestLabelScriptHostileNames: host names that are shell code reach
+// kubectl as one argument each and run nothing.
+func TestLabelScriptHostileNames(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir, bin := t.TempDir(), t.TempDir()
+	// A kubectl that prints each argument on a line of its own.
+	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte("#!/bin/sh\nfor a; do printf '<%s>\\n' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"gpu1;touch pwned", "$(touch pwned2)", "`touch pwned3`", "it's", "a\"b", "x\ntouch pwned4"}
+	labels := map[string]map[string]string{}
+	for _, n := range names {
+		labels[n] = map[string]string{leafKey: "leaf1"}
+	}
+	script := filepath.Join(dir, "labels.sh")
+	if err := os.WriteFile(script, render.LabelScript(labels, source), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sh, script)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	for _, n := range names {
+		if want := "<label>\n<node>\n<" + n + ">\n<--overwrite>\n"; !strings.Contains(string(out), want) {
+			t.Errorf("kubectl did not get %q as one argument:\n%s", n, out)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != "labels.sh" {
+			t.Errorf("the script ran code from a host name: %s exists", e.Name())
+		}
+	}
 }
 
 func TestLabelYAML(t *testing.T) {

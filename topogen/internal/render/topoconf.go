@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/topogen/internal/graph"
 )
 
 // TopoConf is a topology.conf as Slurm reads it.
@@ -146,6 +147,12 @@ func (tc *TopoConf) Validate(knownNodes []string) []ConfError {
 		known[n] = true
 	}
 	checkNode := func(line int, n string) {
+		if !graph.ValidNodeName(n) {
+			// slurmctld refuses the file, or reads the name as another
+			// node's: "Nodes=Nodes=x", "gpu$1", non-ASCII.
+			errs = append(errs, ConfError{line, fmt.Sprintf("node name %q is not one Slurm accepts: letters, digits, '.', '_' and '-' only, not starting or ending with '-'", n)})
+			return
+		}
 		if knownNodes != nil && !known[n] {
 			errs = append(errs, ConfError{line, fmt.Sprintf("node %s is not a node of this cluster", n)})
 		}

@@ -113,6 +113,14 @@ var topoConfTests = map[string]struct {
 			{3, "block nvl1 is already defined on line 1"},
 		},
 	},
+	"bad-node-names.bad": {
+		wantErrs: []confErr{
+			{1, `node name "Nodes=x" is not one Slurm accepts`},
+			{2, `node name "gpu\\" is not one Slurm accepts`},
+			{3, "node name \"gp\u00fc1\" is not one Slurm accepts"},
+			{4, `node name "-gpu2" is not one Slurm accepts`},
+		},
+	},
 	"empty.bad": {
 		wantErrs: []confErr{{0, "no SwitchName or BlockName line: an empty topology would leave every node unplaced"}},
 	},
