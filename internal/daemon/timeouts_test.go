@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -69,7 +70,7 @@ func TestHTTPTimeouts(t *testing.T) {
 				resp.Body.Close()
 			}
 			rest, err := io.ReadAll(r)
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 				t.Fatalf("the connection is still open after %s", slack)
 			}
 			if strings.Contains(string(rest), "late") {

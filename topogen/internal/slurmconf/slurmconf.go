@@ -29,7 +29,7 @@ const MaxIncludeDepth = 16
 func Nodes(data []byte) (names []string, cores map[string]int, err error) {
 	r := &reader{cores: map[string]int{}}
 	err = r.parse(data, "slurm.conf", func(string) error {
-		return errors.New("Include needs the file on disk: read it with ReadFile")
+		return errors.New("an Include line needs the file on disk: read it with ReadFile")
 	})
 	return r.names, r.cores, err
 }
@@ -83,12 +83,12 @@ func (r *reader) file(abs, shown string, stack []string) error {
 		if hasMeta(pattern) {
 			var err error
 			if files, err = filepath.Glob(pattern); err != nil {
-				return fmt.Errorf("Include %s: %w", arg, err)
+				return fmt.Errorf("include %s: %w", arg, err)
 			}
 		}
 		for _, f := range files {
 			if err := r.file(filepath.Clean(f), f, stack); err != nil {
-				return fmt.Errorf("Include %s: %w", arg, err)
+				return fmt.Errorf("include %s: %w", arg, err)
 			}
 		}
 		return nil

@@ -40,7 +40,7 @@ PartitionName=gpu Nodes=gpu[1-2] Default=YES
 	},
 	"no nodes":                  {conf: "ClusterName=c\n", wantCores: map[string]int{}},
 	"bad range":                 {conf: "ClusterName=c\nNodeName=n[A-B]\n", wantErr: "slurm.conf:2: "},
-	"an Include needs the file": {conf: "ClusterName=c\ninclude nodes.conf\n", wantErr: "slurm.conf:2: Include needs the file on disk"},
+	"an Include needs the file": {conf: "ClusterName=c\ninclude nodes.conf\n", wantErr: "slurm.conf:2: an Include line needs the file on disk"},
 	"a key that starts like Include is no Include": {
 		conf:      "IncludeX=1\nNodeName=n1\n",
 		wantNames: []string{"n1"}, wantCores: map[string]int{},
@@ -129,7 +129,7 @@ func TestReadFile(t *testing.T) {
 		},
 		"a missing file": {
 			files:   map[string]string{"etc/slurm.conf": "ClusterName=c\nInclude nodes.conf\n"},
-			wantErr: "slurm.conf:2: Include nodes.conf: open",
+			wantErr: "slurm.conf:2: include nodes.conf: open",
 		},
 		"an include loop": {
 			files: map[string]string{
