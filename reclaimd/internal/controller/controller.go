@@ -83,12 +83,34 @@ type Config struct {
 type Controller struct {
 	cfg Config
 
-	mu       sync.Mutex
-	since    time.Time
-	jobs     []slurmrest.Job // last full answer, reused while unchanged
-	last     Status
-	interval time.Duration
+	mu         sync.Mutex
+	since      time.Time
+	jobs       []slurmrest.Job // last full answer, reused while unchanged
+	unreadable []slurmrest.UnreadableJob
+	last       Status
+	interval   time.Duration
+	// skips holds why each job of the last cycle got no action, for
+	// GET /v1/jobs/{id}/reclaim.
+	skips map[int64]SkipEntry
+	// drought is, by rule name, since when the rule has had jobs but
+	// judged none of them (see noteDroughts).
+	drought map[string]time.Time
 }
+
+// SkipEntry says why a job got no action in the last cycle.
+type SkipEntry struct {
+	At     time.Time         `json:"at"`
+	Reason decide.SkipReason `json:"reason"`
+	Detail string            `json:"detail"`
+	// Judged is false when the job's GPUs were not judged at all (stale
+	// or missing samples, too young, exempt, no rule, unreadable record):
+	// nothing will happen to it until that changes.
+	Judged bool `json:"judged"`
+}
+
+// SkipUnreadable is why a job whose Slurm record could not be read got no
+// action: it never reaches the decision.
+const SkipUnreadable decide.SkipReason = "unreadable record"
 
 // Status is the outcome of the last cycle, for /healthz.
 type Status struct {
@@ -114,7 +136,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	return &Controller{cfg: cfg}, nil
+	return &Controller{cfg: cfg, drought: map[string]time.Time{}}, nil
 }
 
 // LastStatus is the outcome of the last cycle.
@@ -188,7 +210,7 @@ func (c *Controller) readJobs(ctx context.Context) ([]slurmrest.Job, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !list.Unchanged {
-		c.jobs = list.Jobs
+		c.jobs, c.unreadable = list.Jobs, list.Unreadable
 	}
 	c.since = list.Updated
 	var out []slurmrest.Job
@@ -250,6 +272,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	}
 	rules := c.cfg.Rules()
 	d := decide.Decide(snap, start, rules)
+	c.noteSkips(d, snap, rules, start)
 
 	// States first: a crash after this point finds the intents below and
 	// does not decide the same warning twice.
@@ -286,6 +309,78 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		return d, errors.New(st.Error)
 	}
 	return d, nil
+}
+
+// noteSkips counts the cycle's skips by reason, keeps each job's for the
+// API, logs the jobs whose record could not be read, and notes the rules
+// that judged nothing.
+func (c *Controller) noteSkips(d decide.Decision, snap decide.Snapshot, rules reclaimrules.Rules, at time.Time) {
+	c.mu.Lock()
+	unreadable := c.unreadable
+	c.mu.Unlock()
+	skips := make(map[int64]SkipEntry, len(d.Skipped)+len(unreadable))
+	for _, u := range unreadable {
+		c.cfg.Log.Warn("job record unreadable: the job is skipped, the others are judged", "job_id", u.ID, "error", u.Err)
+		c.cfg.Metrics.Skipped.WithLabelValues(SkipUnreadable.Label()).Inc()
+		skips[u.ID] = SkipEntry{At: at, Reason: SkipUnreadable, Detail: u.Err.Error()}
+	}
+	for _, sk := range d.Skipped {
+		c.cfg.Metrics.Skipped.WithLabelValues(sk.Reason.Label()).Inc()
+		skips[sk.JobID] = SkipEntry{At: at, Reason: sk.Reason, Detail: sk.Detail, Judged: sk.Reason.Judged()}
+	}
+	c.noteDroughts(d, skips, rules, at)
+	c.mu.Lock()
+	c.skips = skips
+	c.mu.Unlock()
+}
+
+// noteDroughts logs, once per rule window, a rule that had jobs for a
+// whole window and judged none of them: what an admin sees when the
+// samples never cover the rule's window.
+func (c *Controller) noteDroughts(d decide.Decision, skips map[int64]SkipEntry, rules reclaimrules.Rules, at time.Time) {
+	type tally struct {
+		jobs, judged int
+		why          SkipEntry
+	}
+	byRule := map[string]*tally{}
+	for id, st := range d.States {
+		if st.Rule == "" {
+			continue
+		}
+		t := byRule[st.Rule]
+		if t == nil {
+			t = &tally{}
+			byRule[st.Rule] = t
+		}
+		t.jobs++
+		sk, skipped := skips[id]
+		if !skipped || sk.Judged {
+			t.judged++
+		} else if t.why.Reason == "" {
+			t.why = sk
+		}
+	}
+	for name := range c.drought {
+		if t := byRule[name]; t == nil || t.judged > 0 {
+			delete(c.drought, name)
+		}
+	}
+	for _, rule := range rules.WithDefaults().Rules {
+		t := byRule[rule.Name]
+		if t == nil || t.judged > 0 {
+			continue
+		}
+		since, ok := c.drought[rule.Name]
+		if !ok {
+			c.drought[rule.Name] = at
+			continue
+		}
+		if window := rule.Idle.Window.Std(); at.Sub(since) >= window {
+			c.cfg.Log.Warn("a rule has judged no job for a whole window", "rule", rule.Name, "window", window, "jobs", t.jobs,
+				"reason", t.why.Reason, "detail", t.why.Detail)
+			c.drought[rule.Name] = at
+		}
+	}
 }
 
 // account adds the cycle's idle GPU time to the metrics.

@@ -13,8 +13,12 @@ type Metrics struct {
 	IdleGPUSeconds      *prometheus.CounterVec
 	ReclaimedGPUSeconds *prometheus.CounterVec
 	Actions             *prometheus.CounterVec
-	CycleSeconds        prometheus.Histogram
-	DataAge             prometheus.Gauge
+	// Skipped counts, each cycle, the jobs that got no action, by reason
+	// (decide.SkipReason.Label, and unreadable_record for a job whose
+	// Slurm record could not be read).
+	Skipped      *prometheus.CounterVec
+	CycleSeconds prometheus.Histogram
+	DataAge      prometheus.Gauge
 }
 
 // NewMetrics registers the metrics.
@@ -33,6 +37,10 @@ func NewMetrics() *Metrics {
 			Name: "strata_reclaim_actions_total",
 			Help: "Reclaim actions by tenant, action and result (done, failed, abandoned, dry-run).",
 		}, []string{"tenant", "action", "result"}),
+		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_skipped_total",
+			Help: "Jobs that got no action in a cycle, once per job and cycle, by reason (stale_data, window_not_reached, busy, unreadable_record, ...).",
+		}, []string{"reason"}),
 		CycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "strata_reclaim_cycle_duration_seconds",
 			Help:    "Time one reclaim cycle took.",
@@ -43,6 +51,6 @@ func NewMetrics() *Metrics {
 			Help: "Age of the newest GPU sample at the start of the last cycle.",
 		}),
 	}
-	m.Registry.MustRegister(m.IdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.CycleSeconds, m.DataAge)
+	m.Registry.MustRegister(m.IdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge)
 	return m
 }

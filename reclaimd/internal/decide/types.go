@@ -79,6 +79,7 @@ package decide
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -259,6 +260,20 @@ const (
 	SkipNotified      SkipReason = "notified"
 	SkipActionLimit   SkipReason = "action limit"
 )
+
+// Label is the reason as a metric label: "stale data" is stale_data.
+func (r SkipReason) Label() string { return strings.ReplaceAll(string(r), " ", "_") }
+
+// Judged reports whether a job skipped for this reason had its GPUs
+// judged this cycle (busy, or idle and waiting for its next step), as
+// opposed to not judged at all (stale data, too young, exempt...).
+func (r SkipReason) Judged() bool {
+	switch r {
+	case SkipBusy, SkipWaiting, SkipNotified, SkipActionLimit, SkipActed:
+		return true
+	}
+	return false
+}
 
 // Skip is a job that got no action this cycle, and why.
 type Skip struct {
