@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
@@ -53,4 +56,52 @@ func TestSkipsVisible(t *testing.T) {
 	if code, body := get(t, srv.URL+"/metrics"); !strings.Contains(body, `strata_reclaim_skipped_total{reason="stale_data"}`) {
 		t.Errorf("GET /metrics = %d, lacks the skip counter:\n%s", code, body)
 	}
+}
+
+// TestUnreadableJobSkipped: a job whose gres_detail does not pair with
+// its nodes is skipped, counted and logged with its id; the other jobs of
+// the list are judged and acted on, and the cycle does not fail.
+func TestUnreadableJobSkipped(t *testing.T) {
+	b := newBed(t, "26.05", cancelRules, 0)
+	rec := b.record("jobs")
+	var resp map[string]any
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		t.Fatal(err)
+	}
+	jobs := resp["jobs"].([]any)
+	var odd map[string]any
+	if err := json.Unmarshal(mustJSON(t, jobs[0]), &odd); err != nil {
+		t.Fatal(err)
+	}
+	odd["job_id"] = 2
+	odd["gres_detail"] = []string{"gpu:2(IDX:0-1)", "gpu:2(IDX:2-3)"} // two entries for one node
+	resp["jobs"] = []any{odd, jobs[0]}
+	rec.Response = mustJSON(t, resp)
+	b.srv.Handle(http.MethodGet, "/slurm/"+b.slurm.Info().Parser+"/jobs/", slurmresttest.Reply(rec))
+	d, err := b.tick()
+	if err != nil {
+		t.Fatalf("cycle with an unreadable job: %v", err)
+	}
+	if got := kinds(d); !cmp.Equal(got, []string{"warn"}) {
+		t.Errorf("actions = %v, want job 1 warned", got)
+	}
+	if st := b.ctl.LastStatus(); !st.SlurmOK || st.Error != "" || st.Jobs != 1 {
+		t.Errorf("status = %+v, want Slurm ok and one job judged", st)
+	}
+	if v := counter(t, b.metrics.Skipped.WithLabelValues("unreadable_record")); v != 1 {
+		t.Errorf("skipped{reason=unreadable_record} = %v, want 1", v)
+	}
+	if logs := b.logs.String(); !strings.Contains(logs, `msg="job record unreadable: the job is skipped, the others are judged" job_id=2`) ||
+		!strings.Contains(logs, "refusing to guess") {
+		t.Errorf("no log line for job 2:\n%s", logs)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
