@@ -38,8 +38,9 @@
 //	Observed/Recovered --idle--> Warned (Warn action)
 //	Warned --idle for rule.warn--> Signalled (Signal), when the rule has a
 //	        signal and the end action is destructive; else the end action
-//	Signalled --rule.signal.wait--> Requeued (Requeue, RequeueHold) or
-//	        Cancelled (Cancel) or Notified (Notify)
+//	Signalled --idle in fresh samples after rule.signal.wait--> Requeued
+//	        (Requeue, RequeueHold) or Cancelled (Cancel) or Notified (Notify)
+//	Signalled --busy after the wait, or no fresh samples--> Recovered
 //	Warned/Notified --busy--> Recovered (Recover); the ladder starts again
 //
 // The end action is the rule's action, or partial_idle.action for a partly
@@ -48,12 +49,13 @@
 // notice needs no warning. A requeue at the limit becomes a Notify that
 // says so; Decide never turns a requeue into a cancel.
 //
-// Signalled is the point of no return: a job answers the checkpoint
-// signal by writing a checkpoint, which is GPU and memory activity, and if
-// that activity recovered it, a job that checkpoints on SIGUSR1 would be
-// warned, signalled and recovered for ever without being reclaimed. A job
-// that wants to keep its GPUs answers the warning, which comes rule.warn
-// before the signal. (A job that ends on the signal leaves the snapshot.)
+// After a signal nothing is decided on what the job did while it had
+// time to checkpoint: the next step waits for samples taken after
+// rule.signal.wait, and is taken only when every one of them is idle. A
+// job busy after the wait keeps its GPUs (Recover: the ladder is
+// abandoned, with a record, and the job watched again from the start); so
+// does a job with no fresh samples for SignalEvidenceBound past the wait,
+// so that a requeue never rests on old evidence.
 //
 // # Safety
 //
