@@ -95,6 +95,8 @@ type Controller struct {
 	// drought is, by rule name, since when the rule has had jobs but
 	// judged none of them (see noteDroughts).
 	drought map[string]time.Time
+	// accounted is the time up to which idle GPU time is counted.
+	accounted time.Time
 }
 
 // SkipEntry says why a job got no action in the last cycle.
@@ -291,7 +293,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			return d, fmt.Errorf("save states: %w", err)
 		}
 	}
-	c.account(snap, d, byID)
+	c.account(snap, d, byID, rules, start)
 	for _, a := range d.Actions {
 		if ok := c.execute(ctx, a, byID[a.JobID]); !ok {
 			// Decide advanced the state as if the action had run; it did
@@ -383,11 +385,24 @@ func (c *Controller) noteDroughts(d decide.Decision, skips map[int64]SkipEntry, 
 	}
 }
 
-// account adds the cycle's idle GPU time to the metrics.
-func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[int64]slurmrest.Job) {
-	iv := c.interval
+// account adds the cycle's idle GPU time to the metrics: for each job
+// judged idle (warned, signalled or notified), the time its GPUs' new
+// samples show idle (IdleGPUSeconds: observed idle time only, a sample
+// standing for at most one sample interval before it) and the time it held
+// its GPUs (JudgedIdleGPUSeconds, seen or not). Their ratio is how much of
+// the time judged idle the idle figure rests on.
+func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[int64]slurmrest.Job, rules reclaimrules.Rules, at time.Time) {
+	since := c.accounted
+	c.accounted = at
+	if since.IsZero() {
+		if c.interval <= 0 {
+			return // the first cycle of a controller not run by Run: nothing to count from
+		}
+		since = at.Add(-c.interval)
+	}
+	iv := snap.SampleInterval
 	if iv <= 0 {
-		return
+		iv = decide.DefaultSampleInterval
 	}
 	idle := map[int64]bool{}
 	for _, a := range d.Actions {
@@ -400,10 +415,44 @@ func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[i
 			idle[id] = true
 		}
 	}
+	rules = rules.WithDefaults()
 	for id := range idle {
-		j := byID[id]
-		c.cfg.Metrics.IdleGPUSeconds.WithLabelValues(c.tenant(j.Account)).Add(float64(len(j.GPUs)) * iv.Seconds())
+		j, ok := byID[id]
+		if !ok {
+			continue
+		}
+		tenant := c.tenant(j.Account)
+		c.cfg.Metrics.JudgedIdleGPUSeconds.WithLabelValues(tenant).Add(float64(len(j.GPUs)) * at.Sub(since).Seconds())
+		rule, ok := rules.For(c.toDecide(j).Info())
+		if !ok {
+			continue
+		}
+		seen := 0.0
+		for _, g := range j.GPUs {
+			seen += idleSeconds(snap.Samples[decide.GPUKey{Node: g.Node, Index: g.Index}], since, at, iv, rule.Idle)
+		}
+		c.cfg.Metrics.IdleGPUSeconds.WithLabelValues(tenant).Add(seen)
 	}
+}
+
+// idleSeconds is the time the samples taken in (since, at] show idle
+// under def: each stands for the time since the sample before it, and at
+// most iv.
+func idleSeconds(samples []decide.Sample, since, at time.Time, iv time.Duration, def reclaimrules.IdleDef) float64 {
+	total := 0.0
+	for i, s := range samples {
+		if !s.At.After(since) || s.At.After(at) {
+			continue
+		}
+		from := s.At.Add(-iv)
+		if i > 0 && samples[i-1].At.After(from) {
+			from = samples[i-1].At
+		}
+		if s.UtilPercent <= def.MaxUtilPercent && s.MemActivityPercent <= def.MaxMemActivityPercent {
+			total += s.At.Sub(from).Seconds()
+		}
+	}
+	return total
 }
 
 // revertState puts back the state a job had before this cycle.

@@ -105,3 +105,28 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestIdleGPUSecondsSeenOnly: the idle GPU time of a job judged idle is
+// the time its samples show idle; while the samples stop, the time still
+// counts as judged idle, but not as idle.
+func TestIdleGPUSecondsSeenOnly(t *testing.T) {
+	b := newBed(t, "26.05", `{"apiVersion": "strata/v1", "kind": "ReclaimRules",
+	  "rules": [{"name": "tell", "idle": {"window": "1m"}, "action": "notify"}]}`, 0)
+	if got := b.mustTick(); !cmp.Equal(got, []string{"notify"}) {
+		t.Fatalf("first cycle: %v, want notify", got)
+	}
+	b.mustTick()
+	b.mustTick() // two cycles of 10 s with a sample each: 2 GPUs × 20 s seen idle
+	for range 3 { // the agent stops sampling: 30 s judged idle, not seen
+		b.setClock(b.clock().Add(10 * time.Second))
+		if _, err := b.ctl.Cycle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := counter(t, b.metrics.IdleGPUSeconds.WithLabelValues("research")); v != 40 {
+		t.Errorf("idle GPU-seconds = %v, want 40 (seen idle only)", v)
+	}
+	if v := counter(t, b.metrics.JudgedIdleGPUSeconds.WithLabelValues("research")); v != 100 {
+		t.Errorf("judged idle GPU-seconds = %v, want 100", v)
+	}
+}
