@@ -192,7 +192,8 @@ func className(j slurmrest.Job) string {
 
 func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
 	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
-		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount}
+		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount,
+		NoRequeue: !j.Requeue}
 	for _, g := range j.GPUs {
 		d.GPUs = append(d.GPUs, decide.GPUKey{Node: g.Node, Index: g.Index})
 	}
@@ -554,7 +555,8 @@ func reclaimedSeconds(j slurmrest.Job, now time.Time) float64 {
 
 // act marks the job and does what the action says.
 func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) error {
-	mark := a.Marker()
+	// The re-read job's admin comment: an admin's note in it is kept.
+	mark := decide.WithMarker(j.AdminComment, a.Marker())
 	if err := c.cfg.Slurm.Update(ctx, a.JobID, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
 		return fmt.Errorf("mark job: %w", err)
 	}

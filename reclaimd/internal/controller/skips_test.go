@@ -116,7 +116,7 @@ func TestIdleGPUSecondsSeenOnly(t *testing.T) {
 		t.Fatalf("first cycle: %v, want notify", got)
 	}
 	b.mustTick()
-	b.mustTick() // two cycles of 10 s with a sample each: 2 GPUs × 20 s seen idle
+	b.mustTick()  // two cycles of 10 s with a sample each: 2 GPUs × 20 s seen idle
 	for range 3 { // the agent stops sampling: 30 s judged idle, not seen
 		b.setClock(b.clock().Add(10 * time.Second))
 		if _, err := b.ctl.Cycle(t.Context()); err != nil {
@@ -128,5 +128,30 @@ func TestIdleGPUSecondsSeenOnly(t *testing.T) {
 	}
 	if v := counter(t, b.metrics.JudgedIdleGPUSeconds.WithLabelValues("research")); v != 100 {
 		t.Errorf("judged idle GPU-seconds = %v, want 100", v)
+	}
+}
+
+// TestMarkKeepsAdminComment: the mark is appended to the job's admin
+// comment as re-read before the action; an admin's note stays, and the
+// warning's mark is replaced by the next one, not piled up.
+func TestMarkKeepsAdminComment(t *testing.T) {
+	b := newBed(t, "26.05", cancelRules, 0)
+	b.jobAs(func(j map[string]any) { j["admin_comment"] = "ticket 42: keep on gpu1" })
+	if got := b.mustTick(); !cmp.Equal(got, []string{"warn"}) {
+		t.Fatalf("first cycle: %v, want warn", got)
+	}
+	b.jobAs(func(j map[string]any) { j["admin_comment"] = "ticket 42: keep on gpu1 | strata: reclaim warn (rule idle-cancel): idle" })
+	for range 2 {
+		b.mustTick()
+	}
+	var marks []string
+	for _, a := range b.actions() {
+		if m, ok := strings.CutPrefix(a, "mark "); ok {
+			marks = append(marks, m)
+		}
+	}
+	if len(marks) != 2 || !strings.HasPrefix(marks[0], "ticket 42: keep on gpu1 | strata: reclaim warn (rule idle-cancel): ") ||
+		!strings.HasPrefix(marks[1], "ticket 42: keep on gpu1 | strata: reclaimed (cancel, rule idle-cancel): ") {
+		t.Errorf("marks = %q, want the admin's note kept and one Strata mark after it", marks)
 	}
 }

@@ -127,3 +127,20 @@ func TestKindDestructive(t *testing.T) {
 		}
 	}
 }
+
+func TestWithMarker(t *testing.T) {
+	const mark = "strata: reclaimed (requeue, rule llm): idle"
+	for name, tc := range map[string]struct{ comment, want string }{
+		"empty":                     {"", mark},
+		"an admin's note is kept":   {"ticket 42: keep on gpu-001", "ticket 42: keep on gpu-001 | " + mark},
+		"an earlier mark, replaced": {"strata: reclaim warn (rule llm): idle", mark},
+		"note and earlier mark":     {"ticket 42 | strata: reclaim warn (rule llm): idle", "ticket 42 | " + mark},
+		"blank note":                {"  ", mark},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := decide.WithMarker(tc.comment, mark); got != tc.want {
+				t.Errorf("WithMarker(%q) = %q, want %q", tc.comment, got, tc.want)
+			}
+		})
+	}
+}

@@ -343,16 +343,23 @@ func endAction(rule reclaimrules.Rule, partial bool, j *Job, l reclaimrules.Limi
 	if partial {
 		a = rule.PartialIdle.Action
 	}
+	note := ""
 	if a.Requeues() {
 		if limit := l.RequeueLimit(rule); j.Requeues >= limit {
 			return Notify, fmt.Sprintf("requeue limit reached (%d of %d requeues): ", j.Requeues, limit)
 		}
+		if j.NoRequeue {
+			if rule.NoRequeue != reclaimrules.NoRequeueOverride {
+				return Notify, "submitted with --no-requeue (the rule's no_requeue is skip): "
+			}
+			note = "submitted with --no-requeue, made requeueable by the rule's no_requeue: requeue: "
+		}
 	}
 	switch a {
 	case reclaimrules.ActionRequeue:
-		return Requeue, ""
+		return Requeue, note
 	case reclaimrules.ActionRequeueHold:
-		return RequeueHold, ""
+		return RequeueHold, note
 	case reclaimrules.ActionCancel:
 		return Cancel, ""
 	}

@@ -320,6 +320,26 @@ var decideTests = map[string]decideTest{
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
 			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue limit reached (1 of 1 requeues): notify only"}},
 	},
+	"--no-requeue: only notified, at once": {
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.NoRequeue = true
+			return []decide.Job{j}
+		}(),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
+			Reason: idle8 + "; submitted with --no-requeue (the rule's no_requeue is skip): notify only"}},
+	},
+	"--no-requeue, the rule overrides: requeued, and says so": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].NoRequeue = reclaimrules.NoRequeueOverride }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.NoRequeue = true
+			return []decide.Job{j}
+		}(),
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Requeue, Rule: "llm",
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: submitted with --no-requeue, made requeueable by the rule's no_requeue: requeue: requeue"}},
+	},
 	"requeue limit: under it, requeued": {
 		jobs: func() []decide.Job {
 			j := job(1, gpus("gpu-001", 8))

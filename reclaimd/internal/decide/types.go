@@ -122,6 +122,9 @@ type Job struct {
 	// Requeues is how often Slurm has requeued the job, for any cause
 	// (restart_cnt).
 	Requeues int
+	// NoRequeue is set for a job submitted with --no-requeue: a requeue
+	// only notifies, unless the rule's no_requeue is "requeue".
+	NoRequeue bool
 }
 
 // Snapshot is what reclaimd knows at the start of a cycle.
