@@ -140,7 +140,9 @@ func TestMarkKeepsAdminComment(t *testing.T) {
 	if got := b.mustTick(); !cmp.Equal(got, []string{"warn"}) {
 		t.Fatalf("first cycle: %v, want warn", got)
 	}
-	b.jobAs(func(j map[string]any) { j["admin_comment"] = "ticket 42: keep on gpu1 | strata: reclaim warn (rule idle-cancel): idle" })
+	b.jobAs(func(j map[string]any) {
+		j["admin_comment"] = "ticket 42: keep on gpu1 | strata: reclaim warn (rule idle-cancel): idle"
+	})
 	for range 2 {
 		b.mustTick()
 	}
