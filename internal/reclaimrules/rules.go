@@ -110,7 +110,22 @@ type Rule struct {
 	// job at the limit is only notified, with the reason: reclaimd never
 	// turns a requeue into a cancel on its own.
 	MaxRequeues int `json:"max_requeues" yaml:"max_requeues"`
+	// NoRequeue says what a requeue does to a job submitted with
+	// --no-requeue, whose owner said it must not run twice (it appends to
+	// its output, or has side effects): NoRequeueSkip (the default) only
+	// notifies the owner; NoRequeueOverride requeues it anyway, and the
+	// owner's notice says so.
+	NoRequeue NoRequeuePolicy `json:"no_requeue,omitempty" yaml:"no_requeue,omitempty"`
 }
+
+// NoRequeuePolicy is what a requeue does to a --no-requeue job.
+type NoRequeuePolicy string
+
+// The values of Rule.NoRequeue.
+const (
+	NoRequeueSkip     NoRequeuePolicy = "skip"    // notify only (the default, also for "")
+	NoRequeueOverride NoRequeuePolicy = "requeue" // make it requeueable and requeue it
+)
 
 // Match selects jobs. Every non-empty list must contain the job's value;
 // empty lists match anything, so a Match with no lists matches every job.

@@ -2,6 +2,7 @@ package reclaimrules_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,4 +258,18 @@ func ExampleRules_For() {
 	// Output:
 	// llm/train: rule llm-train, requeue after 30m idle
 	// llm/interactive: rule default, notify after 1h idle
+}
+
+func TestNoRequeueValues(t *testing.T) {
+	for v, wantErr := range map[reclaimrules.NoRequeuePolicy]bool{"": false, reclaimrules.NoRequeueSkip: false, reclaimrules.NoRequeueOverride: false, "always": true} {
+		r := reclaimrules.Rules{APIVersion: reclaimrules.APIVersion, Kind: reclaimrules.Kind,
+			Rules: []reclaimrules.Rule{{Name: "r", Action: reclaimrules.ActionRequeue, NoRequeue: v}}}
+		errs := r.Validate()
+		if got := len(errs) > 0; got != wantErr {
+			t.Errorf("no_requeue %q: Validate() = %v, want an error: %v", v, errs, wantErr)
+		}
+		if wantErr && len(errs) > 0 && !strings.Contains(errs[0].Error(), `rules[0].no_requeue: "always": want skip`) {
+			t.Errorf("no_requeue %q: error %q does not say what to write", v, errs[0])
+		}
+	}
 }

@@ -118,6 +118,11 @@ func (v *validator) rule(p string, r Rule) {
 	v.duration(p+".signal.wait", r.Signal.Wait)
 	v.action(p+".action", r.Action)
 	v.nonNegative(p+".max_requeues", r.MaxRequeues)
+	switch r.NoRequeue {
+	case "", NoRequeueSkip, NoRequeueOverride:
+	default:
+		v.bad(p+".no_requeue", "%q: want %s (the default: notify only) or %s", r.NoRequeue, NoRequeueSkip, NoRequeueOverride)
+	}
 	if actionsOK && r.MaxRequeues > 0 && !requeues {
 		v.bad(p+".max_requeues", "set, but the rule never requeues")
 	}

@@ -54,7 +54,8 @@ func jobList[T any](since, updated time.Time, in []T, conv func(T) (Job, error))
 	for _, j := range in {
 		x, err := conv(j)
 		if err != nil {
-			return JobList{}, err
+			out.Unreadable = append(out.Unreadable, UnreadableJob{ID: x.ID, Err: err})
+			continue
 		}
 		out.Jobs = append(out.Jobs, x)
 	}

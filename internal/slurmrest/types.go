@@ -106,6 +106,17 @@ type JobList struct {
 	Unchanged bool
 	// Updated is the server's last update time, to pass as since next time.
 	Updated time.Time
+	// Unreadable are the jobs of the answer whose record could not be
+	// read (a gres_detail that does not pair with the node list, a TRES
+	// string that does not parse); they are left out of Jobs, so that one
+	// odd record does not cost the caller the whole list.
+	Unreadable []UnreadableJob
+}
+
+// UnreadableJob is a job of a listing whose record could not be read.
+type UnreadableJob struct {
+	ID  int64
+	Err error
 }
 
 // JobSpec is what Submit sends. Zero fields are left to Slurm's defaults.

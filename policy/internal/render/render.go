@@ -58,10 +58,11 @@ func init() {
 }
 
 // ReclaimRules returns the reclaim rules of a policy: for every class with
-// a reclaim rule, a rule named after the class that matches the class.
+// a reclaim rule, a rule named after the class that matches the class; a
+// dry run unless the policy's reclaim.dry_run is false.
 // The file is validated before it is returned.
 func ReclaimRules(p *spec.Policy) ([]byte, error) {
-	r := reclaimrules.Rules{APIVersion: reclaimrules.APIVersion, Kind: reclaimrules.Kind}
+	r := reclaimrules.Rules{APIVersion: reclaimrules.APIVersion, Kind: reclaimrules.Kind, DryRun: p.ReclaimDryRun()}
 	for _, c := range p.Classes {
 		if c.Reclaim == nil {
 			continue

@@ -404,12 +404,12 @@ func TestParseInline(t *testing.T) {
 			"p.yaml:6:3: a key must be a name, not a list (hint: write a plain name before the ':')",
 		}},
 		"alias of a mapping": {data: head + "x: &t {name: acme, projects: []}\ntenants: [*t]\n", wantErrs: []string{
-			"p.yaml:5:1: unknown key x in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins)",
+			"p.yaml:5:1: unknown key x in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins, reclaim)",
 		}},
 		"aliases that expand too far": {data: head + aliasBomb(), wantErrs: []string{
-			"p.yaml:5:1: unknown key a in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins)",
-			"p.yaml:6:1: unknown key b in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins)",
-			"p.yaml:7:1: unknown key c in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins)",
+			"p.yaml:5:1: unknown key a in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins, reclaim)",
+			"p.yaml:6:1: unknown key b in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins, reclaim)",
+			"p.yaml:7:1: unknown key c in the policy (hint: the keys of the policy are apiVersion, kind, cluster, classes, tenants, admins, reclaim)",
 			"p.yaml:8:127: aliases expand to more than 100000 values (hint: write the values out: a policy is not that large)",
 		}},
 		"too many problems": {data: head + manyTenants(120), wantErrs: tooMany()},

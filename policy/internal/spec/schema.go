@@ -109,6 +109,9 @@ var descriptions = map[string]string{
 	"Policy.classes":    "Workload classes: each becomes a Slurm QOS with its partition, time limits, preemption and reclaim rule.",
 	"Policy.tenants":    "Tenants: Slurm accounts with their projects' accounts under them.",
 	"Policy.admins":     "Cluster-admin users (Slurm administrators).",
+	"Policy.reclaim":    "Settings of the reclaim rules as a whole.",
+	"Reclaim":           "Settings of reclaimd's rules as a whole.",
+	"Reclaim.dry_run":   "reclaimd decides and records every action without taking it (default true: watch the rules before they act; false turns reclaim on).",
 
 	"Cluster":               "The Slurm cluster.",
 	"Cluster.name":          "The Slurm ClusterName (slurm.conf).",
@@ -192,6 +195,7 @@ var descriptions = map[string]string{
 	"ReclaimRule.signal":        "Checkpoint signal sent before a requeue or cancel.",
 	"ReclaimRule.action":        "What ends the ladder for a wholly idle job (default notify).",
 	"ReclaimRule.max_requeues":  "Most requeues of a job by this rule; at the limit it is only notified.",
+	"ReclaimRule.no_requeue":    "What a requeue does to a job submitted with --no-requeue: skip (default: notify its owner only) or requeue (make it requeueable; the notice says so).",
 
 	"IdleDef":                          "A GPU is idle when, in every sample of the window, utilisation and memory activity are at or under the thresholds.",
 	"IdleDef.max_util_percent":         "Highest GPU utilisation, percent, that counts as idle.",

@@ -57,12 +57,28 @@ type Policy struct {
 	Tenants []Tenant `yaml:"tenants" strictyaml:"required" json:"tenants"`
 	// Admins are the cluster-admin users (Slurm administrators).
 	Admins []string `yaml:"admins,omitempty" json:"admins,omitempty"`
+	// Reclaim holds what applies to all the classes' reclaim rules.
+	Reclaim *Reclaim `yaml:"reclaim,omitempty" json:"reclaim,omitempty"`
 
 	// Positions locates every value [Parse] read, by path
 	// ("tenants[1].projects[0].members[2].user"), so that the compiler can
 	// report its own problems at the line and column of the value that
 	// caused them. Nil for a policy built in code.
 	Positions Positions `yaml:"-" json:"-"`
+}
+
+// Reclaim holds the settings of reclaimd's rules as a whole.
+type Reclaim struct {
+	// DryRun makes reclaimd decide and record every action without
+	// taking it (nil: true, so that new rules are watched before they
+	// act; set false to turn reclaim on).
+	DryRun *bool `yaml:"dry_run,omitempty" json:"dry_run,omitempty"`
+}
+
+// ReclaimDryRun reports whether the rendered reclaim rules are a dry run:
+// unless the policy says dry_run: false, they are.
+func (p *Policy) ReclaimDryRun() bool {
+	return p.Reclaim == nil || p.Reclaim.DryRun == nil || *p.Reclaim.DryRun
 }
 
 // Cluster names the Slurm cluster the policy applies to.

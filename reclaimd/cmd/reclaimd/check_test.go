@@ -22,6 +22,8 @@ func TestCheckConfig(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		rules, tenants string // file contents; "" for the example rules
+		config         string // more of the configuration
+		shipped        bool   // the shipped configuration, with the files above
 		wantOut        string
 		wantErrs       []string
 	}{
@@ -34,6 +36,34 @@ func TestCheckConfig(t *testing.T) {
 			rules:    `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "rulez": []}`,
 			tenants:  `{}`,
 			wantErrs: []string{"rules.json: 1:", "rulez: unknown field", "tenants.json:1:1: apiVersion: missing"},
+		},
+		"shipped configuration and rules": {tenants: tenantsJSON, shipped: true, wantOut: "has 3 rules (dry run: true)"},
+		// The shipped configuration of old: every rule of the example rules
+		// judges a window longer than the agents keep.
+		"agent window shorter than the rules": {
+			tenants: tenantsJSON, config: "agent:\n  window: 15m\n",
+			wantErrs: []string{
+				`reclaim-rules.json: rules[0].idle.window: rule "train": judges a 30m0s window, but the agents source keeps only 15m0s of samples (agent.window): it can never judge a job (hint: set agent.window to 30m0s or more`,
+				`rules[1].idle.window: rule "interactive-batch": judges a 2h0m0s window`,
+				`rules[2].idle.window: rule "default": judges a 1h0m0s window`,
+			},
+		},
+		"prometheus window shorter than a rule": {
+			tenants: tenantsJSON, config: "source: prometheus\nprometheus:\n  window: 1h\n",
+			wantErrs: []string{`rules[1].idle.window: rule "interactive-batch": judges a 2h0m0s window, but the prometheus source keeps only 1h0m0s of samples (prometheus.window)`},
+		},
+		"coverage out of reach": {
+			rules: `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "rules": [
+  {"name": "all", "idle": {"window": "2h", "min_coverage": 1}}]}`,
+			tenants:  tenantsJSON,
+			wantErrs: []string{`rules[0].idle.min_coverage: rule "all": needs 100% coverage of 2h0m0s`, "set agent.window to 2h0m10s or more"},
+		},
+		"warning shorter than a sample": {
+			rules: `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "rules": [
+  {"name": "all", "idle": {"window": "1h"}, "warn": "5s", "action": "cancel", "signal": {"name": "TERM", "wait": "5s"}}]}`,
+			tenants: tenantsJSON,
+			wantErrs: []string{`rules[0].warn: rule "all": warning period 5s is shorter than the 10s sample interval`,
+				`rules[0].signal.wait: rule "all": wait 5s after the signal is shorter than the 10s sample interval`},
 		},
 		"no tenant map": {wantErrs: []string{"tenants.json: no such file", "strata-policy render writes it"}},
 	} {
@@ -48,7 +78,16 @@ func TestCheckConfig(t *testing.T) {
 				write(t, tenantsPath, tc.tenants)
 			}
 			cfg := filepath.Join(dir, "reclaimd.yaml")
-			write(t, cfg, "apiVersion: strata/v1\nkind: ReclaimdConfig\nrules_file: "+rulesPath+"\ntenants_file: "+tenantsPath+"\n")
+			text := "apiVersion: strata/v1\nkind: ReclaimdConfig\nrules_file: " + rulesPath + "\ntenants_file: " + tenantsPath + "\n" + tc.config
+			if tc.shipped {
+				b, err := os.ReadFile("../../../etc/strata/reclaimd.yaml")
+				if err != nil {
+					t.Fatal(err)
+				}
+				text = strings.NewReplacer("rules_file: /etc/strata/reclaim-rules.json", "rules_file: "+rulesPath,
+					"tenants_file: /etc/strata/tenants.json", "tenants_file: "+tenantsPath).Replace(string(b))
+			}
+			write(t, cfg, text)
 			var out, errb bytes.Buffer
 			err := run(t.Context(), []string{"reclaimd", "--config", cfg, "check-config"}, &out, &errb)
 			if tc.wantErrs == nil {

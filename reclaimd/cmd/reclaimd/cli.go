@@ -100,6 +100,25 @@ func loadRules(path string) (reclaimrules.Rules, error) {
 	return r, nil
 }
 
+// judgeable refuses rules under which a rule could never judge a job
+// with the configured source (see config.CheckRules).
+func judgeable(cfg config.Config, r reclaimrules.Rules) error {
+	if ds := cfg.CheckRules(cfg.RulesFile, r); len(ds) > 0 {
+		return ds
+	}
+	return nil
+}
+
+// loadJudgeableRules loads the rules and refuses them when one could never
+// judge a job under cfg: at start-up and on every reload.
+func loadJudgeableRules(cfg config.Config) (reclaimrules.Rules, error) {
+	r, err := loadRules(cfg.RulesFile)
+	if err != nil {
+		return r, err
+	}
+	return r, judgeable(cfg, r)
+}
+
 func cmdSimulate(c *cli.Context) error {
 	rulesPath := c.String("rules")
 	if rulesPath == "" {
@@ -140,6 +159,9 @@ func cmdCheck(c *cli.Context) error {
 	// The rules and the tenant map are checked both, so that one run
 	// shows every problem.
 	r, rerr := loadRules(cfg.RulesFile)
+	if rerr == nil {
+		rerr = judgeable(cfg, r)
+	}
 	tenants, terr := tenantmap.Load(cfg.TenantsFile)
 	if err := errors.Join(rerr, terr); err != nil {
 		return err

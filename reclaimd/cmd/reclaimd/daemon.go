@@ -35,7 +35,7 @@ type reloads struct {
 }
 
 func newReloads(ctx context.Context, cfg config.Config, log *slog.Logger) (*reloads, error) {
-	rules, err := daemon.Load(ctx, "rules", func(context.Context) (reclaimrules.Rules, error) { return loadRules(cfg.RulesFile) })
+	rules, err := daemon.Load(ctx, "rules", func(context.Context) (reclaimrules.Rules, error) { return loadJudgeableRules(cfg) })
 	if err != nil {
 		return nil, err
 	}

@@ -111,10 +111,10 @@ func Default() Config {
 			Scontrol: "scontrol", SignalBatchOnly: true},
 		Source: "agents",
 		Agents: Agents{URLTemplate: "http://{node}:9810", Timeout: 5 * time.Second},
-		Prometheus: Prometheus{URL: "http://127.0.0.1:9090", Step: 30 * time.Second, Window: time.Hour, NodeLabel: "Hostname",
+		Prometheus: Prometheus{URL: "http://127.0.0.1:9090", Step: 30 * time.Second, Window: 2 * time.Hour, NodeLabel: "Hostname",
 			MemActivityMetric: "DCGM_FI_PROF_DRAM_ACTIVE", Timeout: 30 * time.Second},
 		Notify: Notify{Sendmail: "/usr/sbin/sendmail", MailFrom: "reclaimd"},
-		Agent:  Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 15 * time.Minute, ProcRoot: "/proc"},
+		Agent:  Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 2 * time.Hour, ProcRoot: "/proc"},
 	}
 }
 

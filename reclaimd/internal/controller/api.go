@@ -16,9 +16,12 @@ import (
 // JobReclaim is the answer of GET /v1/jobs/{id}/reclaim: where the job
 // stands and every decision about it, in words and numbers.
 type JobReclaim struct {
-	JobID   int64            `json:"job_id"`
-	State   *decide.JobState `json:"state,omitempty"`
-	Records []store.Record   `json:"decisions"`
+	JobID int64            `json:"job_id"`
+	State *decide.JobState `json:"state,omitempty"`
+	// Skipped says why the job got no action in the last cycle: with
+	// judged false, why its GPUs are not being judged at all.
+	Skipped *SkipEntry     `json:"skipped,omitempty"`
+	Records []store.Record `json:"decisions"`
 }
 
 // Handler serves the API: GET /v1/jobs/{id}/reclaim, GET
@@ -49,7 +52,12 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 				out.State = &st
 			}
 		}
-		if out.State == nil && len(recs) == 0 {
+		c.mu.Lock()
+		if sk, ok := c.skips[id]; ok {
+			out.Skipped = &sk
+		}
+		c.mu.Unlock()
+		if out.State == nil && len(recs) == 0 && out.Skipped == nil {
 			httpError(w, http.StatusNotFound, "reclaimd has no record of job %d: it never judged it idle", id)
 			return
 		}

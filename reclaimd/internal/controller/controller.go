@@ -83,12 +83,36 @@ type Config struct {
 type Controller struct {
 	cfg Config
 
-	mu       sync.Mutex
-	since    time.Time
-	jobs     []slurmrest.Job // last full answer, reused while unchanged
-	last     Status
-	interval time.Duration
+	mu         sync.Mutex
+	since      time.Time
+	jobs       []slurmrest.Job // last full answer, reused while unchanged
+	unreadable []slurmrest.UnreadableJob
+	last       Status
+	interval   time.Duration
+	// skips holds why each job of the last cycle got no action, for
+	// GET /v1/jobs/{id}/reclaim.
+	skips map[int64]SkipEntry
+	// drought is, by rule name, since when the rule has had jobs but
+	// judged none of them (see noteDroughts).
+	drought map[string]time.Time
+	// accounted is the time up to which idle GPU time is counted.
+	accounted time.Time
 }
+
+// SkipEntry says why a job got no action in the last cycle.
+type SkipEntry struct {
+	At     time.Time         `json:"at"`
+	Reason decide.SkipReason `json:"reason"`
+	Detail string            `json:"detail"`
+	// Judged is false when the job's GPUs were not judged at all (stale
+	// or missing samples, too young, exempt, no rule, unreadable record):
+	// nothing will happen to it until that changes.
+	Judged bool `json:"judged"`
+}
+
+// SkipUnreadable is why a job whose Slurm record could not be read got no
+// action: it never reaches the decision.
+const SkipUnreadable decide.SkipReason = "unreadable record"
 
 // Status is the outcome of the last cycle, for /healthz.
 type Status struct {
@@ -114,7 +138,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	return &Controller{cfg: cfg}, nil
+	return &Controller{cfg: cfg, drought: map[string]time.Time{}}, nil
 }
 
 // LastStatus is the outcome of the last cycle.
@@ -168,7 +192,8 @@ func className(j slurmrest.Job) string {
 
 func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
 	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
-		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount}
+		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount,
+		NoRequeue: !j.Requeue}
 	for _, g := range j.GPUs {
 		d.GPUs = append(d.GPUs, decide.GPUKey{Node: g.Node, Index: g.Index})
 	}
@@ -188,7 +213,7 @@ func (c *Controller) readJobs(ctx context.Context) ([]slurmrest.Job, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !list.Unchanged {
-		c.jobs = list.Jobs
+		c.jobs, c.unreadable = list.Jobs, list.Unreadable
 	}
 	c.since = list.Updated
 	var out []slurmrest.Job
@@ -250,6 +275,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	}
 	rules := c.cfg.Rules()
 	d := decide.Decide(snap, start, rules)
+	c.noteSkips(d, snap, rules, start)
 
 	// States first: a crash after this point finds the intents below and
 	// does not decide the same warning twice.
@@ -268,7 +294,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			return d, fmt.Errorf("save states: %w", err)
 		}
 	}
-	c.account(snap, d, byID)
+	c.account(snap, d, byID, rules, start)
 	for _, a := range d.Actions {
 		if ok := c.execute(ctx, a, byID[a.JobID]); !ok {
 			// Decide advanced the state as if the action had run; it did
@@ -288,11 +314,96 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	return d, nil
 }
 
-// account adds the cycle's idle GPU time to the metrics.
-func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[int64]slurmrest.Job) {
-	iv := c.interval
+// noteSkips counts the cycle's skips by reason, keeps each job's for the
+// API, logs the jobs whose record could not be read, and notes the rules
+// that judged nothing.
+func (c *Controller) noteSkips(d decide.Decision, snap decide.Snapshot, rules reclaimrules.Rules, at time.Time) {
+	c.mu.Lock()
+	unreadable := c.unreadable
+	c.mu.Unlock()
+	skips := make(map[int64]SkipEntry, len(d.Skipped)+len(unreadable))
+	for _, u := range unreadable {
+		c.cfg.Log.Warn("job record unreadable: the job is skipped, the others are judged", "job_id", u.ID, "error", u.Err)
+		c.cfg.Metrics.Skipped.WithLabelValues(SkipUnreadable.Label()).Inc()
+		skips[u.ID] = SkipEntry{At: at, Reason: SkipUnreadable, Detail: u.Err.Error()}
+	}
+	for _, sk := range d.Skipped {
+		c.cfg.Metrics.Skipped.WithLabelValues(sk.Reason.Label()).Inc()
+		skips[sk.JobID] = SkipEntry{At: at, Reason: sk.Reason, Detail: sk.Detail, Judged: sk.Reason.Judged()}
+	}
+	c.noteDroughts(d, skips, rules, at)
+	c.mu.Lock()
+	c.skips = skips
+	c.mu.Unlock()
+}
+
+// noteDroughts logs, once per rule window, a rule that had jobs for a
+// whole window and judged none of them: what an admin sees when the
+// samples never cover the rule's window.
+func (c *Controller) noteDroughts(d decide.Decision, skips map[int64]SkipEntry, rules reclaimrules.Rules, at time.Time) {
+	type tally struct {
+		jobs, judged int
+		why          SkipEntry
+	}
+	byRule := map[string]*tally{}
+	for id, st := range d.States {
+		if st.Rule == "" {
+			continue
+		}
+		t := byRule[st.Rule]
+		if t == nil {
+			t = &tally{}
+			byRule[st.Rule] = t
+		}
+		t.jobs++
+		sk, skipped := skips[id]
+		if !skipped || sk.Judged {
+			t.judged++
+		} else if t.why.Reason == "" {
+			t.why = sk
+		}
+	}
+	for name := range c.drought {
+		if t := byRule[name]; t == nil || t.judged > 0 {
+			delete(c.drought, name)
+		}
+	}
+	for _, rule := range rules.WithDefaults().Rules {
+		t := byRule[rule.Name]
+		if t == nil || t.judged > 0 {
+			continue
+		}
+		since, ok := c.drought[rule.Name]
+		if !ok {
+			c.drought[rule.Name] = at
+			continue
+		}
+		if window := rule.Idle.Window.Std(); at.Sub(since) >= window {
+			c.cfg.Log.Warn("a rule has judged no job for a whole window", "rule", rule.Name, "window", window, "jobs", t.jobs,
+				"reason", t.why.Reason, "detail", t.why.Detail)
+			c.drought[rule.Name] = at
+		}
+	}
+}
+
+// account adds the cycle's idle GPU time to the metrics: for each job
+// judged idle (warned, signalled or notified), the time its GPUs' new
+// samples show idle (IdleGPUSeconds: observed idle time only, a sample
+// standing for at most one sample interval before it) and the time it held
+// its GPUs (JudgedIdleGPUSeconds, seen or not). Their ratio is how much of
+// the time judged idle the idle figure rests on.
+func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[int64]slurmrest.Job, rules reclaimrules.Rules, at time.Time) {
+	since := c.accounted
+	c.accounted = at
+	if since.IsZero() {
+		if c.interval <= 0 {
+			return // the first cycle of a controller not run by Run: nothing to count from
+		}
+		since = at.Add(-c.interval)
+	}
+	iv := snap.SampleInterval
 	if iv <= 0 {
-		return
+		iv = decide.DefaultSampleInterval
 	}
 	idle := map[int64]bool{}
 	for _, a := range d.Actions {
@@ -305,10 +416,44 @@ func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[i
 			idle[id] = true
 		}
 	}
+	rules = rules.WithDefaults()
 	for id := range idle {
-		j := byID[id]
-		c.cfg.Metrics.IdleGPUSeconds.WithLabelValues(c.tenant(j.Account)).Add(float64(len(j.GPUs)) * iv.Seconds())
+		j, ok := byID[id]
+		if !ok {
+			continue
+		}
+		tenant := c.tenant(j.Account)
+		c.cfg.Metrics.JudgedIdleGPUSeconds.WithLabelValues(tenant).Add(float64(len(j.GPUs)) * at.Sub(since).Seconds())
+		rule, ok := rules.For(c.toDecide(j).Info())
+		if !ok {
+			continue
+		}
+		seen := 0.0
+		for _, g := range j.GPUs {
+			seen += idleSeconds(snap.Samples[decide.GPUKey{Node: g.Node, Index: g.Index}], since, at, iv, rule.Idle)
+		}
+		c.cfg.Metrics.IdleGPUSeconds.WithLabelValues(tenant).Add(seen)
 	}
+}
+
+// idleSeconds is the time the samples taken in (since, at] show idle
+// under def: each stands for the time since the sample before it, and at
+// most iv.
+func idleSeconds(samples []decide.Sample, since, at time.Time, iv time.Duration, def reclaimrules.IdleDef) float64 {
+	total := 0.0
+	for i, s := range samples {
+		if !s.At.After(since) || s.At.After(at) {
+			continue
+		}
+		from := s.At.Add(-iv)
+		if i > 0 && samples[i-1].At.After(from) {
+			from = samples[i-1].At
+		}
+		if s.UtilPercent <= def.MaxUtilPercent && s.MemActivityPercent <= def.MaxMemActivityPercent {
+			total += s.At.Sub(from).Seconds()
+		}
+	}
+	return total
 }
 
 // revertState puts back the state a job had before this cycle.
@@ -410,7 +555,8 @@ func reclaimedSeconds(j slurmrest.Job, now time.Time) float64 {
 
 // act marks the job and does what the action says.
 func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) error {
-	mark := a.Marker()
+	// The re-read job's admin comment: an admin's note in it is kept.
+	mark := decide.WithMarker(j.AdminComment, a.Marker())
 	if err := c.cfg.Slurm.Update(ctx, a.JobID, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
 		return fmt.Errorf("mark job: %w", err)
 	}

@@ -73,10 +73,11 @@ func TestLadder(t *testing.T) {
 			if v := counter(t, b.metrics.Actions.WithLabelValues("research", "requeue", "done")); v != 1 {
 				t.Errorf("requeues done = %v, want 1", v)
 			}
-			// The job had 2 GPUs and 10 minutes to run; requeued 100 s
-			// after its start, it gave back 2 × 500 GPU-seconds.
-			if v := counter(t, b.metrics.ReclaimedGPUSeconds.WithLabelValues("research")); v != 1000 {
-				t.Errorf("reclaimed GPU-seconds = %v, want 1000", v)
+			// The job had 2 GPUs and 10 minutes to run; requeued 110 s
+			// after its start (on the first sample after the signal's
+			// wait), it gave back 2 × 490 GPU-seconds.
+			if v := counter(t, b.metrics.ReclaimedGPUSeconds.WithLabelValues("research")); v != 980 {
+				t.Errorf("reclaimed GPU-seconds = %v, want 980", v)
 			}
 			if st := b.ctl.LastStatus(); !st.SlurmOK || !st.Source || st.Jobs != 1 || st.Error != "" {
 				t.Errorf("status = %+v", st)
@@ -401,6 +402,13 @@ func TestSlurmFailsOnAction(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.before, got); diff != "" {
 				t.Fatalf("actions before the failure (-want +got):\n%s", diff)
+			}
+			// After a signal the requeue waits for a sample taken after
+			// the signal's wait: one cycle without action.
+			if got[len(got)-1] == "signal" {
+				if got := b.mustTick(); len(got) != 0 {
+					t.Fatalf("actions in the cycle the signal's wait ends: %v", got)
+				}
 			}
 			prior := b.outcomes(jobID)
 

@@ -9,12 +9,19 @@ import (
 // become labels. The main adds strata_build_info and the Go and process
 // collectors (buildinfo.Register).
 type Metrics struct {
-	Registry            *prometheus.Registry
-	IdleGPUSeconds      *prometheus.CounterVec
-	ReclaimedGPUSeconds *prometheus.CounterVec
-	Actions             *prometheus.CounterVec
-	CycleSeconds        prometheus.Histogram
-	DataAge             prometheus.Gauge
+	Registry       *prometheus.Registry
+	IdleGPUSeconds *prometheus.CounterVec
+	// JudgedIdleGPUSeconds is the GPU time of the jobs judged idle, seen
+	// or not: IdleGPUSeconds over it is the coverage of the idle figure.
+	JudgedIdleGPUSeconds *prometheus.CounterVec
+	ReclaimedGPUSeconds  *prometheus.CounterVec
+	Actions              *prometheus.CounterVec
+	// Skipped counts, each cycle, the jobs that got no action, by reason
+	// (decide.SkipReason.Label, and unreadable_record for a job whose
+	// Slurm record could not be read).
+	Skipped      *prometheus.CounterVec
+	CycleSeconds prometheus.Histogram
+	DataAge      prometheus.Gauge
 }
 
 // NewMetrics registers the metrics.
@@ -23,7 +30,11 @@ func NewMetrics() *Metrics {
 		Registry: prometheus.NewRegistry(),
 		IdleGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_reclaim_idle_gpu_seconds_total",
-			Help: "GPU time held by jobs judged idle (warned, signalled or noticed), by tenant.",
+			Help: "GPU time seen idle in the samples of jobs judged idle (warned, signalled or noticed), by tenant; gaps in the samples are not counted.",
+		}, []string{"tenant"}),
+		JudgedIdleGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_judged_idle_gpu_seconds_total",
+			Help: "GPU time held by jobs judged idle, seen in samples or not, by tenant: strata_reclaim_idle_gpu_seconds_total over it is the idle figure's coverage.",
 		}, []string{"tenant"}),
 		ReclaimedGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_reclaim_reclaimed_gpu_seconds_total",
@@ -33,6 +44,10 @@ func NewMetrics() *Metrics {
 			Name: "strata_reclaim_actions_total",
 			Help: "Reclaim actions by tenant, action and result (done, failed, abandoned, dry-run).",
 		}, []string{"tenant", "action", "result"}),
+		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_skipped_total",
+			Help: "Jobs that got no action in a cycle, once per job and cycle, by reason (stale_data, window_not_reached, busy, unreadable_record, ...).",
+		}, []string{"reason"}),
 		CycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "strata_reclaim_cycle_duration_seconds",
 			Help:    "Time one reclaim cycle took.",
@@ -43,6 +58,6 @@ func NewMetrics() *Metrics {
 			Help: "Age of the newest GPU sample at the start of the last cycle.",
 		}),
 	}
-	m.Registry.MustRegister(m.IdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.CycleSeconds, m.DataAge)
+	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge)
 	return m
 }

@@ -24,6 +24,26 @@ func (a Action) Marker() string {
 	return fmt.Sprintf("%sreclaim %s (rule %s): %s", MarkerPrefix, a.Kind, a.Rule, a.Reason)
 }
 
+// markerSep separates Strata's mark from what an admin wrote before it.
+const markerSep = " | "
+
+// WithMarker returns a job's admin comment with Strata's mark appended:
+// what an admin wrote is kept, and only an earlier Strata mark (always the
+// last part, after " | ", or the whole comment) is replaced, so that a
+// warning's mark does not pile up under the requeue's.
+func WithMarker(comment, mark string) string {
+	keep := comment
+	if strings.HasPrefix(keep, MarkerPrefix) {
+		keep = ""
+	} else if i := strings.Index(keep, markerSep+MarkerPrefix); i >= 0 {
+		keep = keep[:i]
+	}
+	if keep = strings.TrimSpace(keep); keep == "" {
+		return mark
+	}
+	return keep + markerSep + mark
+}
+
 // LogValue makes an action one structured log line with its evidence:
 // logger.Info("reclaim action", "action", a).
 func (a Action) LogValue() slog.Value {

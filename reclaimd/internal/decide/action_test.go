@@ -19,7 +19,7 @@ func requeueAction(t *testing.T) decide.Action {
 	s := decide.Snapshot{
 		Taken: now, Jobs: []decide.Job{job(7, g)}, Samples: samples(nil, g, t0, now, flat(0, 0.3)),
 		SampleInterval: interval, SourceOK: true, SlurmOK: true,
-		States: map[int64]decide.JobState{7: signalled(5 * time.Minute)},
+		States: map[int64]decide.JobState{7: signalled(6 * time.Minute)},
 	}
 	d := decide.Decide(s, now, llmRules())
 	if len(d.Actions) != 1 || d.Actions[0].Kind != decide.Requeue {
@@ -30,7 +30,7 @@ func requeueAction(t *testing.T) decide.Action {
 
 func TestMarker(t *testing.T) {
 	a := requeueAction(t)
-	want := "strata: reclaimed (requeue, rule llm): 2 of 2 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%); still idle 5m0s after SIGUSR1: requeue"
+	want := "strata: reclaimed (requeue, rule llm): 2 of 2 GPUs idle for 1m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%); still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue"
 	if got := a.Marker(); got != want {
 		t.Errorf("Marker:\n got: %s\nwant: %s", got, want)
 	}
@@ -58,8 +58,8 @@ func TestLogValue(t *testing.T) {
 	}))
 	logger.Info("reclaim action", "action", a)
 	want := `level=INFO msg="reclaim action" action.job_id=7 action.kind=requeue action.rule=llm action.dry_run=false ` +
-		`action.reason="2 of 2 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%); still idle 5m0s after SIGUSR1: requeue" ` +
-		`action.idle_gpus=2 action.total_gpus=2 action.window_start=2026-03-02T10:30:00.000Z action.window_end=2026-03-02T11:00:00.000Z ` +
+		`action.reason="2 of 2 GPUs idle for 1m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%); still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue" ` +
+		`action.idle_gpus=2 action.total_gpus=2 action.window_start=2026-03-02T10:59:00.000Z action.window_end=2026-03-02T11:00:00.000Z ` +
 		`action.gpus="gpu-001:0 idle util 0.0% mem 0.3% coverage 100%, gpu-001:1 idle util 0.0% mem 0.3% coverage 100%"` + "\n"
 	if got := buf.String(); got != want {
 		t.Errorf("log line:\n got: %s\nwant: %s", got, want)
@@ -125,5 +125,22 @@ func TestKindDestructive(t *testing.T) {
 		if k.Destructive() != want {
 			t.Errorf("%s.Destructive() = %v, want %v", k, !want, want)
 		}
+	}
+}
+
+func TestWithMarker(t *testing.T) {
+	const mark = "strata: reclaimed (requeue, rule llm): idle"
+	for name, tc := range map[string]struct{ comment, want string }{
+		"empty":                     {"", mark},
+		"an admin's note is kept":   {"ticket 42: keep on gpu-001", "ticket 42: keep on gpu-001 | " + mark},
+		"an earlier mark, replaced": {"strata: reclaim warn (rule llm): idle", mark},
+		"note and earlier mark":     {"ticket 42 | strata: reclaim warn (rule llm): idle", "ticket 42 | " + mark},
+		"blank note":                {"  ", mark},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := decide.WithMarker(tc.comment, mark); got != tc.want {
+				t.Errorf("WithMarker(%q) = %q, want %q", tc.comment, got, tc.want)
+			}
+		})
 	}
 }

@@ -165,6 +165,10 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		skip(SkipNoGPUs, "the job holds no GPUs")
 		return
 	}
+	if prev.Phase == Signalled {
+		c.afterSignal(j, rule, prev, o)
+		return
+	}
 	age := now.Sub(j.Start)
 	if grace := rule.StartupGrace.Std(); age < grace {
 		skip(SkipStartupGrace, fmt.Sprintf("started %s ago; startup grace %s", age.Round(time.Second), grace))
@@ -200,22 +204,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		if k == Signal {
 			o.action.Signal = rule.Signal.Name
 		}
-		o.next.Actions++
-		o.next.Since = now
-		switch k {
-		case Warn:
-			o.next.Phase, o.next.WarnedAt = Warned, now
-		case Signal:
-			o.next.Phase, o.next.SignalledAt = Signalled, now
-		case Requeue, RequeueHold:
-			o.next.Phase = Requeued
-		case Cancel:
-			o.next.Phase = Cancelled
-		case Notify:
-			o.next.Phase = Notified
-		case Recover:
-			o.next.Phase, o.next.WarnedAt, o.next.SignalledAt, o.next.Partial = Recovered, time.Time{}, time.Time{}, false
-		}
+		o.advance(k, now)
 		if k.Destructive() {
 			idleFor := window
 			if !prev.WarnedAt.IsZero() {
@@ -230,17 +219,6 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		switch prev.Phase {
 		case Warned, Notified:
 			act(Recover, "busy again: "+busy+"; the reclaim is withdrawn")
-			return
-		case Signalled:
-			// The point of no return (see the package documentation).
-			end, note := endAction(rule, prev.Partial, j, c.limits)
-			waited := now.Sub(prev.SignalledAt)
-			if wait := rule.Signal.Wait.Std(); waited < wait {
-				skip(SkipWaiting, fmt.Sprintf("signalled %s ago; %s in %s", ago(now, prev.SignalledAt), verb(end), (wait-waited).Round(time.Second)))
-				return
-			}
-			act(end, fmt.Sprintf("%s sent %s ago; GPU activity after the signal (a checkpoint) does not withdraw it: %s%s; %s",
-				signalName(rule), ago(now, prev.SignalledAt), note, verb(end), busy))
 			return
 		}
 		skip(SkipBusy, busy)
@@ -267,14 +245,6 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		}
 		act(end, fmt.Sprintf("%s; still idle %s after the warning: %s%s", seen(), ago(now, prev.WarnedAt), note, verb(end)))
 		return
-	case Signalled:
-		waited := now.Sub(prev.SignalledAt)
-		if w := rule.Signal.Wait.Std(); waited < w {
-			skip(SkipWaiting, fmt.Sprintf("signalled %s ago; %s in %s", ago(now, prev.SignalledAt), verb(end), (w-waited).Round(time.Second)))
-			return
-		}
-		act(end, fmt.Sprintf("%s; still idle %s after %s: %s%s", seen(), ago(now, prev.SignalledAt), signalName(rule), note, verb(end)))
-		return
 	}
 	// Observed or Recovered: the first idle verdict.
 	if end == Notify {
@@ -288,6 +258,83 @@ func (c *cycle) judge(j *Job, o *outcome) {
 	act(Warn, fmt.Sprintf("%s; warning: %s unless the GPUs get busy", seen(), plan))
 }
 
+// advance moves o's next state on by an action of kind k taken at now.
+func (o *outcome) advance(k Kind, now time.Time) {
+	o.next.Actions++
+	o.next.Since = now
+	switch k {
+	case Warn:
+		o.next.Phase, o.next.WarnedAt = Warned, now
+	case Signal:
+		o.next.Phase, o.next.SignalledAt = Signalled, now
+	case Requeue, RequeueHold:
+		o.next.Phase = Requeued
+	case Cancel:
+		o.next.Phase = Cancelled
+	case Notify:
+		o.next.Phase = Notified
+	case Recover:
+		o.next.Phase, o.next.WarnedAt, o.next.SignalledAt, o.next.Partial = Recovered, time.Time{}, time.Time{}, false
+	}
+}
+
+// SignalEvidenceBound is how long past a signal's wait a signalled job
+// may go without fresh samples before the next step is abandoned: the
+// wait again, and never less than five sample intervals.
+func SignalEvidenceBound(wait, interval time.Duration) time.Duration { return max(wait, 5*interval) }
+
+// afterSignal decides for a signalled job. The next step is taken only on
+// samples taken after the signal's wait (what the job did while it
+// checkpointed is not read), every one idle; busy GPUs after the wait, or
+// no fresh samples for SignalEvidenceBound past it, abandon the ladder:
+// the job is recovered, with a record, and watched again.
+func (c *cycle) afterSignal(j *Job, rule reclaimrules.Rule, prev JobState, o *outcome) {
+	now := c.now
+	end, note := endAction(rule, prev.Partial, j, c.limits)
+	wait := rule.Signal.Wait.Std()
+	due := prev.SignalledAt.Add(wait)
+	if !now.After(due) {
+		o.skip, o.detail = SkipWaiting, fmt.Sprintf("signalled %s ago; %s in %s, if fresh samples then show the GPUs still idle",
+			ago(now, prev.SignalledAt), verb(end), due.Sub(now).Round(time.Second))
+		return
+	}
+	ev, stale := c.evaluate(j, rule, due)
+	span := now.Sub(due)
+	abandon := func(why string) {
+		o.action = Action{Kind: Recover, Rule: rule.Name, Evidence: ev,
+			Reason: fmt.Sprintf("%s; the %s after %s is abandoned and the job watched again", why, verb(end), signalName(rule))}
+		o.advance(Recover, now)
+	}
+	if stale != "" {
+		if span <= 2*c.interval {
+			// The first samples after the wait are not due yet.
+			o.skip, o.detail = SkipWaiting, fmt.Sprintf("signalled %s ago; %s once fresh samples after the %s wait show the GPUs still idle",
+				ago(now, prev.SignalledAt), verb(end), wait)
+			return
+		}
+		if bound := SignalEvidenceBound(wait, c.interval); span > bound {
+			abandon(fmt.Sprintf("no fresh samples for %s after the %s wait (%s)", span.Round(time.Second), wait, stale))
+			return
+		}
+		o.skip, o.detail = SkipStaleData, fmt.Sprintf("signalled %s ago; the %s waits for fresh samples after the %s wait, abandoned in %s without them: %s",
+			ago(now, prev.SignalledAt), verb(end), wait, (SignalEvidenceBound(wait, c.interval)-span).Round(time.Second), stale)
+		return
+	}
+	partial := prev.Partial && ev.IdleGPUs > 0 && rule.PartialIdle.Enabled && ev.IdleGPUs >= rule.PartialIdle.MinIdleGPUs &&
+		float64(ev.IdleGPUs) >= rule.PartialIdle.MinIdleFraction*float64(ev.TotalGPUs)
+	if ev.IdleGPUs < ev.TotalGPUs && !partial {
+		abandon("busy after the signal's wait: " + busyText(ev, rule, span))
+		return
+	}
+	o.action = Action{Kind: end, Rule: rule.Name, Evidence: ev,
+		Reason: fmt.Sprintf("%s; still idle %s after %s, past its %s wait: %s%s", idleText(ev, rule, span), ago(now, prev.SignalledAt),
+			signalName(rule), wait, note, verb(end))}
+	o.advance(end, now)
+	if end.Destructive() {
+		o.weight = float64(ev.IdleGPUs) * (rule.Idle.Window.Std() + now.Sub(prev.WarnedAt)).Seconds()
+	}
+}
+
 // endAction returns the action that ends the ladder, and a note when a
 // requeue was turned into a notice ("requeue limit reached (3 of 3
 // requeues): ").
@@ -296,16 +343,23 @@ func endAction(rule reclaimrules.Rule, partial bool, j *Job, l reclaimrules.Limi
 	if partial {
 		a = rule.PartialIdle.Action
 	}
+	note := ""
 	if a.Requeues() {
 		if limit := l.RequeueLimit(rule); j.Requeues >= limit {
 			return Notify, fmt.Sprintf("requeue limit reached (%d of %d requeues): ", j.Requeues, limit)
 		}
+		if j.NoRequeue {
+			if rule.NoRequeue != reclaimrules.NoRequeueOverride {
+				return Notify, "submitted with --no-requeue (the rule's no_requeue is skip): "
+			}
+			note = "submitted with --no-requeue, made requeueable by the rule's no_requeue: requeue: "
+		}
 	}
 	switch a {
 	case reclaimrules.ActionRequeue:
-		return Requeue, ""
+		return Requeue, note
 	case reclaimrules.ActionRequeueHold:
-		return RequeueHold, ""
+		return RequeueHold, note
 	case reclaimrules.ActionCancel:
 		return Cancel, ""
 	}

@@ -99,8 +99,10 @@ func llmRules(edit ...func(r *reclaimrules.Rules)) reclaimrules.Rules {
 
 // The reasons most cases share.
 const (
-	idle8    = "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%)"
-	warnPlan = "; warning: SIGUSR1 in 15m0s, then requeue 5m0s later, unless the GPUs get busy"
+	idle8 = "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%)"
+	// idle8After is idle8 over the minute since a signal's wait ended.
+	idle8After = "8 of 8 GPUs idle for 1m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%)"
+	warnPlan   = "; warning: SIGUSR1 in 15m0s, then requeue 5m0s later, unless the GPUs get busy"
 )
 
 type decideTest struct {
@@ -314,9 +316,29 @@ var decideTests = map[string]decideTest{
 			j.Requeues = 1
 			return []decide.Job{j}
 		}(),
-		states: map[int64]decide.JobState{1: signalled(5 * time.Minute)},
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
-			Reason: idle8 + "; still idle 5m0s after SIGUSR1: requeue limit reached (1 of 1 requeues): notify only"}},
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue limit reached (1 of 1 requeues): notify only"}},
+	},
+	"--no-requeue: only notified, at once": {
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.NoRequeue = true
+			return []decide.Job{j}
+		}(),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
+			Reason: idle8 + "; submitted with --no-requeue (the rule's no_requeue is skip): notify only"}},
+	},
+	"--no-requeue, the rule overrides: requeued, and says so": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].NoRequeue = reclaimrules.NoRequeueOverride }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.NoRequeue = true
+			return []decide.Job{j}
+		}(),
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Requeue, Rule: "llm",
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: submitted with --no-requeue, made requeueable by the rule's no_requeue: requeue: requeue"}},
 	},
 	"requeue limit: under it, requeued": {
 		jobs: func() []decide.Job {
@@ -324,9 +346,9 @@ var decideTests = map[string]decideTest{
 			j.Requeues = 2
 			return []decide.Job{j}
 		}(),
-		states: map[int64]decide.JobState{1: signalled(5 * time.Minute)},
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Requeue, Rule: "llm",
-			Reason: idle8 + "; still idle 5m0s after SIGUSR1: requeue"}},
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue"}},
 	},
 	"metrics source failing: no action, states kept": {
 		sourceDown: true,
@@ -400,23 +422,64 @@ var decideTests = map[string]decideTest{
 			WarnedAt: now.Add(-16 * time.Minute), Rule: "llm", Actions: 2}},
 	},
 	"signalled, waiting": {
-		states:      map[int64]decide.JobState{1: signalled(2 * time.Minute)},
-		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipWaiting, Detail: "signalled 2m0s ago; requeue in 3m0s"}},
+		states: map[int64]decide.JobState{1: signalled(2 * time.Minute)},
+		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipWaiting,
+			Detail: "signalled 2m0s ago; requeue in 3m0s, if fresh samples then show the GPUs still idle"}},
 	},
 	"signalled, still idle: requeued and hold": {
 		rules:  llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Action = reclaimrules.ActionRequeueHold }),
-		states: map[int64]decide.JobState{1: signalled(5 * time.Minute)},
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.RequeueHold, Rule: "llm",
-			Reason: idle8 + "; still idle 5m0s after SIGUSR1: requeue and hold"}},
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue and hold"}},
 		wantStates: map[int64]decide.JobState{1: {Phase: decide.Requeued, Since: now, RunStart: t0,
-			WarnedAt: now.Add(-20 * time.Minute), SignalledAt: now.Add(-5 * time.Minute), Rule: "llm", Actions: 3}},
+			WarnedAt: now.Add(-21 * time.Minute), SignalledAt: now.Add(-6 * time.Minute), Rule: "llm", Actions: 3}},
 	},
-	"signalled, then busy writing its checkpoint: still requeued": {
-		samples: samples(nil, gpus("gpu-001", 8), t0, now, until(now.Add(-4*time.Minute), flat(0, 0.3), flat(30, 90))),
-		states:  map[int64]decide.JobState{1: signalled(5 * time.Minute)},
+	"signalled, the wait just over: no sample after it yet, waits": {
+		states: map[int64]decide.JobState{1: signalled(5 * time.Minute)},
+		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipWaiting,
+			Detail: "signalled 5m0s ago; requeue in 0s, if fresh samples then show the GPUs still idle"}},
+		wantStates: map[int64]decide.JobState{1: signalled(5 * time.Minute)},
+	},
+	"signalled, busy writing its checkpoint during the wait, idle after: requeued": {
+		samples: samples(nil, gpus("gpu-001", 8), t0, now, func(t time.Time) (float64, float64) {
+			if t.After(now.Add(-6*time.Minute)) && t.Before(now.Add(-90*time.Second)) {
+				return 30, 90
+			}
+			return 0, 0.3
+		}),
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Requeue, Rule: "llm",
-			Reason: "SIGUSR1 sent 5m0s ago; GPU activity after the signal (a checkpoint) does not withdraw it: requeue; " +
-				"8 of 8 GPUs above util 5% or memory activity 5% in the last 30m0s (max seen 30.0%, 90.0%)"}},
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue"}},
+	},
+	"signalled, busy after the wait: abandoned, watched again": {
+		samples: samples(nil, gpus("gpu-001", 8), t0, now, until(now.Add(-4*time.Minute), flat(0, 0.3), flat(95, 60))),
+		states:  map[int64]decide.JobState{1: signalled(6 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Recover, Rule: "llm",
+			Reason: "busy after the signal's wait: 8 of 8 GPUs above util 5% or memory activity 5% in the last 1m0s (max seen 95.0%, 60.0%); " +
+				"the requeue after SIGUSR1 is abandoned and the job watched again"}},
+		wantStates: map[int64]decide.JobState{1: {Phase: decide.Recovered, Since: now, RunStart: t0, Rule: "llm", Actions: 3}},
+	},
+	"signalled, samples missing after the wait: waits for them": {
+		samples: samples(nil, gpus("gpu-001", 8), t0, now.Add(-10*time.Minute), flat(0, 0.3)),
+		states:  map[int64]decide.JobState{1: signalled(7 * time.Minute)},
+		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipStaleData,
+			Detail: "signalled 7m0s ago; the requeue waits for fresh samples after the 5m0s wait, abandoned in 3m0s without them: gpu-001:0: no samples in the 2m0s window"}},
+		wantStates: map[int64]decide.JobState{1: signalled(7 * time.Minute)},
+	},
+	// Samples gone after the signal and back, idle, 1 h 39 min later: the
+	// job has been running unseen for most of that time, and is not
+	// requeued on ten minutes of samples.
+	"signalled, samples gone past the bound and back: abandoned, not requeued": {
+		samples: func() map[decide.GPUKey][]decide.Sample {
+			g := gpus("gpu-001", 8)
+			m := samples(nil, g, t0, now.Add(-99*time.Minute), flat(0, 0.3))
+			return samples(m, g, now.Add(-10*time.Minute), now, flat(0, 0.3))
+		}(),
+		states: map[int64]decide.JobState{1: signalled(99 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Recover, Rule: "llm",
+			Reason: "no fresh samples for 1h34m0s after the 5m0s wait (gpu-001:0: samples cover 11% of the 1h34m0s window, need 80%); " +
+				"the requeue after SIGUSR1 is abandoned and the job watched again"}},
+		wantStates: map[int64]decide.JobState{1: {Phase: decide.Recovered, Since: now, RunStart: t0, Rule: "llm", Actions: 3}},
 	},
 	"recovery: busy again after the warning": {
 		samples: func() map[decide.GPUKey][]decide.Sample {
@@ -513,7 +576,7 @@ var decideTests = map[string]decideTest{
 		rules:  llmRules(func(r *reclaimrules.Rules) { r.DryRun = true }),
 		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Requeue, Rule: "llm", DryRun: true,
-			Reason: idle8 + "; still idle 6m0s after SIGUSR1: requeue"}},
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue"}},
 		wantStates: map[int64]decide.JobState{1: {Phase: decide.Requeued, Since: now, RunStart: t0,
 			WarnedAt: now.Add(-21 * time.Minute), SignalledAt: now.Add(-6 * time.Minute), Rule: "llm", Actions: 3}},
 	},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
@@ -118,7 +119,7 @@ func FuzzDecideSafety(f *testing.F) {
 		r := raw.WithDefaults()
 		d := decide.Decide(s, n, raw)
 
-		if diff := cmp.Diff(d, decide.Decide(s, n, raw)); diff != "" {
+		if diff := cmp.Diff(d, decide.Decide(s, n, raw), cmpopts.EquateNaNs()); diff != "" {
 			t.Fatalf("Decide is not deterministic:\n%s", diff)
 		}
 		if len(d.Actions)+len(d.Skipped) != len(s.Jobs) {
@@ -147,12 +148,28 @@ func FuzzDecideSafety(f *testing.F) {
 			if err := a.StillApplies(j); err != nil {
 				t.Fatalf("an action for another run: %v", err)
 			}
-			// Every action rests on fresh data for every GPU.
+			// Every action rests on fresh data for every GPU, but for
+			// abandoning a signalled job's ladder, which lack of data does.
 			rule, _ := r.For(j.Info())
 			if len(a.Evidence.GPUs) != len(j.GPUs) {
 				t.Fatalf("evidence for %d of %d GPUs", len(a.Evidence.GPUs), len(j.GPUs))
 			}
+			prev := decide.Observed
+			st, known := s.States[j.ID]
+			if known && st.Phase != "" && (st.RunStart.IsZero() || st.RunStart.Equal(j.Start)) {
+				prev = st.Phase
+			}
+			// After a signal, the next step reads only samples after its
+			// wait.
+			if prev == decide.Signalled && a.Kind != decide.Recover {
+				if due := st.SignalledAt.Add(rule.Signal.Wait.Std()); a.Evidence.WindowStart.Before(due) {
+					t.Fatalf("job %d: %s after a signal on samples from %s, before the wait ended at %s", j.ID, a.Kind, a.Evidence.WindowStart, due)
+				}
+			}
 			for _, g := range a.Evidence.GPUs {
+				if a.Kind == decide.Recover && prev == decide.Signalled {
+					break
+				}
 				if g.Samples == 0 || g.Coverage < rule.Idle.MinCoverage || n.Sub(g.Newest) > 2*interval {
 					t.Fatalf("job %d: %s on stale data: %+v", j.ID, a.Kind, g)
 				}
@@ -162,10 +179,6 @@ func FuzzDecideSafety(f *testing.F) {
 			}
 			// There is always a warning before a signal, requeue or
 			// cancel.
-			prev := decide.Observed
-			if st, ok := s.States[j.ID]; ok && st.Phase != "" && (st.RunStart.IsZero() || st.RunStart.Equal(j.Start)) {
-				prev = st.Phase
-			}
 			switch a.Kind {
 			case decide.Signal:
 				if prev != decide.Warned {
@@ -176,7 +189,7 @@ func FuzzDecideSafety(f *testing.F) {
 					t.Fatalf("job %d: %s from %s", j.ID, a.Kind, prev)
 				}
 			case decide.Recover:
-				if prev != decide.Warned && prev != decide.Notified {
+				if prev != decide.Warned && prev != decide.Notified && prev != decide.Signalled {
 					t.Fatalf("job %d recovered from %s", j.ID, prev)
 				}
 			}

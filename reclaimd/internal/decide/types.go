@@ -38,8 +38,9 @@
 //	Observed/Recovered --idle--> Warned (Warn action)
 //	Warned --idle for rule.warn--> Signalled (Signal), when the rule has a
 //	        signal and the end action is destructive; else the end action
-//	Signalled --rule.signal.wait--> Requeued (Requeue, RequeueHold) or
-//	        Cancelled (Cancel) or Notified (Notify)
+//	Signalled --idle in fresh samples after rule.signal.wait--> Requeued
+//	        (Requeue, RequeueHold) or Cancelled (Cancel) or Notified (Notify)
+//	Signalled --busy after the wait, or no fresh samples--> Recovered
 //	Warned/Notified --busy--> Recovered (Recover); the ladder starts again
 //
 // The end action is the rule's action, or partial_idle.action for a partly
@@ -48,12 +49,13 @@
 // notice needs no warning. A requeue at the limit becomes a Notify that
 // says so; Decide never turns a requeue into a cancel.
 //
-// Signalled is the point of no return: a job answers the checkpoint
-// signal by writing a checkpoint, which is GPU and memory activity, and if
-// that activity recovered it, a job that checkpoints on SIGUSR1 would be
-// warned, signalled and recovered for ever without being reclaimed. A job
-// that wants to keep its GPUs answers the warning, which comes rule.warn
-// before the signal. (A job that ends on the signal leaves the snapshot.)
+// After a signal nothing is decided on what the job did while it had
+// time to checkpoint: the next step waits for samples taken after
+// rule.signal.wait, and is taken only when every one of them is idle. A
+// job busy after the wait keeps its GPUs (Recover: the ladder is
+// abandoned, with a record, and the job watched again from the start); so
+// does a job with no fresh samples for SignalEvidenceBound past the wait,
+// so that a requeue never rests on old evidence.
 //
 // # Safety
 //
@@ -79,6 +81,7 @@ package decide
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -119,6 +122,9 @@ type Job struct {
 	// Requeues is how often Slurm has requeued the job, for any cause
 	// (restart_cnt).
 	Requeues int
+	// NoRequeue is set for a job submitted with --no-requeue: a requeue
+	// only notifies, unless the rule's no_requeue is "requeue".
+	NoRequeue bool
 }
 
 // Snapshot is what reclaimd knows at the start of a cycle.
@@ -259,6 +265,20 @@ const (
 	SkipNotified      SkipReason = "notified"
 	SkipActionLimit   SkipReason = "action limit"
 )
+
+// Label is the reason as a metric label: "stale data" is stale_data.
+func (r SkipReason) Label() string { return strings.ReplaceAll(string(r), " ", "_") }
+
+// Judged reports whether a job skipped for this reason had its GPUs
+// judged this cycle (busy, or idle and waiting for its next step), as
+// opposed to not judged at all (stale data, too young, exempt...).
+func (r SkipReason) Judged() bool {
+	switch r {
+	case SkipBusy, SkipWaiting, SkipNotified, SkipActionLimit, SkipActed:
+		return true
+	}
+	return false
+}
 
 // Skip is a job that got no action this cycle, and why.
 type Skip struct {

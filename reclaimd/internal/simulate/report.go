@@ -29,10 +29,19 @@ type Report struct {
 	Jobs []JobTimeline `json:"jobs"`
 	// TotalGPUHours is the GPU-hours the runs held within [From, To).
 	TotalGPUHours float64 `json:"total_gpu_hours"`
-	// IdleGPUHours is the GPU-hours the runs spent judged idle: from a
-	// warning or notice until the run recovered, ended or was reclaimed
-	// (only the idle GPUs of a partly idle run).
+	// IdleGPUHours is the GPU-hours the runs' samples show idle while the
+	// runs were judged idle (from a warning or notice until the run
+	// recovered, ended or was reclaimed). Only observed time counts: a
+	// sample covers at most one sample interval before it, so the time of
+	// a gap in the samples is not idle time.
 	IdleGPUHours float64 `json:"idle_gpu_hours"`
+	// JudgedIdleGPUHours is the GPU-hours the runs held while judged
+	// idle, observed or not; ObservedGPUHours the part of it samples
+	// cover. IdleCoverage is their ratio: how much of the time judged idle
+	// IdleGPUHours rests on.
+	JudgedIdleGPUHours float64 `json:"judged_idle_gpu_hours"`
+	ObservedGPUHours   float64 `json:"observed_gpu_hours"`
+	IdleCoverage       float64 `json:"idle_coverage"`
 	// ReclaimedGPUHours is the GPU-hours that requeues and cancels would
 	// have freed: each reclaimed run's GPUs from the action to its
 	// recorded end (or To).
@@ -73,8 +82,11 @@ type JobTimeline struct {
 	// Rule is the rule of the last action, if any.
 	Rule   string  `json:"rule,omitempty"`
 	Events []Event `json:"events,omitempty"`
-	// IdleGPUSeconds is the run's part of Report.IdleGPUHours.
-	IdleGPUSeconds float64 `json:"idle_gpu_seconds"`
+	// IdleGPUSeconds is the run's part of Report.IdleGPUHours;
+	// JudgedIdleGPUSeconds and ObservedGPUSeconds of the others.
+	IdleGPUSeconds       float64 `json:"idle_gpu_seconds"`
+	JudgedIdleGPUSeconds float64 `json:"judged_idle_gpu_seconds"`
+	ObservedGPUSeconds   float64 `json:"observed_gpu_seconds"`
 	// ReclaimedAt is when the run was requeued or cancelled (zero: never);
 	// ReclaimedGPUSeconds is GPUs × (End − ReclaimedAt), End clipped to
 	// the simulation's To.
@@ -107,8 +119,8 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(bw, "GPU-hours in trace: %.1f, would be reclaimed: %.1f (%.1f %%), jobs touched: %d of %d\n",
 		r.TotalGPUHours, r.ReclaimedGPUHours, pct, r.JobsTouched, len(r.Jobs))
-	fmt.Fprintf(bw, "GPU-hours judged idle: %.1f, jobs requeued or cancelled: %d, actions: %s\n",
-		r.IdleGPUHours, r.JobsReclaimed, actionCounts(r.ByAction))
+	fmt.Fprintf(bw, "GPU-hours seen idle: %.1f (samples cover %.1f %% of the %.1f GPU-hours judged idle), jobs requeued or cancelled: %d, actions: %s\n",
+		r.IdleGPUHours, 100*r.IdleCoverage, r.JudgedIdleGPUHours, r.JobsReclaimed, actionCounts(r.ByAction))
 	fmt.Fprintf(bw, "simulated %s to %s UTC, a cycle every %s, samples every %s\n",
 		r.From.UTC().Format(textTime), r.To.UTC().Format(textTime), r.Step, r.SampleInterval)
 	if r.StaleJobs > 0 {

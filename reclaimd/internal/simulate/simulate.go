@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
@@ -101,6 +102,8 @@ type run struct {
 	stopped   bool      // requeued or cancelled by the simulation
 	idleSince time.Time // zero when the run is not judged idle
 	idleGPUs  int
+	idleDef   reclaimrules.IdleDef // the thresholds of the rule that judged it
+	counted   time.Time            // idle time is counted up to here
 }
 
 // series is one GPU's samples with a sliding window over them: at time t,
@@ -176,7 +179,7 @@ func (s *sim) run() {
 				kept = append(kept, r)
 				continue
 			}
-			r.closeIdle(r.end)
+			r.closeIdle(r.end, s.tr.SampleInterval)
 		}
 		clear(s.running[len(kept):])
 		s.running = kept
@@ -202,7 +205,10 @@ func (s *sim) run() {
 			}
 		}
 		for _, a := range d.Actions {
-			byID[a.JobID].act(t, a)
+			byID[a.JobID].act(t, a, s.rules, s.tr.SampleInterval)
+		}
+		for _, r := range s.running {
+			r.countIdle(t, s.tr.SampleInterval)
 		}
 		s.states = d.States
 
@@ -216,38 +222,79 @@ func (s *sim) run() {
 		s.running = kept
 	}
 	for _, r := range s.running {
-		r.closeIdle(r.end)
+		r.closeIdle(r.end, s.tr.SampleInterval)
 	}
 }
 
 // act records one action on the run at t.
-func (r *run) act(t time.Time, a decide.Action) {
+func (r *run) act(t time.Time, a decide.Action, rules reclaimrules.Rules, iv time.Duration) {
 	r.tl.Events = append(r.tl.Events, Event{At: t, Kind: a.Kind, Reason: a.Reason})
 	r.tl.Rule = a.Rule
 	switch a.Kind {
 	case decide.Warn, decide.Notify:
 		if r.idleSince.IsZero() {
-			r.idleSince, r.idleGPUs = t, a.Evidence.IdleGPUs
+			r.idleSince, r.counted, r.idleGPUs = t, t, a.Evidence.IdleGPUs
+			for _, rule := range rules.WithDefaults().Rules {
+				if rule.Name == a.Rule {
+					r.idleDef = rule.Idle
+				}
+			}
 		}
 	case decide.Recover:
-		r.closeIdle(t)
+		r.closeIdle(t, iv)
 	case decide.Requeue, decide.RequeueHold, decide.Cancel:
-		r.closeIdle(t)
+		r.closeIdle(t, iv)
 		r.stopped = true
 		r.tl.ReclaimedAt = t
 		r.tl.ReclaimedGPUSeconds = float64(len(r.job.GPUs)) * r.end.Sub(t).Seconds()
 	}
 }
 
-// closeIdle ends the run's idle time, if any, at t.
-func (r *run) closeIdle(t time.Time) {
+// countIdle adds, from r.counted to t, while the run is judged idle, the
+// GPU time its samples show idle (IdleGPUSeconds), the GPU time they
+// cover at all (ObservedGPUSeconds) and the GPU time it held
+// (JudgedIdleGPUSeconds). A sample covers at most one sample interval
+// before it (and after the one before), as in the decision, so a gap in
+// the samples counts as neither idle nor observed.
+func (r *run) countIdle(t time.Time, iv time.Duration) {
+	if r.idleSince.IsZero() || !t.After(r.counted) {
+		return
+	}
+	if iv <= 0 {
+		iv = decide.DefaultSampleInterval
+	}
+	for _, sr := range r.series {
+		ss := sr.samples
+		// Each sample is counted once, in the cycle it is first seen,
+		// for the part of its interval since the run was judged idle.
+		i := sort.Search(len(ss), func(i int) bool { return ss[i].At.After(r.counted) })
+		for ; i < len(ss) && !ss[i].At.After(t); i++ {
+			from := ss[i].At.Add(-iv)
+			if i > 0 && ss[i-1].At.After(from) {
+				from = ss[i-1].At
+			}
+			from = maxTime(from, r.idleSince)
+			if !ss[i].At.After(from) {
+				continue
+			}
+			c := ss[i].At.Sub(from).Seconds()
+			r.tl.ObservedGPUSeconds += c
+			if ss[i].UtilPercent <= r.idleDef.MaxUtilPercent && ss[i].MemActivityPercent <= r.idleDef.MaxMemActivityPercent {
+				r.tl.IdleGPUSeconds += c
+			}
+		}
+	}
+	r.tl.JudgedIdleGPUSeconds += float64(len(r.series)) * t.Sub(r.counted).Seconds()
+	r.counted = t
+}
+
+// closeIdle counts the run's idle time up to t and ends it.
+func (r *run) closeIdle(t time.Time, iv time.Duration) {
 	if r.idleSince.IsZero() {
 		return
 	}
-	if t.After(r.idleSince) {
-		r.tl.IdleGPUSeconds += float64(r.idleGPUs) * t.Sub(r.idleSince).Seconds()
-	}
-	r.idleSince, r.idleGPUs = time.Time{}, 0
+	r.countIdle(t, iv)
+	r.idleSince, r.counted, r.idleGPUs = time.Time{}, time.Time{}, 0
 }
 
 // report sums the runs up into rep.
@@ -261,6 +308,8 @@ func (s *sim) report(rep *Report) {
 		tt.Jobs++
 		tt.GPUHours += gpuHours
 		tt.IdleGPUHours += tl.IdleGPUSeconds / 3600
+		rep.ObservedGPUHours += tl.ObservedGPUSeconds / 3600
+		rep.JudgedIdleGPUHours += tl.JudgedIdleGPUSeconds / 3600
 		tt.ReclaimedGPUHours += tl.ReclaimedGPUSeconds / 3600
 		rep.TotalGPUHours += gpuHours
 		rep.IdleGPUHours += tl.IdleGPUSeconds / 3600
@@ -281,6 +330,9 @@ func (s *sim) report(rep *Report) {
 		}
 		rep.ByTenant[tl.Tenant] = tt
 		rep.Jobs = append(rep.Jobs, tl)
+	}
+	if rep.JudgedIdleGPUHours > 0 {
+		rep.IdleCoverage = rep.ObservedGPUHours / rep.JudgedIdleGPUHours
 	}
 }
 

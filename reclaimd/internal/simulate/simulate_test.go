@@ -134,7 +134,8 @@ func trainRules(edit ...func(*reclaimrules.Rules)) reclaimrules.Rules {
 // timeline is a JobTimeline of job() with events and numbers filled in.
 func timeline(j Job, rule string, events []Event, idleGPUSeconds float64, reclaimedAt time.Time) JobTimeline {
 	tl := JobTimeline{JobID: j.ID, User: j.User, Account: j.Account, Tenant: j.Tenant, GPUs: len(j.GPUs), Start: j.Start, End: j.End,
-		Rule: rule, Events: events, IdleGPUSeconds: idleGPUSeconds, ReclaimedAt: reclaimedAt}
+		Rule: rule, Events: events, IdleGPUSeconds: idleGPUSeconds, JudgedIdleGPUSeconds: idleGPUSeconds, ObservedGPUSeconds: idleGPUSeconds,
+		ReclaimedAt: reclaimedAt}
 	if !reclaimedAt.IsZero() {
 		tl.ReclaimedGPUSeconds = float64(len(j.GPUs)) * j.End.Sub(reclaimedAt).Seconds()
 	}
@@ -145,8 +146,9 @@ func ev(d time.Duration, k decide.Kind) Event { return Event{At: at(d), Kind: k}
 
 // TestIdleJobTimeline is the whole ladder, exactly: an idle job on 8 GPUs
 // is warned when its first 30-minute window is over, signalled 15 minutes
-// later, requeued 5 minutes after that, and the 8 GPUs are reclaimed for
-// the 3h10m left until its recorded end.
+// later, requeued on the first sample after the 5 minutes it had to
+// checkpoint, and the 8 GPUs are reclaimed for the 3h9m left until its
+// recorded end.
 func TestIdleJobTimeline(t *testing.T) {
 	j := job(1, "gpu-001", 8)
 	rep := Run(trace(simJob{j, idle}), trainRules(), Options{Step: time.Minute})
@@ -156,16 +158,19 @@ func TestIdleJobTimeline(t *testing.T) {
 		Events: []Event{
 			{At: at(30 * time.Minute), Kind: decide.Warn, Reason: seen + "; warning: SIGUSR1 in 15m0s, then requeue 5m0s later, unless the GPUs get busy"},
 			{At: at(45 * time.Minute), Kind: decide.Signal, Reason: seen + "; still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"},
-			{At: at(50 * time.Minute), Kind: decide.Requeue, Reason: seen + "; still idle 5m0s after SIGUSR1: requeue"},
+			{At: at(51 * time.Minute), Kind: decide.Requeue, Reason: "8 of 8 GPUs idle for 1m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%)" +
+				"; still idle 6m0s after SIGUSR1, past its 5m0s wait: requeue"},
 		},
-		IdleGPUSeconds:      8 * (20 * time.Minute).Seconds(),
-		ReclaimedAt:         at(50 * time.Minute),
-		ReclaimedGPUSeconds: 8 * (3*time.Hour + 10*time.Minute).Seconds(), // GPUs × (end − requeue)
+		IdleGPUSeconds:       8 * (21 * time.Minute).Seconds(),
+		JudgedIdleGPUSeconds: 8 * (21 * time.Minute).Seconds(),
+		ObservedGPUSeconds:   8 * (21 * time.Minute).Seconds(),
+		ReclaimedAt:          at(51 * time.Minute),
+		ReclaimedGPUSeconds:  8 * (3*time.Hour + 9*time.Minute).Seconds(), // GPUs × (end − requeue)
 	}}
 	if diff := cmp.Diff(want, rep.Jobs); diff != "" {
 		t.Errorf("timeline (-want +got):\n%s", diff)
 	}
-	if got, want := rep.ReclaimedGPUHours, 8*(3+10.0/60); math.Abs(got-want) > 1e-9 {
+	if got, want := rep.ReclaimedGPUHours, 8*(3+9.0/60); math.Abs(got-want) > 1e-9 {
 		t.Errorf("ReclaimedGPUHours = %v, want %v", got, want)
 	}
 }
@@ -201,8 +206,8 @@ func TestRun(t *testing.T) {
 		"idle: warned, signalled, requeued": {
 			jobs:  []simJob{{j1, idle}},
 			rules: trainRules(),
-			want: []JobTimeline{timeline(j1, "train", []Event{ev(30*time.Minute, decide.Warn), ev(45*time.Minute, decide.Signal), ev(50*time.Minute, decide.Requeue)},
-				8*20*60, at(50*time.Minute))},
+			want: []JobTimeline{timeline(j1, "train", []Event{ev(30*time.Minute, decide.Warn), ev(45*time.Minute, decide.Signal), ev(51*time.Minute, decide.Requeue)},
+				8*21*60, at(51*time.Minute))},
 		},
 		"busy: untouched": {
 			jobs:  []simJob{{j1, busy}},
@@ -215,8 +220,8 @@ func TestRun(t *testing.T) {
 		"bursty, then idle: caught": {
 			jobs:  []simJob{{job(3, "gpu-003", 4), burstyThenIdle}},
 			rules: trainRules(),
-			want: []JobTimeline{timeline(job(3, "gpu-003", 4), "train", []Event{ev(90*time.Minute, decide.Warn), ev(105*time.Minute, decide.Signal), ev(110*time.Minute, decide.Requeue)},
-				4*20*60, at(110*time.Minute))},
+			want: []JobTimeline{timeline(job(3, "gpu-003", 4), "train", []Event{ev(90*time.Minute, decide.Warn), ev(105*time.Minute, decide.Signal), ev(111*time.Minute, decide.Requeue)},
+				4*21*60, at(111*time.Minute))},
 		},
 		"exempt user": {
 			jobs:  []simJob{{j1, idle}},
@@ -226,7 +231,13 @@ func TestRun(t *testing.T) {
 		"busy again after the warning: recovered": {
 			jobs:  []simJob{{j1, idleThenBusy}},
 			rules: trainRules(),
-			want:  []JobTimeline{timeline(j1, "train", []Event{ev(30*time.Minute, decide.Warn), ev(41*time.Minute, decide.Recover)}, 8*11*60, time.Time{})},
+			// Idle 30 to 40, busy in the sample at 41: ten minutes idle
+			// of the eleven judged idle.
+			want: func() []JobTimeline {
+				tl := timeline(j1, "train", []Event{ev(30*time.Minute, decide.Warn), ev(41*time.Minute, decide.Recover)}, 8*10*60, time.Time{})
+				tl.JudgedIdleGPUSeconds, tl.ObservedGPUSeconds = 8*11*60, 8*11*60
+				return []JobTimeline{tl}
+			}(),
 		},
 		"notify only: idle until the end": {
 			jobs: []simJob{{j1, idle}},
@@ -241,8 +252,8 @@ func TestRun(t *testing.T) {
 			jobs:  []simJob{{j1, idle}, {j2, idle}},
 			rules: trainRules(func(r *reclaimrules.Rules) { r.Limits.MaxActionsPerCycle = 1 }),
 			want: []JobTimeline{
-				timeline(j1, "train", []Event{ev(30*time.Minute, decide.Warn), ev(45*time.Minute, decide.Signal), ev(50*time.Minute, decide.Requeue)}, 8*20*60, at(50*time.Minute)),
-				timeline(j2, "train", []Event{ev(30*time.Minute, decide.Warn), ev(46*time.Minute, decide.Signal), ev(51*time.Minute, decide.Requeue)}, 8*21*60, at(51*time.Minute)),
+				timeline(j1, "train", []Event{ev(30*time.Minute, decide.Warn), ev(45*time.Minute, decide.Signal), ev(51*time.Minute, decide.Requeue)}, 8*21*60, at(51*time.Minute)),
+				timeline(j2, "train", []Event{ev(30*time.Minute, decide.Warn), ev(46*time.Minute, decide.Signal), ev(52*time.Minute, decide.Requeue)}, 8*22*60, at(52*time.Minute)),
 			},
 		},
 		// The second run of job 10 is its first requeue, and the rule
@@ -254,6 +265,27 @@ func TestRun(t *testing.T) {
 				timeline(firstRun, "", nil, 0, time.Time{}),
 				timeline(secondRun, "train", []Event{ev(90*time.Minute, decide.Notify)}, 2*150*60, time.Time{}),
 			},
+		},
+		// Notified at 12:30, and the samples are gone from 13:00 to 14:00:
+		// that hour is judged idle but not seen, and is not counted idle.
+		"a gap while judged idle: only the time seen idle counts": {
+			jobs: []simJob{{j1, idle}},
+			rules: trainRules(func(r *reclaimrules.Rules) {
+				r.Rules[0].Action, r.Rules[0].Signal = reclaimrules.ActionNotify, reclaimrules.Signal{}
+			}),
+			trace: func(tr *Trace) {
+				for _, g := range j1.GPUs {
+					tr.Samples[g] = slices.DeleteFunc(tr.Samples[g], func(s decide.Sample) bool {
+						return s.At.After(at(time.Hour)) && !s.At.After(at(2*time.Hour))
+					})
+				}
+			},
+			want: func() []JobTimeline {
+				tl := timeline(j1, "train", []Event{ev(30*time.Minute, decide.Notify)}, 8*150*60, time.Time{})
+				tl.JudgedIdleGPUSeconds = 8 * 210 * 60
+				tl.StaleCycles = 81 // from 13:02, until the 30m window is 80 % covered again
+				return []JobTimeline{tl}
+			}(),
 		},
 		"no samples: never judged": {
 			jobs:  []simJob{{noSamples, idle}},
@@ -272,8 +304,8 @@ func TestRun(t *testing.T) {
 			rules: trainRules(),
 			opt:   Options{From: at(40 * time.Minute), To: at(2 * time.Hour)},
 			want: func() []JobTimeline {
-				tl := timeline(j1, "train", []Event{ev(40*time.Minute, decide.Warn), ev(55*time.Minute, decide.Signal), ev(60*time.Minute, decide.Requeue)}, 8*20*60, at(time.Hour))
-				tl.ReclaimedGPUSeconds = 8 * time.Hour.Seconds()
+				tl := timeline(j1, "train", []Event{ev(40*time.Minute, decide.Warn), ev(55*time.Minute, decide.Signal), ev(61*time.Minute, decide.Requeue)}, 8*21*60, at(61*time.Minute))
+				tl.ReclaimedGPUSeconds = 8 * (59 * time.Minute).Seconds()
 				return []JobTimeline{tl}
 			}(),
 		},
@@ -305,14 +337,17 @@ func TestReportTotals(t *testing.T) {
 	rep.Jobs = nil
 	want := Report{
 		From: at(0), To: at(4 * time.Hour), Step: time.Minute, SampleInterval: time.Minute,
-		TotalGPUHours:     (8 + 4 + 2) * 4,
-		IdleGPUHours:      8 * 20.0 / 60,
-		ReclaimedGPUHours: 8 * (3 + 10.0/60),
-		JobsTouched:       1,
-		JobsReclaimed:     1,
-		ByAction:          map[string]int{"warn": 1, "signal": 1, "requeue": 1},
+		TotalGPUHours:      (8 + 4 + 2) * 4,
+		IdleGPUHours:       8 * 21.0 / 60,
+		JudgedIdleGPUHours: 8 * 21.0 / 60,
+		ObservedGPUHours:   8 * 21.0 / 60,
+		IdleCoverage:       1,
+		ReclaimedGPUHours:  8 * (3 + 9.0/60),
+		JobsTouched:        1,
+		JobsReclaimed:      1,
+		ByAction:           map[string]int{"warn": 1, "signal": 1, "requeue": 1},
 		ByTenant: map[string]TenantTotals{
-			"research": {Jobs: 1, JobsTouched: 1, JobsReclaimed: 1, GPUHours: 32, IdleGPUHours: 8 * 20.0 / 60, ReclaimedGPUHours: 8 * (3 + 10.0/60)},
+			"research": {Jobs: 1, JobsTouched: 1, JobsReclaimed: 1, GPUHours: 32, IdleGPUHours: 8 * 21.0 / 60, ReclaimedGPUHours: 8 * (3 + 9.0/60)},
 			"ops":      {Jobs: 1, GPUHours: 16},
 			"":         {Jobs: 1, GPUHours: 8},
 		},
