@@ -491,12 +491,15 @@ func testBinaries(t *testing.T, c *chroot) {
 		t.Logf("%s: %s", b, firstLine(out))
 	}
 
-	// What a site adds before the bridge checks out: the serving contract
-	// (rendered from the installed policy), the shared file system, a
-	// kubeconfig and a token, with the group and mode the configs have.
+	// What a site adds before the daemons check out: the contracts
+	// rendered from the installed policy (the serving contract for the
+	// bridge, the tenant map for reclaimd, readable by the group strata of
+	// both), the shared file system, a kubeconfig and a token, with the
+	// group and mode the configs have.
 	c.must("sh", "-ec", `mkdir -p /tmp/render /shared/projects /shared/tenants
 strata-policy render -o /tmp/render --slurm-dir /tmp/render/slurm
 install -m 0640 -g strata-bridge /tmp/render/serving.json /etc/strata/serving.json
+install -m 0640 -g strata /tmp/render/tenants.json /etc/strata/tenants.json
 cat > /etc/strata/bridge.kubeconfig <<'EOF'
 apiVersion: v1
 kind: Config
