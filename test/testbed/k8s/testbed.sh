@@ -133,7 +133,17 @@ launch() { # name cmd...
     done
     exec setsid "$@"
   ) >"$LOGS/$name.log" 2>&1 </dev/null &
-  echo $! >"$PIDS/$name.pid"
+  local pid=$!
+  echo "$pid" >"$PIDS/$name.pid"
+  # Until the subshell has closed its descriptors and exec'd the daemon, its
+  # command line is this script's, which is_ours does not know: waitfor would
+  # take the daemon for dead. Wait for the exec (or the end) first.
+  local i
+  for i in $(seq 100); do
+    is_ours "$pid" && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.05
+  done
 }
 
 T0=0
