@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/strictjson"
 )
 
 // Validate returns every problem of r, each a *FieldError with its JSON
@@ -161,16 +163,7 @@ func (v *validator) nonNegative(path string, n int) {
 
 // names checks a list of Slurm names: none empty, none twice.
 func (v *validator) names(path string, list []string) {
-	seen := make(map[string]bool, len(list))
-	for i, s := range list {
-		switch {
-		case strings.TrimSpace(s) == "":
-			v.bad(fmt.Sprintf("%s[%d]", path, i), "empty name")
-		case seen[s]:
-			v.bad(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", s)
-		}
-		seen[s] = true
-	}
+	v.errs = append(v.errs, strictjson.Unique(path, list, "name")...)
 }
 
 func validName(s string) bool {

@@ -431,3 +431,23 @@ func (d *decoder) skipRest() {
 		}
 	}
 }
+
+// Unique checks a list of names in a contract: none empty (or only
+// spaces), none twice. Each problem is a FieldError at the item's path
+// ("exempt.qos[1]"); what names the items in the message ("name",
+// "user name").
+func Unique(path string, list []string, what string) []error {
+	var errs []error
+	seen := make(map[string]bool, len(list))
+	for i, s := range list {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case strings.TrimSpace(s) == "":
+			errs = append(errs, &FieldError{Path: at, Msg: "empty " + what})
+		case seen[s]:
+			errs = append(errs, &FieldError{Path: at, Msg: fmt.Sprintf("%q is listed twice", s)})
+		}
+		seen[s] = true
+	}
+	return errs
+}

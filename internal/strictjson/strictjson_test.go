@@ -152,3 +152,25 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestUnique(t *testing.T) {
+	for name, tc := range map[string]struct {
+		list []string
+		want []string
+	}{
+		"none":            {nil, nil},
+		"distinct":        {[]string{"a", "b"}, nil},
+		"empty and blank": {[]string{"", "a", "  "}, []string{"l[0]: empty user name", "l[2]: empty user name"}},
+		"twice":           {[]string{"a", "b", "a", "a"}, []string{`l[2]: "a" is listed twice`, `l[3]: "a" is listed twice`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, err := range strictjson.Unique("l", tc.list, "user name") {
+				got = append(got, err.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package tenantmap
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/strata-hpc/strata/internal/strictjson"
 )
@@ -102,29 +101,12 @@ func (v *validator) account(path, account, whose string) {
 
 // users checks a list of user names: none empty, none twice.
 func (v *validator) users(path string, list []string) {
-	seen := make(map[string]bool, len(list))
-	for i, s := range list {
-		switch {
-		case strings.TrimSpace(s) == "":
-			v.bad(fmt.Sprintf("%s[%d]", path, i), "empty user name")
-		case seen[s]:
-			v.bad(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", s)
-		}
-		seen[s] = true
-	}
+	v.errs = append(v.errs, strictjson.Unique(path, list, "user name")...)
 }
 
+// names checks a list of names: none empty, none twice.
 func (v *validator) names(path string, list []string) {
-	seen := make(map[string]bool, len(list))
-	for i, s := range list {
-		switch {
-		case s == "":
-			v.bad(fmt.Sprintf("%s[%d]", path, i), "empty name")
-		case seen[s]:
-			v.bad(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", s)
-		}
-		seen[s] = true
-	}
+	v.errs = append(v.errs, strictjson.Unique(path, list, "name")...)
 }
 
 // validName: Slurm lower-cases account names, so the map holds them as
