@@ -4,7 +4,11 @@ package slurmrest_test
 
 import (
 	"errors"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +110,19 @@ func TestJobsActive(t *testing.T) {
 				}
 			}
 		})
+		// slurmctld tells slurmdbd of the job a moment after the submit;
+		// until slurmdbd has it, it lets the account go, so wait for
+		// accounting to list the job first.
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			out, _ := exec.CommandContext(ctx, filepath.Join(b.Bin, "sacct"), "-n", "-X", "-P", "-o", "JobID",
+				"-j", strconv.FormatInt(res.JobID, 10)).Output()
+			if strings.TrimSpace(string(out)) != "" {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("job %d is not in slurmdbd's accounting after 30 s", res.JobID)
+			}
+		}
 		err = c.DeleteAccount(ctx, acct)
 		if !errors.Is(err, slurmrest.ErrJobsActive) {
 			t.Fatalf("delete %s with a pending job: %v, want ErrJobsActive", acct, err)
