@@ -153,7 +153,9 @@ waitfor() { # what daemon timeout_s cmd...: poll cmd; fail at once if the daemon
   while [ "$(date +%s)" -lt "$end" ]; do
     if "$@" >/dev/null 2>&1; then log "$what ready at +$(since "$T0")s"; return 0; fi
     if ! alive "$PIDS/$d.pid"; then
-      log "$d exited while starting; the end of $LOGS/$d.log:"; tail -n 30 "$LOGS/$d.log" >&2 || true
+      local p; p=$(cat "$PIDS/$d.pid" 2>/dev/null)
+      log "$d exited while starting (PID file: '$p'; the process: $(ps -o pid=,stat=,args= -p "$p" 2>/dev/null | cut -c1-200 || echo none)); the end of $LOGS/$d.log:"
+      tail -n 30 "$LOGS/$d.log" >&2 || true
       die "$what did not start"
     fi
     sleep 0.2
