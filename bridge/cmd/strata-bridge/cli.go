@@ -549,8 +549,13 @@ func cmdCheck(c *cli.Context) error {
 	if _, err := restConfig(cfg.Kubernetes.Kubeconfig); err != nil {
 		problems = append(problems, err.Error())
 	}
-	if _, err := os.Stat(cfg.Slurm.TokenFile); err != nil {
-		problems = append(problems, fmt.Sprintf("slurm.token_file: %v", err))
+	warnings, secretProblems := checkSecrets(cfg)
+	problems = append(problems, secretProblems...)
+	if w := listenWarning(cfg); w != "" {
+		warnings = append(warnings, w)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", w)
 	}
 	if len(problems) > 0 {
 		noun := "problems"
