@@ -148,15 +148,20 @@ do the versions in the store.`,
 deploys each job that completed with exit code 0 and asked to be served, once.
 When slurmrestd fails the cycle is skipped, logged, counted
 (strata_bridge_poll_errors_total) and /healthz fails. SIGHUP reloads
-serving.json (a bad file keeps the one in force). Listens on listen:
-GET /v1/deployments, GET /v1/deployments/{name}, POST /v1/deploy,
+serving.json and the API token (a bad file keeps the one in force). Listens on
+listen: GET /v1/deployments, GET /v1/deployments/{name}, POST /v1/deploy,
 POST /v1/deployments/{name}/rollback, DELETE /v1/deployments/{name},
-GET /healthz, GET /metrics.`,
+GET /healthz, GET /metrics. Every /v1 request carries
+"Authorization: Bearer <the content of api.token_file>", names the API by an
+allowed Host (api.allowed_hosts) and posts application/json.
+
+A secret file (slurm.token_file, api.token_file, a kubeconfig with
+credentials) that every user can read stops the daemon before it starts.`,
 				Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) },
 			}, configArg),
 			cliargs.Bind(&cli.Command{
 				Name:   "check-config",
-				Usage:  "load the configuration, serving.json, the default runtime and the kubeconfig, and report every problem",
+				Usage:  "load the configuration, serving.json, the default runtime, the kubeconfig and the secrets' modes, and report every problem",
 				Action: cmdCheck,
 			}, configArg),
 		},
