@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+
+	"github.com/strata-hpc/strata/internal/secretfile"
+	"github.com/strata-hpc/strata/reclaimd/internal/config"
+)
+
+// secretRule is reclaimd's rule for its secrets: its own group
+// (root:strata-reclaimd 0640, as packaged) may read them.
+var secretRule = secretfile.Rule{Groups: []string{"strata-reclaimd"}}
+
+// secret is one secret file of the configuration and the verbs that need it.
+type secret struct{ key, path, neededBy string }
+
+func secrets(cfg config.Config) []secret {
+	out := []secret{{"slurm.token_file", cfg.Slurm.TokenFile, "reclaimd run"}}
+	if cfg.Source == "agents" {
+		out = append(out, secret{"agents.token_file", cfg.Agents.TokenFile, "reclaimd run"})
+	}
+	if cfg.Agent.TokenFile == cfg.Agents.TokenFile && cfg.Source == "agents" {
+		out[len(out)-1].neededBy = "reclaimd run and reclaimd agent"
+	} else {
+		out = append(out, secret{"agent.token_file", cfg.Agent.TokenFile, "reclaimd agent"})
+	}
+	return out
+}
+
+// checkSecrets applies secretRule to every secret file of the
+// configuration, for check-config: one others can read is a problem, one
+// another group can read a warning, and a missing one a warning too,
+// since the controller and the agents share one configuration and each
+// host has only its own secrets.
+func checkSecrets(cfg config.Config) (warnings, problems []string) {
+	for _, s := range secrets(cfg) {
+		w, err := secretRule.Check(s.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			warnings = append(warnings, fmt.Sprintf("%s: %s does not exist: %s needs it", s.key, s.path, s.neededBy))
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s: %v", s.key, err))
+		case w != "":
+			warnings = append(warnings, s.key+": "+w)
+		}
+	}
+	return warnings, problems
+}
+
+// openSecret reads a secret a verb needs before it starts: missing or open
+// to others, the verb does not start; readable by another group, a warning.
+func openSecret(key, path string, log *slog.Logger) (*secretfile.File, error) {
+	f := &secretfile.File{Path: path, What: key, Rule: secretRule, Log: log}
+	if _, err := f.Get(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkSlurmToken holds the slurmrestd token to the rule at start-up; the
+// client reads it again on each change.
+func checkSlurmToken(cfg config.Config, log *slog.Logger) error {
+	w, err := secretRule.Check(cfg.Slurm.TokenFile)
+	if err != nil {
+		return fmt.Errorf("slurm.token_file: %w", err)
+	}
+	if w != "" {
+		log.Warn("secret file readable by another group", "secret", "slurm.token_file", "warning", w)
+	}
+	return nil
+}
