@@ -294,3 +294,31 @@ func FuzzDecodeDeploy(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGuard: whatever the Authorization and Host headers say, a /v1
+// request is served only with the exact token and an allowed Host, and
+// no answer quotes the token. Seeded from TestGuard's headers.
+func FuzzGuard(f *testing.F) {
+	for _, s := range [][2]string{{"Bearer " + testToken, "127.0.0.1"}, {"bearer " + testToken, "localhost:9464"}, {"Bearer nope", "[::1]:1"},
+		{"Basic " + testToken, "bridge.example.org"}, {testToken, "127.0.0.1"}, {"Bearer " + testToken + "x", "evil.example.com"},
+		{"Bearer  " + testToken, "127.0.0.1"}, {"", ""}, {"Bearer " + testToken, "127.0.0.1.evil.example.com"}} {
+		f.Add(s[0], s[1])
+	}
+	h := Handler(Config{Token: func() ([]byte, error) { return []byte(testToken), nil }, AllowedHosts: []string{"bridge.example.org"}})
+	f.Fuzz(func(t *testing.T, auth, host string) {
+		r := httptest.NewRequest(http.MethodGet, "/v1/nothing", nil)
+		r.Header.Set("Authorization", auth)
+		r.Host = host
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, r)
+		scheme, tok, _ := strings.Cut(auth, " ")
+		allowed := map[string]bool{"127.0.0.1": true, "localhost": true, "::1": true, "bridge.example.org": true}[normalHost(host)]
+		authorized := strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(tok) == testToken
+		if served := rr.Code == http.StatusNotFound; served != (allowed && authorized) {
+			t.Errorf("Authorization %q, Host %q: %d (allowed host %v, token %v)", auth, host, rr.Code, allowed, authorized)
+		}
+		if strings.Contains(rr.Body.String(), testToken) {
+			t.Errorf("the answer quotes the token: %s", rr.Body)
+		}
+	})
+}

@@ -115,3 +115,21 @@ func TestStartedAt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVerify: whatever the signature header says, Verify never panics and
+// accepts only what Sign gives for this secret, nonce and body. Seeded
+// from TestSignVerify's signatures.
+func FuzzVerify(f *testing.F) {
+	secret, nonce, body := []byte("shared"), strings.Repeat("0f", 16), []byte(`{"node":"gpu01"}`+"\n")
+	good := Sign(secret, nonce, body)
+	for _, s := range []string{good, "", strings.TrimPrefix(good, signaturePrefix), signaturePrefix + "zz", good[:len(good)-2],
+		strings.ToUpper(good), good + "00", signaturePrefix} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sig string) {
+		err := Verify(secret, nonce, body, sig)
+		if (err == nil) != (sig == good) {
+			t.Errorf("Verify(%q) = %v; the good signature is %q", sig, err, good)
+		}
+	})
+}
