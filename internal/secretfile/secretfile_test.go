@@ -194,3 +194,29 @@ func TestFileRotates(t *testing.T) {
 		t.Errorf("the log quotes the secret:\n%s", logs.String())
 	}
 }
+
+// A File readable by a group other than the rule's logs one warning per
+// change of the file, and none for a read that found it unchanged.
+func TestFileWarnsOncePerChange(t *testing.T) {
+	gid := otherGroup(t)
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(secret), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, -1, gid); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	f := &File{Path: p, What: "agent.token_file", Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	for range 3 {
+		if _, err := f.Get(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logs.String(), "secret file readable by its group"); n != 1 {
+		t.Errorf("%d warnings for one file read three times, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "secret=agent.token_file") || strings.Contains(logs.String(), secret) {
+		t.Errorf("the warning does not name the secret, or quotes it:\n%s", logs.String())
+	}
+}
