@@ -63,6 +63,11 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if w := listenWarning(cfg); w != "" {
 		log.Warn("API reachable from other hosts without TLS", "listen", cfg.Listen, "warning", w)
 	}
+	// The API's token: read again when the file changes, and on SIGHUP.
+	token := &secretfile.File{Path: cfg.API.TokenFile, What: "api.token_file", Rule: secretRule, Log: log}
+	if _, err := token.Get(); err != nil {
+		return err
+	}
 	reg := registry()
 	dm := deploy.NewMetrics(reg)
 	e, err := open(ctx, c, log, true, true, dm)
@@ -79,11 +84,6 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}).OnReload(func(f *servingquota.File) {
 		log.Info("serving.json reloaded", "file", cfg.Policy.ServingFile, "tenants", len(f.Tenants))
 	})
-	// The API's token: read again when the file changes, and on SIGHUP.
-	token := &secretfile.File{Path: cfg.API.TokenFile, What: "api.token_file", Rule: secretRule, Log: log}
-	if _, err := token.Get(); err != nil {
-		return err
-	}
 	reload := []daemon.Reloader{serving, token}
 
 	dcfg := deployerConfig(cfg, e.kube, e.store, serving.Get, log, dm)
