@@ -17,15 +17,16 @@ var secretRule = secretfile.Rule{Groups: []string{"strata-reclaimd"}}
 // secret is one secret file of the configuration and the verbs that need it.
 type secret struct{ key, path, neededBy string }
 
+// With source: prometheus there are no agents, and no agents' secret.
 func secrets(cfg config.Config) []secret {
 	out := []secret{{"slurm.token_file", cfg.Slurm.TokenFile, "reclaimd run"}}
-	if cfg.Source == "agents" {
-		out = append(out, secret{"agents.token_file", cfg.Agents.TokenFile, "reclaimd run"})
-	}
-	if cfg.Agent.TokenFile == cfg.Agents.TokenFile && cfg.Source == "agents" {
-		out[len(out)-1].neededBy = "reclaimd run and reclaimd agent"
-	} else {
-		out = append(out, secret{"agent.token_file", cfg.Agent.TokenFile, "reclaimd agent"})
+	switch {
+	case cfg.Source != "agents":
+	case cfg.Agent.TokenFile == cfg.Agents.TokenFile:
+		out = append(out, secret{"agents.token_file", cfg.Agents.TokenFile, "reclaimd run and reclaimd agent"})
+	default:
+		out = append(out, secret{"agents.token_file", cfg.Agents.TokenFile, "reclaimd run"},
+			secret{"agent.token_file", cfg.Agent.TokenFile, "reclaimd agent"})
 	}
 	return out
 }

@@ -12,6 +12,15 @@ import (
 // write (the slurmrestd token, the agents' shared secret) and warns about
 // one that is missing; run and agent refuse to start with one others can
 // read.
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestSecrets(t *testing.T) {
 	rules, err := filepath.Abs("../../../etc/strata/reclaim-rules.json")
 	if err != nil {
@@ -26,6 +35,7 @@ func TestSecrets(t *testing.T) {
 		wantErr     []string               // check-config's; nil: valid
 		wantWarning string
 		verb        string // also refused by this verb
+		config      string // replaces keys of the configuration
 	}{
 		"private": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o640}},
 		"world-readable slurmrestd token": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o644, "agent.token": 0o600},
@@ -36,6 +46,10 @@ func TestSecrets(t *testing.T) {
 			wantErr: []string{"agents.token_file: "}, verb: "run"},
 		"no agent secret on this host": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600},
 			wantWarning: "WARNING: agents.token_file: DIR/agent.token does not exist: reclaimd run and reclaimd agent needs it"},
+		"prometheus: no agents and no agents' secret": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o644},
+			config: "source: prometheus\n"},
+		"the agent's own secret file": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o600, "node.token": 0o644},
+			config: "agent: {token_file: DIR/node.token}\n", wantErr: []string{"agent.token_file: ", "node.token (mode 0644)"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -59,6 +73,13 @@ slurm: {url: "http://127.0.0.1:1", token_file: DIR/reclaimd.jwt}
 agents: {token_file: DIR/agent.token}
 agent: {token_file: DIR/agent.token, listen: "127.0.0.1:0", node: gpu01, replay: `+replay+`}
 `, "DIR", dir))
+			if tc.config != "" {
+				text := mustRead(t, cfg)
+				if strings.HasPrefix(tc.config, "agent:") {
+					text = text[:strings.Index(text, "agent: {")]
+				}
+				write(t, cfg, text+strings.ReplaceAll(tc.config, "DIR", dir))
+			}
 			var out, errb bytes.Buffer
 			err := run(t.Context(), []string{"reclaimd", "--config", cfg, "check-config"}, &out, &errb)
 			all := out.String() + errb.String()
