@@ -148,7 +148,7 @@ do the versions in the store.`,
 deploys each job that completed with exit code 0 and asked to be served, once.
 When slurmrestd fails the cycle is skipped, logged, counted
 (strata_bridge_poll_errors_total) and /healthz fails. SIGHUP reloads
-serving.json and the API token (a bad file keeps the one in force). Listens on
+serving.json and the API and slurmrestd tokens (a bad file keeps the one in force). Listens on
 listen: GET /v1/deployments, GET /v1/deployments/{name}, POST /v1/deploy,
 POST /v1/deployments/{name}/rollback, DELETE /v1/deployments/{name},
 GET /healthz, GET /metrics. Every /v1 request carries
@@ -210,8 +210,9 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // open loads the configuration and opens what the verb needs: the store
 // always, the cluster and the deployer when kube is true, slurmrestd when
-// slurm is true.
-func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm bool, metrics *deploy.Metrics) (*env, error) {
+// slurm is true, with tokens (nil: slurm.token_file as a FileToken).
+func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm bool, metrics *deploy.Metrics,
+	tokens slurmrest.TokenSource) (*env, error) {
 	cfg, err := config.Load(c.String("config"))
 	if err != nil {
 		return nil, err
@@ -237,8 +238,11 @@ func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm boo
 		return nil, err
 	}
 	if slurm {
+		if tokens == nil {
+			tokens = &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}
+		}
 		if e.slurm, err = slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-			Tokens: &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}, Logger: log}); err != nil {
+			Tokens: tokens, Logger: log}); err != nil {
 			e.close()
 			return nil, err
 		}
@@ -270,7 +274,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func cmdDeploy(ctx context.Context, c *cli.Context, log *slog.Logger) error {
-	e, err := open(ctx, c, log, true, true, nil)
+	e, err := open(ctx, c, log, true, true, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -291,7 +295,7 @@ func cmdRollback(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			return fmt.Errorf("--to: %w", err)
 		}
 	}
-	e, err := open(ctx, c, log, true, false, nil)
+	e, err := open(ctx, c, log, true, false, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -503,7 +507,7 @@ func liveStatus(ctx context.Context, cfg *config.Config, d store.Deployment, log
 
 func cmdDelete(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	name := cliargs.Get(c, "NAME")
-	e, err := open(ctx, c, log, true, false, nil)
+	e, err := open(ctx, c, log, true, false, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/internal/servingquota"
+	"github.com/strata-hpc/strata/internal/slurmrest"
 )
 
 // registry is the daemon's private registry, with strata_build_info and
@@ -63,14 +64,19 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if w := listenWarning(cfg); w != "" {
 		log.Warn("API reachable from other hosts without TLS", "listen", cfg.Listen, "warning", w)
 	}
-	// The API's token: read again when the file changes, and on SIGHUP.
+	// The API's token and slurmrestd's: read again when their file
+	// changes, and on SIGHUP, each held to the rule at every read.
 	token := &secretfile.File{Path: cfg.API.TokenFile, What: "api.token_file", Rule: secretRule, Log: log}
 	if _, err := token.Get(); err != nil {
 		return err
 	}
+	slurmToken := &secretfile.File{Path: cfg.Slurm.TokenFile, What: "slurm.token_file", Rule: secretRule, Log: log}
+	if _, err := slurmToken.Get(); err != nil {
+		return err
+	}
 	reg := registry()
 	dm := deploy.NewMetrics(reg)
-	e, err := open(ctx, c, log, true, true, dm)
+	e, err := open(ctx, c, log, true, true, dm, slurmrest.SecretToken{File: slurmToken})
 	if err != nil {
 		return err
 	}
@@ -84,7 +90,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}).OnReload(func(f *servingquota.File) {
 		log.Info("serving.json reloaded", "file", cfg.Policy.ServingFile, "tenants", len(f.Tenants))
 	})
-	reload := []daemon.Reloader{serving, token}
+	reload := []daemon.Reloader{serving, token, slurmToken}
 
 	dcfg := deployerConfig(cfg, e.kube, e.store, serving.Get, log, dm)
 	dcfg.Jobs = e.slurm

@@ -71,8 +71,10 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// Secrets first, before anything reaches the network.
-	if err := checkSlurmToken(cfg, log); err != nil {
+	// Secrets first, before anything reaches the network; each is read
+	// again when its file changes and on SIGHUP.
+	slurmToken, err := openSecret("slurm.token_file", cfg.Slurm.TokenFile, log)
+	if err != nil {
 		return err
 	}
 	var secret *secretfile.File // the agents': read again when it changes and on SIGHUP
@@ -85,9 +87,9 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	reload := rl.list()
+	reload := append(rl.list(), slurmToken)
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-		Tokens: &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log})
+		Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -60,16 +60,3 @@ func openSecret(key, path string, log *slog.Logger) (*secretfile.File, error) {
 	}
 	return f, nil
 }
-
-// checkSlurmToken holds the slurmrestd token to the rule at start-up; the
-// client reads it again on each change.
-func checkSlurmToken(cfg config.Config, log *slog.Logger) error {
-	w, err := secretRule.Check(cfg.Slurm.TokenFile)
-	if err != nil {
-		return fmt.Errorf("slurm.token_file: %w", err)
-	}
-	if w != "" {
-		log.Warn("secret file readable by another group", "secret", "slurm.token_file", "warning", w)
-	}
-	return nil
-}
