@@ -268,6 +268,8 @@ func TestSecrets(t *testing.T) {
 		"world-readable key the kubeconfig names": {file: "client.key", mode: 0o644, wantCode: 1,
 			want: []string{"kubernetes.kubeconfig ", "names ", "client.key, which: ", "(mode 0644)"}},
 		"0600 everywhere": {want: []string{" is valid ("}},
+		"no API token": {file: "bridge-api.token", mode: 0, wantCode: 1,
+			want: []string{"api.token_file: ", "bridge-api.token does not exist: make it with head -c 32 /dev/urandom | base64 >"}},
 		"every address": {listen: "0.0.0.0:9464",
 			want: []string{"WARNING: listen 0.0.0.0:9464 is not a loopback address and the API has no TLS", " is valid ("}},
 	}
@@ -287,7 +289,11 @@ func TestSecrets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if tc.file != "" {
+			if tc.file != "" && tc.mode == 0 {
+				if err := os.Remove(filepath.Join(dir, tc.file)); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.file != "" {
 				if err := os.Chmod(filepath.Join(dir, tc.file), tc.mode); err != nil {
 					t.Fatal(err)
 				}

@@ -33,7 +33,12 @@ func checkSecrets(cfg *config.Config) (warnings, problems []string) {
 		}
 	}
 	check("slurm.token_file", cfg.Slurm.TokenFile)
-	check("api.token_file", cfg.API.TokenFile)
+	if _, err := os.Stat(cfg.API.TokenFile); errors.Is(err, fs.ErrNotExist) {
+		problems = append(problems, fmt.Sprintf("api.token_file: %s does not exist: make it with "+
+			"head -c 32 /dev/urandom | base64 > %[1]s; chgrp strata-bridge %[1]s; chmod 0640 %[1]s", cfg.API.TokenFile))
+	} else {
+		check("api.token_file", cfg.API.TokenFile)
+	}
 	if kc := cfg.Kubernetes.Kubeconfig; kc != "" {
 		inline, files, err := kubeconfigSecrets(kc)
 		switch {
