@@ -494,8 +494,8 @@ func testBinaries(t *testing.T, c *chroot) {
 	// What a site adds before the daemons check out: the contracts
 	// rendered from the installed policy (the serving contract for the
 	// bridge, the tenant map for reclaimd, readable by the group strata of
-	// both), the shared file system, a kubeconfig and a token, with the
-	// group and mode the configs have.
+	// both), the shared file system, a kubeconfig, the slurmrestd token
+	// and the API token, with the group and mode the configs have.
 	c.must("sh", "-ec", `mkdir -p /tmp/render /shared/projects /shared/tenants
 strata-policy render -o /tmp/render --slurm-dir /tmp/render/slurm
 install -m 0640 -g strata-bridge /tmp/render/serving.json /etc/strata/serving.json
@@ -509,8 +509,9 @@ contexts: [{name: c, context: {cluster: k, user: u}}]
 current-context: c
 EOF
 echo token > /etc/strata/bridge.jwt
-chgrp strata-bridge /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt
-chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt`)
+head -c 32 /dev/urandom | base64 > /etc/strata/bridge-api.token
+chgrp strata-bridge /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token
+chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token`)
 
 	checks := []struct {
 		user string

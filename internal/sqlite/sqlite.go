@@ -4,7 +4,8 @@
 // (so a CLI verb and the daemon sharing a file wait for each other rather
 // than fail), foreign keys on, full fsync, one connection (one writer; a
 // daemon's writes are small), and the file created mode 0600 (SQLite
-// gives its -wal and -shm files the same mode).
+// gives its -wal and -shm files the same mode); an existing file others
+// may read is made private.
 //
 // The schema is made by numbered migrations, each applied in one
 // transaction together with its row in schema_migrations, so a database
@@ -25,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
@@ -69,15 +71,36 @@ func Open(ctx context.Context, path, app string, migrations []Migration) (*sql.D
 
 // create makes an empty database file with FileMode unless one exists:
 // SQLite itself would create it 0644 (less the umask), readable by all.
+// An existing database others may read or write (one made before, or by
+// hand) is made private: its group keeps what it had (0640 is a site's
+// choice), others lose everything.
 func create(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
 	switch {
 	case errors.Is(err, os.ErrExist):
-		return nil
+		return private(path)
 	case err != nil:
 		return fmt.Errorf("create database: %w", err)
 	}
 	return f.Close()
+}
+
+// private takes every permission of others from the database and its
+// -wal and -shm files (SQLite gives them the database's mode when it
+// makes them, but not when they exist). A file this process may not
+// change (another user's, or on a read-only mount) is left to the open
+// that follows, which reports what matters.
+func private(path string) error {
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Lstat(f)
+		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o007 == 0 {
+			continue
+		}
+		if err := os.Chmod(f, st.Mode().Perm()&^0o007); err != nil && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.EROFS) {
+			return fmt.Errorf("database %s (mode %04o) is open to every user and could not be made private: %w", f, st.Mode().Perm(), err)
+		}
+	}
+	return nil
 }
 
 // Migrate applies the migrations db lacks, in order, each in its own

@@ -100,6 +100,53 @@ func TestOpenSettings(t *testing.T) {
 	}
 }
 
+// A database (and its -wal and -shm files) that others may read, made by
+// an older release or by hand, is made private when it is opened; its
+// group keeps what it had.
+func TestOpenExistingLooseMode(t *testing.T) {
+	for name, tc := range map[string]struct{ mode, want os.FileMode }{
+		"0644": {0o644, 0o640},
+		"0666": {0o666, 0o660},
+		"0640": {0o640, 0o640},
+		"0604": {0o604, 0o600},
+		"0600": {0o600, 0o600},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "s.db")
+			db, err := Open(ctx, path, "strata-test", migrations(`CREATE TABLE p (id INTEGER PRIMARY KEY)`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			for _, f := range []string{path, path + "-wal", path + "-shm"} {
+				if f != path { // a crash leaves them behind
+					if err := os.WriteFile(f, nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := os.Chmod(f, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db, err = Open(ctx, path, "strata-test", migrations(`CREATE TABLE p (id INTEGER PRIMARY KEY)`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, f := range []string{path, path + "-wal", path + "-shm"} {
+				st, err := os.Stat(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Mode().Perm() != tc.want {
+					t.Errorf("%s: mode %04o after Open, want %04o", filepath.Base(f), st.Mode().Perm(), tc.want)
+				}
+			}
+		})
+	}
+}
+
 // Two programs opening one new file at once (a CLI verb and the daemon)
 // apply each migration once, and neither fails.
 func TestOpenConcurrently(t *testing.T) {

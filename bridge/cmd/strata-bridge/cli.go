@@ -148,15 +148,20 @@ do the versions in the store.`,
 deploys each job that completed with exit code 0 and asked to be served, once.
 When slurmrestd fails the cycle is skipped, logged, counted
 (strata_bridge_poll_errors_total) and /healthz fails. SIGHUP reloads
-serving.json (a bad file keeps the one in force). Listens on listen:
-GET /v1/deployments, GET /v1/deployments/{name}, POST /v1/deploy,
+serving.json and the API and slurmrestd tokens (a bad file keeps the one in force). Listens on
+listen: GET /v1/deployments, GET /v1/deployments/{name}, POST /v1/deploy,
 POST /v1/deployments/{name}/rollback, DELETE /v1/deployments/{name},
-GET /healthz, GET /metrics.`,
+GET /healthz, GET /metrics. Every /v1 request carries
+"Authorization: Bearer <the content of api.token_file>", names the API by an
+allowed Host (api.allowed_hosts) and posts application/json.
+
+A secret file (slurm.token_file, api.token_file, a kubeconfig with
+credentials) that every user can read stops the daemon before it starts.`,
 				Action: func(c *cli.Context) error { return cmdRun(ctx, c, log) },
 			}, configArg),
 			cliargs.Bind(&cli.Command{
 				Name:   "check-config",
-				Usage:  "load the configuration, serving.json, the default runtime and the kubeconfig, and report every problem",
+				Usage:  "load the configuration, serving.json, the default runtime, the kubeconfig and the secrets' modes, and report every problem",
 				Action: cmdCheck,
 			}, configArg),
 		},
@@ -205,8 +210,9 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // open loads the configuration and opens what the verb needs: the store
 // always, the cluster and the deployer when kube is true, slurmrestd when
-// slurm is true.
-func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm bool, metrics *deploy.Metrics) (*env, error) {
+// slurm is true, with tokens (nil: slurm.token_file as a FileToken).
+func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm bool, metrics *deploy.Metrics,
+	tokens slurmrest.TokenSource) (*env, error) {
 	cfg, err := config.Load(c.String("config"))
 	if err != nil {
 		return nil, err
@@ -232,8 +238,11 @@ func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm boo
 		return nil, err
 	}
 	if slurm {
+		if tokens == nil {
+			tokens = &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}
+		}
 		if e.slurm, err = slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-			Tokens: &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}, Logger: log}); err != nil {
+			Tokens: tokens, Logger: log}); err != nil {
 			e.close()
 			return nil, err
 		}
@@ -265,7 +274,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func cmdDeploy(ctx context.Context, c *cli.Context, log *slog.Logger) error {
-	e, err := open(ctx, c, log, true, true, nil)
+	e, err := open(ctx, c, log, true, true, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -286,7 +295,7 @@ func cmdRollback(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			return fmt.Errorf("--to: %w", err)
 		}
 	}
-	e, err := open(ctx, c, log, true, false, nil)
+	e, err := open(ctx, c, log, true, false, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -498,7 +507,7 @@ func liveStatus(ctx context.Context, cfg *config.Config, d store.Deployment, log
 
 func cmdDelete(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	name := cliargs.Get(c, "NAME")
-	e, err := open(ctx, c, log, true, false, nil)
+	e, err := open(ctx, c, log, true, false, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -549,8 +558,13 @@ func cmdCheck(c *cli.Context) error {
 	if _, err := restConfig(cfg.Kubernetes.Kubeconfig); err != nil {
 		problems = append(problems, err.Error())
 	}
-	if _, err := os.Stat(cfg.Slurm.TokenFile); err != nil {
-		problems = append(problems, fmt.Sprintf("slurm.token_file: %v", err))
+	warnings, secretProblems := checkSecrets(cfg)
+	problems = append(problems, secretProblems...)
+	if w := listenWarning(cfg); w != "" {
+		warnings = append(warnings, w)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", w)
 	}
 	if len(problems) > 0 {
 		noun := "problems"

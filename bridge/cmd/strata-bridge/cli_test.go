@@ -43,7 +43,8 @@ func site(t *testing.T, withServing bool) (cfgPath, dir string) {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"bridge.jwt": "token\n",
+		"bridge.jwt":       "token\n",
+		"bridge-api.token": "api-token\n",
 		"kubeconfig": `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
@@ -61,6 +62,7 @@ models:
   mount: {kind: hostPath, path: /shared, root: DIR/shared}
 runtimes: {dir: RUNTIMES}
 store: {path: DIR/state/bridge.db}
+api: {token_file: DIR/bridge-api.token}
 `),
 	}
 	if withServing {
@@ -242,6 +244,95 @@ func TestMetricsGolden(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
+}
+
+// TestSecrets: check-config refuses a secret every user can read (the
+// slurmrestd token, the API token, a kubeconfig with credentials and the
+// key file it names) and warns about one another group can read, and
+// about a listen address other hosts reach without TLS; run refuses to
+// start with a refused secret.
+func TestSecrets(t *testing.T) {
+	tests := map[string]struct {
+		file     string // in the site's folder
+		mode     os.FileMode
+		listen   string
+		wantCode int
+		want     []string
+	}{
+		"world-readable slurmrestd token": {file: "bridge.jwt", mode: 0o644, wantCode: 1,
+			want: []string{"slurm.token_file: ", "bridge.jwt (mode 0644) is readable or writable by every user of this host: chmod o-rwx"}},
+		"world-readable API token": {file: "bridge-api.token", mode: 0o604, wantCode: 1, want: []string{"api.token_file: ", "(mode 0604)"}},
+		"world-writable API token": {file: "bridge-api.token", mode: 0o602, wantCode: 1, want: []string{"api.token_file: "}},
+		"world-readable kubeconfig with a token": {file: "kubeconfig", mode: 0o644, wantCode: 1,
+			want: []string{"kubernetes.kubeconfig: ", "kubeconfig (mode 0644)"}},
+		"world-readable key the kubeconfig names": {file: "client.key", mode: 0o644, wantCode: 1,
+			want: []string{"kubernetes.kubeconfig ", "names ", "client.key, which: ", "(mode 0644)"}},
+		"0600 everywhere": {want: []string{" is valid ("}},
+		"no API token": {file: "bridge-api.token", mode: 0, wantCode: 1,
+			want: []string{"api.token_file: ", "bridge-api.token does not exist: make it with head -c 32 /dev/urandom | base64 >"}},
+		"every address": {listen: "0.0.0.0:9464",
+			want: []string{"WARNING: listen 0.0.0.0:9464 is not a loopback address and the API has no TLS", " is valid ("}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfgPath, dir := site(t, true)
+			key := filepath.Join(dir, "client.key")
+			if err := os.WriteFile(key, []byte("key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			kc := strings.Replace(mustRead(t, filepath.Join(dir, "kubeconfig")), "{token: x}", "{token: x, client-key: "+key+"}", 1)
+			if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), []byte(kc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tc.listen != "" {
+				if err := os.WriteFile(cfgPath, []byte(mustRead(t, cfgPath)+"listen: "+tc.listen+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.file != "" && tc.mode == 0 {
+				if err := os.Remove(filepath.Join(dir, tc.file)); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.file != "" {
+				if err := os.Chmod(filepath.Join(dir, tc.file), tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := runCLI(t, "-c", cfgPath, "check-config")
+			if code := cliexit.CodeOf(err); code != tc.wantCode {
+				t.Fatalf("check-config: exit code %d (%v), want %d\n%s", code, err, tc.wantCode, out)
+			}
+			if err != nil {
+				out += err.Error()
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("check-config output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, secret := range []string{"api-token", "token\n"} {
+				if strings.Contains(out, secret) {
+					t.Errorf("check-config quotes a secret:\n%s", out)
+				}
+			}
+			if tc.wantCode == 0 {
+				return
+			}
+			_, err = runCLI(t, "-c", cfgPath, "run")
+			if err == nil || !strings.Contains(err.Error(), tc.want[0]) {
+				t.Errorf("run = %v, want a refusal with %q", err, tc.want[0])
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestCheckConfigHostRoot: with models.host_root, check-config looks for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +18,9 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/watch"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/internal/servingquota"
+	"github.com/strata-hpc/strata/internal/slurmrest"
 )
 
 // registry is the daemon's private registry, with strata_build_info and
@@ -46,14 +49,39 @@ func health(w *watch.Watcher, staleAfter time.Duration, now func() time.Time) fu
 }
 
 func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
+	cfg, err := config.Load(c.String("config"))
+	if err != nil {
+		return err
+	}
+	// Secrets others can read are refused before anything starts.
+	warnings, problems := checkSecrets(cfg)
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %s", c.String("config"), strings.Join(problems, "; "))
+	}
+	for _, w := range warnings {
+		log.Warn("secret file readable by another group", "warning", w)
+	}
+	if w := listenWarning(cfg); w != "" {
+		log.Warn("API reachable from other hosts without TLS", "listen", cfg.Listen, "warning", w)
+	}
+	// The API's token and slurmrestd's: read again when their file
+	// changes, and on SIGHUP, each held to the rule at every read.
+	token := &secretfile.File{Path: cfg.API.TokenFile, What: "api.token_file", Rule: secretRule, Log: log}
+	if _, err := token.Get(); err != nil {
+		return err
+	}
+	slurmToken := &secretfile.File{Path: cfg.Slurm.TokenFile, What: "slurm.token_file", Rule: secretRule, Log: log}
+	if _, err := slurmToken.Get(); err != nil {
+		return err
+	}
 	reg := registry()
 	dm := deploy.NewMetrics(reg)
-	e, err := open(ctx, c, log, true, true, dm)
+	e, err := open(ctx, c, log, true, true, dm, slurmrest.SecretToken{File: slurmToken})
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	cfg := e.cfg
+	cfg = e.cfg
 
 	// Everything SIGHUP re-reads; a bad file keeps the one in force. A
 	// file more to reload is one more daemon.Value here.
@@ -62,7 +90,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}).OnReload(func(f *servingquota.File) {
 		log.Info("serving.json reloaded", "file", cfg.Policy.ServingFile, "tenants", len(f.Tenants))
 	})
-	reload := []daemon.Reloader{serving}
+	reload := []daemon.Reloader{serving, token, slurmToken}
 
 	dcfg := deployerConfig(cfg, e.kube, e.store, serving.Get, log, dm)
 	dcfg.Jobs = e.slurm
@@ -76,7 +104,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	h := api.Handler(api.Config{Deployer: dep, Store: e.store, Health: health(w, 3*cfg.Slurm.PollInterval, time.Now),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Token: token.Get, AllowedHosts: apiHosts(cfg), Log: log})
 	log.Info("strata-bridge starting", "listen", cfg.Listen, "slurmrestd", cfg.Slurm.URL, "parser", e.slurm.Info().Parser,
 		"poll_interval", cfg.Slurm.PollInterval, "field_manager", cfg.Kubernetes.FieldManager, "store", cfg.Store.Path)
 	// The store closes (deferred above) only after Run has waited for the

@@ -74,7 +74,13 @@ func TestDaemon(t *testing.T) {
 		dir := t.TempDir()
 		addr := freeAddr(t)
 		runtimes, _ := filepath.Abs("../../../etc/strata/bridge/runtimes")
-		cfg := strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "TOKEN", b.TokenFile, "KUBECONFIG", kc, "DIR", dir,
+		// The bed's token, in a file only this user reads: the bridge
+		// refuses a secret every user can read.
+		jwt, err := os.ReadFile(b.TokenFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "TOKEN", dir+"/bridge.jwt", "KUBECONFIG", kc, "DIR", dir,
 			"RUNTIMES", runtimes, "LISTEN", addr).Replace(`apiVersion: strata/v1
 kind: BridgeConfig
 slurm: {url: URL, user: USER, token_file: TOKEN, poll_interval: 5s}
@@ -86,10 +92,14 @@ models:
 runtimes: {dir: RUNTIMES}
 store: {path: DIR/bridge.db}
 listen: LISTEN
+api: {token_file: DIR/bridge-api.token}
 `)
+		const apiToken = "integration-api-token"
 		files := map[string]string{
-			"bridge.yaml":  cfg,
-			"serving.json": `{"apiVersion": "strata/v1", "kind": "ServingQuotas", "tenants": []}`,
+			"bridge.jwt":       string(jwt),
+			"bridge-api.token": apiToken + "\n",
+			"bridge.yaml":      cfg,
+			"serving.json":     `{"apiVersion": "strata/v1", "kind": "ServingQuotas", "tenants": []}`,
 		}
 		for name, data := range files {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
@@ -112,8 +122,25 @@ listen: LISTEN
 			}
 		}()
 
+		anon := func(method, path, body string) (int, string) {
+			req, _ := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(body))
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return 0, err.Error()
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(data)
+		}
 		get := func(method, path, body string) (int, string) {
 			req, _ := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+apiToken)
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				return 0, err.Error()
@@ -141,6 +168,12 @@ listen: LISTEN
 		code, body = get("GET", "/v1/deployments", "")
 		if code != http.StatusOK || !strings.Contains(body, `"deployments": []`) {
 			t.Errorf("GET /v1/deployments = %d %s", code, body)
+		}
+		if code, body = anon("GET", "/v1/deployments", ""); code != http.StatusUnauthorized {
+			t.Errorf("anonymous GET /v1/deployments = %d %s, want 401", code, body)
+		}
+		if code, body = anon("POST", "/v1/deploy", `{"job": 999999999}`); code != http.StatusUnauthorized {
+			t.Errorf("anonymous POST /v1/deploy = %d %s, want 401", code, body)
 		}
 		code, body = get("POST", "/v1/deploy", `{"job": 999999999}`)
 		if code != http.StatusUnprocessableEntity || !strings.Contains(body, `"check": "job"`) ||

@@ -9,8 +9,12 @@
 //	DELETE /v1/deployments/{name}[?dry_run=true]
 //
 // Errors are JSON, {"error": "..."}; a refusal (422) adds the check that
-// failed, the reason and the fix. The API has no authentication of its
-// own: it listens on loopback by default, for the portal on the same host.
+// failed, the reason and the fix.
+//
+// Every /v1 request must carry Authorization: Bearer <token> (the content
+// of api.token_file; 401 without), name the API by an allowed Host (421
+// otherwise) and send its body as application/json (415 otherwise).
+// /healthz and /metrics answer anyone, for probes and scrapers.
 package api
 
 import (
@@ -18,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -35,6 +40,15 @@ type Config struct {
 	Health func() (detail any, err error)
 	// Metrics serves /metrics; nil serves none.
 	Metrics http.Handler
+	// Token gives the bearer token every /v1 request must carry (a
+	// secretfile.File's Get, so a rotated file takes effect at once);
+	// nil refuses every /v1 request.
+	Token func() ([]byte, error)
+	// AllowedHosts are the Host names /v1 requests may carry besides
+	// LoopbackHosts: the listen address's host and the names clients use.
+	AllowedHosts []string
+	// Log receives a line per refused request; nil: none.
+	Log *slog.Logger
 }
 
 // DeploymentSummary is a deployment in the list, with its current version.
@@ -107,7 +121,9 @@ func ParseVersion(s string) (int64, error) {
 
 // Handler serves the API, /healthz and /metrics.
 func Handler(cfg Config) http.Handler {
+	root := http.NewServeMux()
 	mux := http.NewServeMux()
+	root.Handle("/", newGuard(cfg).wrap(mux))
 	mux.HandleFunc("GET /v1/deployments", func(w http.ResponseWriter, r *http.Request) {
 		ds, err := cfg.Store.Deployments(r.Context())
 		if err != nil {
@@ -211,7 +227,7 @@ func Handler(cfg Config) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, res)
 	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if cfg.Health == nil {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 			return
@@ -224,13 +240,13 @@ func Handler(cfg Config) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "detail": d})
 	})
 	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", cfg.Metrics)
+		root.Handle("GET /metrics", cfg.Metrics)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, Error{Error: fmt.Sprintf("no route %s %s: see GET /v1/deployments, POST /v1/deploy, "+
 			"POST /v1/deployments/{name}/rollback, DELETE /v1/deployments/{name}", r.Method, r.URL.Path)})
 	})
-	return mux
+	return root
 }
 
 // maxBody bounds a request body: the requests are a few fields.

@@ -54,16 +54,37 @@ func server(t *testing.T, health func() (any, error)) *httptest.Server {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(Handler(Config{Deployer: dep, Store: st, Health: health,
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "strata_test 1\n") })}))
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "strata_test 1\n") }),
+		Token:   func() ([]byte, error) { return []byte(testToken), nil }, AllowedHosts: []string{"bridge.example.org"}}))
 	t.Cleanup(srv.Close)
 	return srv
 }
 
+const testToken = "t0ken-for-tests"
+
+// do makes a request as a client that knows the token: the bearer token,
+// and Content-Type: application/json on a POST.
 func do(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
+	t.Helper()
+	h := http.Header{"Authorization": {"Bearer " + testToken}}
+	if method == http.MethodPost || body != "" {
+		h.Set("Content-Type", "application/json")
+	}
+	return doWith(t, srv, method, path, body, h)
+}
+
+func doWith(t *testing.T, srv *httptest.Server, method, path, body string, h http.Header) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range h {
+		if k == "Host" {
+			req.Host = v[0]
+			continue
+		}
+		req.Header[k] = v
 	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
@@ -138,6 +159,78 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// Every /v1 route wants the token, an allowed Host and a JSON body;
+// /healthz and /metrics want none of them.
+func TestGuard(t *testing.T) {
+	srv := server(t, nil)
+	auth := "Bearer " + testToken
+	tests := map[string]struct {
+		method, path, body string
+		header             http.Header
+		wantCode           int
+		want               string
+	}{
+		"list without a token":       {method: "GET", path: "/v1/deployments", wantCode: 401, want: "missing or wrong bearer token"},
+		"list with a wrong token":    {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {"Bearer nope"}}, wantCode: 401},
+		"list with a longer token":   {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth + "x"}}, wantCode: 401},
+		"list with a prefix":         {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth[:len(auth)-1]}}, wantCode: 401},
+		"token as Basic":             {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {"Basic " + testToken}}, wantCode: 401},
+		"token without a scheme":     {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {testToken}}, wantCode: 401},
+		"list with the token":        {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth}}, wantCode: 200, want: `"llama"`},
+		"scheme in lower case":       {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {"bearer " + testToken}}, wantCode: 200},
+		"delete without a token":     {method: "DELETE", path: "/v1/deployments/llama", wantCode: 401},
+		"unknown route, no token":    {method: "GET", path: "/v2/x", wantCode: 401},
+		"deploy without a token":     {method: "POST", path: "/v1/deploy", body: `{"job": 5}`, header: http.Header{"Content-Type": {"application/json"}}, wantCode: 401},
+		"deploy as text/plain":       {method: "POST", path: "/v1/deploy", body: `{"job": 5}`, header: http.Header{"Authorization": {auth}, "Content-Type": {"text/plain"}}, wantCode: 415, want: "reads JSON only"},
+		"deploy as a form":           {method: "POST", path: "/v1/deploy", body: `job=5`, header: http.Header{"Authorization": {auth}, "Content-Type": {"application/x-www-form-urlencoded"}}, wantCode: 415},
+		"deploy without a type":      {method: "POST", path: "/v1/deploy", body: `{"job": 5}`, header: http.Header{"Authorization": {auth}}, wantCode: 415},
+		"rollback, no body, no type": {method: "POST", path: "/v1/deployments/llama/rollback", header: http.Header{"Authorization": {auth}}, wantCode: 415},
+		"deploy as JSON with charset": {method: "POST", path: "/v1/deploy", body: `{}`, header: http.Header{"Authorization": {auth}, "Content-Type": {"application/json; charset=utf-8"}}, wantCode: 400,
+			want: `\"job\" is required`},
+		"delete with a text body": {method: "DELETE", path: "/v1/deployments/llama", body: "x", header: http.Header{"Authorization": {auth}, "Content-Type": {"text/plain"}}, wantCode: 415},
+		"foreign Host":            {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth}, "Host": {"evil.example.com"}}, wantCode: 421, want: "is not a name of this API"},
+		"foreign Host, port":      {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth}, "Host": {"evil.example.com:9464"}}, wantCode: 421},
+		"allowed Host":            {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth}, "Host": {"Bridge.Example.ORG:9464"}}, wantCode: 200},
+		"localhost":               {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth}, "Host": {"localhost:9464"}}, wantCode: 200},
+		"[::1]":                   {method: "GET", path: "/v1/deployments", header: http.Header{"Authorization": {auth}, "Host": {"[::1]:9464"}}, wantCode: 200},
+		"foreign Host, no token":  {method: "GET", path: "/v1/deployments", header: http.Header{"Host": {"evil.example.com"}}, wantCode: 421},
+		"healthz, anyone":         {method: "GET", path: "/healthz", header: http.Header{"Host": {"evil.example.com"}}, wantCode: 200},
+		"metrics, anyone":         {method: "GET", path: "/metrics", header: http.Header{"Host": {"prometheus.example.com"}}, wantCode: 200, want: "strata_test 1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			code, body := doWith(t, srv, tc.method, tc.path, tc.body, tc.header)
+			if code != tc.wantCode || !strings.Contains(body, tc.want) {
+				t.Errorf("%s %s = %d, want %d with %q\n%s", tc.method, tc.path, code, tc.wantCode, tc.want, body)
+			}
+			if strings.Contains(body, testToken) {
+				t.Errorf("the answer quotes the token:\n%s", body)
+			}
+		})
+	}
+}
+
+// Without a token source, or with one that fails (a token file made
+// world-readable), every /v1 request is refused.
+func TestGuardWithoutToken(t *testing.T) {
+	for name, token := range map[string]func() ([]byte, error){
+		"none":    nil,
+		"failing": func() ([]byte, error) { return nil, errors.New("api.token_file: mode 0644") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(Handler(Config{Token: token}))
+			defer srv.Close()
+			code, body := doWith(t, srv, "GET", "/v1/deployments", "", http.Header{"Authorization": {"Bearer "}})
+			if code != http.StatusServiceUnavailable {
+				t.Errorf("= %d %s, want 503", code, body)
+			}
+			if strings.Contains(body, "0644") {
+				t.Errorf("the answer says why to an anonymous client: %s", body)
+			}
+		})
+	}
+}
+
 func TestHealthAndMetrics(t *testing.T) {
 	srv := server(t, func() (any, error) {
 		return map[string]int{"jobs": 3}, errors.New("the last poll failed: slurmrestd down")
@@ -198,6 +291,34 @@ func FuzzDecodeDeploy(f *testing.F) {
 		var again DeployRequest
 		if err := decode(httptest.NewRequest(http.MethodPost, "/v1/deploy", strings.NewReader(string(data))), &again); err != nil || again != req {
 			t.Errorf("re-decoding %s: %+v, %v; want %+v", data, again, err, req)
+		}
+	})
+}
+
+// FuzzGuard: whatever the Authorization and Host headers say, a /v1
+// request is served only with the exact token and an allowed Host, and
+// no answer quotes the token. Seeded from TestGuard's headers.
+func FuzzGuard(f *testing.F) {
+	for _, s := range [][2]string{{"Bearer " + testToken, "127.0.0.1"}, {"bearer " + testToken, "localhost:9464"}, {"Bearer nope", "[::1]:1"},
+		{"Basic " + testToken, "bridge.example.org"}, {testToken, "127.0.0.1"}, {"Bearer " + testToken + "x", "evil.example.com"},
+		{"Bearer  " + testToken, "127.0.0.1"}, {"", ""}, {"Bearer " + testToken, "127.0.0.1.evil.example.com"}} {
+		f.Add(s[0], s[1])
+	}
+	h := Handler(Config{Token: func() ([]byte, error) { return []byte(testToken), nil }, AllowedHosts: []string{"bridge.example.org"}})
+	f.Fuzz(func(t *testing.T, auth, host string) {
+		r := httptest.NewRequest(http.MethodGet, "/v1/nothing", nil)
+		r.Header.Set("Authorization", auth)
+		r.Host = host
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, r)
+		scheme, tok, _ := strings.Cut(auth, " ")
+		allowed := map[string]bool{"127.0.0.1": true, "localhost": true, "::1": true, "bridge.example.org": true}[normalHost(host)]
+		authorized := strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(tok) == testToken
+		if served := rr.Code == http.StatusNotFound; served != (allowed && authorized) {
+			t.Errorf("Authorization %q, Host %q: %d (allowed host %v, token %v)", auth, host, rr.Code, allowed, authorized)
+		}
+		if strings.Contains(rr.Body.String(), testToken) {
+			t.Errorf("the answer quotes the token: %s", rr.Body)
 		}
 	})
 }

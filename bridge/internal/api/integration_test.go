@@ -75,11 +75,16 @@ func TestAPIOnKubernetes(t *testing.T) {
 	if res, err := dep.Deploy(ctx, jobs[501], deploy.Options{Reason: "test"}); err != nil || res.Outcome != store.OutcomeReady {
 		t.Fatalf("deploy job 501: %+v, %v", res, err)
 	}
-	srv := httptest.NewServer(api.Handler(api.Config{Deployer: dep, Store: st}))
+	const token = "integration-token"
+	srv := httptest.NewServer(api.Handler(api.Config{Deployer: dep, Store: st, Token: func() ([]byte, error) { return []byte(token), nil }}))
 	defer srv.Close()
 	call := func(method, path, body string, wantCode int, v any) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -143,6 +148,16 @@ func TestAPIOnKubernetes(t *testing.T) {
 	call("DELETE", "/v1/deployments/llama?dry_run=true", "", 200, &del)
 	if len(del.Deleted) != 2 || version() != "job-501" {
 		t.Errorf("dry delete: %+v; the Deployment must stay", del)
+	}
+	// An anonymous DELETE never reaches the cluster.
+	anon, _ := http.NewRequestWithContext(ctx, "DELETE", srv.URL+"/v1/deployments/llama", nil)
+	if resp, err := srv.Client().Do(anon); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous DELETE = %v, %v; want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if version() != "job-501" {
+		t.Fatal("an anonymous DELETE removed the Deployment")
 	}
 	call("DELETE", "/v1/deployments/llama", "", 200, &del)
 	if _, err := apps.Deployments(ns).Get(ctx, "llama", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -61,6 +61,7 @@ type Config struct {
 	Store    Store              `yaml:"store"`
 	// Listen is the daemon's API and metrics address.
 	Listen string `yaml:"listen"`
+	API    API    `yaml:"api"`
 	// KServe renders an InferenceService instead of Deployment, Service
 	// and HorizontalPodAutoscaler; the cluster must have KServe's CRD.
 	KServe bool `yaml:"kserve"`
@@ -144,6 +145,18 @@ type Store struct {
 	Path string `yaml:"path"`
 }
 
+// API guards the daemon's JSON API (not /healthz and /metrics).
+type API struct {
+	// TokenFile holds the bearer token every API request must carry; it
+	// is read again when it changes and on SIGHUP. Others must not be
+	// able to read it (internal/secretfile's rule).
+	TokenFile string `yaml:"token_file"`
+	// AllowedHosts are the names clients call the API by (its Host
+	// header), besides localhost, 127.0.0.1, ::1, the listen address's
+	// host and this host's name.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+}
+
 // Spread spreads a model's replicas.
 type Spread struct {
 	// TopologyKey is the node label replicas spread across
@@ -168,6 +181,7 @@ func Default() Config {
 		Defaults:             servespec.Defaults{Runtime: "generic", Replicas: 1},
 		Store:                Store{Path: "/var/lib/strata/bridge/bridge.db"},
 		Listen:               "127.0.0.1:9464",
+		API:                  API{TokenFile: "/etc/strata/bridge-api.token", AllowedHosts: []string{}},
 		KServeDeploymentMode: KServeStandard,
 		Spread:               Spread{TopologyKey: "kubernetes.io/hostname"},
 	}
@@ -266,6 +280,13 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.bad("listen", fmt.Sprintf("write 0.0.0.0:%s if that is meant, or 127.0.0.1:%s", port, port),
 			"%q listens on every address", c.Listen)
 	}
+	ps.absFile("api.token_file", c.API.TokenFile, true, "the file of the API's bearer token (head -c 32 /dev/urandom | base64)")
+	for i, h := range c.API.AllowedHosts {
+		if net.ParseIP(h) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(h))) > 0 {
+			ps.bad(fmt.Sprintf("api.allowed_hosts[%d]", i), "give a host name or an IP address, without scheme or port, such as bridge.example.org",
+				"%q is neither a host name nor an IP address", h)
+		}
+	}
 	if c.KServeDeploymentMode != KServeStandard && c.KServeDeploymentMode != KServeRawDeployment {
 		ps.bad("kserve_deployment_mode", "never Knative: it refuses hostPath and NFS volumes",
 			"want %s, or %s for KServe releases that predate it, got %q", KServeStandard, KServeRawDeployment, c.KServeDeploymentMode)
@@ -335,6 +356,20 @@ func (c *Config) validateModels(ps *problems) {
 		}
 		ps.bad("models.mount.kind", hint, "want hostPath, nfs or pvc, got %q", m.Kind)
 	}
+}
+
+// ListenLoopback reports whether listen is a loopback address (127.0.0.1,
+// ::1, localhost): only local clients reach the API, so it needs no TLS.
+func (c *Config) ListenLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // absFile checks that value is an absolute, clean path; required says

@@ -72,6 +72,18 @@ func TestShippedExample(t *testing.T) {
 	}
 }
 
+func TestListenLoopback(t *testing.T) {
+	for listen, want := range map[string]bool{
+		"127.0.0.1:9464": true, "127.0.0.2:9464": true, "[::1]:9464": true, "localhost:9464": true,
+		"0.0.0.0:9464": false, "[::]:9464": false, "10.0.0.5:9464": false, "bridge.example.org:9464": false, "nonsense": false,
+	} {
+		c := Config{Listen: listen}
+		if got := c.ListenLoopback(); got != want {
+			t.Errorf("ListenLoopback(%q) = %v, want %v", listen, got, want)
+		}
+	}
+}
+
 func TestUnder(t *testing.T) {
 	for name, tc := range map[string]struct {
 		path, root string

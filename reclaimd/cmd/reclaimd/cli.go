@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -163,7 +164,15 @@ func cmdCheck(c *cli.Context) error {
 		rerr = judgeable(cfg, r)
 	}
 	tenants, terr := tenantmap.Load(cfg.TenantsFile)
-	if err := errors.Join(rerr, terr); err != nil {
+	warnings, problems := checkSecrets(cfg)
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", w)
+	}
+	var serr error
+	if len(problems) > 0 {
+		serr = errors.New(strings.Join(problems, "\n"))
+	}
+	if err := errors.Join(rerr, terr, serr); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "%s is valid; %s has %d rules (dry run: %v); %s has %d tenants\n",

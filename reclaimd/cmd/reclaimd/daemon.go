@@ -15,6 +15,7 @@ import (
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
+	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
@@ -70,12 +71,25 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Secrets first, before anything reaches the network; each is read
+	// again when its file changes and on SIGHUP.
+	slurmToken, err := openSecret("slurm.token_file", cfg.Slurm.TokenFile, log)
+	if err != nil {
+		return err
+	}
+	var secret *secretfile.File // the agents': read again when it changes and on SIGHUP
+	if cfg.Source == "agents" {
+		if secret, err = openSecret("agents.token_file", cfg.Agents.TokenFile, log); err != nil {
+			return err
+		}
+	}
 	rl, err := newReloads(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	reload := append(rl.list(), slurmToken)
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-		Tokens: &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log})
+		Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -102,7 +116,11 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		}
 		notifiers = append(notifiers, m)
 	}
-	var col controller.Collector = &collect.Agents{URLTemplate: cfg.Agents.URLTemplate, Client: &http.Client{Timeout: cfg.Agents.Timeout}}
+	var col controller.Collector
+	if cfg.Source == "agents" {
+		reload = append(reload, secret)
+		col = &collect.Agents{URLTemplate: cfg.Agents.URLTemplate, Client: &http.Client{Timeout: cfg.Agents.Timeout}, Secret: secret.Get}
+	}
 	if cfg.Source == "prometheus" {
 		p := cfg.Prometheus
 		col = &collect.Prometheus{URL: p.URL, Step: p.Step, Window: p.Window, NodeLabel: p.NodeLabel, MemActivityMetric: p.MemActivityMetric,
@@ -125,7 +143,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: ctl.Handler(3 * cfg.Interval),
 		Loops: []daemon.Loop{{Name: "reclaim", Run: func(ctx context.Context) error { return ctl.Run(ctx, cfg.Interval) },
 			Stall: cycleStall(cfg.Interval)}},
-		Reload: rl.list()})
+		Reload: reload})
 }
 
 func cmdAgent(ctx context.Context, c *cli.Context, log *slog.Logger) error {
@@ -156,10 +174,17 @@ func cmdAgent(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		defer func() { _ = n.Close() }()
 		src = n
 	}
+	// The secret every snapshot is signed with: read again when it
+	// changes and on SIGHUP.
+	secret, err := openSecret("agent.token_file", cfg.Agent.TokenFile, log)
+	if err != nil {
+		return err
+	}
 	acfg := agent.Config{Node: node, Source: src, Interval: cfg.Agent.Interval, Window: cfg.Agent.Window,
-		Procs: agent.ProcFS{Root: cfg.Agent.ProcRoot}, Logger: log}
+		Procs: agent.ProcFS{Root: cfg.Agent.ProcRoot}, Logger: log, Secret: secret.Get}
 	if cfg.Agent.Record != "" {
-		f, err := os.OpenFile(cfg.Agent.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		// Job ids and GPU use of every user: not for others to read.
+		f, err := os.OpenFile(cfg.Agent.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 		if err != nil {
 			return err
 		}
@@ -172,7 +197,8 @@ func cmdAgent(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	buildinfo.Register(a.Registry(), "reclaimd-agent")
 	log.Info("reclaimd agent starting", "node", node, "listen", cfg.Agent.Listen, "interval", cfg.Agent.Interval, "replay", cfg.Agent.Replay)
-	// The agent re-reads nothing on SIGHUP; it logs the reload and runs on.
+	// SIGHUP re-reads the secret, and nothing else.
 	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Agent.Listen, Handler: a.Handler(),
-		Loops: []daemon.Loop{{Name: "sample", Run: a.Run, Stall: sampleStall(cfg.Agent.Interval)}}})
+		Loops:  []daemon.Loop{{Name: "sample", Run: a.Run, Stall: sampleStall(cfg.Agent.Interval)}},
+		Reload: []daemon.Reloader{secret}})
 }

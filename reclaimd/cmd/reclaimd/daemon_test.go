@@ -40,6 +40,7 @@ func TestAgentUnderSystemdNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgPath := filepath.Join(dir, "reclaimd.yaml")
+	token := filepath.Join(dir, "agent.token")
 	cfg := `apiVersion: strata/v1
 kind: ReclaimdConfig
 slurm:
@@ -50,9 +51,12 @@ agent:
   node: gpu01
   interval: 1s
   window: 1m
+  token_file: ` + token + `
   replay: ` + replay + "\n"
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+	for path, data := range map[string]string{cfgPath: cfg, token: "agent secret\n"} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	cmd := exec.Command(os.Args[0], "--config", cfgPath, "agent")

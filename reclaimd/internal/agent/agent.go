@@ -53,6 +53,11 @@ type Config struct {
 	Procs    ProcReader   // where job ids come from; ProcFS{Root: "/proc"}
 	Recorder Recorder     // optional: gets every sample taken
 	Logger   *slog.Logger // slog.Default()
+	// Secret gives the secret shared with the controller
+	// (agent.token_file, a secretfile.File's Get): each snapshot is
+	// signed with it (auth.go). nil signs nothing, and the controller
+	// refuses the snapshots.
+	Secret func() ([]byte, error)
 	// Now is the clock; time.Now. The sampling loop's ticker is the time
 	// package's, so tests run Run under testing/synctest.
 	Now func() time.Time
@@ -71,7 +76,8 @@ type Agent struct {
 	windows     map[int]*window // by GPU index
 	lastOK      time.Time       // of the last good sample
 	lastAttempt time.Time
-	lastErr     error // of the last attempt; nil when it went well
+	lastErr     error     // of the last attempt; nil when it went well
+	started     time.Time // of the first good sample: no sample is older
 }
 
 // New checks cfg, fills in its defaults and returns an Agent. Every problem
@@ -185,6 +191,9 @@ func (a *Agent) SampleOnce(ctx context.Context) error {
 	a.mu.Lock()
 	recovered := a.lastErr != nil
 	a.lastErr, a.lastAttempt, a.lastOK = nil, now, now
+	if a.started.IsZero() {
+		a.started = now
+	}
 	for _, s := range samples {
 		w := a.windows[s.GPU]
 		if w == nil || w.uuid != s.UUID {
@@ -265,6 +274,10 @@ func (a *Agent) Snapshot() Snapshot {
 	if !a.lastOK.IsZero() {
 		t := a.lastOK
 		s.LastSampleAt = &t
+	}
+	if !a.started.IsZero() {
+		t := a.started
+		s.StartedAt = &t
 	}
 	oldest := now.Add(-a.cfg.Window)
 	for _, i := range slices.Sorted(maps.Keys(a.windows)) {

@@ -218,7 +218,7 @@ func TestAgentNVML(t *testing.T) {
 	ptr := func(v float64) *float64 { return &v }
 	at := t0.Add(10 * time.Second)
 	want := Snapshot{
-		Node: "dgx01", TakenAt: at, IntervalSeconds: 10, WindowSeconds: 600, SourceOK: true, LastSampleAt: &at,
+		Node: "dgx01", TakenAt: at, IntervalSeconds: 10, WindowSeconds: 600, SourceOK: true, LastSampleAt: &at, StartedAt: &t0,
 		GPUs: []GPUWindow{
 			{Index: 0, UUID: "GPU-00000000-0000-0000-0000-000000000000", Model: "Mock NVIDIA A100-SXM4-40GB", MemTotalMiB: 40960},
 			{Index: 1, UUID: "GPU-00000000-0000-0000-0000-000000000001", Model: "Mock NVIDIA A100-SXM4-40GB", MemTotalMiB: 40960, MIG: true},

@@ -18,16 +18,36 @@ func (a *Agent) Handler() http.Handler {
 	return mux
 }
 
-func (a *Agent) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
+func (a *Agent) serveSnapshot(w http.ResponseWriter, r *http.Request) {
+	// With a secret (agent.token_file), each snapshot answers the
+	// controller's nonce with its signature (auth.go).
+	var secret []byte
+	nonce := r.Header.Get(HeaderNonce)
+	if a.cfg.Secret != nil {
+		if !validNonce(nonce) {
+			http.Error(w, HeaderNonce+": want 32 to 128 hex digits, fresh for each request", http.StatusBadRequest)
+			return
+		}
+		var err error
+		if secret, err = a.cfg.Secret(); err != nil {
+			a.log.Error("agent secret unusable: snapshots are refused", "error", err)
+			http.Error(w, "the agent's secret file cannot be used: see its log", http.StatusServiceUnavailable)
+			return
+		}
+	}
 	b, err := json.Marshal(a.Snapshot())
 	if err != nil { // only non-finite floats, which no source produces
 		a.log.Error("encode snapshot failed", "error", err)
 		http.Error(w, "encode snapshot: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(b, '\n'))
+	if secret != nil {
+		w.Header().Set(HeaderSignature, Sign(secret, nonce, b))
+	}
+	w.Write(b)
 }
 
 func (a *Agent) serveHealth(w http.ResponseWriter, _ *http.Request) {

@@ -37,13 +37,16 @@ import (
 //	        "mem_used_mib": 5000, "mem_total_mib": 9856, "processes": 2, "job_ids": [1003]
 //	      }]
 //	    }]
-//	  }]
+//	  }],
+//	  "started_at": "2026-03-01T11:00:00Z"     // this agent's first good sample; null before it
 //	}
 //
 // A GPU with processes but no job ids runs something outside Slurm (or a
 // process whose job the agent could not read). The controller should not
 // act on a snapshot whose source_ok is false or whose samples stop short of
-// taken_at by more than a few intervals.
+// taken_at by more than a few intervals, nor one with a sample older than
+// started_at (a history the agent cannot have). With a secret, the answer
+// carries a signature (auth.go).
 type Snapshot struct {
 	Node            string      `json:"node"`
 	TakenAt         time.Time   `json:"taken_at"`
@@ -53,6 +56,10 @@ type Snapshot struct {
 	LastError       string      `json:"last_error"`
 	LastSampleAt    *time.Time  `json:"last_sample_at"`
 	GPUs            []GPUWindow `json:"gpus"`
+
+	// StartedAt is when this agent's history begins: the controller
+	// refuses a snapshot with a sample older than it.
+	StartedAt *time.Time `json:"started_at"`
 }
 
 // GPUWindow is one GPU's window, described as its latest sample found it.

@@ -30,6 +30,10 @@ type Agents struct {
 	Client      *http.Client
 	// Parallel bounds the requests in flight (default 32).
 	Parallel int
+	// Secret gives the secret shared with the agents (agents.token_file,
+	// a secretfile.File's Get): a snapshot not signed with it for this
+	// request is refused (agent/auth.go). nil refuses every snapshot.
+	Secret func() ([]byte, error)
 }
 
 // Result is what one collection gives.
@@ -41,11 +45,14 @@ type Result struct {
 	// Failed names the nodes whose agent did not answer, with why. Their
 	// GPUs have no samples, so their jobs are judged stale, never idle.
 	Failed map[string]string
+	// Refused names the nodes (also in Failed) whose answer was refused:
+	// RefusedSignature or RefusedHistory.
+	Refused map[string]string
 }
 
 // Collect asks the agents of the given nodes for their windows.
 func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
-	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
+	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}, Refused: map[string]string{}}
 	if len(nodes) == 0 {
 		return res, nil
 	}
@@ -71,6 +78,9 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 			defer mu.Unlock()
 			if err != nil {
 				res.Failed[node] = err.Error()
+				if r := (*refusal)(nil); errors.As(err, &r) {
+					res.Refused[node] = r.reason
+				}
 				return
 			}
 			if !snap.SourceOK {
@@ -122,12 +132,20 @@ func (a *Agents) base(node string) string {
 	return strings.ReplaceAll(t, "{node}", node)
 }
 
+// maxSnapshot bounds an agent's answer.
+const maxSnapshot = 64 << 20
+
 func (a *Agents) fetch(ctx context.Context, client *http.Client, node string) (agent.Snapshot, error) {
 	var snap agent.Snapshot
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.base(node), "/")+"/v1/snapshot", nil)
 	if err != nil {
 		return snap, err
 	}
+	n, err := nonce()
+	if err != nil {
+		return snap, err
+	}
+	req.Header.Set(agent.HeaderNonce, n)
 	resp, err := client.Do(req)
 	if err != nil {
 		return snap, err
@@ -137,8 +155,22 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node string) (a
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return snap, fmt.Errorf("agent answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&snap); err != nil {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSnapshot+1))
+	switch {
+	case err != nil:
 		return snap, fmt.Errorf("agent snapshot: %w", err)
+	case len(body) > maxSnapshot:
+		return snap, fmt.Errorf("agent snapshot: larger than %d bytes", maxSnapshot)
+	}
+	// Nothing of the body is read before its signature holds.
+	if err := a.verify(n, resp.Header, body); err != nil {
+		return snap, err
+	}
+	if err := json.Unmarshal(body, &snap); err != nil {
+		return snap, fmt.Errorf("agent snapshot: %w", err)
+	}
+	if err := checkHistory(snap); err != nil {
+		return snap, err
 	}
 	if snap.Node != "" && snap.Node != node {
 		return snap, errors.New("agent reports node " + snap.Node + ", not " + node + ": check the agent URL template")

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -60,6 +61,10 @@ type Slurm struct {
 type Agents struct {
 	URLTemplate string        `yaml:"url_template"`
 	Timeout     time.Duration `yaml:"timeout"`
+	// TokenFile holds the secret the agents sign their snapshots with
+	// (the same file as agent.token_file on every GPU node): a snapshot
+	// not signed with it is refused.
+	TokenFile string `yaml:"token_file"`
 }
 
 // Prometheus reads dcgm-exporter's metrics.
@@ -99,7 +104,14 @@ type Agent struct {
 	Record string `yaml:"record"`
 	// ProcRoot is where /proc is (for job mapping).
 	ProcRoot string `yaml:"proc_root"`
+	// TokenFile holds the secret shared with the controller
+	// (agents.token_file): every snapshot is signed with it.
+	TokenFile string `yaml:"token_file"`
 }
+
+// DefaultAgentTokenFile is where the controller and the agents find the
+// secret they share.
+const DefaultAgentTokenFile = "/etc/strata/reclaimd-agent.token"
 
 // Default is the configuration used for keys the file leaves out.
 func Default() Config {
@@ -110,11 +122,12 @@ func Default() Config {
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
 			Scontrol: "scontrol", SignalBatchOnly: true},
 		Source: "agents",
-		Agents: Agents{URLTemplate: "http://{node}:9810", Timeout: 5 * time.Second},
+		Agents: Agents{URLTemplate: "http://{node}:9810", Timeout: 5 * time.Second, TokenFile: DefaultAgentTokenFile},
 		Prometheus: Prometheus{URL: "http://127.0.0.1:9090", Step: 30 * time.Second, Window: 2 * time.Hour, NodeLabel: "Hostname",
 			MemActivityMetric: "DCGM_FI_PROF_DRAM_ACTIVE", Timeout: 30 * time.Second},
 		Notify: Notify{Sendmail: "/usr/sbin/sendmail", MailFrom: "reclaimd"},
-		Agent:  Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 2 * time.Hour, ProcRoot: "/proc"},
+		Agent: Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 2 * time.Hour, ProcRoot: "/proc",
+			TokenFile: DefaultAgentTokenFile},
 	}
 }
 
@@ -173,6 +186,15 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	if c.Source == "prometheus" && (c.Prometheus.URL == "" || c.Prometheus.Step <= 0 || c.Prometheus.Window < c.Prometheus.Step) {
 		bad("prometheus", "set prometheus.url, a step of at least the scrape interval, and a window of the longest rule window",
 			"url, a positive step and a window of at least one step are required")
+	}
+	for _, f := range []struct{ path, value string }{{"agents.token_file", c.Agents.TokenFile}, {"agent.token_file", c.Agent.TokenFile}} {
+		switch {
+		case f.value == "":
+			bad(f.path, "give the file of the secret the agents and the controller share, such as "+DefaultAgentTokenFile,
+				"required: the controller believes only snapshots signed with it")
+		case !filepath.IsAbs(f.value) || filepath.Clean(f.value) != f.value:
+			bad(f.path, "write an absolute path without . or .. parts", "%q is not an absolute clean path", f.value)
+		}
 	}
 	if !strings.Contains(c.Agents.URLTemplate, "{node}") {
 		bad("agents.url_template", "write {node} where the Slurm node name goes, such as http://{node}:9810",

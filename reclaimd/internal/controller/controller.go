@@ -255,6 +255,12 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		cycleErr = append(cycleErr, "metrics: "+err.Error())
 	}
 	for node, why := range res.Failed {
+		if reason, ok := res.Refused[node]; ok {
+			// Not believed: a forged or impossible snapshot is never read as idle.
+			c.cfg.Metrics.AgentRefusals.WithLabelValues(reason).Inc()
+			c.cfg.Log.Error("agent snapshot refused: its GPUs count as stale this cycle", "node", node, "reason", reason, "error", why)
+			continue
+		}
 		c.cfg.Log.Warn("no GPU samples for a node: its GPUs count as stale this cycle", "node", node, "error", why)
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval

@@ -261,7 +261,7 @@ func (b *bed) newController() *controller.Controller {
 	}))
 	b.t.Cleanup(hook.Close)
 	ctl, err := controller.New(controller.Config{Slurm: b.slurm, Store: b.st, Rules: func() reclaimrules.Rules { return b.rules },
-		Collector: &collect.Agents{URL: b.agentURL}, Notifier: notify.Webhook{URL: hook.URL},
+		Collector: &collect.Agents{URL: b.agentURL, Secret: agentSecret}, Notifier: notify.Webhook{URL: hook.URL},
 		Tenants: func() *tenantmap.Map { return b.tenants }, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock,
 		Log: slog.New(slog.NewTextHandler(&b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -287,7 +287,7 @@ func (b *bed) startAgent(util int) {
 	}
 	a, err := agent.New(agent.Config{Node: jobNode, Source: source.NewReplay(rec, time.Time{}, true), Interval: 10 * time.Second,
 		Window: 5 * time.Minute, Now: b.clock, Procs: agent.ProcFS{Root: b.t.TempDir()},
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler), Secret: agentSecret})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -306,6 +306,9 @@ func (b *bed) startAgent(util int) {
 		b.sample()
 	}
 }
+
+// agentSecret is the secret the test agents and the controller share.
+func agentSecret() ([]byte, error) { return []byte("shared agent secret for tests"), nil }
 
 func (b *bed) clock() time.Time { b.mu.Lock(); defer b.mu.Unlock(); return b.now }
 

@@ -77,7 +77,7 @@ func replayAgents(t *testing.T, b *testbed.Bed, busy map[string]bool) func(strin
 			t.Fatal(err)
 		}
 		a, err := agent.New(agent.Config{Node: node, Source: source.NewReplay(rec, time.Time{}, true), Interval: 10 * time.Second,
-			Window: 5 * time.Minute, Now: now, Procs: agent.ProcFS{Root: t.TempDir()}})
+			Window: 5 * time.Minute, Now: now, Procs: agent.ProcFS{Root: t.TempDir()}, Secret: agentSecret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestReclaimLadder(t *testing.T) {
 		}
 		defer st.Close()
 		ctl, err := controller.New(controller.Config{Slurm: c, Store: st, Rules: func() reclaimrules.Rules { return rules },
-			Collector: &collect.Agents{URL: urls}, SignalBatchOnly: true,
+			Collector: &collect.Agents{URL: urls, Secret: agentSecret}, SignalBatchOnly: true,
 			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 		if err != nil {
 			t.Fatal(err)
@@ -267,7 +267,7 @@ func TestRecoverOpenIntent(t *testing.T) {
 		}
 		rules, _ := reclaimrules.Parse([]byte(rulesJSON))
 		ctl, err := controller.New(controller.Config{Slurm: c, Store: st, Rules: func() reclaimrules.Rules { return rules },
-			Collector: &collect.Agents{URL: func(string) string { return "http://127.0.0.1:1" }}})
+			Collector: &collect.Agents{URL: func(string) string { return "http://127.0.0.1:1" }, Secret: agentSecret}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +352,7 @@ func TestCancelThroughOutage(t *testing.T) {
 		}
 		defer st.Close()
 		ctl, err := controller.New(controller.Config{Slurm: c, Store: st, Rules: func() reclaimrules.Rules { return rules },
-			Collector: &collect.Agents{URL: urls}})
+			Collector: &collect.Agents{URL: urls, Secret: agentSecret}})
 		if err != nil {
 			t.Fatal(err)
 		}

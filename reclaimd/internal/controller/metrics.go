@@ -22,6 +22,9 @@ type Metrics struct {
 	Skipped      *prometheus.CounterVec
 	CycleSeconds prometheus.Histogram
 	DataAge      prometheus.Gauge
+	// AgentRefusals counts the agent snapshots refused, by reason
+	// (collect.RefusedSignature, collect.RefusedHistory).
+	AgentRefusals *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics.
@@ -57,7 +60,12 @@ func NewMetrics() *Metrics {
 			Name: "strata_reclaim_data_age_seconds",
 			Help: "Age of the newest GPU sample at the start of the last cycle.",
 		}),
+		AgentRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_agent_snapshots_refused_total",
+			Help: "Agent snapshots refused, by reason: signature (not signed with the shared secret for this request) or history (a sample older than the agent's start).",
+		}, []string{"reason"}),
 	}
-	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge)
+	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
+		m.AgentRefusals)
 	return m
 }

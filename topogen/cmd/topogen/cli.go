@@ -19,6 +19,7 @@ import (
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/topogen/internal/apply"
 	"github.com/strata-hpc/strata/topogen/internal/config"
 	"github.com/strata-hpc/strata/topogen/internal/diff"
@@ -500,6 +501,17 @@ func cmdCheckConfig(c *cli.Context) error {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return err
+	}
+	// The slurmrestd token, when this host has it, is held to the rule of
+	// internal/secretfile: refused when others may read it.
+	if cfg.Slurm.NodeSource == "slurmrestd" {
+		w, err := (secretfile.Rule{}).Check(cfg.Slurm.REST.TokenFile)
+		switch {
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("slurm.rest.token_file: %w", err)
+		case w != "":
+			fmt.Fprintf(c.App.ErrWriter, "WARNING: slurm.rest.token_file: %s\n", w)
+		}
 	}
 	what := c.String("config") + " is valid"
 	if _, err := os.Stat(c.String("config")); errors.Is(err, os.ErrNotExist) {

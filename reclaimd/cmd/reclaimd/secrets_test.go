@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSecrets: check-config refuses a secret file every user can read or
+// write (the slurmrestd token, the agents' shared secret) and warns about
+// one that is missing; run and agent refuse to start with one others can
+// read.
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestSecrets(t *testing.T) {
+	rules, err := filepath.Abs("../../../etc/strata/reclaim-rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay, err := filepath.Abs("../../internal/source/testdata/two-gpus.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		modes       map[string]os.FileMode // by file; 0: not written
+		wantErr     []string               // check-config's; nil: valid
+		wantWarning string
+		verb        string // also refused by this verb
+		config      string // replaces keys of the configuration
+	}{
+		"private": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o640}},
+		"world-readable slurmrestd token": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o644, "agent.token": 0o600},
+			wantErr: []string{"slurm.token_file: ", "reclaimd.jwt (mode 0644) is readable or writable by every user of this host: chmod o-rwx"}, verb: "run"},
+		"world-readable agent secret": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o604},
+			wantErr: []string{"agents.token_file: ", "agent.token (mode 0604)"}, verb: "agent"},
+		"world-writable agent secret": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o602},
+			wantErr: []string{"agents.token_file: "}, verb: "run"},
+		"no agent secret on this host": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600},
+			wantWarning: "WARNING: agents.token_file: DIR/agent.token does not exist: reclaimd run and reclaimd agent needs it"},
+		"prometheus: no agents and no agents' secret": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o644},
+			config: "source: prometheus\n"},
+		"the agent's own secret file": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o600, "node.token": 0o644},
+			config: "agent: {token_file: DIR/node.token}\n", wantErr: []string{"agent.token_file: ", "node.token (mode 0644)"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "tenants.json"), tenantsJSON)
+			for f, mode := range tc.modes {
+				p := filepath.Join(dir, f)
+				if err := os.WriteFile(p, []byte("secret-"+f+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(p, mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := filepath.Join(dir, "reclaimd.yaml")
+			write(t, cfg, strings.ReplaceAll(`apiVersion: strata/v1
+kind: ReclaimdConfig
+rules_file: `+rules+`
+tenants_file: DIR/tenants.json
+slurm: {url: "http://127.0.0.1:1", token_file: DIR/reclaimd.jwt}
+agents: {token_file: DIR/agent.token}
+agent: {token_file: DIR/agent.token, listen: "127.0.0.1:0", node: gpu01, replay: `+replay+`}
+`, "DIR", dir))
+			if tc.config != "" {
+				text := mustRead(t, cfg)
+				if strings.HasPrefix(tc.config, "agent:") {
+					text = text[:strings.Index(text, "agent: {")]
+				}
+				write(t, cfg, text+strings.ReplaceAll(tc.config, "DIR", dir))
+			}
+			var out, errb bytes.Buffer
+			err := run(t.Context(), []string{"reclaimd", "--config", cfg, "check-config"}, &out, &errb)
+			all := out.String() + errb.String()
+			if err != nil {
+				all += err.Error()
+			}
+			if strings.Contains(all, "secret-") {
+				t.Errorf("check-config quotes a secret:\n%s", all)
+			}
+			if tc.wantErr == nil && err != nil {
+				t.Fatalf("check-config: %v\n%s", err, all)
+			}
+			for _, w := range tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("check-config = %v, want %q", err, w)
+				}
+			}
+			if w := strings.ReplaceAll(tc.wantWarning, "DIR", dir); !strings.Contains(errb.String(), w) {
+				t.Errorf("check-config stderr lacks %q:\n%s", w, errb.String())
+			}
+			if tc.wantWarning == "" && strings.Contains(errb.String(), "WARNING") {
+				t.Errorf("check-config warns:\n%s", errb.String())
+			}
+			if tc.verb == "" {
+				return
+			}
+			err = run(t.Context(), []string{"reclaimd", "--config", cfg, tc.verb}, &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), "readable or writable by every user") {
+				t.Errorf("%s = %v, want a refusal of the secret", tc.verb, err)
+			}
+		})
+	}
+}
