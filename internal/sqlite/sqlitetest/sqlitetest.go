@@ -65,8 +65,8 @@ func Lock(t testing.TB, path string) (release func()) {
 	release = func() {
 		once.Do(func() {
 			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
-			conn.Close()
-			db.Close()
+			_ = conn.Close()
+			_ = db.Close()
 		})
 	}
 	t.Cleanup(release)
