@@ -562,6 +562,15 @@ func (v *validator) members(pp string, pr *Project, what string, defaults map[st
 			continue
 		}
 		seen[m.User] = mp + ".user"
+		if m.User == "root" {
+			// Refused, not warned: sacctmgr would give root an association
+			// under the tenant's account (and, as a default, move root's
+			// own jobs into it), so the tenant's limits, shares and GPU
+			// budget would govern what the administrator runs, and
+			// job_submit.lua would police root's jobs.
+			v.add(mp+".user", "remove it: root administers Slurm and needs no project; give the person their own user here, "+
+				"or list them under the top-level admins key", "user root cannot be a project member (%s of %s)", orRole(m.Role), what)
+		}
 		switch {
 		case m.Role == RoleClusterAdmin:
 			v.add(mp+".role", "list cluster admins under the top-level admins key", "role cluster-admin is not a project role")
@@ -580,6 +589,13 @@ func (v *validator) members(pp string, pr *Project, what string, defaults map[st
 			}
 		}
 	}
+}
+
+func orRole(r string) string {
+	if r == "" {
+		return RoleMember
+	}
+	return r
 }
 
 // disk checks a project's disk quota.
