@@ -266,8 +266,9 @@ func TestFailedDeleteIsRecorded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bridge.db")
 	srv := serverAt(t, nil, path, store.Options{})
 	code, body := do(t, srv, "DELETE", "/v1/deployments/llama", "")
-	if code != http.StatusInternalServerError {
-		t.Errorf("DELETE with the apiserver unreachable = %d %s; want 500", code, body)
+	if code != http.StatusInternalServerError || !strings.Contains(body, "the Kubernetes apiserver did not answer discovery") ||
+		strings.Contains(body, "does not serve this kind") {
+		t.Errorf("DELETE with the apiserver unreachable = %d %s; want 500 saying the apiserver did not answer", code, body)
 	}
 	code, body = do(t, srv, "GET", "/v1/deployments/llama", "")
 	if code != 200 || !strings.Contains(body, `"action": "delete"`) || !strings.Contains(body, `"outcome": "failed"`) ||
