@@ -140,6 +140,9 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node string) (a
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&snap); err != nil {
 		return snap, fmt.Errorf("agent snapshot: %w", err)
 	}
+	if err := checkSnapshot(&snap); err != nil {
+		return snap, err
+	}
 	if snap.Node != "" && snap.Node != node {
 		return snap, errors.New("agent reports node " + snap.Node + ", not " + node + ": check the agent URL template")
 	}
