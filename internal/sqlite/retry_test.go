@@ -84,7 +84,7 @@ func TestReadOnlyMount(t *testing.T) {
 		_, err := sqlite.Open(t.Context(), filepath.Join(dir, "r.db"), "strata-test", nil)
 		var ro *sqlite.ReadOnlyError
 		if !errors.As(err, &ro) || !errors.Is(err, syscall.EROFS) ||
-			!strings.Contains(err.Error(), "is on a read-only file system: SQLite cannot create the write-ahead log (r.db-wal, r.db-shm)") {
+			!strings.Contains(err.Error(), "is on a read-only file system: SQLite cannot create the write-ahead log (r.db-wal, r.db-shm) it needs") {
 			t.Fatalf("open on a read-only mount: %v", err)
 		}
 		_, err = sqlite.Open(t.Context(), filepath.Join(dir, "new.db"), "strata-test", nil)

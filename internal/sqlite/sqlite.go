@@ -95,18 +95,22 @@ func OpenOptions(ctx context.Context, path, app string, migrations []Migration, 
 // or directory" when it cannot.
 type ReadOnlyError struct {
 	Path string
-	Dir  string
-	Err  error // syscall.EROFS or syscall.EACCES (what access(2) said), and SQLite's own error
+	Dir  string // the directory, or the database file itself, that cannot be written
+	Err  error  // syscall.EROFS or syscall.EACCES (what access(2) said), and SQLite's own error
 }
 
 func (e *ReadOnlyError) Error() string {
+	what := "directory " + e.Dir
+	if e.Dir == e.Path {
+		what = "database file " + e.Path
+	}
 	why := "is not writable by this user"
 	if errors.Is(e.Err, syscall.EROFS) {
 		why = "is on a read-only file system"
 	}
-	return fmt.Sprintf("directory %s %s: SQLite cannot create the write-ahead log (%s-wal, %s-shm) it needs beside the database; "+
-		"mount it read-write or point the state path at a writable directory (the unit's StateDirectory=): %v",
-		e.Dir, why, filepath.Base(e.Path), filepath.Base(e.Path), e.Err)
+	return fmt.Sprintf("%s %s: SQLite cannot create the write-ahead log (%s-wal, %s-shm) it needs beside the database, nor write it; "+
+		"mount it read-write, give the service's user write access, or point the state path at a writable directory "+
+		"(the unit's StateDirectory=): %v", what, why, filepath.Base(e.Path), filepath.Base(e.Path), e.Err)
 }
 
 func (e *ReadOnlyError) Unwrap() error { return e.Err }
@@ -122,7 +126,7 @@ func explain(path string, err error) error {
 	dir := filepath.Dir(path)
 	for _, p := range []string{dir, path} {
 		if aerr := syscall.Access(p, 2 /* W_OK */); errors.Is(aerr, syscall.EROFS) || errors.Is(aerr, syscall.EACCES) {
-			return &ReadOnlyError{Path: path, Dir: dir, Err: errors.Join(aerr, err)}
+			return &ReadOnlyError{Path: path, Dir: p, Err: errors.Join(aerr, err)}
 		}
 	}
 	return err
