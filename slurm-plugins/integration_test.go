@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,22 @@ func (p *plugin) sbatch(t *testing.T, user string, args ...string) (id, stderr s
 	id, _, _ = strings.Cut(strings.TrimSpace(out.String()), ";")
 	p.jobs = append(p.jobs, id)
 	return id, errb.String()
+}
+
+// update runs `scontrol update` as user (a change of a job, which the
+// plugin checks) and returns what it said and whether it succeeded.
+func (p *plugin) update(t *testing.T, user string, args ...string) (string, bool) {
+	t.Helper()
+	tok, ok := p.tokens[user]
+	if !ok {
+		out := p.scontrol(t, "token", "username="+user, "lifespan=1800")
+		tok = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "SLURM_JWT="))
+		p.tokens[user] = tok
+	}
+	cmd := exec.Command(p.b.Scontrol, append([]string{"update"}, args...)...)
+	cmd.Env = append(os.Environ(), "SLURM_JWT="+tok)
+	out, err := cmd.CombinedOutput()
+	return string(out), err == nil
 }
 
 // job returns the fields of `scontrol show job -o` that the plugin sets.
@@ -325,8 +342,37 @@ func TestJobSubmit(t *testing.T) {
 			}
 		}
 
-		// A broken data file: the job the policy refuses passes, and
-		// slurmctld still answers and says why in its log.
+		// A heterogeneous job: its components' GPUs are summed (5 + 5
+		// against batch's 8).
+		if id, stderr := p.sbatch(t, "alice", "--gpus=5", ":", "--gpus=5"); id != "" {
+			t.Errorf("heterogeneous job of 5 + 5 GPUs: job %s accepted, want it refused", id)
+		} else if want := "strata: class " + T + "-batch allows at most 8 GPUs per job; this heterogeneous job asks for 10 " +
+			"(5 in its earlier components, 5 in this one)"; !strings.Contains(stderr, want) {
+			t.Errorf("heterogeneous job of 5 + 5 GPUs: sbatch said\n%s\nwant %q", stderr, want)
+		}
+
+		// A change is checked as the job it would leave: the QOS of
+		// another class is refused, a change the rules allow passes.
+		held, stderr := p.sbatch(t, "alice")
+		if held == "" {
+			t.Fatalf("a held job for the changes: %s", stderr)
+		}
+		// scontrol prints the plugin's message where the release passes
+		// it on, else the error code's text (invalid QOS).
+		if out, ok := p.update(t, "alice", "JobId="+held, "QOS="+T+"-train"); ok ||
+			!strings.Contains(out, "strata: the QOS of a job is its class, "+T+"-batch") && !strings.Contains(strings.ToLower(out), "qos") {
+			t.Errorf("change of job %s to QOS %s-train: ok=%v %s; want it refused by the plugin", held, T, ok, out)
+		}
+		if got := p.job(t, held); got["QOS"] != T+"-batch" {
+			t.Errorf("job %s after a refused change has QOS %s, want %s-batch", held, got["QOS"], T)
+		}
+		if out, ok := p.update(t, "alice", "JobId="+held, "TimeLimit=1:00:00"); !ok {
+			t.Errorf("change of job %s to a shorter time limit: %s", held, out)
+		}
+
+		// A broken data file: the job the policy refuses passes, its
+		// submitter is told it was not checked, and slurmctld still
+		// answers and says why in its log, at error level.
 		writeFile(t, data, []byte("return {\n"))
 		time.Sleep(reloadSeconds*time.Second + time.Second)
 		id, stderr := p.sbatch(t, "alice", "-A", T+"-llm", "--comment=strata:class="+T+"-train", "-N", "2")
@@ -334,6 +380,10 @@ func TestJobSubmit(t *testing.T) {
 			t.Errorf("with a broken data file a job was refused: %s", stderr)
 		} else if got := p.job(t, id); got["Account"] != T+"-llm" {
 			t.Errorf("with a broken data file job %s has %v", id, got)
+		}
+		if !strings.Contains(stderr, "strata: warning: this job was not checked against the cluster's policy: "+
+			"its data file /etc/slurm/strata/policy.lua is broken") {
+			t.Errorf("with a broken data file sbatch said %q; want the warning that the job was not checked", stderr)
 		}
 		if out := p.scontrol(t, "ping"); !strings.Contains(out, "UP") {
 			t.Errorf("slurmctld after a broken data file: %s", out)
@@ -351,6 +401,18 @@ func TestJobSubmit(t *testing.T) {
 		}
 		if got := p.job(t, id); got["Account"] != b.Account || got["QOS"] != "normal" || got["TimeLimit"] != "01:00:00" {
 			t.Errorf("without a data file job %s has %v, want Slurm's defaults (account %s, QOS normal, 1h)", id, got, b.Account)
+		}
+		if !strings.Contains(stderr, "its data file /etc/slurm/strata/policy.lua is missing") {
+			t.Errorf("without a data file sbatch said %q; want the warning that the job was not checked", stderr)
+		}
+		if out := p.scontrol(t, "ping"); !strings.Contains(out, "UP") {
+			t.Errorf("slurmctld without a data file: %s", out)
+		}
+		log, _ = os.ReadFile(b.HostPath("/var/log/slurm/slurmctld.log"))
+		if !slices.ContainsFunc(strings.Split(string(log), "\n"), func(l string) bool {
+			return strings.Contains(l, "error: ") && strings.Contains(l, "strata: no policy data (")
+		}) {
+			t.Errorf("slurmctld.log does not say, at error level, that the data file is missing")
 		}
 	})
 }

@@ -15,17 +15,25 @@ file (/etc/slurm/strata/policy.lua) and, for a job whose account the policy mana
     partition that is not the class's, GPUs above the class's max_gpus_per_job or the
     project's (or tenant's) GPU limits, a time limit above the class's max_time, and a
     multi-node job of a whole_nodes class that is not --exclusive.
+The components of a heterogeneous job (sbatch ... : ...) come one by one, in order, each with
+its het_job_offset: their GPUs are summed, so 2 + 2 GPUs is 4 against a class's
+max_gpus_per_job and the project's and tenant's limits (each class, account and GPU type counts
+the components that share it).
 Jobs under accounts the policy does not manage pass untouched. Without the data file, or with
-one it cannot read, every job passes untouched and slurmctld's log says why, once.
+one it cannot read, every job passes untouched: slurmctld's log says why at error level, once
+(again when the condition changes), and each job's submitter is told that the job was not
+checked (sbatch prints it), so nobody mistakes an unchecked cluster for a checked one.
 
 The data file is re-read when it changes: at most every RELOAD_SECONDS, the file is read and
 compared with the copy in memory, and only a changed file is parsed again. It is loaded as
 data: text only, no globals, and a bound on the instructions it may run.
 
-slurm_job_modify lets every change through: Slurm's own checks still hold (a user can move a
-pending job only to accounts and QOS of their associations, and cannot raise its time limit).
-Nothing in here can fail a submission by mistake: the work runs under pcall, and an error
-lets the job through and is logged.
+slurm_job_modify applies the same checks to the job as the change would leave it (each field the
+change sets, else the job's own), when the change touches a field the checks read (account,
+partition, QOS, comment, time limit, GPUs, node and task counts, --exclusive); a change of
+anything else, and any change by root, passes. It fills in nothing. Slurm's own checks still
+hold too. Nothing in here can fail a submission or a change by mistake: the work runs under
+pcall, and an error lets the job through and is logged.
 ]]
 
 local RELOAD_SECONDS = 5
@@ -257,7 +265,9 @@ end
 
 -- state is what survives between jobs: the policy in use (nil: none), the text it came from,
 -- when the file was last looked at, and the last condition logged (so each is logged once).
-local state = { policy = nil, text = nil, checked = nil, logged = nil }
+-- problem is why there is no policy in use (nil: there is one), for the users' message; het
+-- is the heterogeneous job whose components are being submitted.
+local state = { policy = nil, text = nil, checked = nil, logged = nil, problem = nil, het = nil }
 
 local function log_once(key, level, msg)
 	if state.logged ~= key then
@@ -276,7 +286,8 @@ local function policy()
 	local f, oerr = io.open(DATA_FILE, "rb")
 	if not f then
 		state.policy, state.text = nil, nil
-		log_once("missing", "log_info", "strata: no policy data (" .. tostring(oerr) ..
+		state.problem = "its data file " .. DATA_FILE .. " is missing"
+		log_once("missing", "log_error", "strata: no policy data (" .. tostring(oerr) ..
 			"): jobs pass unchecked until `strata-policy render` writes it")
 		return nil
 	end
@@ -302,10 +313,11 @@ local function policy()
 	end
 	if err then
 		state.policy = nil
+		state.problem = "its data file " .. DATA_FILE .. " is broken"
 		log_once("broken " .. err, "log_error", "strata: " .. DATA_FILE .. " is broken, so jobs pass unchecked until it is fixed: " .. err)
 		return nil
 	end
-	state.policy = d
+	state.policy, state.problem = d, nil
 	state.logged = "loaded"
 	slurm.log_info("%s", "strata: loaded " .. DATA_FILE .. ": " .. count(d.classes) .. " classes, " ..
 		count(d.accounts) .. " accounts, " .. count(d.users) .. " users")
@@ -448,9 +460,46 @@ local function multi_node(job_desc)
 	return (min and min > 1) or (max and max > 1) or false
 end
 
+-- het_sums returns what the earlier components of the job's heterogeneous job ask for
+-- (GPUs by class, by limit owner, by owner and type), or empty sums for a job that is not
+-- one. Slurm passes the components of one heterogeneous job in order (het_job_offset 0, 1,
+-- ...) within one request, holding its job lock, so no other job comes between them; a
+-- component that does not follow the last one seen (a restart of slurmctld between them)
+-- starts a new sum rather than borrowing another job's.
+local function het_sums(job_desc, user)
+	local off = n32(job_desc.het_job_offset)
+	if off == nil then
+		state.het = nil
+		return { class = {}, owner = {}, typed = {} }
+	end
+	local h = state.het
+	if off == 0 or not h or h.user ~= user or h.next ~= off then
+		h = { user = user, class = {}, owner = {}, typed = {} }
+		state.het = h
+	end
+	h.next = off + 1
+	return h
+end
+
+-- het_add adds a component that passed to its heterogeneous job's sums.
+local function het_add(h, job, acct, n, by_type)
+	h.class[job.class] = (h.class[job.class] or 0) + n
+	if acct.gpus then
+		h.owner[acct.gpus.owner] = (h.owner[acct.gpus.owner] or 0) + n
+	end
+	for typ, m in pairs(by_type) do
+		local l = acct.gpus_by_type[typ]
+		if l then
+			local k = l.owner .. "\0" .. typ
+			h.typed[k] = (h.typed[k] or 0) + m
+		end
+	end
+end
+
 -- check_job returns nil when the job passes, or the Slurm error code and the message.
--- It changes nothing; apply does, once the job passed.
-local function check_job(p, job, user)
+-- It changes nothing; apply does, once the job passed. het holds what the earlier
+-- components of a heterogeneous job ask for (het_sums).
+local function check_job(p, job, user, het)
 	local function fail(rc, line, msg)
 		if line and line > 0 then
 			msg = msg .. " (" .. p.source .. ":" .. string.format("%d", line) .. ")"
@@ -500,13 +549,24 @@ local function check_job(p, job, user)
 			"this job asks for more than %d GPUs (--gpus, --gres or --gpus-per-*: %s); give the count it needs",
 			MAX_GPUS, gpu_request(job.desc)))
 	end
-	if class.max_gpus_per_job > 0 and n > class.max_gpus_per_job then
-		return fail("ESLURM_ACCOUNTING_POLICY", class.max_gpus_line, string.format(
-			"class %s allows at most %d GPUs per job; this job asks for %d", job.class, class.max_gpus_per_job, n))
+	-- asks says how many GPUs the job asks for: with the earlier components of a
+	-- heterogeneous job (before) when there are any.
+	local function asks(total, before)
+		if before > 0 then
+			return string.format("this heterogeneous job asks for %d (%d in its earlier components, %d in this one)",
+				total, before, total - before)
+		end
+		return string.format("this job asks for %d", total)
 	end
-	if acct.gpus and n > acct.gpus.limit then
+	local before = het.class[job.class] or 0
+	if class.max_gpus_per_job > 0 and n + before > class.max_gpus_per_job then
+		return fail("ESLURM_ACCOUNTING_POLICY", class.max_gpus_line, string.format(
+			"class %s allows at most %d GPUs per job; %s", job.class, class.max_gpus_per_job, asks(n + before, before)))
+	end
+	before = acct.gpus and het.owner[acct.gpus.owner] or 0
+	if acct.gpus and n + before > acct.gpus.limit then
 		return fail("ESLURM_ACCOUNTING_POLICY", acct.gpus.line, string.format(
-			"%s may use at most %d GPUs; this job asks for %d", acct.gpus.owner, acct.gpus.limit, n))
+			"%s may use at most %d GPUs; %s", acct.gpus.owner, acct.gpus.limit, asks(n + before, before)))
 	end
 	local types = {}
 	for typ in pairs(by_type) do
@@ -514,20 +574,23 @@ local function check_job(p, job, user)
 	end
 	table.sort(types)
 	for _, typ in ipairs(types) do
-		local l, want = acct.gpus_by_type[typ], by_type[typ]
+		local l = acct.gpus_by_type[typ]
+		before = l and het.typed[l.owner .. "\0" .. typ] or 0
+		local want = by_type[typ] + before
 		if l and want > l.limit then
 			if l.limit == 0 then
 				return fail("ESLURM_ACCOUNTING_POLICY", l.line, string.format("%s may not use %s GPUs", l.owner, typ))
 			end
 			return fail("ESLURM_ACCOUNTING_POLICY", l.line, string.format(
-				"%s may use at most %d %s GPUs; this job asks for %d", l.owner, l.limit, typ, want))
+				"%s may use at most %d %s GPUs; %s", l.owner, l.limit, typ, asks(want, before)))
 		end
 	end
 
-	if class.whole_nodes and job.multi_node and job.desc.shared ~= 0 then
+	if class.whole_nodes and job.multi_node and job.desc.shared ~= 0 and not job.desc.shared_unknown then
 		return fail("ESLURM_ACCOUNTING_POLICY", class.whole_nodes_line, "class " .. job.class ..
 			" runs jobs on several nodes on whole nodes only: add --exclusive")
 	end
+	het_add(het, job, acct, n, by_type)
 	return nil
 end
 
@@ -569,14 +632,21 @@ local function reject(job_desc, user, rc, msg)
 	return rc
 end
 
-local function submit(job_desc, submit_uid)
-	local p = policy()
-	if not p then
-		return slurm.SUCCESS
+-- unchecked tells the submitter that the job was not checked, while there is no policy.
+local function unchecked(what)
+	if state.problem then
+		slurm.log_user("%s", "strata: warning: this " .. what .. " was not checked against the cluster's policy: " ..
+			state.problem .. "; please tell the cluster's admins")
 	end
-	local user = job_desc.user_name or ("uid " .. tostring(job_desc.user_id))
-	local job = { desc = job_desc }
-	job.account = job_desc.account
+end
+
+-- classify reads, from d (a job_desc, or the job a change would leave), the account, the
+-- partition, the QOS, the class and the time limit the rules look at. It returns nil when
+-- the account is not the policy's (the job passes untouched), or the job, or the error code
+-- and message of a job without a class.
+local function classify(p, d, user)
+	local job = { desc = d }
+	job.account = d.account
 	if job.account == "" then
 		job.account = nil
 	end
@@ -584,22 +654,22 @@ local function submit(job_desc, submit_uid)
 		job.account = p.users[user]
 		job.account_from_policy = job.account ~= nil
 		if not job.account then
-			job.account = job_desc.default_account -- Slurm's default for the user
+			job.account = d.default_account -- Slurm's default for the user
 		end
 	end
 	if not job.account or not p.accounts[job.account] then
-		return slurm.SUCCESS -- not the policy's account: untouched
+		return nil -- not the policy's account: untouched
 	end
 
-	job.partition = job_desc.partition
+	job.partition = d.partition
 	if job.partition == "" then
 		job.partition = nil
 	end
-	job.qos = job_desc.qos
+	job.qos = d.qos
 	if job.qos == "" then
 		job.qos = nil
 	end
-	local comment = job_desc.comment
+	local comment = d.comment
 	local named = type(comment) == "string" and comment:match("strata:class=([%w_%-%.]+)")
 	if named then
 		job.class, job.class_from, job.class_why = named, "comment", "from --comment"
@@ -609,16 +679,33 @@ local function submit(job_desc, submit_uid)
 	elseif p.default_class then
 		job.class, job.class_from, job.class_why = p.default_class, "default", "the default class"
 	else
-		return reject(job_desc, user, code("ESLURM_INVALID_QOS"), "strata: the policy has no default class: choose the class with " ..
-			"--comment=strata:class=<name>; the classes are " .. names(p.classes))
+		return nil, code("ESLURM_INVALID_QOS"), "strata: the policy has no default class: choose the class with " ..
+			"--comment=strata:class=<name>; the classes are " .. names(p.classes)
 	end
-	job.time = n32(job_desc.time_limit)
-	if job_desc.time_limit == INFINITE then
+	job.time = n32(d.time_limit)
+	if d.time_limit == INFINITE then
 		job.time = INFINITE
 	end
-	job.multi_node = multi_node(job_desc)
+	job.multi_node = multi_node(d)
+	return job
+end
 
-	local rc, msg = check_job(p, job, user)
+local function submit(job_desc, submit_uid)
+	local p = policy()
+	if not p then
+		unchecked("job")
+		return slurm.SUCCESS
+	end
+	local user = job_desc.user_name or ("uid " .. tostring(job_desc.user_id))
+	local het = het_sums(job_desc, user)
+	local job, rc, msg = classify(p, job_desc, user)
+	if not job then
+		if rc then
+			return reject(job_desc, user, rc, msg)
+		end
+		return slurm.SUCCESS
+	end
+	rc, msg = check_job(p, job, user, het)
 	if rc then
 		return reject(job_desc, user, rc, msg)
 	end
@@ -626,6 +713,72 @@ local function submit(job_desc, submit_uid)
 	if #did > 0 then
 		slurm.log_debug("%s", "strata: class " .. job.class .. " (" .. job.class_why .. ") for user " .. user .. ": " ..
 			table.concat(did, " "))
+	end
+	return slurm.SUCCESS
+end
+
+-- The fields of a change the checks read, and how Slurm says "not changed" for each: nil for
+-- strings (an empty string clears the field), NO_VAL for 32-bit numbers, NO_VAL16 for 16-bit.
+local MODIFY_FIELDS = {
+	account = "s", partition = "s", qos = "s", comment = "s",
+	tres_per_job = "s", tres_per_node = "s", tres_per_socket = "s", tres_per_task = "s",
+	time_limit = 32, min_nodes = 32, max_nodes = 32, num_tasks = 32,
+	ntasks_per_node = 16, sockets_per_node = 16, shared = 16,
+}
+
+-- changed says whether a change sets the field.
+local function changed(kind, v)
+	if v == nil then
+		return false
+	end
+	if kind == 32 then
+		return v ~= NO_VAL
+	elseif kind == 16 then
+		return v ~= NO_VAL16
+	end
+	return true
+end
+
+-- after returns the job as the change would leave it: each field the change sets, else the
+-- job's own (a job record has no task, tasks-per-node, sockets or --exclusive fields, so those
+-- count only when the change sets them), and whether the change touches any checked field.
+local function after(job_desc, job_rec)
+	local out, touched = {}, false
+	for k, kind in pairs(MODIFY_FIELDS) do
+		local v = job_desc[k]
+		if changed(kind, v) then
+			out[k], touched = v, true
+		else
+			out[k] = job_rec[k]
+		end
+	end
+	-- A job record does not say whether the job has whole nodes (--exclusive): the whole-node
+	-- rule holds only for a change that says.
+	out.shared_unknown = not changed(MODIFY_FIELDS.shared, job_desc.shared)
+	return out, touched
+end
+
+local function modify(job_desc, job_rec, modify_uid)
+	local d, touched = after(job_desc, job_rec)
+	if not touched or modify_uid == 0 then
+		return slurm.SUCCESS
+	end
+	local p = policy()
+	if not p then
+		unchecked("change")
+		return slurm.SUCCESS
+	end
+	local user = job_rec.user_name or ("uid " .. tostring(job_rec.user_id))
+	local job, rc, msg = classify(p, d, user)
+	if not job then
+		if rc then
+			return reject({ name = job_rec.name }, user, rc, msg)
+		end
+		return slurm.SUCCESS
+	end
+	rc, msg = check_job(p, job, user, { class = {}, owner = {}, typed = {} })
+	if rc then
+		return reject({ name = tostring(job_rec.name) .. ", a change of job " .. tostring(job_rec.job_id) }, user, rc, msg)
 	end
 	return slurm.SUCCESS
 end
@@ -640,6 +793,11 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	local ok, rc = pcall(modify, job_desc, job_rec, modify_uid)
+	if ok then
+		return rc
+	end
+	slurm.log_error("%s", "strata: job_submit.lua failed, so the change passes unchecked: " .. tostring(rc))
 	return slurm.SUCCESS
 end
 

@@ -39,6 +39,11 @@ type step struct {
 	remove  bool   // remove the data file
 	advance int    // seconds to move the clock
 	job     map[string]any
+	// rec makes the step a change (slurm_job_modify): job is the request,
+	// rec the job slurmctld holds; modifyUID is who asks (default the
+	// job's user).
+	rec       map[string]any
+	modifyUID *int
 }
 
 // result is what the harness prints for a step.
@@ -72,16 +77,13 @@ func runSteps(t *testing.T, cluster string, steps []step) map[string]result {
 		}
 		fmt.Fprintf(&b, ", advance = %d", s.advance)
 		if s.job != nil {
-			keys := make([]string, 0, len(s.job))
-			for k := range s.job {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			b.WriteString(", job = {")
-			for _, k := range keys {
-				fmt.Fprintf(&b, " %s = %s,", k, luaValue(s.job[k]))
-			}
-			b.WriteString(" }")
+			b.WriteString(", job = " + luaTable(s.job))
+		}
+		if s.rec != nil {
+			b.WriteString(", rec = " + luaTable(s.rec))
+		}
+		if s.modifyUID != nil {
+			fmt.Fprintf(&b, ", modify_uid = %d", *s.modifyUID)
 		}
 		b.WriteString(" },\n")
 	}
@@ -102,6 +104,22 @@ func runSteps(t *testing.T, cluster string, steps []step) map[string]result {
 		t.Fatalf("%d results for %d steps (names must be unique):\n%s", len(res), len(steps), out)
 	}
 	return res
+}
+
+// luaTable writes fields as a Lua table, keys sorted.
+func luaTable(fields map[string]any) string {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("{")
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s = %s,", k, luaValue(fields[k]))
+	}
+	b.WriteString(" }")
+	return b.String()
 }
 
 // luaValue writes a Go string, int or bool as a Lua literal.
@@ -352,31 +370,38 @@ func TestDataFile(t *testing.T) {
 	for name, want := range map[string]struct {
 		changed string
 		log     string // "" when the step logs nothing
+		told    string // what the submitter is told the data file is ("" when it is good)
 	}{
-		"01 no file":                      {"", "info: strata: no policy data ("},
-		"02 no file again":                {"", ""},
-		"03 written, not looked at yet":   {"", ""},
-		"04 seen":                         {applied, "info: strata: loaded "},
-		"04b unchanged, not parsed again": {applied, ""},
-		"05 syntax error":                 {"", "error: strata: "},
-		"06 still broken":                 {"", ""},
-		"07 a loop":                       {"", "it runs too long"},
-		"08 a newer format":               {"", "it has format 2, this job_submit.lua reads format 1"},
-		"09 another cluster":              {"", "it is the policy of cluster other, and this is gpu"},
-		"10 compiled":                     {"", "it is a compiled Lua chunk, not text"},
-		"11 wrong layout":                 {"", "accounts: want a table, got nil"},
-		"12 reaches for globals":          {"", "io"},
-		"13 not a table":                  {"", "the file: want a table, got number"},
-		"13b empty":                       {"", "it is empty (a render that was cut short?)"},
-		"13c blank, still empty":          {"", ""},
-		"13d returns nothing":             {"", "the file: want a table, got nil"},
-		"14 fixed":                        {applied, "info: strata: loaded "},
-		"15 removed":                      {"", "info: strata: no policy data ("},
-		"16 back":                         {applied, "info: strata: loaded "},
+		"01 no file":                      {"", "error: strata: no policy data (", "is missing"},
+		"02 no file again":                {"", "", "is missing"},
+		"03 written, not looked at yet":   {"", "", "is missing"},
+		"04 seen":                         {applied, "info: strata: loaded ", ""},
+		"04b unchanged, not parsed again": {applied, "", ""},
+		"05 syntax error":                 {"", "error: strata: ", "is broken"},
+		"06 still broken":                 {"", "", "is broken"},
+		"07 a loop":                       {"", "it runs too long", "is broken"},
+		"08 a newer format":               {"", "it has format 2, this job_submit.lua reads format 1", "is broken"},
+		"09 another cluster":              {"", "it is the policy of cluster other, and this is gpu", "is broken"},
+		"10 compiled":                     {"", "it is a compiled Lua chunk, not text", "is broken"},
+		"11 wrong layout":                 {"", "accounts: want a table, got nil", "is broken"},
+		"12 reaches for globals":          {"", "io", "is broken"},
+		"13 not a table":                  {"", "the file: want a table, got number", "is broken"},
+		"13b empty":                       {"", "it is empty (a render that was cut short?)", "is broken"},
+		"13c blank, still empty":          {"", "", "is broken"},
+		"13d returns nothing":             {"", "the file: want a table, got nil", "is broken"},
+		"14 fixed":                        {applied, "info: strata: loaded ", ""},
+		"15 removed":                      {"", "error: strata: no policy data (", "is missing"},
+		"16 back":                         {applied, "info: strata: loaded ", ""},
 	} {
 		r := res[name]
-		if r.RC != "0" || r.Changed != want.changed || r.User != "" {
-			t.Errorf("%s: rc %s, user told %q, changed %q; want 0, nothing, %q", name, r.RC, r.User, r.Changed, want.changed)
+		told := r.User == "" && want.told == ""
+		if want.told != "" {
+			const pre = "strata: warning: this job was not checked against the cluster's policy: its data file /"
+			told = strings.HasPrefix(r.User, pre) &&
+				strings.HasSuffix(r.User, "/strata/policy.lua "+want.told+"; please tell the cluster's admins")
+		}
+		if r.RC != "0" || r.Changed != want.changed || !told {
+			t.Errorf("%s: rc %s, user told %q, changed %q; want 0, that the data file %s, %q", name, r.RC, r.User, r.Changed, want.told, want.changed)
 		}
 		logged := strings.Count(r.Logs, "strata: ") - strings.Count(r.Logs, "debug: strata: class")
 		switch {
@@ -385,10 +410,143 @@ func TestDataFile(t *testing.T) {
 		case want.log != "" && (logged != 1 || !strings.Contains(r.Logs, want.log)):
 			t.Errorf("%s: logged %q, want one line with %q", name, r.Logs, want.log)
 		}
-		if strings.HasPrefix(want.log, "error") || (want.log != "" && !strings.HasPrefix(want.log, "info")) {
+		if want.told == "is broken" && want.log != "" {
 			if !strings.Contains(r.Logs, "is broken, so jobs pass unchecked until it is fixed") {
 				t.Errorf("%s: logged %q, want it to say the file is broken", name, r.Logs)
 			}
 		}
 	}
+}
+
+// outcome is what a step of the tests below must give: its code and a
+// part of what the user is told ("" when told nothing).
+type outcome struct {
+	rc   int
+	user string
+}
+
+func checkOutcomes(t *testing.T, res map[string]result, want map[string]outcome) {
+	t.Helper()
+	for name, w := range want {
+		r, ok := res[name]
+		if !ok {
+			t.Fatalf("no step %q", name)
+		}
+		var rc int
+		fmt.Sscan(r.RC, &rc)
+		if rc != w.rc || (w.user == "") != (r.User == "") || !strings.Contains(r.User, w.user) {
+			t.Errorf("%s: rc %d, user told %q; want %d and %q\nlog: %s", name, rc, r.User, w.rc, w.user, r.Logs)
+		}
+		if strings.Contains(r.Logs, "job_submit.lua failed") {
+			t.Errorf("%s: the plugin failed: %s", name, r.Logs)
+		}
+	}
+}
+
+// The components of a heterogeneous job come one by one (het_job_offset
+// 0, 1, ...): their GPUs are summed against the class, the project or
+// tenant, and the GPU type limits; a job that is not heterogeneous, and
+// a component that does not follow the last one, start again.
+func TestHeterogeneousJobs(t *testing.T) {
+	data := readExampleData(t)
+	interactive := func(gpus, off int) map[string]any {
+		return map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": fmt.Sprintf("gres/gpu:%d", gpus), "het_job_offset": off}
+	}
+	erin := func(gpus, off int) map[string]any {
+		return map[string]any{"user_name": "erin", "tres_per_job": fmt.Sprintf("gres/gpu:a100:%d", gpus), "het_job_offset": off}
+	}
+	a100 := func(off int) map[string]any {
+		return map[string]any{"user_name": "alice", "tres_per_job": "gres/gpu:a100:20", "het_job_offset": off}
+	}
+	steps := []step{
+		{name: "2+2: first", write: data, job: interactive(2, 0)},
+		{name: "2+2: second", job: interactive(2, 1)},
+		{name: "1+1: first", job: interactive(1, 0)},
+		{name: "1+1: second", job: interactive(1, 1)},
+		{name: "1+1+1: third", job: interactive(1, 2)},
+		{name: "not heterogeneous after one", job: map[string]any{"user_name": "alice", "partition": "interactive", "tres_per_job": "gres/gpu:2"}},
+		{name: "a component out of order starts again", job: interactive(2, 3)},
+		{name: "tenant: first", job: erin(20, 0)},
+		{name: "tenant: second", job: erin(20, 1)},
+		{name: "type: first", job: a100(0)},
+		{name: "type: second", job: a100(1)},
+		{name: "another user's component", job: erin(20, 1)},
+	}
+	res := runSteps(t, "gpu", steps)
+	het := func(total, before int) string {
+		return fmt.Sprintf("this heterogeneous job asks for %d (%d in its earlier components, %d in this one)", total, before, total-before)
+	}
+	checkOutcomes(t, res, map[string]outcome{
+		"2+2: first":                            {rcOK, ""},
+		"2+2: second":                           {rcPolicy, "strata: class interactive allows at most 2 GPUs per job; " + het(4, 2)},
+		"1+1: first":                            {rcOK, ""},
+		"1+1: second":                           {rcOK, ""},
+		"1+1+1: third":                          {rcPolicy, "strata: class interactive allows at most 2 GPUs per job; " + het(3, 2)},
+		"not heterogeneous after one":           {rcOK, ""},
+		"a component out of order starts again": {rcOK, ""},
+		"tenant: first":                         {rcOK, ""},
+		"tenant: second":                        {rcPolicy, "strata: tenant globex may use at most 32 GPUs; " + het(40, 20)},
+		"type: first":                           {rcOK, ""},
+		"type: second":                          {rcPolicy, "strata: tenant acme may use at most 32 a100 GPUs; " + het(40, 20)},
+		"another user's component":              {rcOK, ""},
+	})
+}
+
+// A change of a job (scontrol update) is checked as the job it would
+// leave: each field the change sets, else the job's own. A change of
+// nothing the rules read, a change by root, and a job outside the policy
+// pass.
+func TestModify(t *testing.T) {
+	data := readExampleData(t)
+	rec := func(fields map[string]any) map[string]any {
+		r := map[string]any{"user_name": "alice", "user_id": 26002, "job_id": 77, "name": "test", "account": "acme-llm",
+			"partition": "interactive", "qos": "interactive", "time_limit": 60, "tres_per_job": "gres/gpu:1", "min_nodes": 1, "max_nodes": 1}
+		for k, v := range fields {
+			r[k] = v
+		}
+		return r
+	}
+	root := 0
+	cases := []struct {
+		name string
+		s    step
+		want outcome
+	}{
+		{"a time limit within max_time", step{job: map[string]any{"time_limit": 90}, rec: rec(nil)}, outcome{rcOK, ""}},
+		{"a time limit above max_time", step{job: map[string]any{"time_limit": 900}, rec: rec(nil)},
+			outcome{rcTimeLimit, "strata: class interactive allows at most 12:00:00; this job asks for 15:00:00"}},
+		{"more GPUs than the class allows", step{job: map[string]any{"tres_per_job": "gres/gpu:4"}, rec: rec(nil)},
+			outcome{rcPolicy, "strata: class interactive allows at most 2 GPUs per job; this job asks for 4"}},
+		{"more GPUs per node on more nodes", step{job: map[string]any{"tres_per_node": "gres/gpu:1", "min_nodes": 3, "max_nodes": 3},
+			rec: rec(map[string]any{"tres_per_job": nil})}, outcome{rcPolicy, "this job asks for 3"}},
+		{"the QOS of another class", step{job: map[string]any{"qos": "train"}, rec: rec(nil)},
+			outcome{rcInvalidQOS, "strata: the QOS of a job is its class, interactive"}},
+		{"a class by comment, the QOS left as it was", step{job: map[string]any{"comment": "strata:class=train"}, rec: rec(nil)},
+			outcome{rcInvalidQOS, "strata: the QOS of a job is its class, train (from --comment)"}},
+		{"a class by comment in the wrong partition", step{job: map[string]any{"comment": "strata:class=train", "qos": "train"}, rec: rec(nil)},
+			outcome{rcPartition, "strata: class train runs in partition gpu, not interactive"}},
+		{"an account the user is no member of", step{job: map[string]any{"account": "acme-llm"},
+			rec: rec(map[string]any{"user_name": "carol", "account": "acme-vision"})}, outcome{rcAccount, "strata: user carol is not a member of account acme-llm"}},
+		{"a change of nothing the rules read", step{job: map[string]any{"nice": 10}, rec: rec(map[string]any{"tres_per_job": "gres/gpu:9"})}, outcome{rcOK, ""}},
+		{"a change by root", step{job: map[string]any{"tres_per_job": "gres/gpu:9"}, rec: rec(nil), modifyUID: &root}, outcome{rcOK, ""}},
+		{"a job outside the policy", step{job: map[string]any{"tres_per_job": "gres/gpu:99"}, rec: rec(map[string]any{"account": "testbed"})}, outcome{rcOK, ""}},
+		{"train on more whole nodes, --exclusive unknown", step{job: map[string]any{"min_nodes": 4, "max_nodes": 4},
+			rec: rec(map[string]any{"partition": "gpu", "qos": "train", "comment": "strata:class=train", "tres_per_job": nil})}, outcome{rcOK, ""}},
+		{"train on several nodes, not whole", step{job: map[string]any{"min_nodes": 2, "max_nodes": 2, "shared": 1},
+			rec: rec(map[string]any{"partition": "gpu", "qos": "train", "comment": "strata:class=train", "tres_per_job": nil})},
+			outcome{rcPolicy, "strata: class train runs jobs on several nodes on whole nodes only"}},
+	}
+	steps := []step{{name: "data", write: data}}
+	want := map[string]outcome{}
+	for _, c := range cases {
+		c.s.name = c.name
+		for k, v := range c.s.rec {
+			if v == nil {
+				delete(c.s.rec, k)
+			}
+		}
+		steps = append(steps, c.s)
+		want[c.name] = c.want
+	}
+	checkOutcomes(t, runSteps(t, "gpu", steps), want)
 }

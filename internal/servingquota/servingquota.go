@@ -20,6 +20,7 @@ package servingquota
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -123,6 +124,13 @@ func (f *File) Validate() error {
 			accounts[p.Account] = t.Name + "/" + p.Name
 		}
 	}
+	// A tenant's own account is its name: a project account of the same
+	// name would make Lookup answer for one of them only.
+	for _, t := range f.Tenants {
+		if o := accounts[t.Name]; o != "" {
+			return fmt.Errorf("tenant %s: its account %q is also %s's", t.Name, t.Name, o)
+		}
+	}
 	return nil
 }
 
@@ -133,6 +141,9 @@ func Parse(data []byte) (*File, error) {
 	var f File
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("serving quotas: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("serving quotas: more than one JSON value (a file written twice into one?)")
 	}
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("serving quotas: %w", err)

@@ -40,6 +40,9 @@ func TestParseErrors(t *testing.T) {
 		{"dup namespace", `{"apiVersion":"strata/v1","kind":"ServingQuotas","tenants":[{"name":"a","namespace":"n"},{"name":"b","namespace":"n"}]}`, "also tenant a's"},
 		{"dup account", `{"apiVersion":"strata/v1","kind":"ServingQuotas","tenants":[{"name":"a","namespace":"x","projects":[{"name":"p","account":"a-p"}]},{"name":"b","namespace":"y","projects":[{"name":"q","account":"a-p"}]}]}`, "also a/p's"},
 		{"negative", `{"apiVersion":"strata/v1","kind":"ServingQuotas","tenants":[{"name":"a","namespace":"x","gpus":-1}]}`, "negative"},
+		{"a project account that is a tenant's", `{"apiVersion":"strata/v1","kind":"ServingQuotas","tenants":[{"name":"a","namespace":"x","projects":[{"name":"p","account":"b"}]},{"name":"b","namespace":"y"}]}`,
+			`tenant b: its account "b" is also a/p's`},
+		{"two values", good + `{"apiVersion":"strata/v1"}`, "more than one JSON value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.in))

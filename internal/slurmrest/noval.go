@@ -74,9 +74,11 @@ func noValTime[T ~noValInt](p *T) time.Time {
 	return time.Time{}
 }
 
-// noValMinutes decodes a time limit in minutes; 0 for unset or infinite.
+// noValMinutes decodes a time limit in minutes; 0 for unset or infinite,
+// and for a number of minutes no time.Duration holds (some 290 years:
+// no limit either), which would otherwise wrap to a negative limit.
 func noValMinutes[T ~noValInt](p *T) time.Duration {
-	if v, ok := noVal(p).Value(); ok && v > 0 {
+	if v, ok := noVal(p).Value(); ok && v > 0 && v <= math.MaxInt64/int64(time.Minute) {
 		return time.Duration(v) * time.Minute
 	}
 	return 0

@@ -18,6 +18,11 @@
 //		{Name: "versions: add a column", SQL: `ALTER TABLE versions ADD COLUMN ...`},
 //	}
 //	db, err := sqlite.Open(ctx, path, "strata-bridge", migrations)
+//
+// A write that still finds the database locked when its busy timeout ends
+// (a long transaction of another process: a backup, an admin's sqlite3
+// shell) is tried again by Retry, a bounded backoff, so a daemon's record
+// of what it did is not lost to a lock held a few seconds too long.
 package sqlite
 
 import (
@@ -26,10 +31,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+	sqlite3 "github.com/mattn/go-sqlite3" // the SQLite driver
 )
 
 // Migration is one step of a schema. Never edit a released one: append.
@@ -44,15 +50,30 @@ const FileMode os.FileMode = 0o600
 // BusyTimeout is how long a statement waits for another connection's lock.
 const BusyTimeout = 5 * time.Second
 
+// Options tune Open.
+type Options struct {
+	// BusyTimeout is how long one statement waits for another
+	// connection's lock; default BusyTimeout.
+	BusyTimeout time.Duration
+}
+
 // Open opens the database at path (creating it, mode FileMode, when it
 // does not exist) and applies the migrations it lacks. app names the
 // program in the error for a database newer than it.
 func Open(ctx context.Context, path, app string, migrations []Migration) (*sql.DB, error) {
+	return OpenOptions(ctx, path, app, migrations, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, path, app string, migrations []Migration, o Options) (*sql.DB, error) {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = BusyTimeout
+	}
 	if err := create(path); err != nil {
 		return nil, err
 	}
 	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_busy_timeout=%d&_synchronous=FULL&_foreign_keys=on&_txlock=immediate",
-		path, BusyTimeout.Milliseconds())
+		path, o.BusyTimeout.Milliseconds())
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -60,13 +81,109 @@ func Open(ctx context.Context, path, app string, migrations []Migration) (*sql.D
 	db.SetMaxOpenConns(1) // one writer; SQLite serialises writes anyway
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, explain(path, err))
 	}
 	if err := Migrate(ctx, db, app, migrations); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, explain(path, err))
 	}
 	return db, nil
+}
+
+// ReadOnlyError says the database's directory cannot be written: SQLite
+// in WAL mode creates its -wal and -shm files beside the database even to
+// read it, and reports only "unable to open database file: no such file
+// or directory" when it cannot.
+type ReadOnlyError struct {
+	Path string
+	Dir  string // the directory, or the database file itself, that cannot be written
+	Err  error  // syscall.EROFS or syscall.EACCES (what access(2) said), and SQLite's own error
+}
+
+func (e *ReadOnlyError) Error() string {
+	what := "directory " + e.Dir
+	if e.Dir == e.Path {
+		what = "database file " + e.Path
+	}
+	why := "is not writable by this user"
+	if errors.Is(e.Err, syscall.EROFS) {
+		why = "is on a read-only file system"
+	}
+	return fmt.Sprintf("%s %s: SQLite cannot create the write-ahead log (%s-wal, %s-shm) it needs beside the database, nor write it; "+
+		"mount it read-write, give the service's user write access, or point the state path at a writable directory "+
+		"(the unit's StateDirectory=): %v", what, why, filepath.Base(e.Path), filepath.Base(e.Path), e.Err)
+}
+
+func (e *ReadOnlyError) Unwrap() error { return e.Err }
+
+// explain turns SQLite's "unable to open database file" or "attempt to
+// write a readonly database" into a *ReadOnlyError when the directory (or
+// the file) cannot be written; other errors pass through.
+func explain(path string, err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) || (se.Code != sqlite3.ErrCantOpen && se.Code != sqlite3.ErrReadonly) {
+		return err
+	}
+	dir := filepath.Dir(path)
+	for _, p := range []string{dir, path} {
+		if aerr := syscall.Access(p, 2 /* W_OK */); errors.Is(aerr, syscall.EROFS) || errors.Is(aerr, syscall.EACCES) {
+			return &ReadOnlyError{Path: path, Dir: p, Err: errors.Join(aerr, err)}
+		}
+	}
+	return err
+}
+
+// Retry is a bounded backoff for writes that find the database locked
+// (SQLITE_BUSY, SQLITE_LOCKED) after their busy timeout.
+type Retry struct {
+	Attempts int           // tries in all, the first included; default 5
+	Wait     time.Duration // before the second try, doubled for each next one; default 250ms
+	MaxWait  time.Duration // cap of one wait; default 4s
+}
+
+// DefaultRetry is the retry of Strata's stores: with BusyTimeout, a
+// write waits for a lock about 30 s in all before it fails.
+var DefaultRetry = Retry{Attempts: 5, Wait: 250 * time.Millisecond, MaxWait: 4 * time.Second}
+
+// Do runs fn until it returns an error that is not Busy, or nil, or the
+// attempts are spent (the last error is returned, with how many tries it
+// took), or ctx ends.
+func (r Retry) Do(ctx context.Context, fn func() error) error {
+	if r.Attempts <= 0 {
+		r.Attempts = DefaultRetry.Attempts
+	}
+	if r.Wait <= 0 {
+		r.Wait = DefaultRetry.Wait
+	}
+	if r.MaxWait <= 0 {
+		r.MaxWait = DefaultRetry.MaxWait
+	}
+	wait := r.Wait
+	for i := 1; ; i++ {
+		err := fn()
+		if err == nil || !Busy(err) {
+			return err
+		}
+		if i >= r.Attempts {
+			return fmt.Errorf("database locked by another process after %d tries: %w", i, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, r.MaxWait)
+	}
+}
+
+// Busy says whether err is SQLite's "database is locked" (SQLITE_BUSY or
+// SQLITE_LOCKED): another connection holds the lock, and a later try may
+// succeed.
+func Busy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // create makes an empty database file with FileMode unless one exists:
@@ -79,6 +196,9 @@ func create(path string) error {
 	switch {
 	case errors.Is(err, os.ErrExist):
 		return private(path)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("create database %s: the directory is on a read-only file system; mount it read-write "+
+			"or point the state path at a writable directory: %w", path, err)
 	case err != nil:
 		return fmt.Errorf("create database: %w", err)
 	}

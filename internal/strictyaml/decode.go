@@ -53,6 +53,42 @@ type Options struct {
 	// aliases of aliases cannot make a small file take forever (a file
 	// without aliases is bounded by its size); 0 is 10,000.
 	MaxExpanded int
+	// MaxBytes bounds the file's size: decoding keeps a node per value
+	// and a position per path, some 40 times the file in memory, so a
+	// file larger than any real one is refused before it is parsed (and
+	// Load reads no more of it); 0 is no bound. MaxBytesHint is the
+	// hint of that refusal (how to raise the bound).
+	MaxBytes     int64
+	MaxBytesHint string
+}
+
+// ReadLimited reads the file at path, at most max bytes and one more
+// (so that Decode sees it is too large) when max is above 0.
+func ReadLimited(path string, max int64) ([]byte, error) {
+	if max <= 0 {
+		return os.ReadFile(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max+1))
+}
+
+// FormatBytes writes a size in bytes for a message: "16 MiB" when it is a
+// whole number of KiB, MiB or GiB, else "1414 bytes" (a bound is given
+// exactly).
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // Scalar is implemented (on the pointer) by a type that reads itself from
@@ -92,7 +128,18 @@ func Decode(file string, data []byte, dst any, opts Options) *Result {
 	if opts.MaxExpanded <= 0 {
 		opts.MaxExpanded = 10_000
 	}
-	d := &decoder{file: file, data: data, pos: Positions{}, opts: opts, bad: map[string]bool{}}
+	// About one value per 32 bytes of YAML: sized once, the positions of a
+	// large file are not copied over and over as the map grows.
+	if opts.MaxBytes > 0 && int64(len(data)) > opts.MaxBytes {
+		d := &decoder{file: file, opts: opts, pos: Positions{"": {1, 1}}, bad: map[string]bool{"": true}}
+		hint := opts.MaxBytesHint
+		if hint == "" {
+			hint = "check that this is the right file"
+		}
+		d.fail(&yaml.Node{Line: 1, Column: 1}, "", hint, "the %s is larger than %s, the most it may be", d.fileNoun(), FormatBytes(opts.MaxBytes))
+		return &Result{File: file, Pos: d.pos, Diags: d.diags, bad: d.bad, max: opts.MaxDiagnostics}
+	}
+	d := &decoder{file: file, data: data, pos: make(Positions, len(data)/32), opts: opts, bad: map[string]bool{}}
 	if root := d.document(); root != nil {
 		d.value(root, reflect.ValueOf(dst).Elem(), "")
 	}
@@ -128,7 +175,7 @@ func Parse(file string, data []byte, dst Validator, opts Options) error {
 // cannot be read is an error wrapping the os error (errors.Is(err,
 // os.ErrNotExist) for a missing one).
 func Load(path string, dst Validator, opts Options) error {
-	data, err := os.ReadFile(path)
+	data, err := ReadLimited(path, opts.MaxBytes)
 	if err != nil {
 		d := decoder{opts: opts}
 		return fmt.Errorf("read %s: %w", d.fileNoun(), err)
@@ -236,6 +283,7 @@ type decoder struct {
 	expanded int        // values visited through aliases
 	stopped  bool       // MaxExpanded reached
 	bad      map[string]bool
+	structs  map[reflect.Type]*structInfo // structOf, once per type: a large file has many values of one type
 }
 
 // add reports a problem about the key or value at path, located at node
@@ -819,9 +867,16 @@ type structInfo struct {
 	line      int               // index of the line field, or -1
 }
 
-// structOf lists the keys of struct type t.
-func (d *decoder) structOf(t reflect.Type) structInfo {
-	info := structInfo{noun: d.opts.Nouns[t], byName: map[string]field{}, forbidden: d.opts.Forbidden[t], line: -1}
+// structOf lists the keys of struct type t; the same info for every value
+// of the type (callers only read it).
+func (d *decoder) structOf(t reflect.Type) *structInfo {
+	if info, ok := d.structs[t]; ok {
+		return info
+	}
+	if d.structs == nil {
+		d.structs = map[reflect.Type]*structInfo{}
+	}
+	info := &structInfo{noun: d.opts.Nouns[t], byName: map[string]field{}, forbidden: d.opts.Forbidden[t], line: -1}
 	if info.noun == "" {
 		info.noun = strings.ToLower(t.Name())
 	}
@@ -836,6 +891,7 @@ func (d *decoder) structOf(t reflect.Type) structInfo {
 		info.names = append(info.names, k.Name)
 		info.byName[k.Name] = f
 	}
+	d.structs[t] = info
 	return info
 }
 

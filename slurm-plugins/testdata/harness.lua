@@ -52,7 +52,7 @@ local function job_desc(fields)
 	local j = {
 		time_limit = NO_VAL, min_nodes = NO_VAL, max_nodes = NO_VAL, num_tasks = NO_VAL, req_switch = NO_VAL,
 		wait4switch = NO_VAL, requeue = NO_VAL16, shared = NO_VAL16, sockets_per_node = NO_VAL16,
-		ntasks_per_node = NO_VAL16, cpus_per_task = NO_VAL16, user_id = 26002, name = "test",
+		ntasks_per_node = NO_VAL16, cpus_per_task = NO_VAL16, user_id = 26002, name = "test", het_job_offset = NO_VAL,
 	}
 	for k, v in pairs(fields) do
 		j[k] = v
@@ -87,7 +87,14 @@ for _, s in ipairs(steps) do
 	end
 	clock = clock + (s.advance or 0)
 	local out = ""
-	if s.job then
+	if s.job and s.rec then
+		-- A change: job is the request (only what it sets; the rest is Slurm's "not set"),
+		-- rec the job as slurmctld holds it.
+		local j = job_desc(s.job)
+		j.user_id, j.user_name, j.name = NO_VAL, nil, nil
+		local rc = slurm_job_modify(j, s.rec, {}, s.modify_uid or s.rec.user_id or 26002)
+		out = tostring(rc) .. "\t" .. table.concat(user_msgs, " | ") .. "\t"
+	elseif s.job then
 		local j = job_desc(s.job)
 		local before = {}
 		for _, k in ipairs(FIELDS) do
@@ -100,7 +107,7 @@ for _, s in ipairs(steps) do
 				changed[#changed + 1] = k .. "=" .. tostring(j[k])
 			end
 		end
-		out = tostring(rc) .. "\t" .. table.concat(user_msgs, " | ") .. "\t" .. table.concat(changed, " ")
+		out = tostring(rc) .. "\t" .. (table.concat(user_msgs, " | "):gsub("[\t\n]", " ")) .. "\t" .. table.concat(changed, " ")
 	else
 		out = "\t\t"
 	end

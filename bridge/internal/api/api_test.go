@@ -16,6 +16,8 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/internal/servingquota"
+	"github.com/strata-hpc/strata/internal/sqlite"
+	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -26,8 +28,13 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // (the integration tests cover the rest on a real apiserver).
 func server(t *testing.T, health func() (any, error)) *httptest.Server {
 	t.Helper()
+	return serverAt(t, health, filepath.Join(t.TempDir(), "bridge.db"), store.Options{})
+}
+
+func serverAt(t *testing.T, health func() (any, error), path string, o store.Options) *httptest.Server {
+	t.Helper()
 	ctx := t.Context()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "bridge.db"))
+	st, err := store.OpenOptions(ctx, path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,4 +328,72 @@ func FuzzGuard(f *testing.F) {
 			t.Errorf("the answer quotes the token: %s", rr.Body)
 		}
 	})
+}
+
+// With the database locked by another process, a refusal is answered only
+// once its event is written: a lock that lets go within the retries gives
+// the refusal and its event; one that outlasts them gives 500, no verdict.
+// A delete that fails in the cluster is recorded as a failed delete.
+func TestActionsUnderALockedDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	fast := store.Options{BusyTimeout: 20 * time.Millisecond, Retry: sqlite.Retry{Attempts: 20, Wait: 10 * time.Millisecond, MaxWait: 50 * time.Millisecond}}
+	srv := serverAt(t, nil, path, fast)
+	st, err := store.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	events := func(action, outcome string) []store.Event {
+		t.Helper()
+		ev, err := st.Events(t.Context(), "llama")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []store.Event
+		for _, e := range ev {
+			if e.Action == action && e.Outcome == outcome {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	rollback := func() (int, string) {
+		return do(t, srv, "POST", "/v1/deployments/llama/rollback", `{"to":"job-101"}`)
+	}
+
+	release := sqlitetest.Lock(t, path)
+	go func() {
+		time.Sleep(200 * time.Millisecond) // past several busy timeouts, within the retries
+		release()
+	}()
+	if code, body := rollback(); code != http.StatusUnprocessableEntity || !strings.Contains(body, `"check": "tenant"`) {
+		t.Errorf("rollback refused under a short lock = %d %s; want 422", code, body)
+	}
+	if got := events("rollback", "refused"); len(got) != 1 {
+		t.Errorf("refusal events after a short lock: %+v; want one", got)
+	}
+
+	sqlitetest.Lock(t, path) // held to the test's end
+	code, body := rollback()
+	if code != http.StatusInternalServerError || !strings.Contains(body, "rollback refusal of llama could not be recorded") ||
+		!strings.Contains(body, "database locked by another process after 20 tries") {
+		t.Errorf("rollback refused under a lasting lock = %d %s; want 500 saying the refusal was not recorded", code, body)
+	}
+}
+
+// A delete that fails in the cluster (here: the apiserver is unreachable)
+// is an event of its own, with what it had removed and why it stopped.
+func TestFailedDeleteIsRecorded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	srv := serverAt(t, nil, path, store.Options{})
+	code, body := do(t, srv, "DELETE", "/v1/deployments/llama", "")
+	if code != http.StatusInternalServerError || !strings.Contains(body, "the Kubernetes apiserver did not answer discovery") ||
+		strings.Contains(body, "does not serve this kind") {
+		t.Errorf("DELETE with the apiserver unreachable = %d %s; want 500 saying the apiserver did not answer", code, body)
+	}
+	code, body = do(t, srv, "GET", "/v1/deployments/llama", "")
+	if code != 200 || !strings.Contains(body, `"action": "delete"`) || !strings.Contains(body, `"outcome": "failed"`) ||
+		!strings.Contains(body, "delete failed after 0 objects") || !strings.Contains(body, `"state": "active"`) {
+		t.Errorf("deployment after a failed delete = %d %s; want a failed delete event and the deployment still active", code, body)
+	}
 }

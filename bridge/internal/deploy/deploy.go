@@ -273,24 +273,44 @@ func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, 
 }
 
 // refused counts and logs a refusal and records it as an event when the
-// deployment's name is known; other errors pass through.
+// deployment's name is known; other errors pass through. A refusal whose
+// event could not be written (the database locked past every retry) is
+// not reported as a refusal: it comes back as an *UnrecordedError, so the
+// watcher tries the job again and the API answers 500 rather than a
+// verdict nothing remembers.
 func (d *Deployer) refused(action, name string, jobID int64, err error) error {
 	var r *Refusal
 	if !errors.As(err, &r) {
 		return err
 	}
+	if name != "" {
+		if e := d.cfg.Store.AddEvent(context.Background(), store.Event{Name: name, JobID: jobID, Action: action,
+			Outcome: "refused", Message: r.Error(), At: d.cfg.Now()}); e != nil {
+			d.cfg.Log.Error(action+" refused, but the refusal could not be recorded", "name", name, "job_id", jobID,
+				"check", r.Check, "error", e)
+			return &UnrecordedError{Action: action + " refusal", Name: name, Outcome: r.Error(), Err: e}
+		}
+	}
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.Refusals.WithLabelValues(r.Check).Inc()
 	}
 	d.cfg.Log.Warn(action+" refused", "name", name, "job_id", jobID, "check", r.Check, "reason", r.Reason, "fix", r.Fix)
-	if name != "" {
-		if e := d.cfg.Store.AddEvent(context.Background(), store.Event{Name: name, JobID: jobID, Action: action,
-			Outcome: "refused", Message: r.Error(), At: d.cfg.Now()}); e != nil {
-			d.cfg.Log.Error("recording a refusal failed", "name", name, "job_id", jobID, "error", e)
-		}
-	}
 	return err
 }
+
+// UnrecordedError is an action (or a refusal) whose record the store did
+// not take: what happened is in Outcome, and it is not reported as done.
+type UnrecordedError struct {
+	Action, Name string
+	Outcome      string
+	Err          error
+}
+
+func (e *UnrecordedError) Error() string {
+	return fmt.Sprintf("%s of %s could not be recorded (%s): %v", e.Action, e.Name, e.Outcome, e.Err)
+}
+
+func (e *UnrecordedError) Unwrap() error { return e.Err }
 
 // apply applies a plan's objects, prunes what the version no longer has,
 // waits for the rollout and records the outcome.
@@ -597,6 +617,25 @@ func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
+// deleteFailed records a delete that stopped at an object (what it had
+// removed by then, and why it stopped) and returns the error, joined with
+// the store's when the event could not be written.
+func (d *Deployer) deleteFailed(ctx context.Context, dep store.Deployment, res *DeleteResult, err error, opt Options) error {
+	var names []string
+	for _, r := range res.Deleted {
+		names = append(names, r.Kind+"/"+r.Name)
+	}
+	msg := fmt.Sprintf("delete failed after %d objects (%s): %v", len(res.Deleted), strings.Join(names, ", "), err)
+	d.cfg.Log.Warn("delete failed", "name", dep.Name, "namespace", dep.Namespace, "tenant", dep.Tenant, "objects", len(res.Deleted),
+		"reason", opt.Reason, "error", err)
+	if e := d.cfg.Store.AddEvent(context.WithoutCancel(ctx), store.Event{Name: dep.Name, Action: "delete", Outcome: store.OutcomeFailed,
+		Message: msg, At: d.cfg.Now()}); e != nil {
+		d.cfg.Log.Error("recording a failed delete failed", "name", dep.Name, "error", e)
+		return errors.Join(err, &UnrecordedError{Action: "failed delete", Name: dep.Name, Outcome: msg, Err: e})
+	}
+	return err
+}
+
 // DeleteResult is what a delete removed (or, dry, would remove).
 type DeleteResult struct {
 	Name      string      `json:"name"`
@@ -630,20 +669,26 @@ func (d *Deployer) Delete(ctx context.Context, name string, opt Options) (*Delet
 			stored = append(stored, objs...)
 		}
 	}
+	res := &DeleteResult{Name: name, Namespace: dep.Namespace, DryRun: opt.DryRun, Deleted: []ObjectRef{}}
 	objs, err := d.cfg.Kube.ListManaged(ctx, dep.Namespace, name, deletableKinds(stored))
 	if err != nil {
-		return nil, err
+		if opt.DryRun {
+			return nil, err
+		}
+		return nil, d.deleteFailed(ctx, dep, res, err, opt)
 	}
-	res := &DeleteResult{Name: name, Namespace: dep.Namespace, DryRun: opt.DryRun, Deleted: []ObjectRef{}}
 	for _, o := range objs {
 		if shared(o.GetKind()) {
 			continue
 		}
 		if err := d.cfg.Kube.Delete(ctx, o, opt.DryRun); err != nil {
-			if d.cfg.Metrics != nil && !opt.DryRun {
+			if opt.DryRun {
+				return res, err
+			}
+			if d.cfg.Metrics != nil {
 				d.cfg.Metrics.Deletes.WithLabelValues(store.OutcomeFailed).Inc()
 			}
-			return res, err
+			return res, d.deleteFailed(ctx, dep, res, err, opt)
 		}
 		res.Deleted = append(res.Deleted, Ref(o))
 	}
@@ -656,7 +701,9 @@ func (d *Deployer) Delete(ctx context.Context, name string, opt Options) (*Delet
 	}
 	msg := fmt.Sprintf("deleted %d objects: %s", len(res.Deleted), strings.Join(names, ", "))
 	if err := d.cfg.Store.MarkDeleted(context.WithoutCancel(ctx), name, msg, d.cfg.Now()); err != nil {
-		return res, err
+		d.cfg.Log.Error("delete done in the cluster, but not recorded", "name", name, "namespace", dep.Namespace,
+			"objects", len(res.Deleted), "error", err)
+		return res, &UnrecordedError{Action: "delete", Name: name, Outcome: msg, Err: err}
 	}
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.Deletes.WithLabelValues("deleted").Inc()

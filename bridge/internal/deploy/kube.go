@@ -119,8 +119,13 @@ func (k *Kube) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 		k.mapper.Reset()
 		m, err = k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
-	if err != nil {
+	switch {
+	case meta.IsNoMatchError(err):
 		return nil, fmt.Errorf("%s: the cluster does not serve this kind: %w", gvk, err)
+	case err != nil:
+		// Discovery itself failed: the apiserver is down or unreachable,
+		// which says nothing of the kinds it serves.
+		return nil, fmt.Errorf("%s: cannot look up this kind: the Kubernetes apiserver did not answer discovery: %w", gvk, err)
 	}
 	return m, nil
 }

@@ -8,7 +8,10 @@
 //
 // The schema is created and upgraded by internal/sqlite's numbered
 // migrations; a database written by a newer bridge is refused rather than
-// guessed at.
+// guessed at. Every write that finds the database locked by another
+// process is tried again with a bounded backoff (sqlite.Retry); a write
+// that still fails returns its error, and the caller does not report the
+// action as done.
 package store
 
 import (
@@ -168,15 +171,34 @@ var migrations = []sqlite.Migration{
 }
 
 // Store is the SQLite database.
-type Store struct{ db *sql.DB }
+type Store struct {
+	db    *sql.DB
+	retry sqlite.Retry
+}
+
+// Options tune how long a write waits for a lock another process holds.
+type Options struct {
+	BusyTimeout time.Duration // one statement's wait; default sqlite.BusyTimeout
+	Retry       sqlite.Retry  // tries of a write still locked; default sqlite.DefaultRetry
+}
 
 // Open opens (and creates or upgrades) the database at path.
 func Open(ctx context.Context, path string) (*Store, error) {
-	db, err := sqlite.Open(ctx, path, "strata-bridge", migrations)
+	return OpenOptions(ctx, path, Options{Retry: sqlite.DefaultRetry})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, path string, o Options) (*Store, error) {
+	db, err := sqlite.OpenOptions(ctx, path, "strata-bridge", migrations, sqlite.Options{BusyTimeout: o.BusyTimeout})
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, retry: o.Retry}, nil
+}
+
+// write runs fn, again while the database is locked (bounded).
+func (s *Store) write(ctx context.Context, fn func() error) error {
+	return s.retry.Do(ctx, fn)
 }
 
 // Close closes the database.
@@ -200,6 +222,10 @@ func nullTime(v sql.NullInt64) *time.Time {
 // have changed since. It fails with a *NameTakenError when the name is an
 // active deployment of another tenant or namespace.
 func (s *Store) StartVersion(ctx context.Context, v Version) error {
+	return s.write(ctx, func() error { return s.startVersion(ctx, v) })
+}
+
+func (s *Store) startVersion(ctx context.Context, v Version) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -270,6 +296,10 @@ type Finish struct {
 // and makes the version current when its objects were applied, in one
 // transaction.
 func (s *Store) FinishVersion(ctx context.Context, f Finish) error {
+	return s.write(ctx, func() error { return s.finishVersion(ctx, f) })
+}
+
+func (s *Store) finishVersion(ctx context.Context, f Finish) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -303,6 +333,10 @@ func (s *Store) FinishVersion(ctx context.Context, f Finish) error {
 // versions stay, so a later deploy of the name starts a new history with
 // the old one still readable.
 func (s *Store) MarkDeleted(ctx context.Context, name, message string, at time.Time) error {
+	return s.write(ctx, func() error { return s.markDeleted(ctx, name, message, at) })
+}
+
+func (s *Store) markDeleted(ctx context.Context, name, message string, at time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -334,7 +368,9 @@ func addEvent(ctx context.Context, db execer, e Event) error {
 }
 
 // AddEvent records an event that changes no version (a refusal, a no-op).
-func (s *Store) AddEvent(ctx context.Context, e Event) error { return addEvent(ctx, s.db, e) }
+func (s *Store) AddEvent(ctx context.Context, e Event) error {
+	return s.write(ctx, func() error { return addEvent(ctx, s.db, e) })
+}
 
 const deploymentColumns = `name, namespace, tenant, project, state, current, created_at, updated_at`
 
@@ -472,9 +508,12 @@ func (s *Store) Usage(ctx context.Context, tenant string) ([]Usage, error) {
 // done means the job is settled (deployed, refused, not asking to be
 // served, or failed too often) and is not looked at again.
 func (s *Store) MarkSeen(ctx context.Context, jobID int64, outcome, message string, done bool, at time.Time) (Seen, error) {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO seen(job_id, outcome, message, attempts, done, at) VALUES(?,?,?,1,?,?)
+	if err := s.write(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `INSERT INTO seen(job_id, outcome, message, attempts, done, at) VALUES(?,?,?,1,?,?)
 		ON CONFLICT(job_id) DO UPDATE SET outcome=excluded.outcome, message=excluded.message, attempts=seen.attempts+1,
-			done=excluded.done, at=excluded.at`, jobID, outcome, message, done, ms(at)); err != nil {
+			done=excluded.done, at=excluded.at`, jobID, outcome, message, done, ms(at))
+		return err
+	}); err != nil {
 		return Seen{}, fmt.Errorf("mark job %d seen: %w", jobID, err)
 	}
 	return s.Seen(ctx, jobID)
@@ -517,9 +556,17 @@ func (s *Store) Settled(ctx context.Context) (map[int64]bool, error) {
 // PruneSeen forgets verdicts older than before; slurmctld forgets finished
 // jobs long before (MinJobAge), so they are never listed again.
 func (s *Store) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM seen WHERE at < ?`, ms(before))
+	var n int64
+	err := s.write(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM seen WHERE at < ?`, ms(before))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("prune seen jobs: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }

@@ -327,3 +327,47 @@ func TestOpenEarlierSchemas(t *testing.T) {
 		})
 	}
 }
+
+// Every write outlasts another process's lock that lets go within the
+// retries, and fails, saying so, against one that does not; reads go on
+// under the lock (WAL).
+func TestWritesUnderALock(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	s, err := OpenOptions(ctx, path, Options{BusyTimeout: 20 * time.Millisecond,
+		Retry: sqlite.Retry{Attempts: 30, Wait: 10 * time.Millisecond, MaxWait: 40 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	writes := map[string]func() error{
+		"start version": func() error { return s.StartVersion(ctx, version(7, "llama", "acme", 1, 1, t0)) },
+		"finish version": func() error {
+			return s.FinishVersion(ctx, Finish{Name: "llama", JobID: 7, Action: "deploy", Outcome: OutcomeReady, Applied: true, At: t0})
+		},
+		"event": func() error {
+			return s.AddEvent(ctx, Event{Name: "llama", Action: "deploy", Outcome: "refused", At: t0})
+		},
+		"seen":   func() error { _, err := s.MarkSeen(ctx, 7, "ready", "", true, t0); return err },
+		"delete": func() error { return s.MarkDeleted(ctx, "llama", "deleted 0 objects", t0) },
+		"prune":  func() error { _, err := s.PruneSeen(ctx, t0.Add(-time.Hour)); return err },
+	}
+	for _, name := range []string{"start version", "finish version", "event", "seen", "delete", "prune"} {
+		release := sqlitetest.Lock(t, path)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			release()
+		}()
+		if err := writes[name](); err != nil {
+			t.Errorf("%s under a short lock: %v", name, err)
+		}
+	}
+	sqlitetest.Lock(t, path)
+	if _, err := s.Deployment(ctx, "llama"); err != nil {
+		t.Errorf("read under the lock: %v", err)
+	}
+	if err := writes["event"](); !sqlite.Busy(err) || !strings.Contains(err.Error(), "database locked by another process after 30 tries") {
+		t.Errorf("event under a lasting lock: %v", err)
+	}
+}

@@ -22,6 +22,8 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/sqlite"
+	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -129,9 +131,13 @@ func watcherAt(t *testing.T, slurm Slurm, db, hostRoot string) (*Watcher, *store
 	return watcherOn(t, slurm, db, hostRoot, apiserver(t, ready))
 }
 
+// fastStore waits for another process's lock briefly, so that a test of a
+// locked database takes well under a second.
+var fastStore = store.Options{BusyTimeout: 20 * time.Millisecond, Retry: sqlite.Retry{Attempts: 10, Wait: 10 * time.Millisecond, MaxWait: 20 * time.Millisecond}}
+
 func watcherOn(t *testing.T, slurm Slurm, db, hostRoot, kubeURL string) (*Watcher, *store.Store, *prometheus.Registry) {
 	t.Helper()
-	st, err := store.Open(t.Context(), db)
+	st, err := store.OpenOptions(t.Context(), db, fastStore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,5 +379,37 @@ func TestPollKubernetesUnreachable(t *testing.T) {
 	w, _, _ := watcherOn(t, &answers{replies: []reply{{list: list}}}, filepath.Join(t.TempDir(), "bridge.db"), t.TempDir(), "https://127.0.0.1:1")
 	if status, err := w.Poll(t.Context()); err == nil || status.OK || !strings.Contains(status.Error, "kubernetes") {
 		t.Errorf("poll with no apiserver = %+v, %v; want a failed cycle naming Kubernetes", status, err)
+	}
+}
+
+// With the database locked by another process past every retry, a
+// refusal is neither recorded nor settled: the cycle fails, and once the
+// lock is gone the next cycle records the refusal, its event included.
+func TestPollWithTheDatabaseLocked(t *testing.T) {
+	ctx := t.Context()
+	stranger := slurmrest.Job{ID: 51, State: slurmrest.JobState{"COMPLETED"}, Account: "testbed", Comment: "strata:serve=llama", WorkDir: "/jobs/51"}
+	list := slurmrest.JobList{Jobs: []slurmrest.Job{stranger}, Updated: t0}
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	w, st, _ := watcherAt(t, &answers{replies: []reply{{list: list}, {list: list}}}, db, t.TempDir())
+
+	release := sqlitetest.Lock(t, db)
+	status, err := w.Poll(ctx)
+	if err == nil || status.OK || !strings.Contains(status.Error, "database locked by another process") {
+		t.Errorf("poll with the database locked = %+v, %v; want a failed cycle saying the database is locked", status, err)
+	}
+	release()
+	if _, err := st.Seen(ctx, 51); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("job 51 was settled while nothing could be recorded: %v", err)
+	}
+
+	if status, err := w.Poll(ctx); err != nil || status.Selected != 1 {
+		t.Fatalf("poll after the lock = %+v, %v", status, err)
+	}
+	if seen, err := st.Seen(ctx, 51); err != nil || seen.Outcome != VerdictRefused || !seen.Done {
+		t.Errorf("job 51 after the lock: %+v, %v; want refused and settled", seen, err)
+	}
+	ev, err := st.Events(ctx, "llama")
+	if err != nil || len(ev) != 1 || ev[0].Outcome != "refused" || ev[0].JobID != 51 {
+		t.Errorf("events of llama: %+v, %v; want the one refusal", ev, err)
 	}
 }

@@ -1,12 +1,15 @@
 // Package sqlitetest writes, in tests, the database an earlier release of
 // a store left behind, from a SQL file made of that release's CREATE
-// statements and some rows, so the store's tests can open and migrate it.
+// statements and some rows, so the store's tests can open and migrate it;
+// and locks a database from another connection, as another process would.
 package sqlitetest
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
@@ -39,4 +42,33 @@ func Schemas(t testing.TB) []string {
 		t.Fatalf("no earlier schemas in testdata: %v", err)
 	}
 	return files
+}
+
+// Lock takes the write lock of the database at path from a connection of
+// its own (BEGIN IMMEDIATE, as another process would: a backup, an
+// admin's sqlite3 shell), so the store under test finds it locked; readers
+// go on. The returned func releases it; the test's end releases it too.
+func Lock(t testing.TB, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatalf("lock %s: %v", path, err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+			_ = conn.Close()
+			_ = db.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,7 +76,10 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 		Version:   buildinfo.Version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"}},
+		Flags: []cli.Flag{&cli.StringFlag{Name: "log-level", Value: "info"},
+			&cli.StringFlag{Name: "max-policy-size", Value: "16MiB", EnvVars: []string{"STRATA_POLICY_MAX_SIZE"},
+				Usage: "the largest policy file read (KiB, MiB, GiB; a plain number is bytes): a larger one is refused before it is parsed, " +
+					"as checking takes some 40 times the file's size in memory"}},
 		Before: func(c *cli.Context) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
@@ -152,6 +156,27 @@ func cmdRender(c *cli.Context) error {
 	return nil
 }
 
+// parseSize reads a size: bytes, or a number with KiB, MiB or GiB (K, M
+// and G are the same).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("%q: want a size such as 16MiB, 64MiB or 1GiB", s)
+	}
+	return n * mult, nil
+}
+
 func renderDoc() string {
 	var b strings.Builder
 	b.WriteString("Renders every derived file, all or none:\n")
@@ -166,7 +191,11 @@ func renderDoc() string {
 }
 
 func load(c *cli.Context) (*spec.Policy, error) {
-	p, err := spec.Load(c.String("policy"))
+	maxSize, err := parseSize(c.String("max-policy-size"))
+	if err != nil {
+		return nil, cliexit.Usagef("--max-policy-size: %v", err)
+	}
+	p, err := spec.LoadMax(c.String("policy"), maxSize)
 	if err != nil {
 		return nil, cliexit.Wrap(exitInvalid, err)
 	}

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 
@@ -10,15 +9,31 @@ import (
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
-// Load reads and parses a policy file (see [Parse]). A file that cannot be
-// read is an error wrapping the os error; a file with problems is
-// [Diagnostics].
-func Load(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+// MaxSize is the largest policy file Load and Parse read, by default. A
+// policy of 1,000 projects of 50 members is about 2 MiB; checking a file
+// costs some 40 times its size in memory (YAML nodes and the position of
+// every value), so 16 MiB (some 500,000 memberships) is far above any
+// site and still checks in well under a gigabyte.
+const MaxSize int64 = 16 << 20
+
+// Load reads and parses a policy file (see [Parse]) of at most MaxSize
+// bytes. A file that cannot be read is an error wrapping the os error; a
+// file with problems is [Diagnostics].
+func Load(path string) (*Policy, error) { return LoadMax(path, MaxSize) }
+
+// LoadMax is Load with another bound on the file's size (0: MaxSize); a
+// larger file is a diagnostic that says so, and is not read further.
+func LoadMax(path string, maxBytes int64) (*Policy, error) {
+	if maxBytes <= 0 {
+		maxBytes = MaxSize
+	}
+	data, err := strictyaml.ReadLimited(path, maxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read policy: %w", err)
 	}
-	return Parse(path, data)
+	opts := decodeOptions
+	opts.MaxBytes = maxBytes
+	return parse(path, data, opts)
 }
 
 // Parse decodes a policy file strictly, validates it, and returns it with
@@ -34,9 +49,11 @@ func Load(path string) (*Policy, error) {
 // each with its line and column, sorted. Validation problems of a value
 // that could not be decoded are left out: they would only repeat it.
 // A syntax error stops the decoding, so it comes alone.
-func Parse(file string, data []byte) (*Policy, error) {
+func Parse(file string, data []byte) (*Policy, error) { return parse(file, data, decodeOptions) }
+
+func parse(file string, data []byte, opts strictyaml.Options) (*Policy, error) {
 	var p Policy
-	r := strictyaml.Decode(file, data, &p, decodeOptions)
+	r := strictyaml.Decode(file, data, &p, opts)
 	p.Positions = r.Pos
 	r.Add(p.Validate(file))
 	if err := r.Err(); err != nil {
@@ -59,6 +76,9 @@ var decodeOptions = strictyaml.Options{
 	QuoteNumbers:   true,
 	MaxDiagnostics: 100,
 	MaxExpanded:    100_000,
+	MaxBytes:       MaxSize,
+	MaxBytesHint: "a policy this large is most likely not the policy (a generated or concatenated file?); " +
+		"if it is, raise the bound with strata-policy --max-policy-size",
 }
 
 var ruleType = reflect.TypeFor[reclaimrules.Rule]()

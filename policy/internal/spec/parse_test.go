@@ -257,9 +257,11 @@ var fileTests = map[string]struct {
 		`testdata/reclaim.bad.yaml:21:15: reclaim requeues, but jobs of class "interactive" are not requeueable (hint: set requeue: true on the class, or use action: cancel)`,
 	}},
 	"roles.bad.yaml": {wantErrs: []string{
+		`testdata/roles.bad.yaml:13:19: user root cannot be a project member (cluster-admin of project "llm" of tenant "acme") (hint: remove it: root administers Slurm and needs no project; give the person their own user here, or list them under the top-level admins key)`,
 		`testdata/roles.bad.yaml:14:19: role cluster-admin is not a project role (hint: list cluster admins under the top-level admins key)`,
 		`testdata/roles.bad.yaml:16:19: role "owner" is not a role (hint: use member, viewer or tenant-admin)`,
 		`testdata/roles.bad.yaml:17:19: member with no user name (hint: give the Unix user name)`,
+		`testdata/roles.bad.yaml:20:19: user root cannot be a project member (viewer of project "ops" of tenant "acme") (hint: remove it: root administers Slurm and needs no project; give the person their own user here, or list them under the top-level admins key)`,
 	}},
 	"serving-disk.bad.yaml": {wantErrs: []string{
 		`testdata/serving-disk.bad.yaml:10:21: gpus -1 is negative (hint: give 0 or more GPUs for the tenant's model servers)`,

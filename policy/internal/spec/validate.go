@@ -8,6 +8,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -553,15 +554,30 @@ func (v *validator) tenants(p *Policy) {
 
 // members checks the members of a project.
 func (v *validator) members(pp string, pr *Project, what string, defaults map[string]string) {
-	seen := map[string]string{}
+	// A project may have thousands of members: their paths are made only
+	// for a problem, and seen keeps indexes.
+	seen := make(map[string]int, len(pr.Members))
+	memberPath := func(k int) string { return pp + ".members[" + strconv.Itoa(k) + "]" }
 	for k, m := range pr.Members {
-		mp := fmt.Sprintf("%s.members[%d]", pp, k)
-		v.user(mp+".user", "member", m.User)
+		mp := memberPath(k)
+		if !nameRE.MatchString(m.User) {
+			v.user(mp+".user", "member", m.User)
+		}
 		if first, dup := seen[m.User]; dup && m.User != "" {
-			v.add(mp+".user", "remove one of them: a member has one role in a project", "user %q is a member twice (first at %s)", m.User, v.where(first))
+			v.add(mp+".user", "remove one of them: a member has one role in a project", "user %q is a member twice (first at %s)",
+				m.User, v.where(memberPath(first)+".user"))
 			continue
 		}
-		seen[m.User] = mp + ".user"
+		seen[m.User] = k
+		if m.User == "root" {
+			// Refused, not warned: sacctmgr would give root an association
+			// under the tenant's account (and, as a default, move root's
+			// own jobs into it), so the tenant's limits, shares and GPU
+			// budget would govern what the administrator runs, and
+			// job_submit.lua would police root's jobs.
+			v.add(mp+".user", "remove it: root administers Slurm and needs no project; give the person their own user here, "+
+				"or list them under the top-level admins key", "user root cannot be a project member (%s of %s)", orRole(m.Role), what)
+		}
 		switch {
 		case m.Role == RoleClusterAdmin:
 			v.add(mp+".role", "list cluster admins under the top-level admins key", "role cluster-admin is not a project role")
@@ -580,6 +596,13 @@ func (v *validator) members(pp string, pr *Project, what string, defaults map[st
 			}
 		}
 	}
+}
+
+func orRole(r string) string {
+	if r == "" {
+		return RoleMember
+	}
+	return r
 }
 
 // disk checks a project's disk quota.

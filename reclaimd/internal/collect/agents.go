@@ -172,6 +172,9 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node string) (a
 	if err := checkHistory(snap); err != nil {
 		return snap, err
 	}
+	if err := checkSnapshot(&snap); err != nil {
+		return snap, err
+	}
 	if snap.Node != "" && snap.Node != node {
 		return snap, errors.New("agent reports node " + snap.Node + ", not " + node + ": check the agent URL template")
 	}

@@ -20,6 +20,11 @@ import (
 // of distinct files from running on.
 const MaxIncludeDepth = 16
 
+// MaxCores is the most physical cores a node line may give: far more than
+// any node has. A product of counts above it (or one that would overflow)
+// is a mistake of the file, and the line gives no count.
+const MaxCores = 1 << 20
+
 // Nodes lists the NodeName= entries of a slurm.conf, in file order, and
 // the physical cores of each where its line says (Boards × SocketsPerBoard
 // × CoresPerSocket, Sockets × CoresPerSocket, or CPUs / ThreadsPerCore).
@@ -133,21 +138,39 @@ func (r *reader) parse(data []byte, name string, include func(arg string) error)
 			return fmt.Errorf("%s:%d: %w", name, i+1, err)
 		}
 		r.names = append(r.names, hs...)
+		// num is a count of the line: def when it is not a positive
+		// number, 0 (no count for the line) when it is beyond MaxCores.
 		num := func(k string, def int) int {
 			n, err := strconv.Atoi(kv[k])
-			if err != nil || n <= 0 {
+			switch {
+			case errors.Is(err, strconv.ErrRange) || err == nil && n > MaxCores:
+				return 0
+			case err != nil || n <= 0:
 				return def
 			}
 			return n
 		}
+		// product multiplies counts each at most MaxCores, so no step
+		// overflows; 0 when it passes MaxCores.
+		product := func(ns ...int) int {
+			p := 1
+			for _, n := range ns {
+				if p *= n; p > MaxCores {
+					return 0
+				}
+			}
+			return p
+		}
 		n := 0
 		switch {
 		case kv["corespersocket"] != "" && kv["socketsperboard"] != "":
-			n = num("boards", 1) * num("socketsperboard", 1) * num("corespersocket", 1)
+			n = product(num("boards", 1), num("socketsperboard", 1), num("corespersocket", 1))
 		case kv["corespersocket"] != "":
-			n = num("sockets", 1) * num("corespersocket", 1)
+			n = product(num("sockets", 1), num("corespersocket", 1))
 		case kv["cpus"] != "":
-			n = num("cpus", 0) / num("threadspercore", 1)
+			if tpc := num("threadspercore", 1); tpc > 0 {
+				n = num("cpus", 0) / tpc
+			}
 		}
 		if n > 0 {
 			for _, h := range hs {

@@ -38,6 +38,11 @@ PartitionName=gpu Nodes=gpu[1-2] Default=YES
 		wantNames: []string{"n1"},
 		wantCores: map[string]int{"n1": 1},
 	},
+	// No node has a quadrillion cores; 2^32 × 2^32 would wrap to 0.
+	"counts beyond any node give none": {
+		conf:      "NodeName=n1 Boards=99999 SocketsPerBoard=99999 CoresPerSocket=99999\nNodeName=n2 Sockets=4294967296 CoresPerSocket=4294967296\n",
+		wantNames: []string{"n1", "n2"}, wantCores: map[string]int{},
+	},
 	"no nodes":                  {conf: "ClusterName=c\n", wantCores: map[string]int{}},
 	"bad range":                 {conf: "ClusterName=c\nNodeName=n[A-B]\n", wantErr: "slurm.conf:2: "},
 	"an Include needs the file": {conf: "ClusterName=c\ninclude nodes.conf\n", wantErr: "slurm.conf:2: an Include line needs the file on disk"},

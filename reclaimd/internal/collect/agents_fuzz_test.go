@@ -1,0 +1,68 @@
+package collect
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/agent"
+)
+
+// FuzzAgentSnapshot serves a fuzzed body as an agent's /v1/snapshot and
+// collects it, through the same decode the controller uses: it never
+// panics; the samples it keeps are of the node's own GPUs only, sorted by
+// time, each a percentage (a value out of range would read as
+// idle or busy). Seeded from a snapshot as the agent writes it.
+func FuzzAgentSnapshot(f *testing.F) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	pct := func(v float64) *float64 { return &v }
+	good := agent.Snapshot{Node: "n1", TakenAt: t0, IntervalSeconds: 10, WindowSeconds: 600, SourceOK: true,
+		GPUs: []agent.GPUWindow{{Index: 0, UUID: "GPU-0", Model: "H100", MemTotalMiB: 81559, Samples: []agent.Point{
+			{At: t0.Add(-10 * time.Second), Util: pct(0), MemActivity: pct(0), MemUsedMiB: 500, JobIDs: []int64{7}},
+			{At: t0, Util: pct(97), MemActivity: pct(40), MemUsedMiB: 70000, JobIDs: []int64{7}},
+		}}, {Index: 1, MIG: true, Samples: []agent.Point{{At: t0}}}}}
+	data, err := json.Marshal(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	for _, s := range []string{`{}`, `{"node":"n2"}`, `{"node":"n1","gpus":[{"index":0,"samples":[{"at":"2026-12-01T12:00:00Z","util":-5,"mem_activity":0}]}]}`,
+		`{"gpus":[{"index":3,"samples":[{"at":"2026-12-01T12:00:01Z","util":1,"mem_activity":1},{"at":"2026-12-01T12:00:00Z","util":2,"mem_activity":2}]}]}`,
+		`{"interval_seconds":1e300}`, `[]`, `{"gpus":null}`, `{"gpus":[{"samples":[{"util":1e400}]}]}`} {
+		f.Add([]byte(s))
+	}
+	// One agent for every input (a worker runs one input at a time): it
+	// answers the body of the input being run.
+	var current atomic.Pointer[[]byte]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(*current.Load())
+	}))
+	defer srv.Close()
+	a := &Agents{URL: func(string) string { return srv.URL }, Client: srv.Client()}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		current.Store(&body)
+		res, _ := a.Collect(context.Background(), []string{"n1"})
+		if res.Interval < 0 {
+			t.Fatalf("interval %v", res.Interval)
+		}
+		for key, ss := range res.Samples {
+			if key.Node != "n1" {
+				t.Fatalf("samples of node %q from n1's agent", key.Node)
+			}
+			if !sort.SliceIsSorted(ss, func(i, j int) bool { return ss[i].At.Before(ss[j].At) }) {
+				t.Fatalf("samples of %v not in time order", key)
+			}
+			for _, s := range ss {
+				if s.UtilPercent < 0 || s.UtilPercent > 100 || s.MemActivityPercent < 0 || s.MemActivityPercent > 100 {
+					t.Fatalf("sample %+v of %v is no percentage", s, key)
+				}
+			}
+		}
+	})
+}

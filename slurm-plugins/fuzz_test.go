@@ -1,0 +1,71 @@
+package slurmplugins
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// gpuSeeds are the GPU request strings of TestRules.
+var gpuSeeds = []string{
+	"gres/gpu:4", "gres/gpu:2", "gres:gpu:3", "gpu:5", "gres/gpu:h100:2,gres/nic:1", "gres/gpu:h100:1,gres/gpu:a100:2",
+	"gres/gpu:1", "cpu=2,gres/gpu:h100=1", "gres/gpu=2", "gres/gpu:3", "gres/gpu:1k", "gres/gpu:1g.10gb:3", "gres/gpu:h100",
+	"gres/gpumem:80G,gres/shard:4", "gres/gpu:99999999999999999999", "gres/gpu:9223372036854775807", "gres/gpu:h100=8p",
+	"gres/gpu:2147483647", "gres/gpu:a100:8", "gres/gpu", "gres/gpu(IDX:0-1):2", "", ",", "gres/gpu:-1", "gres/gpu:1.5",
+}
+
+// asksFor is the count a refusal for GPUs names.
+var asksFor = regexp.MustCompile(`asks for (\S+)`)
+
+// FuzzGPURequest submits a job whose GPU request is the fuzzed string,
+// as --gpus (tres_per_job), --gpus-per-node on 2 nodes or --gpus-per-task
+// with 3 tasks, through job_submit.lua in the Lua harness. The plugin
+// never fails (an error inside it would let every such job through), it
+// either passes the job or refuses it for GPUs, and a count it prints is
+// a whole number from 0 to the most a job may ask (never a wrapped
+// -9223372036854775808, an exponent or inf).
+func FuzzGPURequest(f *testing.F) {
+	for i, s := range gpuSeeds {
+		f.Add(s, uint8(i%3))
+	}
+	var (
+		once sync.Once
+		data string
+	)
+	f.Fuzz(func(t *testing.T, req string, field uint8) {
+		once.Do(func() { data = readExampleData(t) })
+		job := map[string]any{"user_name": "alice", "partition": "interactive"}
+		switch field % 3 {
+		case 0:
+			job["tres_per_job"] = req
+		case 1:
+			job["tres_per_node"], job["min_nodes"] = req, 2
+		default:
+			job["tres_per_task"], job["num_tasks"] = req, 3
+		}
+		r := runSteps(t, "gpu", []step{{name: "job", write: data, job: job}})["job"]
+		if strings.Contains(r.Logs, "job_submit.lua failed") {
+			t.Fatalf("the plugin failed on %q: %s", req, r.Logs)
+		}
+		switch r.RC {
+		case "0":
+			return
+		case strconv.Itoa(rcPolicy):
+		default:
+			t.Fatalf("%q: rc %s (%s); want 0 or a refusal for GPUs", req, r.RC, r.User)
+		}
+		if strings.Contains(r.User, "more than 2147483647 GPUs") {
+			return
+		}
+		m := asksFor.FindStringSubmatch(r.User)
+		if m == nil {
+			t.Fatalf("%q: refused without a count: %s", req, r.User)
+		}
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || n < 0 || n > 2147483647 {
+			t.Fatalf("%q: refused for %q GPUs: %s", req, m[1], r.User)
+		}
+	})
+}
