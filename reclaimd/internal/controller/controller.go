@@ -27,13 +27,17 @@ import (
 )
 
 // Slurm is what the controller needs of slurmrestd (*slurmrest.Client).
+// Actions name the job by its [slurmrest.Job.Ref], never its bare ID: an
+// array task's record may carry the array's ID (which reaches every task),
+// and a heterogeneous job's leader the het job's (which reaches every
+// component).
 type Slurm interface {
 	Jobs(ctx context.Context, since time.Time) (slurmrest.JobList, error)
 	Job(ctx context.Context, id int64) (slurmrest.Job, error)
-	Update(ctx context.Context, id int64, u slurmrest.JobUpdate) error
-	Signal(ctx context.Context, id int64, sig string, batchOnly bool) error
-	Requeue(ctx context.Context, id int64, opt slurmrest.RequeueOptions) error
-	Cancel(ctx context.Context, id int64) error
+	UpdateRef(ctx context.Context, ref slurmrest.JobRef, u slurmrest.JobUpdate) error
+	SignalRef(ctx context.Context, ref slurmrest.JobRef, sig string, batchOnly bool) error
+	RequeueRef(ctx context.Context, ref slurmrest.JobRef, opt slurmrest.RequeueOptions) error
+	CancelRef(ctx context.Context, ref slurmrest.JobRef) error
 }
 
 // Collector gives the samples of the GPUs on the given nodes.
@@ -193,7 +197,7 @@ func className(j slurmrest.Job) string {
 func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
 	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
 		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount,
-		NoRequeue: !j.Requeue}
+		NoRequeue: !j.Requeue, HetComponent: j.HetComponent()}
 	for _, g := range j.GPUs {
 		d.GPUs = append(d.GPUs, decide.GPUKey{Node: g.Node, Index: g.Index})
 	}
@@ -258,6 +262,10 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		c.cfg.Log.Warn("no GPU samples for a node: its GPUs count as stale this cycle", "node", node, "error", why)
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
+	snap.Mismatched = gpuMapMismatches(jobs, res.Holders)
+	for node, why := range snap.Mismatched {
+		c.cfg.Log.Warn("GPU order mismatch: nothing on the node is acted on", "node", node, "detail", why)
+	}
 	if !res.Newest.IsZero() {
 		c.cfg.Metrics.DataAge.Set(start.Sub(res.Newest).Seconds())
 	}
@@ -557,20 +565,26 @@ func reclaimedSeconds(j slurmrest.Job, now time.Time) float64 {
 func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) error {
 	// The re-read job's admin comment: an admin's note in it is kept.
 	mark := decide.WithMarker(j.AdminComment, a.Marker())
-	if err := c.cfg.Slurm.Update(ctx, a.JobID, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
-		return fmt.Errorf("mark job: %w", err)
+	ref := j.Ref()
+	if err := c.cfg.Slurm.UpdateRef(ctx, ref, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
+		return fmt.Errorf("mark job %s: %w", ref, err)
 	}
 	switch a.Kind {
 	case decide.Signal:
-		if err := c.cfg.Slurm.Signal(ctx, a.JobID, a.Signal, c.cfg.SignalBatchOnly); err != nil {
+		if err := c.cfg.Slurm.SignalRef(ctx, ref, a.Signal, c.cfg.SignalBatchOnly); err != nil {
 			return err
 		}
 	case decide.Requeue, decide.RequeueHold:
-		if err := c.cfg.Slurm.Requeue(ctx, a.JobID, slurmrest.RequeueOptions{Hold: a.Kind == decide.RequeueHold, Reason: a.Reason}); err != nil {
+		if j.HetComponent() {
+			// Slurm requeues only whole heterogeneous jobs; Decide never
+			// asks for this, and a re-read that finds one must not.
+			return fmt.Errorf("job %s is a component of a heterogeneous job, which Slurm requeues only whole: not requeued", ref)
+		}
+		if err := c.cfg.Slurm.RequeueRef(ctx, ref, slurmrest.RequeueOptions{Hold: a.Kind == decide.RequeueHold, Reason: a.Reason}); err != nil {
 			return err
 		}
 	case decide.Cancel:
-		if err := c.cfg.Slurm.Cancel(ctx, a.JobID); err != nil {
+		if err := c.cfg.Slurm.CancelRef(ctx, ref); err != nil {
 			return err
 		}
 	}

@@ -143,6 +143,12 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		skip(c.gate, c.gateDetail)
 		return
 	}
+	for _, g := range j.GPUs {
+		if why, bad := c.s.Mismatched[g.Node]; bad {
+			skip(SkipGPUMismatch, g.Node+": "+why)
+			return
+		}
+	}
 	if prev.Phase == Requeued || prev.Phase == Cancelled {
 		skip(SkipActed, fmt.Sprintf("%s %s ago; Slurm still lists the run as running", prev.Phase, ago(now, prev.Since)))
 		return
@@ -347,6 +353,9 @@ func endAction(rule reclaimrules.Rule, partial bool, j *Job, l reclaimrules.Limi
 	if a.Requeues() {
 		if limit := l.RequeueLimit(rule); j.Requeues >= limit {
 			return Notify, fmt.Sprintf("requeue limit reached (%d of %d requeues): ", j.Requeues, limit)
+		}
+		if j.HetComponent {
+			return Notify, "a component of a heterogeneous job, which Slurm requeues only whole (the other components too): "
 		}
 		if j.NoRequeue {
 			if rule.NoRequeue != reclaimrules.NoRequeueOverride {

@@ -114,6 +114,8 @@ type decideTest struct {
 	taken   time.Time          // the snapshot's time; now when zero
 	// sourceDown and slurmDown make the snapshot say a source failed.
 	sourceDown, slurmDown bool
+	// mismatched is the snapshot's Mismatched.
+	mismatched map[string]string
 
 	wantActions []decide.Action // compared without Evidence
 	wantSkipped []decide.Skip
@@ -328,6 +330,16 @@ var decideTests = map[string]decideTest{
 		}(),
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
 			Reason: idle8 + "; submitted with --no-requeue (the rule's no_requeue is skip): notify only"}},
+	},
+	"het component: a requeue would requeue the whole het job, so only notified": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].NoRequeue = reclaimrules.NoRequeueOverride }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.HetComponent = true
+			return []decide.Job{j}
+		}(),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
+			Reason: idle8 + "; a component of a heterogeneous job, which Slurm requeues only whole (the other components too): notify only"}},
 	},
 	"--no-requeue, the rule overrides: requeued, and says so": {
 		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].NoRequeue = reclaimrules.NoRequeueOverride }),
@@ -590,6 +602,19 @@ var decideTests = map[string]decideTest{
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "default",
 			Reason: "1 of 1 GPU idle for 1h0m0s: util ≤ 0%, memory activity ≤ 0% (max seen 0.0%, 0.0%); notify only"}},
 	},
+	"GPU map mismatch: no job with a GPU on the node is judged, its state kept": {
+		jobs:       []decide.Job{job(1, append(gpus("gpu-001", 8), gpus("gpu-002", 8)...)), job(2, gpus("gpu-003", 8))},
+		samples:    samples(samples(samples(nil, gpus("gpu-001", 8), t0, now, flat(0, 0)), gpus("gpu-002", 8), t0, now, flat(0, 0)), gpus("gpu-003", 8), t0, now, flat(0, 0)),
+		states:     map[int64]decide.JobState{1: {Phase: decide.Warned, Since: now.Add(-time.Hour), WarnedAt: now.Add(-time.Hour), RunStart: t0, Rule: "llm", Actions: 1}},
+		mismatched: map[string]string{"gpu-002": "job 9 runs on GPU 3 (NVML), which Slurm gives to job 1"},
+		wantActions: []decide.Action{{JobID: 2, Kind: decide.Warn, Rule: "llm",
+			Reason: "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%)" + warnPlan}},
+		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipGPUMismatch, Detail: "gpu-002: job 9 runs on GPU 3 (NVML), which Slurm gives to job 1"}},
+		wantStates: map[int64]decide.JobState{
+			1: {Phase: decide.Warned, Since: now.Add(-time.Hour), WarnedAt: now.Add(-time.Hour), RunStart: t0, Rule: "llm", Actions: 1},
+			2: {Phase: decide.Warned, Since: now, RunStart: t0, WarnedAt: now, Rule: "llm", Actions: 1},
+		},
+	},
 	"a job without GPUs": {
 		jobs:        []decide.Job{job(1, nil)},
 		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipNoGPUs, Detail: "the job holds no GPUs"}},
@@ -634,7 +659,7 @@ func (tc decideTest) snapshot() (decide.Snapshot, time.Time, reclaimrules.Rules)
 	}
 	return decide.Snapshot{
 		Taken: taken, Jobs: jobs, Samples: smp, SampleInterval: interval,
-		SourceOK: !tc.sourceDown, SlurmOK: !tc.slurmDown, States: tc.states,
+		SourceOK: !tc.sourceDown, SlurmOK: !tc.slurmDown, States: tc.states, Mismatched: tc.mismatched,
 	}, n, r
 }
 

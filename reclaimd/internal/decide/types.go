@@ -62,7 +62,10 @@
 // No actions at all when slurmrestd or the metrics source failed this
 // cycle, when the snapshot is older than two sample intervals, or when
 // the rules do not validate: every job is skipped with the reason, and
-// its state carried unchanged. Signals, requeues and cancels are capped
+// its state carried unchanged. No action either for a job with a GPU on a
+// node in Snapshot.Mismatched, where the source's own map of which job
+// runs on which GPU contradicts Slurm's (SkipGPUMismatch): its samples
+// may be another job's. Signals, requeues and cancels are capped
 // per cycle (limits.max_actions_per_cycle), the jobs with the most idle
 // GPU-time first; the others stay in their phase and are skipped with
 // SkipActionLimit, to be taken next cycle. In dry-run mode actions come
@@ -125,6 +128,10 @@ type Job struct {
 	// NoRequeue is set for a job submitted with --no-requeue: a requeue
 	// only notifies, unless the rule's no_requeue is "requeue".
 	NoRequeue bool
+	// HetComponent is set for a component of a heterogeneous job: Slurm
+	// requeues only whole heterogeneous jobs, so a requeue only notifies.
+	// (A cancel or signal reaches the component alone.)
+	HetComponent bool
 }
 
 // Snapshot is what reclaimd knows at the start of a cycle.
@@ -145,6 +152,11 @@ type Snapshot struct {
 	SlurmOK bool
 	// States are the jobs' states after the last cycle, by job id.
 	States map[int64]JobState
+	// Mismatched names the nodes where the metrics source's own map of
+	// which job holds which GPU contradicts the jobs' GPUs, with what was
+	// seen: their samples may be another job's, so no job with a GPU
+	// there is judged (SkipGPUMismatch), its state unchanged.
+	Mismatched map[string]string
 }
 
 // Phase is where a job stands in the reclaim ladder.
@@ -264,6 +276,7 @@ const (
 	SkipWaiting       SkipReason = "waiting"
 	SkipNotified      SkipReason = "notified"
 	SkipActionLimit   SkipReason = "action limit"
+	SkipGPUMismatch   SkipReason = "gpu map mismatch"
 )
 
 // Label is the reason as a metric label: "stale data" is stale_data.
