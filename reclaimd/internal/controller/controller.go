@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,7 +77,9 @@ type Config struct {
 	// Tenants is nil, is its own tenant.
 	Tenants func() *tenantmap.Map
 	// SignalBatchOnly sends checkpoint signals to the batch shell only
-	// (scripts forward them); false signals every process of the job.
+	// (scripts forward them); false signals every process of the job. It
+	// applies to rules whose signal mode is skip-unless-requested (a job
+	// that asked); modes batch and all-steps say where themselves.
 	SignalBatchOnly bool
 	Log             *slog.Logger
 	Metrics         *Metrics
@@ -186,7 +189,7 @@ func (c *Controller) tenant(account string) string {
 // are separated by spaces or commas ("strata:class=train,strata:serve=m"),
 // as the job_submit plugin and strata-bridge read them.
 func className(j slurmrest.Job) string {
-	for _, f := range strings.FieldsFunc(j.Comment, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+	for _, f := range commentItems(j) {
 		if v, ok := strings.CutPrefix(f, "strata:class="); ok {
 			return v
 		}
@@ -194,10 +197,22 @@ func className(j slurmrest.Job) string {
 	return j.Partition
 }
 
+func commentItems(j slurmrest.Job) []string {
+	return strings.FieldsFunc(j.Comment, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+}
+
+// signalRequested reports whether the job asked for the rules' checkpoint
+// signal with the item strata:signal in its comment: it traps the signal.
+// slurmrestd shows nothing of sbatch --signal (the job record has no
+// warning signal in data parsers v0.0.42 to v0.0.45), so the job says so.
+func signalRequested(j slurmrest.Job) bool {
+	return slices.Contains(commentItems(j), "strata:signal")
+}
+
 func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
 	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
 		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount,
-		NoRequeue: !j.Requeue, HetComponent: j.HetComponent()}
+		NoRequeue: !j.Requeue, HetComponent: j.HetComponent(), SignalRequested: signalRequested(j)}
 	for _, g := range j.GPUs {
 		d.GPUs = append(d.GPUs, decide.GPUKey{Node: g.Node, Index: g.Index})
 	}
@@ -571,7 +586,14 @@ func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) 
 	}
 	switch a.Kind {
 	case decide.Signal:
-		if err := c.cfg.Slurm.SignalRef(ctx, ref, a.Signal, c.cfg.SignalBatchOnly); err != nil {
+		batchOnly := c.cfg.SignalBatchOnly // skip-unless-requested: a job that asked
+		switch a.SignalMode {
+		case reclaimrules.SignalBatch:
+			batchOnly = true
+		case reclaimrules.SignalAllSteps:
+			batchOnly = false
+		}
+		if err := c.cfg.Slurm.SignalRef(ctx, ref, a.Signal, batchOnly); err != nil {
 			return err
 		}
 	case decide.Requeue, decide.RequeueHold:

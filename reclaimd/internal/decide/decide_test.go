@@ -83,7 +83,7 @@ func llmRules(edit ...func(r *reclaimrules.Rules)) reclaimrules.Rules {
 			Idle:        reclaimrules.IdleDef{MaxUtilPercent: 5, MaxMemActivityPercent: 5, Window: reclaimrules.Duration(30 * time.Minute)},
 			PartialIdle: reclaimrules.PartialIdle{Enabled: true, MinIdleGPUs: 2},
 			Warn:        reclaimrules.Duration(15 * time.Minute),
-			Signal:      reclaimrules.Signal{Name: "USR1", Wait: reclaimrules.Duration(5 * time.Minute)},
+			Signal:      reclaimrules.Signal{Name: "USR1", Wait: reclaimrules.Duration(5 * time.Minute), Mode: reclaimrules.SignalBatch},
 			Action:      reclaimrules.ActionRequeue,
 		}, {
 			Name:  "default",
@@ -417,10 +417,38 @@ var decideTests = map[string]decideTest{
 	},
 	"warned, still idle: signalled": {
 		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
-		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", Rule: "llm",
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalBatch, Rule: "llm",
 			Reason: idle8 + "; still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"}},
 		wantStates: map[int64]decide.JobState{1: {Phase: decide.Signalled, Since: now, RunStart: t0,
 			WarnedAt: now.Add(-15 * time.Minute), SignalledAt: now, Rule: "llm", Actions: 2}},
+	},
+	"signal mode skip-unless-requested: a job that did not ask is warned of the requeue alone": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = "" }),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Warn, Rule: "llm",
+			Reason: idle8 + "; warning: requeue in 15m0s unless the GPUs get busy"}},
+	},
+	"signal mode skip-unless-requested: a job that did not ask is requeued without the signal": {
+		rules:  llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = reclaimrules.SignalSkipUnlessRequested }),
+		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Requeue, Rule: "llm",
+			Reason: idle8 + "; still idle 15m0s after the warning: requeue"}},
+	},
+	"signal mode skip-unless-requested: a job that asked is signalled": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = "" }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.SignalRequested = true
+			return []decide.Job{j}
+		}(),
+		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalSkipUnlessRequested, Rule: "llm",
+			Reason: idle8 + "; still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"}},
+	},
+	"signal mode all-steps: every job is signalled": {
+		rules:  llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = reclaimrules.SignalAllSteps }),
+		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalAllSteps, Rule: "llm",
+			Reason: idle8 + "; still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"}},
 	},
 	"warned, still idle, no signal in the rule: cancelled": {
 		rules: llmRules(func(r *reclaimrules.Rules) {
@@ -565,9 +593,9 @@ var decideTests = map[string]decideTest{
 			5: warned(50 * time.Minute), // 1 GPU × 80 min is less than 4 × 45
 		},
 		wantActions: []decide.Action{
-			{JobID: 2, Kind: decide.Signal, Signal: "SIGUSR1", Rule: "llm",
+			{JobID: 2, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalBatch, Rule: "llm",
 				Reason: "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%); still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"},
-			{JobID: 3, Kind: decide.Signal, Signal: "SIGUSR1", Rule: "llm",
+			{JobID: 3, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalBatch, Rule: "llm",
 				Reason: "4 of 4 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%); still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"},
 			{JobID: 4, Kind: decide.Warn, Rule: "llm",
 				Reason: "4 of 4 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%)" + warnPlan},

@@ -84,6 +84,8 @@ package decide
 
 import (
 	"strconv"
+
+	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"strings"
 	"time"
 )
@@ -128,6 +130,10 @@ type Job struct {
 	// NoRequeue is set for a job submitted with --no-requeue: a requeue
 	// only notifies, unless the rule's no_requeue is "requeue".
 	NoRequeue bool
+	// SignalRequested is set for a job that asked for the checkpoint
+	// signal (it traps it): under the default signal mode
+	// (skip-unless-requested) only such a job is signalled.
+	SignalRequested bool
 	// HetComponent is set for a component of a heterogeneous job: Slurm
 	// requeues only whole heterogeneous jobs, so a requeue only notifies.
 	// (A cancel or signal reaches the component alone.)
@@ -219,7 +225,12 @@ type Action struct {
 	Kind  Kind
 	// Signal is the canonical signal name ("SIGUSR1") of a Signal action.
 	Signal string
-	Rule   string
+	// SignalMode is the rule's signal mode of a Signal action: batch (the
+	// batch shell only), all-steps (every process of the job), or
+	// skip-unless-requested (a job that asked: where the daemon's
+	// configuration says).
+	SignalMode reclaimrules.SignalMode
+	Rule       string
 	// Reason says in plain words what was seen and what follows, e.g.
 	// "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max
 	// seen 0.0%, 0.3%); warning: SIGUSR1 in 15m0s, then requeue 5m0s
