@@ -348,7 +348,12 @@ func (c *Client) Update(ctx context.Context, id int64, u JobUpdate) error {
 	return c.UpdateRef(ctx, RefOf(id), u)
 }
 
-// UpdateRef changes what ref names ([Job.Ref]): one array task alone.
+// UpdateRef changes what ref names. Give a record's own ID (RefOf(j.ID)),
+// which reaches that record alone, be it an array task (a record that runs
+// holds no pending tasks, so even the array's own record is then one
+// task) or a heterogeneous component: slurmrestd refuses an array task's
+// ref ("4242_7": "Submit job update against Array Job's JobID") and reads
+// a component's ("4300+1") as its leader's, 4300.
 func (c *Client) UpdateRef(ctx context.Context, ref JobRef, u JobUpdate) error {
 	return c.updateRef(c.ctx(ctx), ref, u)
 }
@@ -411,7 +416,9 @@ func (c *Client) Requeue(ctx context.Context, id int64, opt RequeueOptions) erro
 // ("4300+1") is refused with ErrNotFound ("Invalid job id"). On parser
 // v0.0.45 it uses REST (/job/{id}/requeue); on older parsers it uses the
 // Requeuer (`scontrol requeue` authenticated by SLURM_JWT). A job submitted
-// with --no-requeue is first made requeueable. Every path is logged.
+// with --no-requeue is first made requeueable (an array task cannot be by
+// its task ref: make it requeueable with UpdateRef of its own ID first).
+// Every path is logged.
 func (c *Client) RequeueRef(ctx context.Context, ref JobRef, opt RequeueOptions) error {
 	ctx = c.ctx(ctx)
 	do := func() (string, error) {
@@ -430,6 +437,10 @@ func (c *Client) RequeueRef(ctx context.Context, ref JobRef, opt RequeueOptions)
 		return "scontrol", c.cfg.Requeuer.Requeue(ctx, ref, opt.Hold, tok)
 	}
 	path, err := do()
+	if errors.Is(err, ErrRequeueDisabled) && strings.ContainsAny(string(ref), "_+") {
+		// An update by this ref would miss the task, or reach the leader.
+		return fmt.Errorf("requeue job %s: it is not requeueable, and an array task or het component is made requeueable only by its own job id (UpdateRef): %w", ref, err)
+	}
 	if errors.Is(err, ErrRequeueDisabled) {
 		c.log.Info("job not requeueable: setting requeue=true first", "job_id", string(ref))
 		if uerr := c.updateRef(ctx, ref, JobUpdate{Requeue: ptr(true)}); uerr != nil {

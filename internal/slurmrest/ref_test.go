@@ -74,6 +74,7 @@ func TestJobRefs(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(`{"errors":[],"warnings":[]}`))
 			}
+			srv.Handle("POST", p+"7", http.HandlerFunc(ok200))
 			for _, path := range []string{"7_5", "20+0", "21"} {
 				srv.Handle("DELETE", p+path, http.HandlerFunc(ok200))
 				srv.Handle("POST", p+path, http.HandlerFunc(ok200))
@@ -106,7 +107,7 @@ func TestJobRefs(t *testing.T) {
 			if err := c.SignalRef(ctx, refs[7], "USR1", true); err != nil {
 				t.Errorf("signal: %v", err)
 			}
-			if err := c.UpdateRef(ctx, refs[7], slurmrest.JobUpdate{AdminComment: ptr("strata: x")}); err != nil {
+			if err := c.UpdateRef(ctx, slurmrest.RefOf(7), slurmrest.JobUpdate{AdminComment: ptr("strata: x")}); err != nil {
 				t.Errorf("update: %v", err)
 			}
 			if err := c.CancelRef(ctx, refs[20]); err != nil {
@@ -115,7 +116,7 @@ func TestJobRefs(t *testing.T) {
 			if err := c.RequeueRef(ctx, refs[7], slurmrest.RequeueOptions{}); err != nil {
 				t.Errorf("requeue: %v", err)
 			}
-			wantPaths := []string{"DELETE " + p + "7_5", "POST " + p + "7_5", "DELETE " + p + "20%2B0"}
+			wantPaths := []string{"DELETE " + p + "7_5", "POST " + p + "7", "DELETE " + p + "20%2B0"}
 			if bed.restRequeue {
 				wantPaths = append(wantPaths, "GET "+p+"7_5/requeue")
 			}

@@ -212,7 +212,8 @@ func signalRequested(j slurmrest.Job) bool {
 func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
 	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
 		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount,
-		NoRequeue: !j.Requeue, HetComponent: j.HetComponent(), SignalRequested: signalRequested(j)}
+		NoRequeue: !j.Requeue, HetComponent: j.HetComponent(),
+		HetLeader: j.HetComponent() && j.HetJobOffset == 0, SignalRequested: signalRequested(j)}
 	for _, g := range j.GPUs {
 		d.GPUs = append(d.GPUs, decide.GPUKey{Node: g.Node, Index: g.Index})
 	}
@@ -580,8 +581,13 @@ func reclaimedSeconds(j slurmrest.Job, now time.Time) float64 {
 func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) error {
 	// The re-read job's admin comment: an admin's note in it is kept.
 	mark := decide.WithMarker(j.AdminComment, a.Marker())
-	ref := j.Ref()
-	if err := c.cfg.Slurm.UpdateRef(ctx, ref, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
+	// Signals, requeues and cancels name an array task by its task ref:
+	// the array's own record carries the array's ID, which reaches every
+	// task. Updates are the other way round: slurmrestd takes them only by
+	// a record's own ID, which reaches that record alone (a running record
+	// holds no pending tasks), and reads "4300+1" as the leader 4300.
+	ref, own := j.Ref(), slurmrest.RefOf(j.ID)
+	if err := c.cfg.Slurm.UpdateRef(ctx, own, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
 		return fmt.Errorf("mark job %s: %w", ref, err)
 	}
 	switch a.Kind {
@@ -593,6 +599,9 @@ func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) 
 		case reclaimrules.SignalAllSteps:
 			batchOnly = false
 		}
+		if j.HetComponent() && j.HetJobOffset > 0 {
+			batchOnly = false // the batch shell is the leader's: this component's steps get it
+		}
 		if err := c.cfg.Slurm.SignalRef(ctx, ref, a.Signal, batchOnly); err != nil {
 			return err
 		}
@@ -602,10 +611,18 @@ func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) 
 			// asks for this, and a re-read that finds one must not.
 			return fmt.Errorf("job %s is a component of a heterogeneous job, which Slurm requeues only whole: not requeued", ref)
 		}
+		if !j.Requeue { // --no-requeue, and the rule's no_requeue is requeue
+			if err := c.cfg.Slurm.UpdateRef(ctx, own, slurmrest.JobUpdate{Requeue: ptrTo(true)}); err != nil {
+				return fmt.Errorf("make job %s requeueable: %w", ref, err)
+			}
+		}
 		if err := c.cfg.Slurm.RequeueRef(ctx, ref, slurmrest.RequeueOptions{Hold: a.Kind == decide.RequeueHold, Reason: a.Reason}); err != nil {
 			return err
 		}
 	case decide.Cancel:
+		if j.HetComponent() && j.HetJobOffset == 0 {
+			return fmt.Errorf("job %s leads a heterogeneous job and runs its batch script: cancelling it would end every component: not cancelled", ref)
+		}
 		if err := c.cfg.Slurm.CancelRef(ctx, ref); err != nil {
 			return err
 		}
@@ -671,3 +688,5 @@ func (c *Controller) signalOf(rule string) string {
 	}
 	return "USR1"
 }
+
+func ptrTo[T any](v T) *T { return &v }

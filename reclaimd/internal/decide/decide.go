@@ -374,6 +374,9 @@ func endAction(rule reclaimrules.Rule, partial bool, j *Job, l reclaimrules.Limi
 	case reclaimrules.ActionRequeueHold:
 		return RequeueHold, note
 	case reclaimrules.ActionCancel:
+		if j.HetLeader {
+			return Notify, "the leader of a heterogeneous job, which runs its batch script: cancelling it ends every component: "
+		}
 		return Cancel, ""
 	}
 	return Notify, ""

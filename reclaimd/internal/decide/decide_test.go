@@ -341,6 +341,27 @@ var decideTests = map[string]decideTest{
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
 			Reason: idle8 + "; a component of a heterogeneous job, which Slurm requeues only whole (the other components too): notify only"}},
 	},
+	"het leader: a cancel would end every component, so only notified": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Action = reclaimrules.ActionCancel }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.HetComponent, j.HetLeader = true, true
+			return []decide.Job{j}
+		}(),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
+			Reason: idle8 + "; the leader of a heterogeneous job, which runs its batch script: cancelling it ends every component: notify only"}},
+	},
+	"het component: cancelled alone": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Action = reclaimrules.ActionCancel }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.HetComponent = true
+			return []decide.Job{j}
+		}(),
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Cancel, Rule: "llm",
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: cancel"}},
+	},
 	"--no-requeue, the rule overrides: requeued, and says so": {
 		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].NoRequeue = reclaimrules.NoRequeueOverride }),
 		jobs: func() []decide.Job {

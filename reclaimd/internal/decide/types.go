@@ -136,8 +136,10 @@ type Job struct {
 	SignalRequested bool
 	// HetComponent is set for a component of a heterogeneous job: Slurm
 	// requeues only whole heterogeneous jobs, so a requeue only notifies.
-	// (A cancel or signal reaches the component alone.)
-	HetComponent bool
+	// A cancel or signal reaches the component alone, except for the
+	// leader (HetLeader, offset 0), which runs the batch script: its end
+	// ends every component, so a cancel of it only notifies too.
+	HetComponent, HetLeader bool
 }
 
 // Snapshot is what reclaimd knows at the start of a cycle.
