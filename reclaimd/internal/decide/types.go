@@ -84,10 +84,10 @@ package decide
 
 import (
 	"strconv"
-
-	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"strings"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/reclaimrules"
 )
 
 // DefaultSampleInterval is the sample interval assumed when the snapshot
