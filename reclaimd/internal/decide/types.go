@@ -37,7 +37,9 @@
 //
 //	Observed/Recovered --idle--> Warned (Warn action)
 //	Warned --idle for rule.warn--> Signalled (Signal), when the rule has a
-//	        signal and the end action is destructive; else the end action
+//	        signal that its mode sends to this job (skip-unless-requested:
+//	        only to a job with SignalRequested) and the end action is
+//	        destructive; else the end action
 //	Signalled --idle in fresh samples after rule.signal.wait--> Requeued
 //	        (Requeue, RequeueHold) or Cancelled (Cancel) or Notified (Notify)
 //	Signalled --busy after the wait, or no fresh samples--> Recovered
