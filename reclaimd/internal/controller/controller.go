@@ -556,7 +556,7 @@ func (c *Controller) carryOut(ctx context.Context, id int64, a decide.Action, j 
 		finish(store.StatusFailed, err.Error())
 		return false
 	}
-	log.Info("reclaim action", "action", a, "user", now.User, "account", now.Account, "tenant", rec.Tenant)
+	log.Info("reclaim action", "action", a, "job", string(now.Ref()), "user", now.User, "account", now.Account, "tenant", rec.Tenant)
 	finish(store.StatusDone, "")
 	if a.Kind == decide.Requeue || a.Kind == decide.RequeueHold || a.Kind == decide.Cancel {
 		c.cfg.Metrics.ReclaimedGPUSeconds.WithLabelValues(rec.Tenant).Add(reclaimedSeconds(now, c.cfg.Now()))
