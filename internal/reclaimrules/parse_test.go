@@ -64,7 +64,7 @@ var fileTests = map[string]struct {
 			StartupGrace: dur(20 * time.Minute),
 			PartialIdle:  reclaimrules.PartialIdle{Enabled: true, MinIdleGPUs: 2, MinIdleFraction: 0.25, Action: reclaimrules.ActionNotify},
 			Warn:         dur(15 * time.Minute),
-			Signal:       reclaimrules.Signal{Name: "SIGUSR1", Wait: dur(10 * time.Minute)},
+			Signal:       reclaimrules.Signal{Name: "SIGUSR1", Wait: dur(10 * time.Minute), Mode: reclaimrules.SignalSkipUnlessRequested},
 			Action:       reclaimrules.ActionRequeue,
 			MaxRequeues:  2,
 		}, {
@@ -72,7 +72,7 @@ var fileTests = map[string]struct {
 			Match:  reclaimrules.Match{Classes: []string{"batch", "train"}},
 			Idle:   reclaimrules.IdleDef{Window: dur(2 * time.Hour), MinCoverage: 0.8},
 			Warn:   dur(15 * time.Minute),
-			Signal: reclaimrules.Signal{Name: "SIGTERM", Wait: dur(5 * time.Minute)},
+			Signal: reclaimrules.Signal{Name: "SIGTERM", Wait: dur(5 * time.Minute), Mode: reclaimrules.SignalSkipUnlessRequested},
 			Action: reclaimrules.ActionRequeueHold,
 		}, {
 			Name:   "everyone-else",
@@ -352,7 +352,7 @@ limits: {max_actions_per_cycle: 4}
 	if got := r.Rules[0].Idle.Window.Std(); got != 45*time.Minute {
 		t.Errorf("window = %s, want 45m0s", got)
 	}
-	if got := r.Rules[0].Signal; got != (reclaimrules.Signal{Name: "SIGUSR1", Wait: dur(2 * time.Minute)}) {
+	if got := r.Rules[0].Signal; got != (reclaimrules.Signal{Name: "SIGUSR1", Wait: dur(2 * time.Minute), Mode: reclaimrules.SignalSkipUnlessRequested}) {
 		t.Errorf("signal = %+v, want SIGUSR1 and 2m0s", got)
 	}
 	for idle, want := range map[string]string{

@@ -179,6 +179,40 @@ type Signal struct {
 	// Wait is the time the job has to checkpoint (0: DefaultSignalWait
 	// when Name is set).
 	Wait Duration `json:"wait" yaml:"wait"`
+	// Mode says which jobs get the signal, and which of their processes
+	// ("": SignalSkipUnlessRequested). A batch script that does not trap
+	// the signal dies of it (USR1, USR2 and TERM end a process by
+	// default), and a job that dies is not requeued: the run is lost.
+	Mode SignalMode `json:"mode,omitempty" yaml:"mode,omitempty"`
+}
+
+// SignalMode says which jobs a rule's signal goes to, and where in them.
+type SignalMode string
+
+// The values of Signal.Mode.
+const (
+	// SignalSkipUnlessRequested (the default) signals only a job that
+	// asked for it, with the word strata:signal in its comment
+	// (--comment=strata:signal: the job traps the signal); the others
+	// go from the warning straight to the action. slurmctld keeps no
+	// trace of sbatch --signal that slurmrestd shows, so the job must say
+	// so.
+	SignalSkipUnlessRequested SignalMode = "skip-unless-requested"
+	// SignalBatch signals every job, its batch shell only: the script
+	// must trap the signal (and pass it on to its steps), or it dies.
+	SignalBatch SignalMode = "batch"
+	// SignalAllSteps signals every job, every process of every step and
+	// the batch shell: each process that does not trap it dies.
+	SignalAllSteps SignalMode = "all-steps"
+)
+
+// signalModes lists the valid modes, in the order messages name them.
+var signalModes = []SignalMode{SignalSkipUnlessRequested, SignalBatch, SignalAllSteps}
+
+// Sends reports whether the mode sends the signal to a job that asked for
+// one (requested) or not.
+func (m SignalMode) Sends(requested bool) bool {
+	return m == SignalBatch || m == SignalAllSteps || requested
 }
 
 // Action is what ends the ladder.
@@ -329,6 +363,9 @@ func (r Rule) withDefaults() Rule {
 		}
 		if r.Signal.Wait == 0 {
 			r.Signal.Wait = Duration(DefaultSignalWait)
+		}
+		if r.Signal.Mode == "" {
+			r.Signal.Mode = SignalSkipUnlessRequested
 		}
 	}
 	if r.Action == "" {

@@ -159,12 +159,12 @@ func TestWithDefaults(t *testing.T) {
 			{
 				Name: "a", Match: reclaimrules.Match{Tenants: []string{"llm"}}, Idle: reclaimrules.IdleDef{Window: dur(time.Hour), MinCoverage: 0.8},
 				PartialIdle: reclaimrules.PartialIdle{Enabled: true, MinIdleGPUs: 1, Action: reclaimrules.ActionNotify},
-				Warn:        dur(15 * time.Minute), Signal: reclaimrules.Signal{Name: "SIGUSR1", Wait: dur(5 * time.Minute)},
+				Warn:        dur(15 * time.Minute), Signal: reclaimrules.Signal{Name: "SIGUSR1", Wait: dur(5 * time.Minute), Mode: reclaimrules.SignalSkipUnlessRequested},
 				Action: reclaimrules.ActionRequeue,
 			},
 			{
 				Name: "b", Idle: reclaimrules.IdleDef{Window: dur(20 * time.Minute), MinCoverage: 0.5}, Warn: dur(time.Minute),
-				Signal: reclaimrules.Signal{Name: "SIGTERM", Wait: dur(time.Minute)}, Action: reclaimrules.ActionCancel,
+				Signal: reclaimrules.Signal{Name: "SIGTERM", Wait: dur(time.Minute), Mode: reclaimrules.SignalSkipUnlessRequested}, Action: reclaimrules.ActionCancel,
 			},
 		},
 		Limits: reclaimrules.Limits{MaxActionsPerCycle: 10, MaxRequeuesPerJob: 3},
@@ -270,6 +270,44 @@ func TestNoRequeueValues(t *testing.T) {
 		}
 		if wantErr && len(errs) > 0 && !strings.Contains(errs[0].Error(), `rules[0].no_requeue: "always": want skip`) {
 			t.Errorf("no_requeue %q: error %q does not say what to write", v, errs[0])
+		}
+	}
+}
+
+func TestSignalModeValues(t *testing.T) {
+	for name, tc := range map[string]struct {
+		signal  reclaimrules.Signal
+		wantErr string
+	}{
+		"default":               {signal: reclaimrules.Signal{Name: "USR1"}},
+		"skip-unless-requested": {signal: reclaimrules.Signal{Name: "USR1", Mode: reclaimrules.SignalSkipUnlessRequested}},
+		"batch":                 {signal: reclaimrules.Signal{Name: "USR1", Mode: reclaimrules.SignalBatch}},
+		"all-steps":             {signal: reclaimrules.Signal{Name: "TERM", Mode: reclaimrules.SignalAllSteps}},
+		"unknown": {signal: reclaimrules.Signal{Name: "USR1", Mode: "shell"},
+			wantErr: `rules[0].signal.mode: "shell": want skip-unless-requested, batch, all-steps`},
+		"mode without a signal": {signal: reclaimrules.Signal{Mode: reclaimrules.SignalBatch},
+			wantErr: `rules[0].signal.mode: set, but signal.name is empty`},
+	} {
+		r := reclaimrules.Rules{APIVersion: reclaimrules.APIVersion, Kind: reclaimrules.Kind,
+			Rules: []reclaimrules.Rule{{Name: "r", Action: reclaimrules.ActionRequeue, Signal: tc.signal}}}
+		errs := r.Validate()
+		switch {
+		case tc.wantErr == "" && len(errs) > 0:
+			t.Errorf("%s: Validate() = %v, want no error", name, errs)
+		case tc.wantErr != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.wantErr)):
+			t.Errorf("%s: Validate() = %v, want %q", name, errs, tc.wantErr)
+		}
+	}
+	if m := (reclaimrules.Rules{Rules: []reclaimrules.Rule{{Name: "r", Signal: reclaimrules.Signal{Name: "USR1"}}}}).WithDefaults().Rules[0].Signal.Mode; m != reclaimrules.SignalSkipUnlessRequested {
+		t.Errorf("default mode = %q, want %q: a job that did not ask is not signalled", m, reclaimrules.SignalSkipUnlessRequested)
+	}
+	for m, want := range map[reclaimrules.SignalMode][2]bool{
+		reclaimrules.SignalSkipUnlessRequested: {false, true},
+		reclaimrules.SignalBatch:               {true, true},
+		reclaimrules.SignalAllSteps:            {true, true},
+	} {
+		if got := [2]bool{m.Sends(false), m.Sends(true)}; got != want {
+			t.Errorf("%s: Sends(false), Sends(true) = %v, want %v", m, got, want)
 		}
 	}
 }

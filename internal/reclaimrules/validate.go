@@ -117,6 +117,17 @@ func (v *validator) rule(p string, r Rule) {
 	} else if r.Signal.Wait != 0 {
 		v.bad(p+".signal.wait", "set, but signal.name is empty: name the signal to wait after")
 	}
+	if r.Signal.Mode != "" {
+		if !slices.Contains(signalModes, r.Signal.Mode) {
+			names := make([]string, len(signalModes))
+			for i, m := range signalModes {
+				names[i] = string(m)
+			}
+			v.bad(p+".signal.mode", "%q: want %s (the default: only jobs whose comment has strata:signal)", r.Signal.Mode, strings.Join(names, ", "))
+		} else if r.Signal.Name == "" {
+			v.bad(p+".signal.mode", "set, but signal.name is empty: name the signal to send")
+		}
+	}
 	v.duration(p+".signal.wait", r.Signal.Wait)
 	v.action(p+".action", r.Action)
 	v.nonNegative(p+".max_requeues", r.MaxRequeues)

@@ -73,7 +73,7 @@ func (a *apiV0042) job(ctx context.Context, id int64) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	return oneJob(op, ok.Jobs, jobV0042)
+	return oneJob(op, id, ok.Jobs, jobV0042)
 }
 
 func jobV0042(j gen.V0042JobInfo) (Job, error) {
@@ -92,6 +92,8 @@ func jobV0042(j gen.V0042JobInfo) (Job, error) {
 		out.ExitCode = int(deref(noValPtr(j.ExitCode.ReturnCode)))
 	}
 	out.StateDesc, out.Dependency = deref(j.StateDescription), deref(j.Dependency)
+	out.ArrayJobID, out.ArrayTaskID = noValOr(j.ArrayJobId, 0), noValOr(j.ArrayTaskId, -1)
+	out.HetJobID, out.HetJobOffset = noValOr(j.HetJobId, 0), noValOr(j.HetJobOffset, 0)
 	return finishJob(out, deref(j.TresAllocStr), deref(j.TresReqStr), derefSlice(j.GresDetail))
 }
 
@@ -136,7 +138,7 @@ func (a *apiV0042) submit(ctx context.Context, s JobSpec) (SubmitResult, error) 
 		Warnings: warnings(r.Body)}, nil
 }
 
-func (a *apiV0042) update(ctx context.Context, id int64, u JobUpdate) error {
+func (a *apiV0042) update(ctx context.Context, ref JobRef, u JobUpdate) error {
 	d := gen.V0042JobDescMsg{Comment: u.Comment, AdminComment: u.AdminComment, Requeue: u.Requeue, Hold: u.Hold}
 	if u.TimeLimit != nil {
 		d.TimeLimit = setNoVal[gen.V0042Uint32NoValStruct](minutesUp(*u.TimeLimit))
@@ -144,28 +146,28 @@ func (a *apiV0042) update(ctx context.Context, id int64, u JobUpdate) error {
 	if u.BeginTime != nil {
 		d.BeginTime = setNoVal[gen.V0042Uint64NoValStruct](u.BeginTime.Unix())
 	}
-	op := fmt.Sprintf("update job %d", id)
-	r, err := a.gen.SlurmV0042PostJobWithResponse(ctx, strconv.FormatInt(id, 10), d)
+	op := fmt.Sprintf("update job %s", ref)
+	r, err := a.gen.SlurmV0042PostJobWithResponse(ctx, string(ref), d, escapePlus)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
 }
 
-func (a *apiV0042) signal(ctx context.Context, id int64, sig string, batchOnly bool) error {
+func (a *apiV0042) signal(ctx context.Context, ref JobRef, sig string, batchOnly bool) error {
 	p := &gen.SlurmV0042DeleteJobParams{Signal: &sig}
 	if batchOnly {
 		p.Flags = ptr(gen.SlurmV0042DeleteJobParamsFlags("BATCH_JOB"))
 	}
-	return a.deleteJob(ctx, fmt.Sprintf("signal job %d with %s", id, sig), id, p)
+	return a.deleteJob(ctx, fmt.Sprintf("signal job %s with %s", ref, sig), ref, p)
 }
 
-func (a *apiV0042) cancel(ctx context.Context, id int64) error {
-	return a.deleteJob(ctx, fmt.Sprintf("cancel job %d", id), id, nil)
+func (a *apiV0042) cancel(ctx context.Context, ref JobRef) error {
+	return a.deleteJob(ctx, fmt.Sprintf("cancel job %s", ref), ref, nil)
 }
 
-func (a *apiV0042) deleteJob(ctx context.Context, op string, id int64, p *gen.SlurmV0042DeleteJobParams) error {
-	r, err := a.gen.SlurmV0042DeleteJobWithResponse(ctx, strconv.FormatInt(id, 10), p)
+func (a *apiV0042) deleteJob(ctx context.Context, op string, ref JobRef, p *gen.SlurmV0042DeleteJobParams) error {
+	r, err := a.gen.SlurmV0042DeleteJobWithResponse(ctx, string(ref), p, escapePlus)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -173,7 +175,7 @@ func (a *apiV0042) deleteJob(ctx context.Context, op string, id int64, p *gen.Sl
 }
 
 // requeue is not in parser v0.0.42: the client falls back to its Requeuer.
-func (a *apiV0042) requeue(context.Context, int64, bool) error { return ErrUnsupported }
+func (a *apiV0042) requeue(context.Context, JobRef, bool) error { return ErrUnsupported }
 
 func (a *apiV0042) nodes(ctx context.Context) ([]Node, error) {
 	r, err := a.gen.SlurmV0042GetNodesWithResponse(ctx, nil)

@@ -73,7 +73,7 @@ func (a *apiV0045) job(ctx context.Context, id int64) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	return oneJob(op, ok.Jobs, jobV0045)
+	return oneJob(op, id, ok.Jobs, jobV0045)
 }
 
 func jobV0045(j gen.V0045JobInfo) (Job, error) {
@@ -92,6 +92,8 @@ func jobV0045(j gen.V0045JobInfo) (Job, error) {
 		out.ExitCode = int(deref(noValPtr(j.ExitCode.ReturnCode)))
 	}
 	out.StateDesc, out.Dependency = deref(j.StateDescription), deref(j.Dependency)
+	out.ArrayJobID, out.ArrayTaskID = noValOr(j.ArrayJobId, 0), noValOr(j.ArrayTaskId, -1)
+	out.HetJobID, out.HetJobOffset = noValOr(j.HetJobId, 0), noValOr(j.HetJobOffset, 0)
 	return finishJob(out, deref(j.TresAllocStr), deref(j.TresReqStr), derefSlice(j.GresDetail))
 }
 
@@ -136,7 +138,7 @@ func (a *apiV0045) submit(ctx context.Context, s JobSpec) (SubmitResult, error) 
 		Warnings: warnings(r.Body)}, nil
 }
 
-func (a *apiV0045) update(ctx context.Context, id int64, u JobUpdate) error {
+func (a *apiV0045) update(ctx context.Context, ref JobRef, u JobUpdate) error {
 	d := gen.V0045JobDescMsg{Comment: u.Comment, AdminComment: u.AdminComment, Requeue: u.Requeue, Hold: u.Hold}
 	if u.TimeLimit != nil {
 		d.TimeLimit = setNoVal[gen.V0045Uint32NoValStruct](minutesUp(*u.TimeLimit))
@@ -144,28 +146,28 @@ func (a *apiV0045) update(ctx context.Context, id int64, u JobUpdate) error {
 	if u.BeginTime != nil {
 		d.BeginTime = setNoVal[gen.V0045Uint64NoValStruct](u.BeginTime.Unix())
 	}
-	op := fmt.Sprintf("update job %d", id)
-	r, err := a.gen.SlurmV0045PostJobWithResponse(ctx, strconv.FormatInt(id, 10), d)
+	op := fmt.Sprintf("update job %s", ref)
+	r, err := a.gen.SlurmV0045PostJobWithResponse(ctx, string(ref), d, escapePlus)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
 }
 
-func (a *apiV0045) signal(ctx context.Context, id int64, sig string, batchOnly bool) error {
+func (a *apiV0045) signal(ctx context.Context, ref JobRef, sig string, batchOnly bool) error {
 	p := &gen.SlurmV0045DeleteJobParams{Signal: &sig}
 	if batchOnly {
 		p.Flags = ptr(gen.SlurmV0045DeleteJobParamsFlags("BATCH_JOB"))
 	}
-	return a.deleteJob(ctx, fmt.Sprintf("signal job %d with %s", id, sig), id, p)
+	return a.deleteJob(ctx, fmt.Sprintf("signal job %s with %s", ref, sig), ref, p)
 }
 
-func (a *apiV0045) cancel(ctx context.Context, id int64) error {
-	return a.deleteJob(ctx, fmt.Sprintf("cancel job %d", id), id, nil)
+func (a *apiV0045) cancel(ctx context.Context, ref JobRef) error {
+	return a.deleteJob(ctx, fmt.Sprintf("cancel job %s", ref), ref, nil)
 }
 
-func (a *apiV0045) deleteJob(ctx context.Context, op string, id int64, p *gen.SlurmV0045DeleteJobParams) error {
-	r, err := a.gen.SlurmV0045DeleteJobWithResponse(ctx, strconv.FormatInt(id, 10), p)
+func (a *apiV0045) deleteJob(ctx context.Context, op string, ref JobRef, p *gen.SlurmV0045DeleteJobParams) error {
+	r, err := a.gen.SlurmV0045DeleteJobWithResponse(ctx, string(ref), p, escapePlus)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -175,13 +177,13 @@ func (a *apiV0045) deleteJob(ctx context.Context, op string, id int64, p *gen.Sl
 // requeue uses GET /job/{id}/requeue. Hold must be sent as "true": slurmrestd
 // reads "Hold=" and "Hold=false" as no hold. A 5xx is never retried, since
 // slurmrestd has been seen to requeue a job and still answer 500.
-func (a *apiV0045) requeue(ctx context.Context, id int64, hold bool) error {
+func (a *apiV0045) requeue(ctx context.Context, ref JobRef, hold bool) error {
 	p := &gen.SlurmV0045GetJobRequeueParams{}
 	if hold {
 		p.Hold = ptr("true")
 	}
-	op := fmt.Sprintf("requeue job %d", id)
-	r, err := a.gen.SlurmV0045GetJobRequeueWithResponse(ctx, strconv.FormatInt(id, 10), p)
+	op := fmt.Sprintf("requeue job %s", ref)
+	r, err := a.gen.SlurmV0045GetJobRequeueWithResponse(ctx, string(ref), p, escapePlus)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}

@@ -47,10 +47,10 @@ type backend interface {
 	jobs(ctx context.Context, since time.Time) (JobList, error)
 	job(ctx context.Context, id int64) (Job, error)
 	submit(ctx context.Context, spec JobSpec) (SubmitResult, error)
-	update(ctx context.Context, id int64, u JobUpdate) error
-	signal(ctx context.Context, id int64, sig string, batchOnly bool) error
-	cancel(ctx context.Context, id int64) error
-	requeue(ctx context.Context, id int64, hold bool) error // ErrUnsupported when the parser has none
+	update(ctx context.Context, ref JobRef, u JobUpdate) error
+	signal(ctx context.Context, ref JobRef, sig string, batchOnly bool) error
+	cancel(ctx context.Context, ref JobRef) error
+	requeue(ctx context.Context, ref JobRef, hold bool) error // ErrUnsupported when the parser has none
 	nodes(ctx context.Context) ([]Node, error)
 	partitions(ctx context.Context) ([]Partition, error)
 	shares(ctx context.Context) ([]Share, error)
@@ -343,29 +343,56 @@ func (c *Client) Submit(ctx context.Context, user string, spec JobSpec) (SubmitR
 	return res, err
 }
 
-// Update changes a job.
+// Update changes a job, named by its ID (see UpdateRef).
 func (c *Client) Update(ctx context.Context, id int64, u JobUpdate) error {
-	return c.be.update(c.ctx(ctx), id, u)
+	return c.UpdateRef(ctx, RefOf(id), u)
+}
+
+// UpdateRef changes what ref names. Give a record's own ID (RefOf(j.ID)),
+// which reaches that record alone, be it an array task (a record that runs
+// holds no pending tasks, so even the array's own record is then one
+// task) or a heterogeneous component: slurmrestd refuses an array task's
+// ref ("4242_7": "Submit job update against Array Job's JobID") and reads
+// a component's ("4300+1") as its leader's, 4300.
+func (c *Client) UpdateRef(ctx context.Context, ref JobRef, u JobUpdate) error {
+	return c.updateRef(c.ctx(ctx), ref, u)
+}
+
+func (c *Client) updateRef(ctx context.Context, ref JobRef, u JobUpdate) error {
+	return c.be.update(ctx, ref, u)
 }
 
 // Signal sends sig ("USR1", "SIGTERM", "15") to the job's processes, or
-// only to its batch shell when batchOnly is set.
+// only to its batch shell when batchOnly is set. The job is named by its
+// ID (see [RefOf]); SignalRef reaches one array task or heterogeneous
+// component alone.
 func (c *Client) Signal(ctx context.Context, id int64, sig string, batchOnly bool) error {
+	return c.SignalRef(ctx, RefOf(id), sig, batchOnly)
+}
+
+// SignalRef is Signal of what ref names ([Job.Ref]).
+func (c *Client) SignalRef(ctx context.Context, ref JobRef, sig string, batchOnly bool) error {
 	if sig == "" {
 		return errors.New("signal: no signal given")
 	}
-	err := c.be.signal(c.ctx(ctx), id, sig, batchOnly)
+	err := c.be.signal(c.ctx(ctx), ref, sig, batchOnly)
 	if err == nil {
-		c.log.Info("job signalled", "job_id", id, "signal", sig, "batch_only", batchOnly)
+		c.log.Info("job signalled", "job_id", string(ref), "signal", sig, "batch_only", batchOnly)
 	}
 	return err
 }
 
-// Cancel cancels a job.
-func (c *Client) Cancel(ctx context.Context, id int64) error {
-	err := c.be.cancel(c.ctx(ctx), id)
+// Cancel cancels a job by its ID: for a job array's record the whole
+// array, for a heterogeneous job's leader the whole heterogeneous job
+// (see CancelRef).
+func (c *Client) Cancel(ctx context.Context, id int64) error { return c.CancelRef(ctx, RefOf(id)) }
+
+// CancelRef cancels what ref names ([Job.Ref]): one array task, or one
+// heterogeneous component, alone.
+func (c *Client) CancelRef(ctx context.Context, ref JobRef) error {
+	err := c.be.cancel(c.ctx(ctx), ref)
 	if err == nil {
-		c.log.Info("job cancelled", "job_id", id)
+		c.log.Info("job cancelled", "job_id", string(ref))
 	}
 	return err
 }
@@ -378,40 +405,54 @@ type RequeueOptions struct {
 	Reason string
 }
 
-// Requeue puts a running job back in the queue. On parser v0.0.45 it uses
-// REST (/job/{id}/requeue); on older parsers it uses the Requeuer
-// (`scontrol requeue` authenticated by SLURM_JWT). A job submitted with
-// --no-requeue is first made requeueable. Every path is logged.
+// Requeue puts a running job back in the queue, named by its ID (see
+// RequeueRef).
 func (c *Client) Requeue(ctx context.Context, id int64, opt RequeueOptions) error {
+	return c.RequeueRef(ctx, RefOf(id), opt)
+}
+
+// RequeueRef puts what ref names back in the queue: one array task alone
+// ("4242_7"). Slurm requeues only whole heterogeneous jobs: a component
+// ("4300+1") is refused with ErrNotFound ("Invalid job id"). On parser
+// v0.0.45 it uses REST (/job/{id}/requeue); on older parsers it uses the
+// Requeuer (`scontrol requeue` authenticated by SLURM_JWT). A job submitted
+// with --no-requeue is first made requeueable (an array task cannot be by
+// its task ref: make it requeueable with UpdateRef of its own ID first).
+// Every path is logged.
+func (c *Client) RequeueRef(ctx context.Context, ref JobRef, opt RequeueOptions) error {
 	ctx = c.ctx(ctx)
 	do := func() (string, error) {
-		err := c.be.requeue(once(ctx), id, opt.Hold)
+		err := c.be.requeue(once(ctx), ref, opt.Hold)
 		if !errors.Is(err, ErrUnsupported) {
 			return "rest", err
 		}
 		if c.cfg.Requeuer == nil {
-			return "none", fmt.Errorf("requeue job %d: parser %s has no REST requeue and no fallback is configured: %w",
-				id, c.info.Parser, ErrUnsupported)
+			return "none", fmt.Errorf("requeue job %s: parser %s has no REST requeue and no fallback is configured: %w",
+				ref, c.info.Parser, ErrUnsupported)
 		}
 		tok, terr := c.cfg.Tokens.Token(ctx, c.user)
 		if terr != nil {
 			return "scontrol", terr
 		}
-		return "scontrol", c.cfg.Requeuer.Requeue(ctx, id, opt.Hold, tok)
+		return "scontrol", c.cfg.Requeuer.Requeue(ctx, ref, opt.Hold, tok)
 	}
 	path, err := do()
+	if errors.Is(err, ErrRequeueDisabled) && strings.ContainsAny(string(ref), "_+") {
+		// An update by this ref would miss the task, or reach the leader.
+		return fmt.Errorf("requeue job %s: it is not requeueable, and an array task or het component is made requeueable only by its own job id (UpdateRef): %w", ref, err)
+	}
 	if errors.Is(err, ErrRequeueDisabled) {
-		c.log.Info("job not requeueable: setting requeue=true first", "job_id", id)
-		if uerr := c.Update(ctx, id, JobUpdate{Requeue: ptr(true)}); uerr != nil {
-			return fmt.Errorf("requeue job %d: make it requeueable: %w", id, uerr)
+		c.log.Info("job not requeueable: setting requeue=true first", "job_id", string(ref))
+		if uerr := c.updateRef(ctx, ref, JobUpdate{Requeue: ptr(true)}); uerr != nil {
+			return fmt.Errorf("requeue job %s: make it requeueable: %w", ref, uerr)
 		}
 		path, err = do()
 	}
 	if err != nil {
-		c.log.Warn("job requeue failed", "job_id", id, "path", path, "hold", opt.Hold, "error", err)
+		c.log.Warn("job requeue failed", "job_id", string(ref), "path", path, "hold", opt.Hold, "error", err)
 		return err
 	}
-	c.log.Info("job requeued", "job_id", id, "path", path, "hold", opt.Hold, "parser", c.info.Parser, "reason", opt.Reason)
+	c.log.Info("job requeued", "job_id", string(ref), "path", path, "hold", opt.Hold, "parser", c.info.Parser, "reason", opt.Reason)
 	return nil
 }
 

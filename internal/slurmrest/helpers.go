@@ -1,6 +1,7 @@
 package slurmrest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -65,11 +66,27 @@ func jobList[T any](since, updated time.Time, in []T, conv func(T) (Job, error))
 	return out, nil
 }
 
-func oneJob[T any](op string, in []T, conv func(T) (Job, error)) (Job, error) {
-	if len(in) == 0 {
-		return Job{}, &APIError{Op: op, Status: http.StatusNotFound}
+// oneJob picks job id from an answer about it. slurmrestd answers a job
+// array's ID with every task of the array, and a heterogeneous job's
+// leader with every component: only the record with the ID is the job.
+func oneJob[T any](op string, id int64, in []T, conv func(T) (Job, error)) (Job, error) {
+	for _, raw := range in {
+		j, err := conv(raw)
+		if j.ID == id {
+			return j, err
+		}
 	}
-	return conv(in[0])
+	return Job{}, &APIError{Op: op, Status: http.StatusNotFound}
+}
+
+// escapePlus sends a '+' of the request path as %2B: slurmrestd reads a
+// bare '+' as a space, so "4300+1" (a heterogeneous job's component)
+// would name no job.
+func escapePlus(_ context.Context, req *http.Request) error {
+	if strings.Contains(req.URL.Path, "+") {
+		req.URL.RawPath = strings.ReplaceAll(req.URL.EscapedPath(), "+", "%2B")
+	}
+	return nil
 }
 
 func finishNode(n Node) Node {

@@ -84,6 +84,14 @@ func noValMinutes[T ~noValInt](p *T) time.Duration {
 	return 0
 }
 
+// noValOr is the number of p, or def when it is unset or infinite.
+func noValOr[T ~noValInt](p *T, def int64) int64 {
+	if v, ok := noVal(p).Value(); ok {
+		return v
+	}
+	return def
+}
+
 func noValPtr[T ~noValInt](p *T) *int64 {
 	if v, ok := noVal(p).Value(); ok {
 		return &v

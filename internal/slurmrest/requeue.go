@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 )
 
 // Requeuer requeues one job without REST, for parsers that have no requeue
 // endpoint (Slurm 25.11 and older).
 type Requeuer interface {
-	Requeue(ctx context.Context, jobID int64, hold bool, token string) error
+	Requeue(ctx context.Context, ref JobRef, hold bool, token string) error
 }
 
 // ScontrolRequeuer runs `scontrol requeue` (or `requeuehold`) with the
@@ -27,7 +26,7 @@ type ScontrolRequeuer struct {
 }
 
 // Requeue runs scontrol and maps its messages to the package's errors.
-func (s ScontrolRequeuer) Requeue(ctx context.Context, jobID int64, hold bool, token string) error {
+func (s ScontrolRequeuer) Requeue(ctx context.Context, ref JobRef, hold bool, token string) error {
 	path := s.Path
 	if path == "" {
 		path = "scontrol"
@@ -36,7 +35,7 @@ func (s ScontrolRequeuer) Requeue(ctx context.Context, jobID int64, hold bool, t
 	if hold {
 		verb = "requeuehold"
 	}
-	cmd := exec.CommandContext(ctx, path, verb, strconv.FormatInt(jobID, 10))
+	cmd := exec.CommandContext(ctx, path, verb, string(ref))
 	cmd.Env = append(append(os.Environ(), s.Env...), "SLURM_JWT="+token)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -45,7 +44,7 @@ func (s ScontrolRequeuer) Requeue(ctx context.Context, jobID int64, hold bool, t
 		return nil
 	}
 	msg := strings.TrimSpace(out.String())
-	op := fmt.Sprintf("requeue job %d (scontrol %s)", jobID, verb)
+	op := fmt.Sprintf("requeue job %s (scontrol %s)", ref, verb)
 	switch {
 	case strings.Contains(msg, "presently disabled"):
 		return fmt.Errorf("%s: %s: %w", op, msg, ErrRequeueDisabled)

@@ -93,10 +93,47 @@ type Job struct {
 	// StateDesc details StateReason ("ReqNodeNotAvail, UnavailableNodes:gpu3").
 	StateDesc  string
 	Dependency string // as Slurm shows it, "afterok:12(unfulfilled)"; "" when none
+	// ArrayJobID and ArrayTaskID place a task of a job array (0 and -1
+	// for a job that is not one). Each task has its own ID, except that
+	// the array's own record (ID == ArrayJobID) also runs a task.
+	ArrayJobID  int64
+	ArrayTaskID int64
+	// HetJobID and HetJobOffset place a component of a heterogeneous job
+	// (HetJobID 0 for a job that is not one); the leader is offset 0, and
+	// its ID is the HetJobID.
+	HetJobID     int64
+	HetJobOffset int64
 }
 
 // Running reports whether the job is running.
 func (j Job) Running() bool { return j.State.Has("RUNNING") }
+
+// JobRef names what a signal, requeue or cancel reaches, as slurmctld
+// reads it: "4242" (a job), "4242_7" (task 7 of array 4242 alone), "4300+1"
+// (component 1 of heterogeneous job 4300 alone).
+type JobRef string
+
+// RefOf is the JobRef of a whole job by its ID. For the record of a job
+// array (ID == its array's ID) that is the whole array, and for a
+// heterogeneous job's leader the whole heterogeneous job: to act on one
+// task or component, use [Job.Ref].
+func RefOf(id int64) JobRef { return JobRef(strconv.FormatInt(id, 10)) }
+
+// Ref names this record alone: its array task, or its heterogeneous
+// component, or else its ID.
+func (j Job) Ref() JobRef {
+	switch {
+	case j.HetJobID > 0:
+		return JobRef(strconv.FormatInt(j.HetJobID, 10) + "+" + strconv.FormatInt(j.HetJobOffset, 10))
+	case j.ArrayJobID > 0 && j.ArrayTaskID >= 0:
+		return JobRef(strconv.FormatInt(j.ArrayJobID, 10) + "_" + strconv.FormatInt(j.ArrayTaskID, 10))
+	}
+	return RefOf(j.ID)
+}
+
+// HetComponent reports whether the job is one component of a
+// heterogeneous job. Slurm requeues only whole heterogeneous jobs.
+func (j Job) HetComponent() bool { return j.HetJobID > 0 }
 
 // JobList is the answer to a conditional jobs listing.
 type JobList struct {

@@ -136,7 +136,7 @@ func TestQuirks(t *testing.T) {
 	}{
 		"ping status field": {func(q *Quirks) { q.PingStatus = "Pinged" }, "Status: deref(p.Pinged)", "deref(p.Status)"},
 		"no REST requeue": {func(q *Quirks) { q.Requeue = false },
-			"requeue(context.Context, int64, bool) error { return ErrUnsupported }", "GetJobRequeueWithResponse"},
+			"requeue(context.Context, JobRef, bool) error { return ErrUnsupported }", "GetJobRequeueWithResponse"},
 		"REST requeue": {func(q *Quirks) { q.Requeue = true }, "a.gen.SlurmV0099GetJobRequeueWithResponse(", "ErrUnsupported"},
 		"optional association condition": {func(q *Quirks) { q.AccountsAddCondByValue = false },
 			"AssociationCondition: &gen.V0099AccountsAddCond{", "AssociationCondition: gen."},

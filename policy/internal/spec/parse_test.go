@@ -71,7 +71,7 @@ func full() *spec.Policy {
 				FirstWindow:  ruleDur(10 * time.Minute),
 				PartialIdle:  reclaimrules.PartialIdle{Enabled: true, MinIdleGPUs: 2, MinIdleFraction: 0.25, Action: reclaimrules.ActionNotify},
 				Warn:         ruleDur(10 * time.Minute),
-				Signal:       reclaimrules.Signal{Name: "SIGUSR1", Wait: ruleDur(5 * time.Minute)},
+				Signal:       reclaimrules.Signal{Name: "SIGUSR1", Wait: ruleDur(5 * time.Minute), Mode: reclaimrules.SignalSkipUnlessRequested},
 				Action:       reclaimrules.ActionRequeueHold,
 				MaxRequeues:  1,
 			},

@@ -212,6 +212,7 @@ var descriptions = map[string]string{
 	"Signal":      "Checkpoint signal.",
 	"Signal.name": "Signal name, with or without SIG (USR1, TERM, ...); empty sends none.",
 	"Signal.wait": "Time the job has to checkpoint (default 5m).",
+	"Signal.mode": "Which jobs get the signal, and where: skip-unless-requested (the default: only jobs whose comment has strata:signal, the others are requeued without it), batch (every job's batch shell; a script that does not trap it dies), all-steps (every process of every job).",
 }
 
 // defName is the $defs name of a named type.

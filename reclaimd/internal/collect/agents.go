@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,11 +49,17 @@ type Result struct {
 	// Refused names the nodes (also in Failed) whose answer was refused:
 	// RefusedSignature or RefusedHistory.
 	Refused map[string]string
+	// Holders is the agents' own map of which job holds which GPU, by the
+	// GPU's NVML index: the jobs of the processes on it in its newest
+	// sample (empty: no job's process), from each process's cgroup. GPUs
+	// in MIG mode are left out (Slurm numbers their MIG devices), and so
+	// is every GPU of a source that has no such map (Prometheus): nil.
+	Holders map[decide.GPUKey][]int64
 }
 
 // Collect asks the agents of the given nodes for their windows.
 func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
-	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}, Refused: map[string]string{}}
+	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}, Refused: map[string]string{}, Holders: map[decide.GPUKey][]int64{}}
 	if len(nodes) == 0 {
 		return res, nil
 	}
@@ -102,6 +109,9 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 					}
 				}
 				sort.Slice(res.Samples[key], func(i, j int) bool { return res.Samples[key][i].At.Before(res.Samples[key][j].At) })
+				if n := len(g.Samples); n > 0 && !g.MIG {
+					res.Holders[key] = slices.Clone(g.Samples[n-1].JobIDs)
+				}
 			}
 		}(n)
 	}

@@ -53,7 +53,9 @@ type Slurm struct {
 	TokenFile string `yaml:"token_file"`
 	// Scontrol requeues on Slurm 25.11 and older, which have no REST requeue.
 	Scontrol string `yaml:"scontrol"`
-	// SignalBatchOnly sends checkpoint signals to the batch shell only.
+	// SignalBatchOnly sends checkpoint signals to the batch shell only,
+	// under rules whose signal.mode is skip-unless-requested (the jobs
+	// that asked); false sends them to every process of the job.
 	SignalBatchOnly bool `yaml:"signal_batch_only"`
 }
 

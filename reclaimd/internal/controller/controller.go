@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,13 +28,17 @@ import (
 )
 
 // Slurm is what the controller needs of slurmrestd (*slurmrest.Client).
+// Actions name the job by its [slurmrest.Job.Ref], never its bare ID: an
+// array task's record may carry the array's ID (which reaches every task),
+// and a heterogeneous job's leader the het job's (which reaches every
+// component).
 type Slurm interface {
 	Jobs(ctx context.Context, since time.Time) (slurmrest.JobList, error)
 	Job(ctx context.Context, id int64) (slurmrest.Job, error)
-	Update(ctx context.Context, id int64, u slurmrest.JobUpdate) error
-	Signal(ctx context.Context, id int64, sig string, batchOnly bool) error
-	Requeue(ctx context.Context, id int64, opt slurmrest.RequeueOptions) error
-	Cancel(ctx context.Context, id int64) error
+	UpdateRef(ctx context.Context, ref slurmrest.JobRef, u slurmrest.JobUpdate) error
+	SignalRef(ctx context.Context, ref slurmrest.JobRef, sig string, batchOnly bool) error
+	RequeueRef(ctx context.Context, ref slurmrest.JobRef, opt slurmrest.RequeueOptions) error
+	CancelRef(ctx context.Context, ref slurmrest.JobRef) error
 }
 
 // Collector gives the samples of the GPUs on the given nodes.
@@ -72,7 +77,9 @@ type Config struct {
 	// Tenants is nil, is its own tenant.
 	Tenants func() *tenantmap.Map
 	// SignalBatchOnly sends checkpoint signals to the batch shell only
-	// (scripts forward them); false signals every process of the job.
+	// (scripts forward them); false signals every process of the job. It
+	// applies to rules whose signal mode is skip-unless-requested (a job
+	// that asked); modes batch and all-steps say where themselves.
 	SignalBatchOnly bool
 	Log             *slog.Logger
 	Metrics         *Metrics
@@ -182,7 +189,7 @@ func (c *Controller) tenant(account string) string {
 // are separated by spaces or commas ("strata:class=train,strata:serve=m"),
 // as the job_submit plugin and strata-bridge read them.
 func className(j slurmrest.Job) string {
-	for _, f := range strings.FieldsFunc(j.Comment, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+	for _, f := range commentItems(j) {
 		if v, ok := strings.CutPrefix(f, "strata:class="); ok {
 			return v
 		}
@@ -190,10 +197,23 @@ func className(j slurmrest.Job) string {
 	return j.Partition
 }
 
+func commentItems(j slurmrest.Job) []string {
+	return strings.FieldsFunc(j.Comment, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+}
+
+// signalRequested reports whether the job asked for the rules' checkpoint
+// signal with the item strata:signal in its comment: it traps the signal.
+// slurmrestd shows nothing of sbatch --signal (the job record has no
+// warning signal in data parsers v0.0.42 to v0.0.45), so the job says so.
+func signalRequested(j slurmrest.Job) bool {
+	return slices.Contains(commentItems(j), "strata:signal")
+}
+
 func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
 	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
 		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount,
-		NoRequeue: !j.Requeue}
+		NoRequeue: !j.Requeue, HetComponent: j.HetComponent(),
+		HetLeader: j.HetComponent() && j.HetJobOffset == 0, SignalRequested: signalRequested(j)}
 	for _, g := range j.GPUs {
 		d.GPUs = append(d.GPUs, decide.GPUKey{Node: g.Node, Index: g.Index})
 	}
@@ -264,6 +284,10 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		c.cfg.Log.Warn("no GPU samples for a node: its GPUs count as stale this cycle", "node", node, "error", why)
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
+	snap.Mismatched = gpuMapMismatches(jobs, res.Holders)
+	for node, why := range snap.Mismatched {
+		c.cfg.Log.Warn("GPU order mismatch: nothing on the node is acted on", "node", node, "detail", why)
+	}
 	if !res.Newest.IsZero() {
 		c.cfg.Metrics.DataAge.Set(start.Sub(res.Newest).Seconds())
 	}
@@ -538,7 +562,7 @@ func (c *Controller) carryOut(ctx context.Context, id int64, a decide.Action, j 
 		finish(store.StatusFailed, err.Error())
 		return false
 	}
-	log.Info("reclaim action", "action", a, "user", now.User, "account", now.Account, "tenant", rec.Tenant)
+	log.Info("reclaim action", "action", a, "job", string(now.Ref()), "user", now.User, "account", now.Account, "tenant", rec.Tenant)
 	finish(store.StatusDone, "")
 	if a.Kind == decide.Requeue || a.Kind == decide.RequeueHold || a.Kind == decide.Cancel {
 		c.cfg.Metrics.ReclaimedGPUSeconds.WithLabelValues(rec.Tenant).Add(reclaimedSeconds(now, c.cfg.Now()))
@@ -563,20 +587,49 @@ func reclaimedSeconds(j slurmrest.Job, now time.Time) float64 {
 func (c *Controller) act(ctx context.Context, a decide.Action, j slurmrest.Job) error {
 	// The re-read job's admin comment: an admin's note in it is kept.
 	mark := decide.WithMarker(j.AdminComment, a.Marker())
-	if err := c.cfg.Slurm.Update(ctx, a.JobID, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
-		return fmt.Errorf("mark job: %w", err)
+	// Signals, requeues and cancels name an array task by its task ref:
+	// the array's own record carries the array's ID, which reaches every
+	// task. Updates are the other way round: slurmrestd takes them only by
+	// a record's own ID, which reaches that record alone (a running record
+	// holds no pending tasks), and reads "4300+1" as the leader 4300.
+	ref, own := j.Ref(), slurmrest.RefOf(j.ID)
+	if err := c.cfg.Slurm.UpdateRef(ctx, own, slurmrest.JobUpdate{AdminComment: &mark}); err != nil {
+		return fmt.Errorf("mark job %s: %w", ref, err)
 	}
 	switch a.Kind {
 	case decide.Signal:
-		if err := c.cfg.Slurm.Signal(ctx, a.JobID, a.Signal, c.cfg.SignalBatchOnly); err != nil {
+		batchOnly := c.cfg.SignalBatchOnly // skip-unless-requested: a job that asked
+		switch a.SignalMode {
+		case reclaimrules.SignalBatch:
+			batchOnly = true
+		case reclaimrules.SignalAllSteps:
+			batchOnly = false
+		}
+		if j.HetComponent() && j.HetJobOffset > 0 {
+			batchOnly = false // the batch shell is the leader's: this component's steps get it
+		}
+		if err := c.cfg.Slurm.SignalRef(ctx, ref, a.Signal, batchOnly); err != nil {
 			return err
 		}
 	case decide.Requeue, decide.RequeueHold:
-		if err := c.cfg.Slurm.Requeue(ctx, a.JobID, slurmrest.RequeueOptions{Hold: a.Kind == decide.RequeueHold, Reason: a.Reason}); err != nil {
+		if j.HetComponent() {
+			// Slurm requeues only whole heterogeneous jobs; Decide never
+			// asks for this, and a re-read that finds one must not.
+			return fmt.Errorf("job %s is a component of a heterogeneous job, which Slurm requeues only whole: not requeued", ref)
+		}
+		if !j.Requeue { // --no-requeue, and the rule's no_requeue is requeue
+			if err := c.cfg.Slurm.UpdateRef(ctx, own, slurmrest.JobUpdate{Requeue: ptrTo(true)}); err != nil {
+				return fmt.Errorf("make job %s requeueable: %w", ref, err)
+			}
+		}
+		if err := c.cfg.Slurm.RequeueRef(ctx, ref, slurmrest.RequeueOptions{Hold: a.Kind == decide.RequeueHold, Reason: a.Reason}); err != nil {
 			return err
 		}
 	case decide.Cancel:
-		if err := c.cfg.Slurm.Cancel(ctx, a.JobID); err != nil {
+		if j.HetComponent() && j.HetJobOffset == 0 {
+			return fmt.Errorf("job %s leads a heterogeneous job and runs its batch script: cancelling it would end every component: not cancelled", ref)
+		}
+		if err := c.cfg.Slurm.CancelRef(ctx, ref); err != nil {
 			return err
 		}
 	}
@@ -641,3 +694,5 @@ func (c *Controller) signalOf(rule string) string {
 	}
 	return "USR1"
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -42,7 +42,7 @@ const (
 const (
 	requeueRules = `{"apiVersion": "strata/v1", "kind": "ReclaimRules",
 	  "rules": [{"name": "test", "idle": {"max_util_percent": 5, "max_mem_activity_percent": 5, "window": "1m"},
-	    "warn": "10s", "signal": {"name": "USR1", "wait": "10s"}, "action": "requeue"}]}`
+	    "warn": "10s", "signal": {"name": "USR1", "wait": "10s", "mode": "batch"}, "action": "requeue"}]}`
 	cancelRules = `{"apiVersion": "strata/v1", "kind": "ReclaimRules",
 	  "rules": [{"name": "idle-cancel", "idle": {"window": "1m"}, "warn": "10s", "action": "cancel"}]}`
 	dryRunRules = `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "dry_run": true,

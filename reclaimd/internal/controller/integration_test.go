@@ -124,7 +124,10 @@ func submit(t *testing.T, c *slurmrest.Client, b *testbed.Bed, user, node, name 
 	t.Helper()
 	res, err := c.Submit(testbed.Context(t), user, slurmrest.JobSpec{Name: name, Script: trap, Account: b.Account, Partition: b.Partition,
 		TRESPerNode: "gres/gpu:2", NodeList: node, TimeLimit: 30 * time.Minute, WorkDir: b.JobDir,
-		StdOut: b.JobDir + "/" + name + ".out", Requeue: ptr(true)})
+		StdOut: b.JobDir + "/" + name + ".out", Requeue: ptr(true),
+		// The script traps USR1: it asks for the signal (the rules' mode
+		// is the default, skip-unless-requested).
+		Comment: "strata:signal"})
 	if err != nil {
 		t.Fatalf("submit %s: %v", name, err)
 	}

@@ -143,6 +143,12 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		skip(c.gate, c.gateDetail)
 		return
 	}
+	for _, g := range j.GPUs {
+		if why, bad := c.s.Mismatched[g.Node]; bad {
+			skip(SkipGPUMismatch, g.Node+": "+why)
+			return
+		}
+	}
 	if prev.Phase == Requeued || prev.Phase == Cancelled {
 		skip(SkipActed, fmt.Sprintf("%s %s ago; Slurm still lists the run as running", prev.Phase, ago(now, prev.Since)))
 		return
@@ -202,7 +208,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 	act := func(k Kind, reason string) {
 		o.action = Action{Kind: k, Rule: rule.Name, Reason: reason, Evidence: ev}
 		if k == Signal {
-			o.action.Signal = rule.Signal.Name
+			o.action.Signal, o.action.SignalMode = rule.Signal.Name, rule.Signal.Mode
 		}
 		o.advance(k, now)
 		if k.Destructive() {
@@ -227,6 +233,10 @@ func (c *cycle) judge(j *Job, o *outcome) {
 
 	o.next.Partial = partial
 	end, note := endAction(rule, partial, j, c.limits)
+	// The signal step, unless the rule's mode skips it for this job: a
+	// batch script that does not trap the signal dies of it, and the run
+	// is lost rather than requeued.
+	signals := rule.Signal.Name != "" && rule.Signal.Mode.Sends(j.SignalRequested)
 	seen := func() string { return idleText(ev, rule, window) }
 	switch prev.Phase {
 	case Notified:
@@ -238,7 +248,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 			skip(SkipWaiting, fmt.Sprintf("warned %s ago; next step in %s", ago(now, prev.WarnedAt), (w-waited).Round(time.Second)))
 			return
 		}
-		if end.Destructive() && rule.Signal.Name != "" {
+		if end.Destructive() && signals {
 			act(Signal, fmt.Sprintf("%s; still idle %s after the warning: %s, then %s in %s",
 				seen(), ago(now, prev.WarnedAt), rule.Signal.Name, verb(end), rule.Signal.Wait.Std()))
 			return
@@ -252,7 +262,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		return
 	}
 	plan := fmt.Sprintf("%s in %s", verb(end), rule.Warn.Std())
-	if rule.Signal.Name != "" {
+	if signals {
 		plan = fmt.Sprintf("%s in %s, then %s %s later,", rule.Signal.Name, rule.Warn.Std(), verb(end), rule.Signal.Wait.Std())
 	}
 	act(Warn, fmt.Sprintf("%s; warning: %s unless the GPUs get busy", seen(), plan))
@@ -348,6 +358,9 @@ func endAction(rule reclaimrules.Rule, partial bool, j *Job, l reclaimrules.Limi
 		if limit := l.RequeueLimit(rule); j.Requeues >= limit {
 			return Notify, fmt.Sprintf("requeue limit reached (%d of %d requeues): ", j.Requeues, limit)
 		}
+		if j.HetComponent {
+			return Notify, "a component of a heterogeneous job, which Slurm requeues only whole (the other components too): "
+		}
 		if j.NoRequeue {
 			if rule.NoRequeue != reclaimrules.NoRequeueOverride {
 				return Notify, "submitted with --no-requeue (the rule's no_requeue is skip): "
@@ -361,6 +374,9 @@ func endAction(rule reclaimrules.Rule, partial bool, j *Job, l reclaimrules.Limi
 	case reclaimrules.ActionRequeueHold:
 		return RequeueHold, note
 	case reclaimrules.ActionCancel:
+		if j.HetLeader {
+			return Notify, "the leader of a heterogeneous job, which runs its batch script: cancelling it ends every component: "
+		}
 		return Cancel, ""
 	}
 	return Notify, ""

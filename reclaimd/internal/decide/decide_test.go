@@ -83,7 +83,7 @@ func llmRules(edit ...func(r *reclaimrules.Rules)) reclaimrules.Rules {
 			Idle:        reclaimrules.IdleDef{MaxUtilPercent: 5, MaxMemActivityPercent: 5, Window: reclaimrules.Duration(30 * time.Minute)},
 			PartialIdle: reclaimrules.PartialIdle{Enabled: true, MinIdleGPUs: 2},
 			Warn:        reclaimrules.Duration(15 * time.Minute),
-			Signal:      reclaimrules.Signal{Name: "USR1", Wait: reclaimrules.Duration(5 * time.Minute)},
+			Signal:      reclaimrules.Signal{Name: "USR1", Wait: reclaimrules.Duration(5 * time.Minute), Mode: reclaimrules.SignalBatch},
 			Action:      reclaimrules.ActionRequeue,
 		}, {
 			Name:  "default",
@@ -114,6 +114,8 @@ type decideTest struct {
 	taken   time.Time          // the snapshot's time; now when zero
 	// sourceDown and slurmDown make the snapshot say a source failed.
 	sourceDown, slurmDown bool
+	// mismatched is the snapshot's Mismatched.
+	mismatched map[string]string
 
 	wantActions []decide.Action // compared without Evidence
 	wantSkipped []decide.Skip
@@ -329,6 +331,37 @@ var decideTests = map[string]decideTest{
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
 			Reason: idle8 + "; submitted with --no-requeue (the rule's no_requeue is skip): notify only"}},
 	},
+	"het component: a requeue would requeue the whole het job, so only notified": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].NoRequeue = reclaimrules.NoRequeueOverride }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.HetComponent = true
+			return []decide.Job{j}
+		}(),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
+			Reason: idle8 + "; a component of a heterogeneous job, which Slurm requeues only whole (the other components too): notify only"}},
+	},
+	"het leader: a cancel would end every component, so only notified": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Action = reclaimrules.ActionCancel }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.HetComponent, j.HetLeader = true, true
+			return []decide.Job{j}
+		}(),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "llm",
+			Reason: idle8 + "; the leader of a heterogeneous job, which runs its batch script: cancelling it ends every component: notify only"}},
+	},
+	"het component: cancelled alone": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Action = reclaimrules.ActionCancel }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.HetComponent = true
+			return []decide.Job{j}
+		}(),
+		states: map[int64]decide.JobState{1: signalled(6 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Cancel, Rule: "llm",
+			Reason: idle8After + "; still idle 6m0s after SIGUSR1, past its 5m0s wait: cancel"}},
+	},
 	"--no-requeue, the rule overrides: requeued, and says so": {
 		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].NoRequeue = reclaimrules.NoRequeueOverride }),
 		jobs: func() []decide.Job {
@@ -405,10 +438,38 @@ var decideTests = map[string]decideTest{
 	},
 	"warned, still idle: signalled": {
 		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
-		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", Rule: "llm",
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalBatch, Rule: "llm",
 			Reason: idle8 + "; still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"}},
 		wantStates: map[int64]decide.JobState{1: {Phase: decide.Signalled, Since: now, RunStart: t0,
 			WarnedAt: now.Add(-15 * time.Minute), SignalledAt: now, Rule: "llm", Actions: 2}},
+	},
+	"signal mode skip-unless-requested: a job that did not ask is warned of the requeue alone": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = "" }),
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Warn, Rule: "llm",
+			Reason: idle8 + "; warning: requeue in 15m0s unless the GPUs get busy"}},
+	},
+	"signal mode skip-unless-requested: a job that did not ask is requeued without the signal": {
+		rules:  llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = reclaimrules.SignalSkipUnlessRequested }),
+		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Requeue, Rule: "llm",
+			Reason: idle8 + "; still idle 15m0s after the warning: requeue"}},
+	},
+	"signal mode skip-unless-requested: a job that asked is signalled": {
+		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = "" }),
+		jobs: func() []decide.Job {
+			j := job(1, gpus("gpu-001", 8))
+			j.SignalRequested = true
+			return []decide.Job{j}
+		}(),
+		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalSkipUnlessRequested, Rule: "llm",
+			Reason: idle8 + "; still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"}},
+	},
+	"signal mode all-steps: every job is signalled": {
+		rules:  llmRules(func(r *reclaimrules.Rules) { r.Rules[0].Signal.Mode = reclaimrules.SignalAllSteps }),
+		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalAllSteps, Rule: "llm",
+			Reason: idle8 + "; still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"}},
 	},
 	"warned, still idle, no signal in the rule: cancelled": {
 		rules: llmRules(func(r *reclaimrules.Rules) {
@@ -553,9 +614,9 @@ var decideTests = map[string]decideTest{
 			5: warned(50 * time.Minute), // 1 GPU × 80 min is less than 4 × 45
 		},
 		wantActions: []decide.Action{
-			{JobID: 2, Kind: decide.Signal, Signal: "SIGUSR1", Rule: "llm",
+			{JobID: 2, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalBatch, Rule: "llm",
 				Reason: "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%); still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"},
-			{JobID: 3, Kind: decide.Signal, Signal: "SIGUSR1", Rule: "llm",
+			{JobID: 3, Kind: decide.Signal, Signal: "SIGUSR1", SignalMode: reclaimrules.SignalBatch, Rule: "llm",
 				Reason: "4 of 4 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%); still idle 15m0s after the warning: SIGUSR1, then requeue in 5m0s"},
 			{JobID: 4, Kind: decide.Warn, Rule: "llm",
 				Reason: "4 of 4 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%)" + warnPlan},
@@ -589,6 +650,19 @@ var decideTests = map[string]decideTest{
 		samples: samples(nil, gpus("gpu-001", 1), t0, now, flat(0, 0)),
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "default",
 			Reason: "1 of 1 GPU idle for 1h0m0s: util ≤ 0%, memory activity ≤ 0% (max seen 0.0%, 0.0%); notify only"}},
+	},
+	"GPU map mismatch: no job with a GPU on the node is judged, its state kept": {
+		jobs:       []decide.Job{job(1, append(gpus("gpu-001", 8), gpus("gpu-002", 8)...)), job(2, gpus("gpu-003", 8))},
+		samples:    samples(samples(samples(nil, gpus("gpu-001", 8), t0, now, flat(0, 0)), gpus("gpu-002", 8), t0, now, flat(0, 0)), gpus("gpu-003", 8), t0, now, flat(0, 0)),
+		states:     map[int64]decide.JobState{1: {Phase: decide.Warned, Since: now.Add(-time.Hour), WarnedAt: now.Add(-time.Hour), RunStart: t0, Rule: "llm", Actions: 1}},
+		mismatched: map[string]string{"gpu-002": "job 9 runs on GPU 3 (NVML), which Slurm gives to job 1"},
+		wantActions: []decide.Action{{JobID: 2, Kind: decide.Warn, Rule: "llm",
+			Reason: "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%)" + warnPlan}},
+		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipGPUMismatch, Detail: "gpu-002: job 9 runs on GPU 3 (NVML), which Slurm gives to job 1"}},
+		wantStates: map[int64]decide.JobState{
+			1: {Phase: decide.Warned, Since: now.Add(-time.Hour), WarnedAt: now.Add(-time.Hour), RunStart: t0, Rule: "llm", Actions: 1},
+			2: {Phase: decide.Warned, Since: now, RunStart: t0, WarnedAt: now, Rule: "llm", Actions: 1},
+		},
 	},
 	"a job without GPUs": {
 		jobs:        []decide.Job{job(1, nil)},
@@ -634,7 +708,7 @@ func (tc decideTest) snapshot() (decide.Snapshot, time.Time, reclaimrules.Rules)
 	}
 	return decide.Snapshot{
 		Taken: taken, Jobs: jobs, Samples: smp, SampleInterval: interval,
-		SourceOK: !tc.sourceDown, SlurmOK: !tc.slurmDown, States: tc.states,
+		SourceOK: !tc.sourceDown, SlurmOK: !tc.slurmDown, States: tc.states, Mismatched: tc.mismatched,
 	}, n, r
 }
 

@@ -37,7 +37,9 @@
 //
 //	Observed/Recovered --idle--> Warned (Warn action)
 //	Warned --idle for rule.warn--> Signalled (Signal), when the rule has a
-//	        signal and the end action is destructive; else the end action
+//	        signal that its mode sends to this job (skip-unless-requested:
+//	        only to a job with SignalRequested) and the end action is
+//	        destructive; else the end action
 //	Signalled --idle in fresh samples after rule.signal.wait--> Requeued
 //	        (Requeue, RequeueHold) or Cancelled (Cancel) or Notified (Notify)
 //	Signalled --busy after the wait, or no fresh samples--> Recovered
@@ -62,7 +64,10 @@
 // No actions at all when slurmrestd or the metrics source failed this
 // cycle, when the snapshot is older than two sample intervals, or when
 // the rules do not validate: every job is skipped with the reason, and
-// its state carried unchanged. Signals, requeues and cancels are capped
+// its state carried unchanged. No action either for a job with a GPU on a
+// node in Snapshot.Mismatched, where the source's own map of which job
+// runs on which GPU contradicts Slurm's (SkipGPUMismatch): its samples
+// may be another job's. Signals, requeues and cancels are capped
 // per cycle (limits.max_actions_per_cycle), the jobs with the most idle
 // GPU-time first; the others stay in their phase and are skipped with
 // SkipActionLimit, to be taken next cycle. In dry-run mode actions come
@@ -83,6 +88,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/reclaimrules"
 )
 
 // DefaultSampleInterval is the sample interval assumed when the snapshot
@@ -125,6 +132,16 @@ type Job struct {
 	// NoRequeue is set for a job submitted with --no-requeue: a requeue
 	// only notifies, unless the rule's no_requeue is "requeue".
 	NoRequeue bool
+	// SignalRequested is set for a job that asked for the checkpoint
+	// signal (it traps it): under the default signal mode
+	// (skip-unless-requested) only such a job is signalled.
+	SignalRequested bool
+	// HetComponent is set for a component of a heterogeneous job: Slurm
+	// requeues only whole heterogeneous jobs, so a requeue only notifies.
+	// A cancel or signal reaches the component alone, except for the
+	// leader (HetLeader, offset 0), which runs the batch script: its end
+	// ends every component, so a cancel of it only notifies too.
+	HetComponent, HetLeader bool
 }
 
 // Snapshot is what reclaimd knows at the start of a cycle.
@@ -145,6 +162,11 @@ type Snapshot struct {
 	SlurmOK bool
 	// States are the jobs' states after the last cycle, by job id.
 	States map[int64]JobState
+	// Mismatched names the nodes where the metrics source's own map of
+	// which job holds which GPU contradicts the jobs' GPUs, with what was
+	// seen: their samples may be another job's, so no job with a GPU
+	// there is judged (SkipGPUMismatch), its state unchanged.
+	Mismatched map[string]string
 }
 
 // Phase is where a job stands in the reclaim ladder.
@@ -207,7 +229,12 @@ type Action struct {
 	Kind  Kind
 	// Signal is the canonical signal name ("SIGUSR1") of a Signal action.
 	Signal string
-	Rule   string
+	// SignalMode is the rule's signal mode of a Signal action: batch (the
+	// batch shell only), all-steps (every process of the job), or
+	// skip-unless-requested (a job that asked: where the daemon's
+	// configuration says).
+	SignalMode reclaimrules.SignalMode
+	Rule       string
 	// Reason says in plain words what was seen and what follows, e.g.
 	// "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max
 	// seen 0.0%, 0.3%); warning: SIGUSR1 in 15m0s, then requeue 5m0s
@@ -264,6 +291,7 @@ const (
 	SkipWaiting       SkipReason = "waiting"
 	SkipNotified      SkipReason = "notified"
 	SkipActionLimit   SkipReason = "action limit"
+	SkipGPUMismatch   SkipReason = "gpu map mismatch"
 )
 
 // Label is the reason as a metric label: "stale data" is stale_data.

@@ -121,7 +121,7 @@ func trainRules(edit ...func(*reclaimrules.Rules)) reclaimrules.Rules {
 			Name:   "train",
 			Idle:   reclaimrules.IdleDef{MaxUtilPercent: 5, MaxMemActivityPercent: 5, Window: reclaimrules.Duration(30 * time.Minute)},
 			Warn:   reclaimrules.Duration(15 * time.Minute),
-			Signal: reclaimrules.Signal{Name: "USR1", Wait: reclaimrules.Duration(5 * time.Minute)},
+			Signal: reclaimrules.Signal{Name: "USR1", Wait: reclaimrules.Duration(5 * time.Minute), Mode: reclaimrules.SignalBatch},
 			Action: reclaimrules.ActionRequeue,
 		}},
 	}

@@ -1,0 +1,53 @@
+package collect_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/agent"
+	"github.com/strata-hpc/strata/reclaimd/internal/collect"
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+)
+
+// TestAgentsHolders: the agents' map of which job runs on which GPU is
+// the jobs of the GPU's newest sample (a job that left is not held
+// against the one after it); a GPU without a job's process holds none;
+// MIG GPUs are left out, since Slurm numbers their MIG devices.
+func TestAgentsHolders(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := func(f float64) *float64 { return &f }
+	point := func(off time.Duration, jobs ...int64) agent.Point {
+		return agent.Point{At: at.Add(off), Util: v(50), MemActivity: v(10), JobIDs: append([]int64{}, jobs...)}
+	}
+	snap := agent.Snapshot{Node: "gpu1", TakenAt: at, IntervalSeconds: 10, SourceOK: true, GPUs: []agent.GPUWindow{
+		{Index: 0, Samples: []agent.Point{point(-10*time.Second, 5), point(0, 7)}},
+		{Index: 1, MIG: true, Samples: []agent.Point{{At: at, JobIDs: []int64{8}}}},
+		{Index: 2, Samples: []agent.Point{point(0)}},
+	}}
+	started := at.Add(-time.Minute)
+	snap.StartedAt = &started
+	secret := []byte("shared agent secret for tests")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := json.Marshal(snap)
+		if err != nil {
+			t.Error(err)
+		}
+		w.Header().Set(agent.HeaderSignature, agent.Sign(secret, r.Header.Get(agent.HeaderNonce), body))
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	agents := &collect.Agents{URL: func(string) string { return srv.URL }, Secret: func() ([]byte, error) { return secret, nil }}
+	res, err := agents.Collect(t.Context(), []string{"gpu1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[decide.GPUKey][]int64{{Node: "gpu1", Index: 0}: {7}, {Node: "gpu1", Index: 2}: {}}
+	if diff := cmp.Diff(want, res.Holders); diff != "" {
+		t.Errorf("holders (-want +got):\n%s", diff)
+	}
+}

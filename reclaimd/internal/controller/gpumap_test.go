@@ -1,0 +1,147 @@
+package controller_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
+	"github.com/strata-hpc/strata/reclaimd/internal/agent"
+	"github.com/strata-hpc/strata/reclaimd/internal/controller"
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+	"github.com/strata-hpc/strata/reclaimd/internal/source"
+)
+
+// TestGPUOrderReversed: two jobs share gpu1. Job 1 is idle and job 2 busy,
+// but Slurm numbers the node's GPUs in the reverse of NVML's order (as
+// Slurm 24.11 and the NVIDIA driver did on a 4× H100 NVL node): Slurm
+// gives job 1 GPUs 0-1 and job 2 GPUs 2-3, while NVML's GPUs 0-1 run job
+// 2's processes. Read by Slurm's indices, the busy job looks idle and the
+// idle one busy. The node agent's map (the processes' jobs, from their
+// cgroups) contradicts Slurm's, so nothing on the node is acted on; the
+// skip is counted, logged and shown by the API. Where the two maps
+// agree, the idle job is warned and the busy one spared.
+func TestGPUOrderReversed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		// busyOn are the NVML indices where job 2's processes run (and the
+		// GPUs are busy); job 1's GPUs have no process and are idle.
+		busyOn         []int
+		wantActions    []string
+		wantSkip       decide.SkipReason
+		wantLog        string
+		wantMismatches float64
+	}{
+		"reversed: nothing on the node is acted on": {
+			busyOn: []int{0, 1}, wantSkip: decide.SkipGPUMismatch, wantMismatches: 2,
+			wantLog: `msg="GPU order mismatch: nothing on the node is acted on" node=gpu1 detail="the node agent and Slurm place jobs on different GPUs: job 2 runs on GPU 0 (NVML), which Slurm gives to job 1; job 2 runs on GPU 1 (NVML), which Slurm gives to job 1`,
+		},
+		"agreeing: the idle job is warned, the busy one spared": {
+			busyOn: []int{2, 3}, wantActions: []string{"warn"}, wantSkip: decide.SkipBusy,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := newBed(t, "26.05", cancelRules, 0)
+			b.twoJobs()
+			b.startAgentRows(func(g int) (util int, jobs string) {
+				for _, i := range tc.busyOn {
+					if i == g {
+						return 95, "2"
+					}
+				}
+				return 0, ""
+			})
+			b.ctl = b.newController()
+			srv := httptest.NewServer(b.ctl.Handler(time.Hour))
+			defer srv.Close()
+
+			if got := b.mustTick(); !cmp.Equal(got, tc.wantActions) {
+				t.Errorf("actions = %v, want %v\nlog:\n%s", got, tc.wantActions, b.logs.String())
+			}
+			if v := counter(t, b.metrics.Skipped.WithLabelValues(decide.SkipGPUMismatch.Label())); v != tc.wantMismatches {
+				t.Errorf("skipped{reason=gpu_map_mismatch} = %v, want %v", v, tc.wantMismatches)
+			}
+			code, body := get(t, fmt.Sprintf("%s/v1/jobs/2/reclaim", srv.URL))
+			var jr controller.JobReclaim
+			if err := json.Unmarshal([]byte(body), &jr); err != nil || code != http.StatusOK {
+				t.Fatalf("GET /v1/jobs/2/reclaim = %d %s (%v)", code, body, err)
+			}
+			if jr.Skipped == nil || jr.Skipped.Reason != tc.wantSkip {
+				t.Errorf("job 2 skipped = %+v, want %q", jr.Skipped, tc.wantSkip)
+			}
+			if tc.wantSkip == decide.SkipGPUMismatch && jr.Skipped != nil && !strings.Contains(jr.Skipped.Detail, "Slurm's GPU order (gres.conf) differs from NVML's") {
+				t.Errorf("job 2 skip detail %q does not say what is wrong", jr.Skipped.Detail)
+			}
+			if logs := b.logs.String(); tc.wantLog != "" && !strings.Contains(logs, tc.wantLog) {
+				t.Errorf("no log line %q:\n%s", tc.wantLog, logs)
+			}
+		})
+	}
+}
+
+// twoJobs makes slurmrestd list job 2 beside the captured job 1, on the
+// same node and run: job 1 holds GPUs 0-1 and job 2 GPUs 2-3, by Slurm's
+// indices.
+func (b *bed) twoJobs() {
+	b.t.Helper()
+	rec := b.record("jobs")
+	var resp map[string]any
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		b.t.Fatal(err)
+	}
+	jobs := resp["jobs"].([]any)
+	var second map[string]any
+	if err := json.Unmarshal(mustJSON(b.t, jobs[0]), &second); err != nil {
+		b.t.Fatal(err)
+	}
+	second["job_id"] = 2
+	second["gres_detail"] = []string{"gpu:h100:2(IDX:2-3)"}
+	resp["jobs"] = []any{jobs[0], second}
+	rec.Response = mustJSON(b.t, resp)
+	b.srv.Handle(http.MethodGet, "/slurm/"+b.slurm.Info().Parser+"/jobs/", slurmresttest.Reply(rec))
+}
+
+// startAgentRows replaces the node agent of gpu1 by one whose 8 GPUs
+// show, from the job's start to the clock, the util and the jobs (of the
+// processes: the recording's jobs column) that row gives each.
+func (b *bed) startAgentRows(row func(gpu int) (util int, jobs string)) {
+	b.t.Helper()
+	var csv strings.Builder
+	csv.WriteString("offset_seconds,gpu,util,mem_activity,mem_used_mib,jobs\n")
+	for off := 0; off <= 10; off += 10 {
+		for g := range 8 {
+			util, jobs := row(g)
+			fmt.Fprintf(&csv, "%d,%d,%d,%d,2048,%s\n", off, g, util, util/2, jobs)
+		}
+	}
+	rec, err := source.ParseRecording(jobNode, strings.NewReader(csv.String()))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Node: jobNode, Source: source.NewReplay(rec, time.Time{}, true), Interval: 10 * time.Second,
+		Window: 5 * time.Minute, Now: b.clock, Procs: agent.ProcFS{Root: b.t.TempDir()},
+		Logger: slog.New(slog.DiscardHandler), Secret: agentSecret})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.agent = a
+	srv := httptest.NewServer(a.Handler())
+	b.t.Cleanup(srv.Close)
+	b.agentURL = func(node string) string {
+		if node != jobNode {
+			return "http://127.0.0.1:1"
+		}
+		return srv.URL
+	}
+	now := b.clock()
+	for at := b.start; !at.After(now); at = at.Add(10 * time.Second) {
+		b.setClock(at)
+		b.sample()
+	}
+}
