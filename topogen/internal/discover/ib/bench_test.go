@@ -14,8 +14,7 @@ import (
 // of `topogen render` on a large fabric.
 func BenchmarkParse10k(b *testing.B) {
 	var buf bytes.Buffer
-	spec := fabricgen.Spec{Nodes: 10000, Rails: 8, NodesPerLeaf: 32, PodLeaves: 32, SpinesPerPod: 16, CoresPerGroup: 4, Radix: 128, Seed: 10000}
-	if err := fabricgen.Write(&buf, spec); err != nil {
+	if err := fabricgen.Write(&buf, fabricgen.Big10k); err != nil {
 		b.Fatal(err)
 	}
 	data := buf.Bytes()
