@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,14 @@ func Parse(r io.Reader) (*Fabric, error) {
 	// takes a bytes.Reader or strings.Reader in one write. Dumps are
 	// megabytes at most.
 	var sb strings.Builder
+	if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		// A file: take its size at once, so a 32 MiB dump is not copied
+		// through ever larger buffers (whose garbage was a third of the
+		// peak memory of a run on a large fabric).
+		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() < 1<<31 {
+			sb.Grow(int(fi.Size()) + 1)
+		}
+	}
 	if _, err := io.Copy(&sb, r); err != nil {
 		return nil, fmt.Errorf("ib: read dump: %w", err)
 	}
@@ -55,30 +64,51 @@ const (
 	kindPorts            // ports report: SW/CA/RT line
 )
 
-// rawLink is a link line as read, before its remote end is checked.
+// rawLink is a link line as read, before its remote end is checked. It
+// is kept small (there are two for every cable of the fabric): the local
+// end by node number, the remote one by its GUID's number, ports as bytes
+// (1-255), strings pointing into the dump.
 type rawLink struct {
-	a, b         string
-	aPort, bPort int
+	b            uint64 // remote node's GUID
+	a            int32  // local node's number
+	line         int32
+	aPort, bPort uint8
 	bPortGUID    string // remote port GUID shown on the line, "" if none
 	width, speed string
-	line         int
 	text         string
 }
 
+// The parser numbers nodes in the order they are declared and finds them
+// by their GUIDs' numbers: a uint64 key hashes and compares in a few
+// instructions, where a string key costs a hash of its 16 bytes and a
+// comparison through a pointer, once per link line. Fabric.Nodes is
+// filled once at the end.
 type parser struct {
-	nodes   map[string]*Node
+	nodes   []*Node          // by number
+	num     map[uint64]int32 // GUID number -> node number
 	raw     []rawLink
 	diags   []Diagnostic
-	family  Format         // Classic or Ports, from the first line that parsed; 0 before
-	ibdiag  bool           // saw a sign of ibdiagnet2: a split-port label or an IBDIAG comment
-	cur     *Node          // classic: the node whose link lines follow
-	lidPort map[string]int // CA GUID -> port whose LID is in Node.LID
+	family  Format        // Classic or Ports, from the first line that parsed; 0 before
+	ibdiag  bool          // saw a sign of ibdiagnet2: a split-port label or an IBDIAG comment
+	cur     *Node         // classic: the node whose link lines follow
+	curNum  int32         // its number
+	lidPort map[int32]int // CA number -> port whose LID is in Node.LID
+}
+
+// lookup returns the node with GUID guid (as the line parsers normalise
+// it) and its number, or nil.
+func (p *parser) lookup(guid string) (*Node, int32) {
+	k, _ := guidNum(guid)
+	if i, ok := p.num[k]; ok {
+		return p.nodes[i], i
+	}
+	return nil, -1
 }
 
 func parse(s string) (*Fabric, error) {
 	p := &parser{
-		nodes:   make(map[string]*Node),
-		lidPort: make(map[string]int),
+		num:     make(map[uint64]int32),
+		lidPort: make(map[int32]int),
 	}
 	s = strings.TrimPrefix(s, "\uFEFF")
 	// Size the link buffer once: a classic link line has two '[' (counting
@@ -113,7 +143,10 @@ func parse(s string) (*Fabric, error) {
 			return nil, fmt.Errorf("ib: line %d: end of input, only comments and blank lines before it: %w", n, ErrNoNodes)
 		}
 	}
-	f := &Fabric{Format: p.family, Nodes: p.nodes}
+	f := &Fabric{Format: p.family, Nodes: make(map[string]*Node, len(p.nodes))}
+	for _, nd := range p.nodes {
+		f.Nodes[nd.GUID] = nd
+	}
 	if f.Format == Classic && p.ibdiag {
 		f.Format = IBDiag
 	}
@@ -210,11 +243,20 @@ func classify(t string) (lineKind, NodeType) {
 	return kindUnknown, 0
 }
 
-// declare adds a node whose GUID is not taken, marking SHARP aggregation
-// nodes: CAs that live inside a switch and must never become Slurm nodes.
-func (p *parser) declare(nd *Node) {
+// declare adds a node whose GUID is not taken and returns its number.
+func (p *parser) declare(nd *Node) int32 {
+	markAggregation(nd)
+	k, _ := guidNum(nd.GUID)
+	i := int32(len(p.nodes))
+	p.nodes = append(p.nodes, nd)
+	p.num[k] = i
+	return i
+}
+
+// markAggregation marks SHARP aggregation nodes: CAs that live inside a
+// switch and must never become Slurm nodes.
+func markAggregation(nd *Node) {
 	nd.Aggregation = nd.Type == CA && strings.Contains(nd.Desc, "Aggregation Node")
-	p.nodes[nd.GUID] = nd
 }
 
 // setPortGUID records a CA or router port GUID unless one is known already.
@@ -228,16 +270,6 @@ func setPortGUID(nd *Node, port int, guid string) {
 	if _, ok := nd.PortGUIDs[port]; !ok {
 		nd.PortGUIDs[port] = guid
 	}
-}
-
-// portKey is one port of one node. The GUID is held as its number: a
-// parsed GUID is 16 lowercase hex digits, so the number is as unique as the
-// string and sorts the same, and a 16-byte key hashes and compares in a
-// few instructions where a string key costs a hash of its bytes and a
-// comparison through a pointer. resolve does both once per link line.
-type portKey struct {
-	guid uint64
-	port int
 }
 
 // guidNum is the number a parsed GUID stands for; ok is false when g is
@@ -262,85 +294,127 @@ func guidNum(g string) (n uint64, ok bool) {
 	return n, true
 }
 
+// cable is one cable found by resolve: its ends as node numbers and
+// GUID numbers (the sort key), and the link lines it came from.
+type cable struct {
+	an, bn       uint64 // GUID numbers, an <= bn
+	a, b         int32  // node numbers
+	raw, ws      int32  // the first link line that showed it; the one whose width and speed it takes
+	aPort, bPort uint8
+}
+
+// link is the cable as a Link.
+func (p *parser) link(c cable) Link {
+	return Link{
+		A: p.nodes[c.a].GUID, APort: int(c.aPort), B: p.nodes[c.b].GUID, BPort: int(c.bPort),
+		Width: p.raw[c.ws].width, Speed: p.raw[c.ws].speed, Line: int(p.raw[c.raw].line),
+	}
+}
+
 // resolve turns link lines into links now that every node is known: it
 // drops links to undeclared nodes, merges the two views of each cable, and
 // rejects a port claimed by two different cables.
+//
+// Which cable holds a port is kept in one flat slice (each node's ports
+// side by side, sized from the highest port each node shows), not a map:
+// resolve asks it twice per link line.
 func (p *parser) resolve() []Link {
 	if len(p.raw) == 0 {
 		return nil
 	}
-	links := make([]Link, 0, len(p.raw)/2+1)
-	keys := make([]linkKey, 0, len(p.raw)/2+1)  // links[i] as numbers, for the sort
-	used := make(map[portKey]int32, len(p.raw)) // port -> index in links of its cable
-	for _, r := range p.raw {
-		remote := p.nodes[r.b]
-		if remote == nil {
-			p.diag(r.line, r.text, "remote node never declared: "+r.b+" (a truncated dump, or the node did not answer the scan)")
-			continue
-		}
-		if remote.Ports > 0 && r.bPort > remote.Ports {
-			p.diag(r.line, r.text, fmt.Sprintf("remote port %d beyond the %d ports node %s declares", r.bPort, remote.Ports, r.b))
-			continue
-		}
-		a, aPort, b, bPort := r.a, r.aPort, r.b, r.bPort
-		an, _ := guidNum(a) // the line parsers normalised both
-		bn, _ := guidNum(b)
-		if bn < an || (an == bn && bPort < aPort) {
-			a, aPort, b, bPort = b, bPort, a, aPort
-			an, bn = bn, an
-		}
-		ka, kb := portKey{an, aPort}, portKey{bn, bPort}
-		i, ok := used[ka]
-		if ok && keys[i].a == an && keys[i].b == bn && links[i].APort == aPort && links[i].BPort == bPort {
-			// The same cable seen from its other end.
-			if links[i].Width == "" {
-				links[i].Width, links[i].Speed = r.width, r.speed
-			}
-			setPortGUID(remote, r.bPort, r.bPortGUID)
-			continue
-		}
-		if ok {
-			p.diag(r.line, r.text, conflict(links[i], ka.port, a))
-			continue
-		}
-		if j, ok := used[kb]; ok {
-			p.diag(r.line, r.text, conflict(links[j], kb.port, b))
-			continue
-		}
-		used[ka] = int32(len(links))
-		used[kb] = int32(len(links))
-		setPortGUID(remote, r.bPort, r.bPortGUID)
-		keys = append(keys, linkKey{a: an, b: bn, aPort: int32(aPort), bPort: int32(bPort), i: int32(len(links))})
-		links = append(links, Link{A: a, APort: aPort, B: b, BPort: bPort, Width: r.width, Speed: r.speed, Line: r.line})
+	remote := make([]int32, len(p.raw)) // node number of each line's remote end, -1 if never declared
+	top := make([]int32, len(p.nodes)+1)
+	for i, nd := range p.nodes {
+		top[i] = int32(min(max(nd.Ports, 0), 255))
 	}
-	// Sort small numeric keys, then copy once: swapping 88-byte structs
-	// full of strings costs a write barrier per pointer, and comparing
-	// GUID strings was most of the sort.
-	slices.SortFunc(keys, func(x, y linkKey) int {
-		if x.a != y.a {
-			return cmp.Compare(x.a, y.a)
+	for k, r := range p.raw {
+		j, ok := p.num[r.b]
+		if !ok {
+			remote[k] = -1
+			continue
+		}
+		remote[k] = j
+		top[r.a] = max(top[r.a], int32(r.aPort))
+		top[j] = max(top[j], int32(r.bPort))
+	}
+	base := top // base[i]: where node i's ports start in used (an exclusive scan of top+1, in place)
+	next := int32(0)
+	for i := range base {
+		n := base[i] + 1
+		base[i] = next
+		next += n
+	}
+	used := make([]int32, next) // port -> its cable's index in cables, +1 (0: free)
+	cables := make([]cable, 0, len(p.raw)/2+1)
+	for k := range p.raw {
+		r := &p.raw[k]
+		j := remote[k]
+		if j < 0 {
+			p.diag(int(r.line), r.text, "remote node never declared: "+hex16(r.b)+" (a truncated dump, or the node did not answer the scan)")
+			continue
+		}
+		rn := p.nodes[j]
+		if rn.Ports > 0 && int(r.bPort) > rn.Ports {
+			p.diag(int(r.line), r.text, fmt.Sprintf("remote port %d beyond the %d ports node %s declares", r.bPort, rn.Ports, rn.GUID))
+			continue
+		}
+		an, _ := guidNum(p.nodes[r.a].GUID) // the line parsers normalised it
+		c := cable{an: an, bn: r.b, a: r.a, b: j, aPort: r.aPort, bPort: r.bPort, raw: int32(k), ws: int32(k)}
+		if c.bn < c.an || (c.an == c.bn && c.bPort < c.aPort) {
+			c.an, c.bn, c.a, c.b, c.aPort, c.bPort = c.bn, c.an, c.b, c.a, c.bPort, c.aPort
+		}
+		ka, kb := base[c.a]+int32(c.aPort), base[c.b]+int32(c.bPort)
+		i := used[ka] - 1
+		if i >= 0 && cables[i].a == c.a && cables[i].b == c.b && cables[i].aPort == c.aPort && cables[i].bPort == c.bPort {
+			// The same cable seen from its other end.
+			if p.raw[cables[i].ws].width == "" {
+				cables[i].ws = int32(k)
+			}
+			setPortGUID(rn, int(r.bPort), r.bPortGUID)
+			continue
+		}
+		if i >= 0 {
+			p.diag(int(r.line), r.text, conflict(p.link(cables[i]), int(c.aPort), p.nodes[c.a].GUID))
+			continue
+		}
+		if i := used[kb] - 1; i >= 0 {
+			p.diag(int(r.line), r.text, conflict(p.link(cables[i]), int(c.bPort), p.nodes[c.b].GUID))
+			continue
+		}
+		used[ka] = int32(len(cables)) + 1
+		used[kb] = int32(len(cables)) + 1
+		setPortGUID(rn, int(r.bPort), r.bPortGUID)
+		cables = append(cables, c)
+	}
+	slices.SortFunc(cables, func(x, y cable) int {
+		if x.an != y.an {
+			return cmp.Compare(x.an, y.an)
 		}
 		if x.aPort != y.aPort {
 			return cmp.Compare(x.aPort, y.aPort)
 		}
-		if x.b != y.b {
-			return cmp.Compare(x.b, y.b)
+		if x.bn != y.bn {
+			return cmp.Compare(x.bn, y.bn)
 		}
 		return cmp.Compare(x.bPort, y.bPort)
 	})
-	sorted := make([]Link, len(links))
-	for k, key := range keys {
-		sorted[k] = links[key.i]
+	links := make([]Link, len(cables))
+	for k, c := range cables {
+		links[k] = p.link(c)
 	}
-	return sorted
+	return links
 }
 
-// linkKey is a link's sort key: (A, APort, B, BPort) with the GUIDs as
-// numbers, and the link's index.
-type linkKey struct {
-	a, b         uint64
-	aPort, bPort int32
-	i            int32
+// hex16 writes a GUID number as the parser writes GUIDs: 16 lowercase
+// hex digits.
+func hex16(n uint64) string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[n&15]
+		n >>= 4
+	}
+	return string(b[:])
 }
 
 // conflict explains why port port of the node with GUID guid cannot take
