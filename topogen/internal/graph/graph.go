@@ -14,7 +14,6 @@
 package graph
 
 import (
-	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -160,16 +159,12 @@ type builder struct {
 	badName  []bool // CA numbers whose name is no Slurm node name (reported)
 }
 
-// index numbers the nodes in GUID order and lists every node's link ends.
+// index numbers the nodes in GUID order (as the parser numbered them)
+// and lists every node's link ends.
 func (b *builder) index() {
-	b.node = make([]*ib.Node, 0, len(b.f.Nodes))
-	for _, n := range b.f.Nodes {
-		b.node = append(b.node, n)
-	}
-	sortNodes(b.node)
-	num := make(map[string]int32, len(b.node))
+	var ends [][2]int32
+	b.node, ends = b.f.Numbered()
 	for i, n := range b.node {
-		num[n.GUID] = int32(i)
 		switch n.Type {
 		case ib.Switch:
 			b.switches = append(b.switches, int32(i))
@@ -179,18 +174,13 @@ func (b *builder) index() {
 	}
 	// Two passes over the links: count each node's ends, then fill them
 	// in, so each node's ends are in link order as one slice.
-	ends := make([][2]int32, len(b.f.Links))
 	b.nbrOff = make([]int32, len(b.node)+1)
-	for k, l := range b.f.Links {
-		a, okA := num[l.A]
-		c, okC := num[l.B]
-		if !okA || !okC || l.A == l.B {
-			ends[k] = [2]int32{-1, -1}
+	for _, e := range ends {
+		if e[0] < 0 || e[1] < 0 || e[0] == e[1] {
 			continue
 		}
-		ends[k] = [2]int32{a, c}
-		b.nbrOff[a+1]++
-		b.nbrOff[c+1]++
+		b.nbrOff[e[0]+1]++
+		b.nbrOff[e[1]+1]++
 	}
 	for i := 1; i < len(b.nbrOff); i++ {
 		b.nbrOff[i] += b.nbrOff[i-1]
@@ -198,7 +188,7 @@ func (b *builder) index() {
 	b.nbr = make([]int32, b.nbrOff[len(b.node)])
 	next := append([]int32(nil), b.nbrOff[:len(b.node)]...)
 	for _, e := range ends {
-		if e[0] < 0 {
+		if e[0] < 0 || e[1] < 0 || e[0] == e[1] {
 			continue
 		}
 		b.nbr[next[e[0]]] = e[1]
@@ -213,50 +203,6 @@ func (b *builder) index() {
 	}
 	b.badName = make([]bool, len(b.node))
 	b.hostID = make(map[string]int32)
-}
-
-// sortNodes sorts nodes by GUID: by the GUIDs' numbers when every GUID is
-// 16 lowercase hex digits (as the parser writes them; they sort as their
-// numbers do, and comparing numbers is a fraction of comparing strings),
-// by the strings otherwise.
-func sortNodes(nodes []*ib.Node) {
-	type keyed struct {
-		n   uint64
-		ptr *ib.Node
-	}
-	ks := make([]keyed, len(nodes))
-	for i, n := range nodes {
-		k, ok := guidNum(n.GUID)
-		if !ok {
-			sort.Slice(nodes, func(i, j int) bool { return nodes[i].GUID < nodes[j].GUID })
-			return
-		}
-		ks[i] = keyed{k, n}
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i].n < ks[j].n })
-	for i, k := range ks {
-		nodes[i] = k.ptr
-	}
-}
-
-// guidNum is the number of a GUID of 16 lowercase hex digits.
-func guidNum(g string) (n uint64, ok bool) {
-	if len(g) != 16 {
-		return 0, false
-	}
-	for i := 0; i < len(g); i++ {
-		c := g[i]
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | uint64(c)
-	}
-	return n, true
 }
 
 // neighbors returns the other ends of node i's links (self-links left
@@ -786,11 +732,10 @@ func (b *builder) switchAdjacency() [][]int32 {
 		slices.Sort(adj[s])
 		adj[s] = slices.Compact(adj[s])
 	}
-	for _, l := range b.f.Links {
-		if l.A == l.B {
-			if n := b.f.Nodes[l.A]; n != nil && n.Type == ib.Switch {
-				selfLinks[b.num(l.A)]++
-			}
+	_, ends := b.f.Numbered()
+	for _, e := range ends {
+		if e[0] >= 0 && e[0] == e[1] && b.node[e[0]].Type == ib.Switch {
+			selfLinks[e[0]]++
 		}
 	}
 	selfs := make([]int32, 0, len(selfLinks))
@@ -802,22 +747,6 @@ func (b *builder) switchAdjacency() [][]int32 {
 		b.note(Info, "self-link", b.names[g], "%d links from the switch to itself ignored", selfLinks[g])
 	}
 	return adj
-}
-
-// num is the number of the node with GUID guid (which must be a node).
-func (b *builder) num(guid string) int32 {
-	i, _ := slices.BinarySearchFunc(b.node, guid, func(n *ib.Node, g string) int { return compareGUID(n.GUID, g) })
-	return int32(i)
-}
-
-// compareGUID orders GUIDs as sortNodes does.
-func compareGUID(x, y string) int {
-	if nx, ok := guidNum(x); ok {
-		if ny, ok := guidNum(y); ok {
-			return cmp.Compare(nx, ny)
-		}
-	}
-	return strings.Compare(x, y)
 }
 
 // components returns the connected switch sets that hold at least one

@@ -472,7 +472,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse() error = %v", err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreUnexported(ib.Fabric{})); diff != "" {
 				t.Errorf("Parse() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -819,5 +819,45 @@ func golden(t *testing.T, path string, v any) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s mismatch (-want +got); if the change is right, run with -update and review the diff:\n%s", path, diff)
+	}
+}
+
+// TestNumbered checks the numbering Parse works out against the one
+// Numbered works out from Nodes and Links alone (for a copy of the Fabric
+// built by hand), on every fixture, and that a changed Fabric is numbered
+// afresh.
+func TestNumbered(t *testing.T) {
+	for name := range fixtureFacts {
+		t.Run(name, func(t *testing.T) {
+			f := parseFile(t, name)
+			nodes, ends := f.Numbered()
+			byHand := &ib.Fabric{Format: f.Format, Nodes: f.Nodes, Links: f.Links}
+			wantNodes, wantEnds := byHand.Numbered()
+			guids := func(ns []*ib.Node) []string {
+				out := make([]string, len(ns))
+				for i, n := range ns {
+					out[i] = n.GUID
+				}
+				return out
+			}
+			if diff := cmp.Diff(guids(wantNodes), guids(nodes)); diff != "" {
+				t.Errorf("nodes (-by hand +parsed):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantEnds, ends, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("link ends (-by hand +parsed):\n%s", diff)
+			}
+			for k, e := range ends {
+				if nodes[e[0]].GUID != f.Links[k].A || nodes[e[1]].GUID != f.Links[k].B {
+					t.Fatalf("link %d (%+v) numbered %v", k, f.Links[k], e)
+				}
+			}
+			if len(f.Links) < 2 {
+				return
+			}
+			f.Links = f.Links[1:]
+			if _, ends := f.Numbered(); len(ends) != len(f.Links) || nodes[ends[0][0]].GUID != f.Links[0].A {
+				t.Errorf("after a change of Links, Numbered still answers for the old ones")
+			}
+		})
 	}
 }

@@ -150,7 +150,9 @@ func parse(s string) (*Fabric, error) {
 	if f.Format == Classic && p.ibdiag {
 		f.Format = IBDiag
 	}
-	f.Links = p.resolve()
+	var order []int32 // declaration number -> place in GUID order
+	f.numbered, order = p.sorted()
+	f.Links = p.resolve(order, f.numbered)
 	// Diagnostics from the line pass are in line order already; resolve
 	// adds some for earlier link lines, so merge them in.
 	slices.SortStableFunc(p.diags, func(a, b Diagnostic) int { return a.Line - b.Line })
@@ -303,6 +305,28 @@ type cable struct {
 	aPort, bPort uint8
 }
 
+// sorted numbers the nodes in GUID order: it returns them so, and for
+// each declaration number the node's place among them.
+func (p *parser) sorted() (*numbered, []int32) {
+	type keyed struct {
+		k uint64
+		i int32
+	}
+	ks := make([]keyed, len(p.nodes))
+	for i, nd := range p.nodes {
+		k, _ := guidNum(nd.GUID) // normalised by the line parsers
+		ks[i] = keyed{k, int32(i)}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.k, b.k) })
+	n := &numbered{nodes: make([]*Node, len(ks))}
+	order := make([]int32, len(ks))
+	for place, k := range ks {
+		n.nodes[place] = p.nodes[k.i]
+		order[k.i] = int32(place)
+	}
+	return n, order
+}
+
 // link is the cable as a Link.
 func (p *parser) link(c cable) Link {
 	return Link{
@@ -318,7 +342,10 @@ func (p *parser) link(c cable) Link {
 // Which cable holds a port is kept in one flat slice (each node's ports
 // side by side, sized from the highest port each node shows), not a map:
 // resolve asks it twice per link line.
-func (p *parser) resolve() []Link {
+//
+// It fills in the ends of the Fabric's numbering (order: declaration
+// number -> place in GUID order) as it makes the Links.
+func (p *parser) resolve(order []int32, n *numbered) []Link {
 	if len(p.raw) == 0 {
 		return nil
 	}
@@ -399,8 +426,10 @@ func (p *parser) resolve() []Link {
 		return cmp.Compare(x.bPort, y.bPort)
 	})
 	links := make([]Link, len(cables))
+	n.ends = make([][2]int32, len(cables))
 	for k, c := range cables {
 		links[k] = p.link(c)
+		n.ends[k] = [2]int32{order[c.a], order[c.b]}
 	}
 	return links
 }
