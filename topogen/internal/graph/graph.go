@@ -156,7 +156,9 @@ type builder struct {
 	host     []int32  // CA number -> host number, -1 for none, -2 before it is derived
 	hostName []string // host number -> name
 	hostID   map[string]int32
-	badName  []bool // CA numbers whose name is no Slurm node name (reported)
+	// defaultRule is whether the host rule is DefaultHostRule
+	defaultRule bool
+	badName     []bool // CA numbers whose name is no Slurm node name (reported)
 }
 
 // index numbers the nodes in GUID order (as the parser numbered them)
@@ -221,7 +223,7 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 	if opt.HostRule.NumSubexp() < 1 {
 		return nil, fmt.Errorf("host rule %q has no capture group: wrap the host name part in ( )", opt.HostRule)
 	}
-	b := &builder{f: f, opt: opt}
+	b := &builder{f: f, opt: opt, defaultRule: opt.HostRule.String() == DefaultHostRule}
 	b.noteDuplicateGUIDs()
 	b.index()
 	if err := b.nameSwitches(); err != nil {
@@ -354,12 +356,15 @@ func (b *builder) hostOf(i int32) int32 {
 // warning, so nothing downstream can render it.
 func (b *builder) deriveHostName(i int32) string {
 	n := b.node[i]
-	mapped := b.opt.Names[n.GUID]
-	for _, pg := range n.PortGUIDs {
-		if mapped != "" {
-			break
+	mapped := ""
+	if len(b.opt.Names) > 0 {
+		mapped = b.opt.Names[n.GUID]
+		for _, pg := range n.PortGUIDs {
+			if mapped != "" {
+				break
+			}
+			mapped = b.opt.Names[pg]
 		}
-		mapped = b.opt.Names[pg]
 	}
 	source, text := "description", n.Desc
 	if mapped != "" {
@@ -386,7 +391,7 @@ func (b *builder) deriveHostName(i int32) string {
 
 // matchHost returns the host rule's first group in text, or "".
 func (b *builder) matchHost(text string) string {
-	if b.opt.HostRule.String() == DefaultHostRule {
+	if b.defaultRule {
 		return defaultHost(text)
 	}
 	if m := b.opt.HostRule.FindStringSubmatch(text); m != nil {

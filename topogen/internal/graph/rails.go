@@ -164,6 +164,7 @@ func (b *builder) findRails() {
 	r.device, r.hcas, r.shares, r.groups = map[int][]string{}, map[int]int{}, map[int][]int{}, map[int]int{}
 	var byHost [][]*hcaOnHost // host number -> its HCAs
 	all := make([]hcaOnHost, 0, len(b.cas))
+	var leafBuf []int32 // every HCA's leaves, one after the other
 	for _, i := range b.cas {
 		ca := b.node[i]
 		if ca.Aggregation {
@@ -178,11 +179,13 @@ func (b *builder) findRails() {
 		if dev, n, ok := deviceIndex(ca.Desc); ok {
 			h.index, h.device = n, dev
 		}
+		start := len(leafBuf)
 		for _, nb := range b.neighbors(i) {
 			if r.leafLike[nb] {
-				h.leaves = append(h.leaves, nb)
+				leafBuf = append(leafBuf, nb)
 			}
 		}
+		h.leaves = leafBuf[start:len(leafBuf):len(leafBuf)]
 		for int(host) >= len(byHost) {
 			byHost = append(byHost, nil)
 		}
@@ -190,7 +193,7 @@ func (b *builder) findRails() {
 	}
 	type vote struct {
 		desc, guid tally
-		devices    map[string]int // device name -> HCAs
+		devices    []deviceCount
 	}
 	votes := make([]*vote, len(b.node)) // leaf -> its HCAs' votes
 	for _, hs := range byHost {
@@ -231,10 +234,14 @@ func (b *builder) findRails() {
 				}
 				if useDesc {
 					v.desc.add(h.index)
-					if v.devices == nil {
-						v.devices = map[string]int{}
+					k := 0
+					for k < len(v.devices) && v.devices[k].name != h.device {
+						k++
 					}
-					v.devices[h.device]++
+					if k == len(v.devices) {
+						v.devices = append(v.devices, deviceCount{name: h.device})
+					}
+					v.devices[k].n++
 				} else {
 					v.guid.add(h.rank)
 				}
@@ -264,8 +271,8 @@ func (b *builder) findRails() {
 		if deviceVotes[rail] == nil {
 			deviceVotes[rail] = map[string]int{}
 		}
-		for d, n := range v.devices {
-			deviceVotes[rail][d] += n
+		for _, d := range v.devices {
+			deviceVotes[rail][d.name] += d.n
 		}
 	}
 	for rail, dv := range deviceVotes {
@@ -273,6 +280,12 @@ func (b *builder) findRails() {
 		sort.SliceStable(names, func(i, j int) bool { return dv[names[i]] > dv[names[j]] })
 		r.device[rail] = names
 	}
+}
+
+// deviceCount is how many of a leaf's HCAs have one device name.
+type deviceCount struct {
+	name string
+	n    int
 }
 
 // byKey sorts HCAs by a precomputed key (their port GUIDs).

@@ -85,6 +85,7 @@ type rawLink struct {
 // filled once at the end.
 type parser struct {
 	nodes   []*Node          // by number
+	keys    []uint64         // node number -> its GUID's number
 	num     map[uint64]int32 // GUID number -> node number
 	raw     []rawLink
 	diags   []Diagnostic
@@ -251,6 +252,7 @@ func (p *parser) declare(nd *Node) int32 {
 	k, _ := guidNum(nd.GUID)
 	i := int32(len(p.nodes))
 	p.nodes = append(p.nodes, nd)
+	p.keys = append(p.keys, k)
 	p.num[k] = i
 	return i
 }
@@ -313,8 +315,7 @@ func (p *parser) sorted() (*numbered, []int32) {
 		i int32
 	}
 	ks := make([]keyed, len(p.nodes))
-	for i, nd := range p.nodes {
-		k, _ := guidNum(nd.GUID) // normalised by the line parsers
+	for i, k := range p.keys {
 		ks[i] = keyed{k, int32(i)}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.k, b.k) })
@@ -385,7 +386,7 @@ func (p *parser) resolve(order []int32, n *numbered) []Link {
 			p.diag(int(r.line), r.text, fmt.Sprintf("remote port %d beyond the %d ports node %s declares", r.bPort, rn.Ports, rn.GUID))
 			continue
 		}
-		an, _ := guidNum(p.nodes[r.a].GUID) // the line parsers normalised it
+		an := p.keys[r.a]
 		c := cable{an: an, bn: r.b, a: r.a, b: j, aPort: r.aPort, bPort: r.bPort, raw: int32(k), ws: int32(k)}
 		if c.bn < c.an || (c.an == c.bn && c.bPort < c.aPort) {
 			c.an, c.bn, c.a, c.b, c.aPort, c.bPort = c.bn, c.an, c.b, c.a, c.bPort, c.aPort
@@ -413,21 +414,43 @@ func (p *parser) resolve(order []int32, n *numbered) []Link {
 		setPortGUID(rn, int(r.bPort), r.bPortGUID)
 		cables = append(cables, c)
 	}
-	slices.SortFunc(cables, func(x, y cable) int {
-		if x.an != y.an {
-			return cmp.Compare(x.an, y.an)
+	// Links are sorted by (A, APort, B, BPort). The nodes' places in GUID
+	// order sort by A already: count the cables of each A, lay them out
+	// in that order (a counting sort, one pass), then sort each A's few
+	// cables (a switch has 64 ports at most) by port and far end.
+	start := make([]int32, len(p.nodes)+1)
+	for _, c := range cables {
+		start[order[c.a]+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	byA := make([]int32, len(cables)) // cable indexes in A order
+	fill := append([]int32(nil), start[:len(p.nodes)]...)
+	for k, c := range cables {
+		byA[fill[order[c.a]]] = int32(k)
+		fill[order[c.a]]++
+	}
+	for i := range p.nodes {
+		group := byA[start[i]:start[i+1]]
+		if len(group) < 2 {
+			continue
 		}
-		if x.aPort != y.aPort {
-			return cmp.Compare(x.aPort, y.aPort)
-		}
-		if x.bn != y.bn {
-			return cmp.Compare(x.bn, y.bn)
-		}
-		return cmp.Compare(x.bPort, y.bPort)
-	})
+		slices.SortFunc(group, func(x, y int32) int {
+			cx, cy := &cables[x], &cables[y]
+			if cx.aPort != cy.aPort {
+				return cmp.Compare(cx.aPort, cy.aPort)
+			}
+			if cx.bn != cy.bn {
+				return cmp.Compare(cx.bn, cy.bn)
+			}
+			return cmp.Compare(cx.bPort, cy.bPort)
+		})
+	}
 	links := make([]Link, len(cables))
 	n.ends = make([][2]int32, len(cables))
-	for k, c := range cables {
+	for k, ci := range byA {
+		c := cables[ci]
 		links[k] = p.link(c)
 		n.ends[k] = [2]int32{order[c.a], order[c.b]}
 	}
