@@ -148,8 +148,8 @@ func (p *parser) classicLink(n int, t string) string {
 	p.raw = append(p.raw, rawLink{
 		a: p.curNum, aPort: uint8(port),
 		b: rn, bPort: uint8(rport), bPortGUID: remoteGUID,
-		width: width, speed: speed,
-		line: int32(n), text: t,
+		speed: p.speedOf(width, speed),
+		line:  int32(n), off: p.lineOff,
 	})
 	return ""
 }

@@ -65,18 +65,23 @@ const (
 )
 
 // rawLink is a link line as read, before its remote end is checked. It
-// is kept small (there are two for every cable of the fabric): the local
-// end by node number, the remote one by its GUID's number, ports as bytes
-// (1-255), strings pointing into the dump.
+// is kept small (there are two for every cable of the fabric, and they
+// were the largest part of a parse's memory): the local end by node
+// number, the remote one by its GUID's number, ports as bytes (1-255), the
+// width and speed by their place in parser.speeds, the line's text by
+// where it starts in the dump.
 type rawLink struct {
 	b            uint64 // remote node's GUID
+	bPortGUID    string // remote port GUID shown on the line, "" if none
+	off          int    // where the line starts in the dump
 	a            int32  // local node's number
 	line         int32
 	aPort, bPort uint8
-	bPortGUID    string // remote port GUID shown on the line, "" if none
-	width, speed string
-	text         string
+	speed        uint16 // width and speed: parser.speeds[speed]
 }
+
+// linkSpeed is a link width and speed ("4x", "NDR"; "" when unknown).
+type linkSpeed struct{ width, speed string }
 
 // The parser numbers nodes in the order they are declared and finds them
 // by their GUIDs' numbers: a uint64 key hashes and compares in a few
@@ -88,6 +93,9 @@ type parser struct {
 	keys    []uint64         // node number -> its GUID's number
 	num     map[uint64]int32 // GUID number -> node number
 	raw     []rawLink
+	speeds  []linkSpeed // the width and speed pairs of the dump, each once
+	src     string      // the dump
+	lineOff int         // where the line being parsed starts in src
 	diags   []Diagnostic
 	family  Format        // Classic or Ports, from the first line that parsed; 0 before
 	ibdiag  bool          // saw a sign of ibdiagnet2: a split-port label or an IBDIAG comment
@@ -112,6 +120,8 @@ func parse(s string) (*Fabric, error) {
 		lidPort: make(map[int32]int),
 	}
 	s = strings.TrimPrefix(s, "\uFEFF")
+	p.src = s
+	p.speeds = []linkSpeed{{}}
 	// Size the link buffer once: a classic link line has two '[' (counting
 	// one byte is a vector instruction, a two-byte string is not), a ports
 	// report has a link on most lines.
@@ -123,12 +133,14 @@ func parse(s string) (*Fabric, error) {
 	// brackets or newlines from reserving 100 times its size.
 	p.raw = make([]rawLink, 0, min(est, len(s)/48)+1)
 	n := 0
-	for len(s) > 0 {
-		line := s
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			line, s = s[:i], s[i+1:]
+	for off := 0; off < len(s); {
+		line := s[off:]
+		p.lineOff = off
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+			off += i + 1
 		} else {
-			s = ""
+			off = len(s)
 		}
 		n++
 		p.line(n, line)
@@ -159,6 +171,30 @@ func parse(s string) (*Fabric, error) {
 	slices.SortStableFunc(p.diags, func(a, b Diagnostic) int { return a.Line - b.Line })
 	f.Diagnostics = p.diags
 	return f, nil
+}
+
+// speedOf returns the place of a width and speed in p.speeds, adding
+// them when new: a fabric has a handful of pairs.
+func (p *parser) speedOf(width, speed string) uint16 {
+	for i, ws := range p.speeds {
+		if ws.width == width && ws.speed == speed {
+			return uint16(i)
+		}
+	}
+	if len(p.speeds) == 1<<16 {
+		return 0 // 65,536 kinds of link: the rest are unknown
+	}
+	p.speeds = append(p.speeds, linkSpeed{width, speed})
+	return uint16(len(p.speeds) - 1)
+}
+
+// text is the trimmed text of the line that starts at off in the dump.
+func (p *parser) text(off int) string {
+	line := p.src[off:]
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	return strings.TrimSpace(line)
 }
 
 func (p *parser) diag(line int, text, msg string) {
@@ -332,7 +368,7 @@ func (p *parser) sorted() (*numbered, []int32) {
 func (p *parser) link(c cable) Link {
 	return Link{
 		A: p.nodes[c.a].GUID, APort: int(c.aPort), B: p.nodes[c.b].GUID, BPort: int(c.bPort),
-		Width: p.raw[c.ws].width, Speed: p.raw[c.ws].speed, Line: int(p.raw[c.raw].line),
+		Width: p.speeds[p.raw[c.ws].speed].width, Speed: p.speeds[p.raw[c.ws].speed].speed, Line: int(p.raw[c.raw].line),
 	}
 }
 
@@ -378,12 +414,12 @@ func (p *parser) resolve(order []int32, n *numbered) []Link {
 		r := &p.raw[k]
 		j := remote[k]
 		if j < 0 {
-			p.diag(int(r.line), r.text, "remote node never declared: "+hex16(r.b)+" (a truncated dump, or the node did not answer the scan)")
+			p.diag(int(r.line), p.text(r.off), "remote node never declared: "+hex16(r.b)+" (a truncated dump, or the node did not answer the scan)")
 			continue
 		}
 		rn := p.nodes[j]
 		if rn.Ports > 0 && int(r.bPort) > rn.Ports {
-			p.diag(int(r.line), r.text, fmt.Sprintf("remote port %d beyond the %d ports node %s declares", r.bPort, rn.Ports, rn.GUID))
+			p.diag(int(r.line), p.text(r.off), fmt.Sprintf("remote port %d beyond the %d ports node %s declares", r.bPort, rn.Ports, rn.GUID))
 			continue
 		}
 		an := p.keys[r.a]
@@ -395,18 +431,18 @@ func (p *parser) resolve(order []int32, n *numbered) []Link {
 		i := used[ka] - 1
 		if i >= 0 && cables[i].a == c.a && cables[i].b == c.b && cables[i].aPort == c.aPort && cables[i].bPort == c.bPort {
 			// The same cable seen from its other end.
-			if p.raw[cables[i].ws].width == "" {
+			if p.speeds[p.raw[cables[i].ws].speed].width == "" {
 				cables[i].ws = int32(k)
 			}
 			setPortGUID(rn, int(r.bPort), r.bPortGUID)
 			continue
 		}
 		if i >= 0 {
-			p.diag(int(r.line), r.text, conflict(p.link(cables[i]), int(c.aPort), p.nodes[c.a].GUID))
+			p.diag(int(r.line), p.text(r.off), conflict(p.link(cables[i]), int(c.aPort), p.nodes[c.a].GUID))
 			continue
 		}
 		if i := used[kb] - 1; i >= 0 {
-			p.diag(int(r.line), r.text, conflict(p.link(cables[i]), int(c.bPort), p.nodes[c.b].GUID))
+			p.diag(int(r.line), p.text(r.off), conflict(p.link(cables[i]), int(c.bPort), p.nodes[c.b].GUID))
 			continue
 		}
 		used[ka] = int32(len(cables)) + 1

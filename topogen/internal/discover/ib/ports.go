@@ -122,8 +122,8 @@ func (p *parser) portsLine(n int, t string) string {
 	p.raw = append(p.raw, rawLink{
 		a: ai, aPort: uint8(a.port),
 		b: bn, bPort: uint8(b.port),
-		width: width, speed: speed,
-		line: int32(n), text: t,
+		speed: p.speedOf(width, speed),
+		line:  int32(n), off: p.lineOff,
 	})
 	return ""
 }
