@@ -145,9 +145,10 @@ func (p *parser) classicLink(n int, t string) string {
 		}
 	}
 	rn, _ := guidNum(remote)
-	p.raw = append(p.raw, rawLink{
+	rpg, hasRPG := guidNum(remoteGUID)
+	p.raw.add(rawLink{
 		a: p.curNum, aPort: uint8(port),
-		b: rn, bPort: uint8(rport), bPortGUID: remoteGUID,
+		b: rn, bPort: uint8(rport), bPortGUID: rpg, hasPortGUID: hasRPG,
 		speed: p.speedOf(width, speed),
 		line:  int32(n), off: p.lineOff,
 	})

@@ -1,10 +1,10 @@
 package ib
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,26 +32,35 @@ import (
 // Parse returns an error only when nothing usable is found (empty input, no
 // node at all); the error wraps ErrNoNodes and names the line of the first
 // problem it saw.
+//
+// The dump is read a chunk at a time, and nothing the Fabric holds points
+// into it (node strings are copied out as they are declared), so a run
+// needs memory for the fabric, not for its dump: 32 MiB of text on a
+// fabric of 80,000 CAs. A link line found wrong only once every node is
+// known is read again for its diagnostic, from r when r can seek (a file,
+// a strings.Reader); other readers (a pipe) are read whole first.
 func Parse(r io.Reader) (*Fabric, error) {
-	// Reading everything first lets nodes, links and diagnostics point into
-	// one string instead of copying each line. A strings.Builder hands its
-	// bytes over without the copy string(io.ReadAll(r)) would make, and
-	// takes a bytes.Reader or strings.Reader in one write. Dumps are
-	// megabytes at most.
-	var sb strings.Builder
-	if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		// A file: take its size at once, so a 32 MiB dump is not copied
-		// through ever larger buffers (whose garbage was a third of the
-		// peak memory of a run on a large fabric).
-		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() < 1<<31 {
-			sb.Grow(int(fi.Size()) + 1)
+	rs, seeks := r.(io.ReadSeeker)
+	ra, readsAt := r.(io.ReaderAt)
+	var base int64
+	var err error
+	if seeks && readsAt {
+		base, err = rs.Seek(0, io.SeekCurrent)
+	}
+	if !seeks || !readsAt || err != nil {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("ib: read dump: %w", err)
 		}
+		sr := strings.NewReader(string(data))
+		r, ra, base = sr, sr, 0
 	}
-	if _, err := io.Copy(&sb, r); err != nil {
-		return nil, fmt.Errorf("ib: read dump: %w", err)
-	}
-	return parse(sb.String())
+	return parse(r, ra, base)
 }
+
+// chunkSize is how much of the dump is read at a time: a few thousand
+// lines, made into one string whose substrings the line parsers take.
+var chunkSize = 1 << 20
 
 // lineKind is what the first token of a trimmed line says it is.
 type lineKind int
@@ -72,13 +81,34 @@ const (
 // where it starts in the dump.
 type rawLink struct {
 	b            uint64 // remote node's GUID
-	bPortGUID    string // remote port GUID shown on the line, "" if none
+	bPortGUID    uint64 // remote port GUID shown on the line, if hasPortGUID
 	off          int    // where the line starts in the dump
 	a            int32  // local node's number
 	line         int32
 	aPort, bPort uint8
 	speed        uint16 // width and speed: parser.speeds[speed]
+	hasPortGUID  bool
 }
+
+// rawLinks holds the link lines in blocks, so that a growing list never
+// copies (and leaves behind) what it holds already.
+type rawLinks struct {
+	blocks [][]rawLink
+	n      int
+}
+
+const rawBlock = 1 << 12
+
+func (l *rawLinks) add(r rawLink) {
+	if l.n%rawBlock == 0 {
+		l.blocks = append(l.blocks, make([]rawLink, 0, rawBlock))
+	}
+	b := &l.blocks[len(l.blocks)-1]
+	*b = append(*b, r)
+	l.n++
+}
+
+func (l *rawLinks) at(k int) *rawLink { return &l.blocks[k/rawBlock][k%rawBlock] }
 
 // linkSpeed is a link width and speed ("4x", "NDR"; "" when unknown).
 type linkSpeed struct{ width, speed string }
@@ -92,10 +122,11 @@ type parser struct {
 	nodes   []*Node          // by number
 	keys    []uint64         // node number -> its GUID's number
 	num     map[uint64]int32 // GUID number -> node number
-	raw     []rawLink
+	raw     rawLinks
 	speeds  []linkSpeed // the width and speed pairs of the dump, each once
-	src     string      // the dump
-	lineOff int         // where the line being parsed starts in src
+	ra      io.ReaderAt // the dump, to read a line again
+	base    int64       // where the dump starts in ra
+	lineOff int         // where the line being parsed starts in the dump
 	diags   []Diagnostic
 	family  Format        // Classic or Ports, from the first line that parsed; 0 before
 	ibdiag  bool          // saw a sign of ibdiagnet2: a split-port label or an IBDIAG comment
@@ -114,36 +145,54 @@ func (p *parser) lookup(guid string) (*Node, int32) {
 	return nil, -1
 }
 
-func parse(s string) (*Fabric, error) {
+func parse(r io.Reader, ra io.ReaderAt, base int64) (*Fabric, error) {
 	p := &parser{
 		num:     make(map[uint64]int32),
 		lidPort: make(map[int32]int),
+		ra:      ra,
+		base:    base,
 	}
-	s = strings.TrimPrefix(s, "\uFEFF")
-	p.src = s
 	p.speeds = []linkSpeed{{}}
-	// Size the link buffer once: a classic link line has two '[' (counting
-	// one byte is a vector instruction, a two-byte string is not), a ports
-	// report has a link on most lines.
-	est := strings.Count(s, "[") / 2
-	if est == 0 {
-		est = strings.Count(s, "\n")
-	}
-	// Real link lines are 60 bytes and more; the cap keeps a file of
-	// brackets or newlines from reserving 100 times its size.
-	p.raw = make([]rawLink, 0, min(est, len(s)/48)+1)
 	n := 0
-	for off := 0; off < len(s); {
-		line := s[off:]
-		p.lineOff = off
-		if i := strings.IndexByte(line, '\n'); i >= 0 {
-			line = line[:i]
-			off += i + 1
-		} else {
-			off = len(s)
+	buf := make([]byte, chunkSize)
+	carry := 0 // bytes of an unfinished line at the start of buf
+	off := 0   // where buf starts in the dump
+	for first := true; ; first = false {
+		m, err := io.ReadFull(r, buf[carry:])
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			return nil, fmt.Errorf("ib: read dump: %w", err)
 		}
-		n++
-		p.line(n, line)
+		chunk := string(buf[:carry+m])
+		pos := 0
+		if first && strings.HasPrefix(chunk, "\uFEFF") {
+			pos = len("\uFEFF")
+		}
+		for {
+			i := strings.IndexByte(chunk[pos:], '\n')
+			if i < 0 {
+				break
+			}
+			n++
+			p.lineOff = off + pos
+			p.line(n, chunk[pos:pos+i])
+			pos += i + 1
+		}
+		if eof {
+			if pos < len(chunk) {
+				n++
+				p.lineOff = off + pos
+				p.line(n, chunk[pos:])
+			}
+			break
+		}
+		// Carry the unfinished line over to the next chunk, in a larger
+		// buffer if it fills this one.
+		carry = copy(buf, chunk[pos:])
+		off += pos
+		if carry == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
 	}
 	if len(p.nodes) == 0 {
 		switch {
@@ -184,21 +233,32 @@ func (p *parser) speedOf(width, speed string) uint16 {
 	if len(p.speeds) == 1<<16 {
 		return 0 // 65,536 kinds of link: the rest are unknown
 	}
-	p.speeds = append(p.speeds, linkSpeed{width, speed})
+	p.speeds = append(p.speeds, linkSpeed{strings.Clone(width), strings.Clone(speed)})
 	return uint16(len(p.speeds) - 1)
 }
 
-// text is the trimmed text of the line that starts at off in the dump.
+// text is the trimmed text of the line that starts at off in the dump,
+// read again (its first maxText bytes after leading blanks are all a
+// Diagnostic keeps).
 func (p *parser) text(off int) string {
-	line := p.src[off:]
-	if i := strings.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
+	var line []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := p.ra.ReadAt(buf, p.base+int64(off+len(line)))
+		line = append(line, buf[:n]...)
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+			break
+		}
+		if err != nil || len(bytes.TrimLeft(line, " \t\r\v\f")) > 2*maxText {
+			break
+		}
 	}
-	return strings.TrimSpace(line)
+	return strings.TrimSpace(string(line))
 }
 
 func (p *parser) diag(line int, text, msg string) {
-	p.diags = append(p.diags, Diagnostic{Line: line, Text: clip(text), Msg: msg})
+	p.diags = append(p.diags, Diagnostic{Line: line, Text: strings.Clone(clip(text)), Msg: strings.Clone(msg)})
 }
 
 // line handles one input line.
@@ -283,7 +343,14 @@ func classify(t string) (lineKind, NodeType) {
 }
 
 // declare adds a node whose GUID is not taken and returns its number.
+//
+// The node's strings are copied out of the dump (GUID and description in
+// one allocation), as are the width and speed names and diagnostics'
+// texts: nothing the Fabric holds points into the dump, so the dump (32
+// MiB on a fabric of 80,000 CAs, most of it link lines) is garbage once
+// Parse returns, not kept alive by the strings of the graph built from it.
 func (p *parser) declare(nd *Node) int32 {
+	nd.GUID, nd.Desc = own(nd.GUID, nd.Desc)
 	markAggregation(nd)
 	k, _ := guidNum(nd.GUID)
 	i := int32(len(p.nodes))
@@ -291,6 +358,18 @@ func (p *parser) declare(nd *Node) int32 {
 	p.keys = append(p.keys, k)
 	p.num[k] = i
 	return i
+}
+
+// own returns copies of a GUID and a description, made in one allocation.
+// (Not guid + desc: a concatenation with an empty string is the other
+// string itself, still in the dump.)
+func own(guid, desc string) (string, string) {
+	var b strings.Builder
+	b.Grow(len(guid) + len(desc))
+	b.WriteString(guid)
+	b.WriteString(desc)
+	s := b.String()
+	return s[:len(guid)], s[len(guid):]
 }
 
 // markAggregation marks SHARP aggregation nodes: CAs that live inside a
@@ -308,8 +387,29 @@ func setPortGUID(nd *Node, port int, guid string) {
 		nd.PortGUIDs = make(map[int]string, 1)
 	}
 	if _, ok := nd.PortGUIDs[port]; !ok {
+		if guid == nd.GUID {
+			guid = nd.GUID // the CA's own GUID, as on most classic dumps: no copy
+		} else {
+			guid = strings.Clone(guid) // see declare
+		}
 		nd.PortGUIDs[port] = guid
 	}
+}
+
+// setRemotePortGUID records the remote port GUID a link line shows for
+// its remote end rn (node number j).
+func (p *parser) setRemotePortGUID(rn *Node, j int32, r *rawLink) {
+	if !r.hasPortGUID || rn.Type == Switch {
+		return
+	}
+	if _, ok := rn.PortGUIDs[int(r.bPort)]; ok {
+		return
+	}
+	g := rn.GUID // the CA's own GUID, as on most classic dumps: no copy
+	if r.bPortGUID != p.keys[j] {
+		g = hex16(r.bPortGUID)
+	}
+	setPortGUID(rn, int(r.bPort), g)
 }
 
 // guidNum is the number a parsed GUID stands for; ok is false when g is
@@ -368,7 +468,7 @@ func (p *parser) sorted() (*numbered, []int32) {
 func (p *parser) link(c cable) Link {
 	return Link{
 		A: p.nodes[c.a].GUID, APort: int(c.aPort), B: p.nodes[c.b].GUID, BPort: int(c.bPort),
-		Width: p.speeds[p.raw[c.ws].speed].width, Speed: p.speeds[p.raw[c.ws].speed].speed, Line: int(p.raw[c.raw].line),
+		Width: p.speeds[p.raw.at(int(c.ws)).speed].width, Speed: p.speeds[p.raw.at(int(c.ws)).speed].speed, Line: int(p.raw.at(int(c.raw)).line),
 	}
 }
 
@@ -383,15 +483,16 @@ func (p *parser) link(c cable) Link {
 // It fills in the ends of the Fabric's numbering (order: declaration
 // number -> place in GUID order) as it makes the Links.
 func (p *parser) resolve(order []int32, n *numbered) []Link {
-	if len(p.raw) == 0 {
+	if p.raw.n == 0 {
 		return nil
 	}
-	remote := make([]int32, len(p.raw)) // node number of each line's remote end, -1 if never declared
+	remote := make([]int32, p.raw.n) // node number of each line's remote end, -1 if never declared
 	top := make([]int32, len(p.nodes)+1)
 	for i, nd := range p.nodes {
 		top[i] = int32(min(max(nd.Ports, 0), 255))
 	}
-	for k, r := range p.raw {
+	for k := range p.raw.n {
+		r := p.raw.at(k)
 		j, ok := p.num[r.b]
 		if !ok {
 			remote[k] = -1
@@ -409,9 +510,9 @@ func (p *parser) resolve(order []int32, n *numbered) []Link {
 		next += n
 	}
 	used := make([]int32, next) // port -> its cable's index in cables, +1 (0: free)
-	cables := make([]cable, 0, len(p.raw)/2+1)
-	for k := range p.raw {
-		r := &p.raw[k]
+	cables := make([]cable, 0, p.raw.n/2+1)
+	for k := range p.raw.n {
+		r := p.raw.at(k)
 		j := remote[k]
 		if j < 0 {
 			p.diag(int(r.line), p.text(r.off), "remote node never declared: "+hex16(r.b)+" (a truncated dump, or the node did not answer the scan)")
@@ -431,10 +532,10 @@ func (p *parser) resolve(order []int32, n *numbered) []Link {
 		i := used[ka] - 1
 		if i >= 0 && cables[i].a == c.a && cables[i].b == c.b && cables[i].aPort == c.aPort && cables[i].bPort == c.bPort {
 			// The same cable seen from its other end.
-			if p.speeds[p.raw[cables[i].ws].speed].width == "" {
+			if p.speeds[p.raw.at(int(cables[i].ws)).speed].width == "" {
 				cables[i].ws = int32(k)
 			}
-			setPortGUID(rn, int(r.bPort), r.bPortGUID)
+			p.setRemotePortGUID(rn, j, r)
 			continue
 		}
 		if i >= 0 {
@@ -447,7 +548,7 @@ func (p *parser) resolve(order []int32, n *numbered) []Link {
 		}
 		used[ka] = int32(len(cables)) + 1
 		used[kb] = int32(len(cables)) + 1
-		setPortGUID(rn, int(r.bPort), r.bPortGUID)
+		p.setRemotePortGUID(rn, j, r)
 		cables = append(cables, c)
 	}
 	// Links are sorted by (A, APort, B, BPort). The nodes' places in GUID

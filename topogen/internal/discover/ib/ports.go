@@ -119,7 +119,7 @@ func (p *parser) portsLine(n int, t string) string {
 	ai := p.portsNode(a, descA, n)
 	p.portsNode(b, descB, n)
 	bn, _ := guidNum(b.guid)
-	p.raw = append(p.raw, rawLink{
+	p.raw.add(rawLink{
 		a: ai, aPort: uint8(a.port),
 		b: bn, bPort: uint8(b.port),
 		speed: p.speedOf(width, speed),
@@ -150,7 +150,7 @@ func (p *parser) portsNode(e portEnd, desc string, line int) int32 {
 			nd.LID = e.lid
 		}
 		if nd.Desc == "" && desc != "" {
-			nd.Desc = desc
+			nd.Desc = strings.Clone(desc) // see declare
 			markAggregation(nd)
 		}
 	}
