@@ -559,6 +559,9 @@ func (b *builder) placeHosts() []hostLeaf {
 				k++
 			}
 			if k == len(cs) {
+				if cs == nil {
+					cs = make([]count, 0, 8) // a host of a rail-optimised fabric has 8 HCAs
+				}
 				cs = append(cs, count{leaf: nb})
 			}
 			cs[k].n++

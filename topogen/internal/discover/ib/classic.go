@@ -131,7 +131,7 @@ func (p *parser) classicLink(n int, t string) string {
 	if split1 || split2 {
 		p.ibdiag = true
 	}
-	setPortGUID(cur, port, localGUID)
+	p.setPortGUID(cur, port, localGUID)
 	switch {
 	case lid == 0:
 	case cur.Ports == 1:

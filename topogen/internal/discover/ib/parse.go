@@ -123,10 +123,11 @@ type parser struct {
 	keys    []uint64         // node number -> its GUID's number
 	num     map[uint64]int32 // GUID number -> node number
 	raw     rawLinks
-	speeds  []linkSpeed // the width and speed pairs of the dump, each once
-	ra      io.ReaderAt // the dump, to read a line again
-	base    int64       // where the dump starts in ra
-	lineOff int         // where the line being parsed starts in the dump
+	speeds  []linkSpeed     // the width and speed pairs of the dump, each once
+	ra      io.ReaderAt     // the dump, to read a line again
+	base    int64           // where the dump starts in ra
+	lineOff int             // where the line being parsed starts in the dump
+	arena   strings.Builder // see copyString
 	diags   []Diagnostic
 	family  Format        // Classic or Ports, from the first line that parsed; 0 before
 	ibdiag  bool          // saw a sign of ibdiagnet2: a split-port label or an IBDIAG comment
@@ -350,7 +351,7 @@ func classify(t string) (lineKind, NodeType) {
 // MiB on a fabric of 80,000 CAs, most of it link lines) is garbage once
 // Parse returns, not kept alive by the strings of the graph built from it.
 func (p *parser) declare(nd *Node) int32 {
-	nd.GUID, nd.Desc = own(nd.GUID, nd.Desc)
+	nd.GUID, nd.Desc = p.own(nd.GUID, nd.Desc)
 	markAggregation(nd)
 	k, _ := guidNum(nd.GUID)
 	i := int32(len(p.nodes))
@@ -360,16 +361,34 @@ func (p *parser) declare(nd *Node) int32 {
 	return i
 }
 
-// own returns copies of a GUID and a description, made in one allocation.
-// (Not guid + desc: a concatenation with an empty string is the other
-// string itself, still in the dump.)
-func own(guid, desc string) (string, string) {
-	var b strings.Builder
-	b.Grow(len(guid) + len(desc))
-	b.WriteString(guid)
-	b.WriteString(desc)
-	s := b.String()
+// own returns copies of a GUID and a description.
+func (p *parser) own(guid, desc string) (string, string) {
+	s := p.copyStrings(guid, desc)
 	return s[:len(guid)], s[len(guid):]
+}
+
+// copyString returns a copy of s that shares no memory with the dump. The
+// copies are cut out of 64 KiB blocks, one allocation for hundreds of node
+// strings: a strings.Builder only ever appends, so the strings it has
+// handed out never change, and each block lives as long as one of them.
+func (p *parser) copyString(s string) string { return p.copyStrings(s, "") }
+
+// copyStrings returns a copy of a and b one after the other, as
+// copyString does.
+func (p *parser) copyStrings(a, b string) string {
+	const block = 64 << 10
+	n := len(a) + len(b)
+	if n > block/4 {
+		return strings.Clone(a + b)
+	}
+	if p.arena.Cap()-p.arena.Len() < n {
+		p.arena = strings.Builder{}
+		p.arena.Grow(block)
+	}
+	start := p.arena.Len()
+	p.arena.WriteString(a)
+	p.arena.WriteString(b)
+	return p.arena.String()[start:]
 }
 
 // markAggregation marks SHARP aggregation nodes: CAs that live inside a
@@ -379,7 +398,7 @@ func markAggregation(nd *Node) {
 }
 
 // setPortGUID records a CA or router port GUID unless one is known already.
-func setPortGUID(nd *Node, port int, guid string) {
+func (p *parser) setPortGUID(nd *Node, port int, guid string) {
 	if nd.Type == Switch || guid == "" {
 		return
 	}
@@ -390,7 +409,7 @@ func setPortGUID(nd *Node, port int, guid string) {
 		if guid == nd.GUID {
 			guid = nd.GUID // the CA's own GUID, as on most classic dumps: no copy
 		} else {
-			guid = strings.Clone(guid) // see declare
+			guid = p.copyString(guid) // see declare
 		}
 		nd.PortGUIDs[port] = guid
 	}
@@ -409,7 +428,7 @@ func (p *parser) setRemotePortGUID(rn *Node, j int32, r *rawLink) {
 	if r.bPortGUID != p.keys[j] {
 		g = hex16(r.bPortGUID)
 	}
-	setPortGUID(rn, int(r.bPort), g)
+	p.setPortGUID(rn, int(r.bPort), g)
 }
 
 // guidNum is the number a parsed GUID stands for; ok is false when g is

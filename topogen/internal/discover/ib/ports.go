@@ -150,11 +150,11 @@ func (p *parser) portsNode(e portEnd, desc string, line int) int32 {
 			nd.LID = e.lid
 		}
 		if nd.Desc == "" && desc != "" {
-			nd.Desc = strings.Clone(desc) // see declare
+			nd.Desc = p.copyString(desc) // see declare
 			markAggregation(nd)
 		}
 	}
-	setPortGUID(nd, e.port, e.guid)
+	p.setPortGUID(nd, e.port, e.guid)
 	return i
 }
 
