@@ -10,8 +10,8 @@ import (
 
 // BenchmarkParse10k parses the valid 10,000-host, 8-rail, 3-tier fabric
 // the graph benchmarks render (80,000 CAs, 3,848 switches, a 32 MiB
-// dump) and sorts its CAs, as the graph builder does: the parser's share
-// of `topogen render` on a large fabric.
+// dump), with the numbering the graph builder takes from it: the
+// parser's share of `topogen render` on a large fabric.
 func BenchmarkParse10k(b *testing.B) {
 	var buf bytes.Buffer
 	if err := fabricgen.Write(&buf, fabricgen.Big10k); err != nil {
