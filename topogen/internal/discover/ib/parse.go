@@ -42,10 +42,16 @@ import (
 func Parse(r io.Reader) (*Fabric, error) {
 	rs, seeks := r.(io.ReadSeeker)
 	ra, readsAt := r.(io.ReaderAt)
-	var base int64
+	var base, end int64
 	var err error
 	if seeks && readsAt {
 		base, err = rs.Seek(0, io.SeekCurrent)
+		if err == nil {
+			// The size, so a small dump gets a small buffer.
+			if end, err = rs.Seek(0, io.SeekEnd); err == nil {
+				_, err = rs.Seek(base, io.SeekStart)
+			}
+		}
 	}
 	if !seeks || !readsAt || err != nil {
 		data, err := io.ReadAll(r)
@@ -53,9 +59,9 @@ func Parse(r io.Reader) (*Fabric, error) {
 			return nil, fmt.Errorf("ib: read dump: %w", err)
 		}
 		sr := strings.NewReader(string(data))
-		r, ra, base = sr, sr, 0
+		r, ra, base, end = sr, sr, 0, int64(len(data))
 	}
-	return parse(r, ra, base)
+	return parse(r, ra, base, int(min(end-base, int64(chunkSize)))+1)
 }
 
 // chunkSize is how much of the dump is read at a time: a few thousand
@@ -146,7 +152,7 @@ func (p *parser) lookup(guid string) (*Node, int32) {
 	return nil, -1
 }
 
-func parse(r io.Reader, ra io.ReaderAt, base int64) (*Fabric, error) {
+func parse(r io.Reader, ra io.ReaderAt, base int64, bufSize int) (*Fabric, error) {
 	p := &parser{
 		num:     make(map[uint64]int32),
 		lidPort: make(map[int32]int),
@@ -155,7 +161,7 @@ func parse(r io.Reader, ra io.ReaderAt, base int64) (*Fabric, error) {
 	}
 	p.speeds = []linkSpeed{{}}
 	n := 0
-	buf := make([]byte, chunkSize)
+	buf := make([]byte, max(bufSize, 1))
 	carry := 0 // bytes of an unfinished line at the start of buf
 	off := 0   // where buf starts in the dump
 	for first := true; ; first = false {
