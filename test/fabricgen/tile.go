@@ -36,8 +36,8 @@ func Tile(w io.Writer, dump []byte, copies int) error {
 		prefix := "t" + strconv.Itoa(k) + "-"
 		flip := uint64(k) << 48
 		out := tileToken.ReplaceAllStringFunc(src, func(tok string) string {
-			switch {
-			case tok[0] == '"':
+			switch tok[0] {
+			case '"':
 				s := tok[1 : len(tok)-1]
 				if len(s) > 2 && s[1] == '-' && strings.ContainsRune("SHR", rune(s[0])) {
 					if g, err := strconv.ParseUint(s[2:], 16, 64); err == nil {
@@ -48,7 +48,7 @@ func Tile(w io.Writer, dump []byte, copies int) error {
 					return `"MF0;` + prefix + rest + `"`
 				}
 				return `"` + prefix + s + `"`
-			case tok[0] == 'g':
+			case 'g':
 				g, _ := strconv.ParseUint(tok[7:], 16, 64)
 				return "guid=0x" + hexWidth(g^flip, len(tok)-7)
 			default:
