@@ -2,6 +2,7 @@ package fabricgen
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,44 @@ func TestNoSwitchNames(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "MF0;") || !strings.Contains(buf.String(), `"MQM9700 Mellanox Technologies"`) {
 		t.Errorf("switch descriptions still name the switches:\n%s", buf.String())
+	}
+}
+
+// TestTile checks tiled copies against the dump they copy, from the text:
+// each copy has the same lines, and no node id or description of one
+// copy is in another.
+func TestTile(t *testing.T) {
+	var one bytes.Buffer
+	if err := Write(&one, Spec{Nodes: 16, Rails: 2, NodesPerLeaf: 4, PodLeaves: 2, SpinesPerPod: 2, CoresPerGroup: 2, Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	var tiled bytes.Buffer
+	if err := Tile(&tiled, one.Bytes(), 3); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(tiled.String(), "\n"), "\n")
+	n := strings.Count(one.String(), "\n")
+	if len(lines) != 3*(n+1) {
+		t.Fatalf("%d lines, want 3 copies of %d", len(lines), n+1)
+	}
+	ids := regexp.MustCompile(`"[SH]-[0-9a-f]{16}"|"MF0;[^:"]*|"[^"]* mlx5_\d"`)
+	owner := map[string]int{}
+	for k := range 3 {
+		part := strings.Join(lines[k*(n+1):(k+1)*(n+1)], "\n")
+		if got, want := strings.Count(part, "\nSwitch\t"), strings.Count(one.String(), "\nSwitch\t"); got != want {
+			t.Errorf("copy %d has %d switches, want %d", k, got, want)
+		}
+		for _, id := range ids.FindAllString(part, -1) {
+			if o, ok := owner[id]; ok && o != k {
+				t.Fatalf("%s is in copy %d and copy %d", id, o, k)
+			}
+			owner[id] = k
+		}
+	}
+	if !strings.Contains(tiled.String(), `"MF0;t2-CORE-01-01:MQM9790/U1"`) || !strings.Contains(tiled.String(), `"t1-node00001 mlx5_0"`) {
+		t.Errorf("copies are not renamed as documented:\n%.2000s", tiled.String())
+	}
+	if err := Tile(&tiled, one.Bytes(), 0); err == nil {
+		t.Error("Tile of 0 copies: no error")
 	}
 }

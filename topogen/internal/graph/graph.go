@@ -16,6 +16,7 @@ package graph
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,45 +137,79 @@ const DefaultHostRule = `^(\S+) (?:mlx\d+_\d+|HCA-\d+|hfi\d+_\d+|qib\d+|ib[a-z]*
 
 var defaultHostRule = regexp.MustCompile(DefaultHostRule)
 
+// The builder numbers the fabric's nodes once, in GUID order, and works
+// on those numbers: slices indexed by node instead of maps keyed by GUID
+// strings, which were most of the time on a fabric of 80,000 CAs (a
+// string key costs a hash of its bytes on every look-up). Since the
+// numbers follow the GUIDs, sorting node numbers sorts by GUID.
 type builder struct {
 	f        *ib.Fabric
 	opt      Options
 	findings []Finding
-	names    map[string]string   // switch GUID -> name
-	nbrs     map[string][]string // node GUID -> the other ends of its links (self-links left out)
-	byType   map[ib.NodeType][]*ib.Node
+	node     []*ib.Node // every node, by number (GUID order)
+	switches []int32    // the switches' numbers, in GUID order
+	cas      []int32    // the CAs' numbers, in GUID order
+	nbrOff   []int32    // node i's link ends are nbr[nbrOff[i]:nbrOff[i+1]]
+	nbr      []int32    // the other ends of each node's links, in link order (self-links left out)
+	names    []string   // switch number -> name ("" for other nodes)
 	rails    rails
-	hostOf   map[string]string // HCA GUID -> host name ("" for none), as hostName derived it
-	badName  map[string]bool   // HCA GUIDs whose name is no Slurm node name (reported)
+	host     []int32  // CA number -> host number, -1 for none, -2 before it is derived
+	hostName []string // host number -> name
+	hostID   map[string]int32
+	// defaultRule is whether the host rule is DefaultHostRule
+	defaultRule bool
+	badName     []bool // CA numbers whose name is no Slurm node name (reported)
 }
 
-// nodes returns the fabric's nodes of one type, sorted by GUID, computed
-// once (ib.Fabric.ByType sorts on every call).
-func (b *builder) nodes(t ib.NodeType) []*ib.Node {
-	if b.byType == nil {
-		b.byType = map[ib.NodeType][]*ib.Node{}
-	}
-	if _, ok := b.byType[t]; !ok {
-		b.byType[t] = b.f.ByType(t)
-	}
-	return b.byType[t]
-}
-
-// neighbors indexes the links once: ib.Fabric.Neighbors scans every link
-// per call, which is quadratic over a whole fabric.
-func (b *builder) neighbors(guid string) []string {
-	if b.nbrs == nil {
-		b.nbrs = make(map[string][]string, len(b.f.Nodes))
-		for _, l := range b.f.Links {
-			if l.A == l.B {
-				continue
-			}
-			b.nbrs[l.A] = append(b.nbrs[l.A], l.B)
-			b.nbrs[l.B] = append(b.nbrs[l.B], l.A)
+// index numbers the nodes in GUID order (as the parser numbered them)
+// and lists every node's link ends.
+func (b *builder) index() {
+	var ends [][2]int32
+	b.node, ends = b.f.Numbered()
+	for i, n := range b.node {
+		switch n.Type {
+		case ib.Switch:
+			b.switches = append(b.switches, int32(i))
+		case ib.CA:
+			b.cas = append(b.cas, int32(i))
 		}
 	}
-	return b.nbrs[guid]
+	// Two passes over the links: count each node's ends, then fill them
+	// in, so each node's ends are in link order as one slice.
+	b.nbrOff = make([]int32, len(b.node)+1)
+	for _, e := range ends {
+		if e[0] < 0 || e[1] < 0 || e[0] == e[1] {
+			continue
+		}
+		b.nbrOff[e[0]+1]++
+		b.nbrOff[e[1]+1]++
+	}
+	for i := 1; i < len(b.nbrOff); i++ {
+		b.nbrOff[i] += b.nbrOff[i-1]
+	}
+	b.nbr = make([]int32, b.nbrOff[len(b.node)])
+	next := append([]int32(nil), b.nbrOff[:len(b.node)]...)
+	for _, e := range ends {
+		if e[0] < 0 || e[1] < 0 || e[0] == e[1] {
+			continue
+		}
+		b.nbr[next[e[0]]] = e[1]
+		next[e[0]]++
+		b.nbr[next[e[1]]] = e[0]
+		next[e[1]]++
+	}
+	b.names = make([]string, len(b.node))
+	b.host = make([]int32, len(b.node))
+	for i := range b.host {
+		b.host[i] = -2
+	}
+	b.badName = make([]bool, len(b.node))
+	b.hostID = make(map[string]int32)
 }
+
+// neighbors returns the other ends of node i's links (self-links left
+// out), in link order.
+func (b *builder) neighbors(i int32) []int32 { return b.nbr[b.nbrOff[i]:b.nbrOff[i+1]] }
 
 func (b *builder) note(sev Severity, kind, subject, format string, args ...any) {
 	b.findings = append(b.findings, Finding{Severity: sev, Kind: kind, Subject: subject, Message: fmt.Sprintf(format, args...)})
@@ -188,8 +223,9 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 	if opt.HostRule.NumSubexp() < 1 {
 		return nil, fmt.Errorf("host rule %q has no capture group: wrap the host name part in ( )", opt.HostRule)
 	}
-	b := &builder{f: f, opt: opt, badName: map[string]bool{}}
+	b := &builder{f: f, opt: opt, defaultRule: opt.HostRule.String() == DefaultHostRule}
 	b.noteDuplicateGUIDs()
+	b.index()
 	if err := b.nameSwitches(); err != nil {
 		return nil, err
 	}
@@ -202,11 +238,11 @@ func Build(f *ib.Fabric, opt Options) (*Graph, error) {
 	}
 	g := &Graph{}
 	adj := b.switchAdjacency()
-	leaves := map[string][]string{} // leaf GUID -> hosts
-	for h, l := range hostLeaf {
-		leaves[l] = append(leaves[l], h)
+	leaves := make([][]string, len(b.node)) // leaf number -> its hosts; nil for other switches
+	for _, hl := range hostLeaf {
+		leaves[hl.leaf] = append(leaves[hl.leaf], hl.host)
 	}
-	for _, comp := range components(adj, leaves) {
+	for _, comp := range b.components(adj, leaves) {
 		g.Fabrics = append(g.Fabrics, b.tree(comp, adj, leaves))
 	}
 	b.notePieces(g)
@@ -249,7 +285,6 @@ func SanitizeName(s string) string {
 }
 
 func (b *builder) nameSwitches() error {
-	b.names = map[string]string{}
 	mode := b.opt.SwitchNames
 	if mode == "" {
 		mode = "auto"
@@ -257,9 +292,10 @@ func (b *builder) nameSwitches() error {
 	if mode != "auto" && mode != "guid" && mode != "description" {
 		return fmt.Errorf("switch names %q: want auto, guid or description", mode)
 	}
-	fromDesc := map[string]string{}
+	fromDesc := make([]string, len(b.switches))
 	count := map[string]int{}
-	for _, s := range b.nodes(ib.Switch) {
+	for k, i := range b.switches {
+		s := b.node[i]
 		n := ""
 		if m := mfPattern.FindStringSubmatch(s.Desc); m != nil {
 			n = m[1]
@@ -269,38 +305,45 @@ func (b *builder) nameSwitches() error {
 			n = s.Desc
 		}
 		n = SanitizeName(n)
-		fromDesc[s.GUID] = n
+		fromDesc[k] = n
 		if n != "" {
 			count[n]++
 		}
 	}
-	for _, s := range b.nodes(ib.Switch) {
-		n := fromDesc[s.GUID]
+	for k, i := range b.switches {
+		s := b.node[i]
+		n := fromDesc[k]
 		switch {
 		case mode == "guid" || n == "":
-			b.names[s.GUID] = "S-" + s.GUID
+			b.names[i] = "S-" + s.GUID
 		case count[n] > 1:
-			b.names[s.GUID] = "S-" + s.GUID
+			b.names[i] = "S-" + s.GUID
 			b.note(Info, "switch-name", "S-"+s.GUID, "description name %q is shared by %d switches: using the GUID", n, count[n])
 		default:
-			b.names[s.GUID] = n
+			b.names[i] = n
 		}
 	}
 	return nil
 }
 
-// hostName derives the Slurm host name of an HCA, or "", once per HCA:
-// the rails and the placement both ask, and the host rule is a regexp.
-func (b *builder) hostName(n *ib.Node) string {
-	if name, ok := b.hostOf[n.GUID]; ok {
-		return name
+// hostOf derives the host of CA number i once (the rails and the
+// placement both ask, and the host rule is a regexp) and returns its
+// number, or -1 when the HCA names no host.
+func (b *builder) hostOf(i int32) int32 {
+	if h := b.host[i]; h != -2 {
+		return h
 	}
-	name := b.deriveHostName(n)
-	if b.hostOf == nil {
-		b.hostOf = make(map[string]string, len(b.f.Nodes))
+	h := int32(-1)
+	if name := b.deriveHostName(i); name != "" {
+		var ok bool
+		if h, ok = b.hostID[name]; !ok {
+			h = int32(len(b.hostName))
+			b.hostID[name] = h
+			b.hostName = append(b.hostName, name)
+		}
 	}
-	b.hostOf[n.GUID] = name
-	return name
+	b.host[i] = h
+	return h
 }
 
 // deriveHostName names an HCA's host: from the GUID map, else by the host
@@ -311,13 +354,17 @@ func (b *builder) hostName(n *ib.Node) string {
 // no Slurm node name (letters, digits, '.', '_' and '-' only; a space or
 // a comma would break every Nodes= line it is in) names no host, with a
 // warning, so nothing downstream can render it.
-func (b *builder) deriveHostName(n *ib.Node) string {
-	mapped := b.opt.Names[n.GUID]
-	for _, pg := range n.PortGUIDs {
-		if mapped != "" {
-			break
+func (b *builder) deriveHostName(i int32) string {
+	n := b.node[i]
+	mapped := ""
+	if len(b.opt.Names) > 0 {
+		mapped = b.opt.Names[n.GUID]
+		for _, pg := range n.PortGUIDs {
+			if mapped != "" {
+				break
+			}
+			mapped = b.opt.Names[pg]
 		}
-		mapped = b.opt.Names[pg]
 	}
 	source, text := "description", n.Desc
 	if mapped != "" {
@@ -326,20 +373,103 @@ func (b *builder) deriveHostName(n *ib.Node) string {
 		}
 		source, text = "GUID map name", mapped
 	}
-	m := b.opt.HostRule.FindStringSubmatch(text)
+	name := b.matchHost(text)
 	switch {
-	case m == nil || m[1] == "":
+	case name == "":
 		if mapped == "" {
 			return "" // placeHosts reports it as unnamed
 		}
-	case ValidNodeName(m[1]):
-		return m[1]
+	case ValidNodeName(name):
+		return name
 	}
-	b.badName[n.GUID] = true
+	b.badName[i] = true
 	b.note(Warning, "bad-node-name", "H-"+n.GUID, "the %s %q (line %d) gives no Slurm node name (letters, digits, '.', '_' and '-' only) "+
 		"and the host rule %q finds none in it: HCA left out; fix the name, or set fabric.host_rule to pick the host name out of it",
 		source, text, n.Line, b.opt.HostRule)
 	return ""
+}
+
+// matchHost returns the host rule's first group in text, or "".
+func (b *builder) matchHost(text string) string {
+	if b.defaultRule {
+		return defaultHost(text)
+	}
+	if m := b.opt.HostRule.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// defaultHost is DefaultHostRule's first group in s, or "", without the
+// regexp: the rule runs once per HCA, 80,000 times on a large fabric, and
+// the regexp was a tenth of the time. FuzzDefaultHost holds it to the
+// regexp. The rule: a name of non-space characters, one space, and a
+// device name to the end (mlx<d>_<d>, HCA-<d>, hfi<d>_<d>, qib<d>, or ib,
+// letters, digits and then anything without a space).
+func defaultHost(s string) string {
+	i := 0
+	for i < len(s) && !isSpace(s[i]) {
+		i++
+	}
+	if i == 0 || i == len(s) || s[i] != ' ' {
+		return ""
+	}
+	if isDevice(s[i+1:]) {
+		return s[:i]
+	}
+	return ""
+}
+
+// isSpace is the regexp package's \s: tab, newline, form feed, carriage
+// return and space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+// digits returns how many ASCII digits s starts with.
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+// isDevice reports whether all of d is a device name of DefaultHostRule:
+// mlx\d+_\d+, HCA-\d+, hfi\d+_\d+, qib\d+ or ib[a-z]*\d+\S*.
+func isDevice(d string) bool {
+	numUnderNum := func(s string) bool { // \d+_\d+ to the end
+		n := digits(s)
+		if n == 0 || n == len(s) || s[n] != '_' {
+			return false
+		}
+		m := digits(s[n+1:])
+		return m > 0 && n+1+m == len(s)
+	}
+	num := func(s string) bool { n := digits(s); return n > 0 && n == len(s) } // \d+ to the end
+	switch {
+	case strings.HasPrefix(d, "mlx"):
+		return numUnderNum(d[3:])
+	case strings.HasPrefix(d, "hfi"):
+		return numUnderNum(d[3:])
+	case strings.HasPrefix(d, "HCA-"):
+		return num(d[4:])
+	case strings.HasPrefix(d, "qib"):
+		return num(d[3:])
+	case strings.HasPrefix(d, "ib"):
+		j := 2
+		for j < len(d) && d[j] >= 'a' && d[j] <= 'z' {
+			j++
+		}
+		if digits(d[j:]) == 0 {
+			return false
+		}
+		for k := j; k < len(d); k++ {
+			if isSpace(d[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // ValidNodeName reports whether s can stand in a Nodes= list of
@@ -378,62 +508,87 @@ func (b *builder) excluded(n *ib.Node) string {
 
 // count is how many of a host's HCAs one leaf has.
 type count struct {
-	leaf string
+	leaf int32
 	n    int
 }
 
-// placeHosts names HCAs and picks one leaf switch (GUID) per host: the
-// leaf most of its selected HCAs are on; on a tie (one HCA on each rail of
-// a rail-optimised fabric) the leaf of the rail most hosts have, so every
-// host is on the same rail whatever the switches are called.
-func (b *builder) placeHosts() map[string]string {
-	seen := map[string]map[string]int{} // host -> leaf GUID -> HCAs
+// hostLeaf is a placed host and its leaf.
+type hostLeaf struct {
+	host string
+	leaf int32
+}
+
+// placeHosts names HCAs and picks one leaf switch per host: the leaf most
+// of its selected HCAs are on; on a tie (one HCA on each rail of a
+// rail-optimised fabric) the leaf of the rail most hosts have, so every
+// host is on the same rail whatever the switches are called. It returns
+// the placed hosts sorted by name.
+func (b *builder) placeHosts() []hostLeaf {
+	seen := map[int32][]count{} // host -> leaves of its HCAs, in the order first seen
 	excludedHCAs := 0
-	filteredHosts := map[string]bool{} // hosts with an HCA the filters left out
-	for _, ca := range b.nodes(ib.CA) {
+	filteredHosts := map[int32]bool{} // hosts with an HCA the filters left out
+	for _, i := range b.cas {
+		ca := b.node[i]
 		if ca.Aggregation {
 			continue // SHARP aggregation nodes live in switches; never Slurm nodes
 		}
 		if why := b.excluded(ca); why != "" {
 			excludedHCAs++
-			if name := b.hostName(ca); name != "" {
-				filteredHosts[name] = true
+			if h := b.hostOf(i); h >= 0 {
+				filteredHosts[h] = true
 			}
 			continue
 		}
-		name := b.hostName(ca)
-		if name == "" && b.badName[ca.GUID] {
+		h := b.hostOf(i)
+		if h < 0 && b.badName[i] {
 			continue // reported when the name was derived
 		}
-		if name == "" {
+		if h < 0 {
 			b.note(Warning, "unnamed-hca", "H-"+ca.GUID, "HCA %q (line %d) matches neither the GUID map nor the host rule %q: left out",
 				ca.Desc, ca.Line, b.opt.HostRule)
 			continue
 		}
 		linked := false
-		for _, nb := range b.neighbors(ca.GUID) {
-			peer := b.f.Nodes[nb]
-			if peer == nil || peer.Type != ib.Switch {
+		for _, nb := range b.neighbors(i) {
+			if b.node[nb].Type != ib.Switch {
 				continue
 			}
-			if seen[name] == nil {
-				seen[name] = map[string]int{}
+			cs := seen[h]
+			k := 0
+			for k < len(cs) && cs[k].leaf != nb {
+				k++
 			}
-			seen[name][nb]++
+			if k == len(cs) {
+				if cs == nil {
+					cs = make([]count, 0, 8) // a host of a rail-optimised fabric has 8 HCAs
+				}
+				cs = append(cs, count{leaf: nb})
+			}
+			cs[k].n++
+			seen[h] = cs
 			linked = true
 		}
 		if !linked {
-			b.note(Warning, "unlinked-hca", name, "HCA H-%s (%q) has no link to a switch: left out", ca.GUID, ca.Desc)
+			b.note(Warning, "unlinked-hca", b.hostName[h], "HCA H-%s (%q) has no link to a switch: left out", ca.GUID, ca.Desc)
 		}
+	}
+	byName := func(m map[int32][]count) []int32 {
+		hs := make([]int32, 0, len(m))
+		for h := range m {
+			hs = append(hs, h)
+		}
+		sort.Slice(hs, func(i, j int) bool { return b.hostName[hs[i]] < b.hostName[hs[j]] })
+		return hs
 	}
 	if excludedHCAs > 0 {
 		b.note(Info, "hca-filter", "fabric", "%d HCAs left out by the rail/fabric filters", excludedHCAs)
 		var gone []string
-		for _, h := range sortedKeys(filteredHosts) {
+		for h := range filteredHosts {
 			if _, ok := seen[h]; !ok {
-				gone = append(gone, h)
+				gone = append(gone, b.hostName[h])
 			}
 		}
+		sort.Strings(gone)
 		if len(gone) > 0 {
 			// A rail filter drops a host that lacks that rail's HCA (a
 			// dead or missing card): the admin must see which.
@@ -450,34 +605,26 @@ func (b *builder) placeHosts() map[string]string {
 		for _, n := range b.opt.SlurmNodes {
 			inSlurm[n] = true
 		}
-		for _, h := range sortedKeys(seen) { // sorted: findings are output, and map order is random
-			if !inSlurm[h] {
-				b.note(Warning, "not-in-slurm", h, "the fabric has this host but Slurm does not: left out of the topology")
+		for _, h := range byName(seen) { // sorted: findings are output, and map order is random
+			if !inSlurm[b.hostName[h]] {
+				b.note(Warning, "not-in-slurm", b.hostName[h], "the fabric has this host but Slurm does not: left out of the topology")
 				delete(seen, h)
 			}
 		}
 		for _, n := range b.opt.SlurmNodes {
-			if _, ok := seen[n]; !ok {
+			h, ok := b.hostID[n]
+			if _, placed := seen[h]; !ok || !placed {
 				b.note(Warning, "not-in-fabric", n, "Slurm has this node but the fabric shows no HCA for it: it will be under no switch")
 			}
 		}
 	}
-	out := map[string]string{}
-	hosts := make([]string, 0, len(seen))
-	for h := range seen {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
+	hosts := byName(seen)
+	out := make([]hostLeaf, 0, len(hosts))
 	chosen := b.chooseRail(seen)
-	railOf := func(leaf string) int {
-		if r, ok := b.rails.leafRail[leaf]; ok {
-			return r
-		}
-		return -1
-	}
+	railOf := func(leaf int32) int { return int(b.rails.leafRail[leaf]) }
 	// rank orders a host's leaves of equal HCA count: the chosen rail
 	// first, then the other rails in order, then leaves of no rail.
-	rank := func(leaf string) int {
+	rank := func(leaf int32) int {
 		switch r := railOf(leaf); {
 		case r == chosen && r >= 0:
 			return -1
@@ -488,10 +635,7 @@ func (b *builder) placeHosts() map[string]string {
 	}
 	railHosts, railsSeen := 0, map[int]bool{}
 	for _, h := range hosts {
-		var cs []count
-		for l, n := range seen[h] {
-			cs = append(cs, count{l, n})
-		}
+		cs := seen[h]
 		sort.Slice(cs, func(i, j int) bool {
 			if cs[i].n != cs[j].n {
 				return cs[i].n > cs[j].n
@@ -501,7 +645,7 @@ func (b *builder) placeHosts() map[string]string {
 			}
 			return b.names[cs[i].leaf] < b.names[cs[j].leaf]
 		})
-		out[h] = cs[0].leaf
+		out = append(out, hostLeaf{b.hostName[h], cs[0].leaf})
 		if len(cs) == 1 {
 			continue
 		}
@@ -518,7 +662,7 @@ func (b *builder) placeHosts() map[string]string {
 		for _, c := range cs[1:] {
 			others = append(others, fmt.Sprintf("%s (%d HCA)", b.names[c.leaf], c.n))
 		}
-		b.note(Warning, "multi-leaf-host", h, "HCAs on several switches: placed under %s (%d HCA), also on %s; "+
+		b.note(Warning, "multi-leaf-host", b.hostName[h], "HCAs on several switches: placed under %s (%d HCA), also on %s; "+
 			"select one rail with the HCA filters if this is a rail-optimised fabric", b.names[cs[0].leaf], cs[0].n, strings.Join(others, ", "))
 	}
 	if railHosts > 0 {
@@ -537,17 +681,18 @@ func (b *builder) placeHosts() map[string]string {
 // nine in ten of the most hosts any rail has, so a rail a few extra hosts
 // (a UFM server, a login node) are on does not win over the first HCA of
 // every GPU node; -1 when no leaf has a rail.
-func (b *builder) chooseRail(seen map[string]map[string]int) int {
+func (b *builder) chooseRail(seen map[int32][]count) int {
 	hostsOn := map[int]int{}
+	var on []int32
 	for _, leaves := range seen {
-		on := map[int]bool{}
-		for l := range leaves {
-			if r, ok := b.rails.leafRail[l]; ok {
-				on[r] = true
+		on = on[:0]
+		for _, c := range leaves {
+			if r := b.rails.leafRail[c.leaf]; r >= 0 && !slices.Contains(on, r) {
+				on = append(on, r)
 			}
 		}
-		for r := range on {
-			hostsOn[r]++
+		for _, r := range on {
+			hostsOn[int(r)]++
 		}
 	}
 	most := 0
@@ -567,71 +712,75 @@ func (b *builder) chooseRail(seen map[string]map[string]int) int {
 // first) are the rail-optimised shape: one HCA on each, each leaf on its
 // own rail, the host placed on the chosen rail.
 func (b *builder) oneHCAPerRail(cs []count, chosen int) bool {
-	rails := map[int]bool{}
-	for _, c := range cs {
-		r, ok := b.rails.leafRail[c.leaf]
-		if !ok || c.n != 1 || rails[r] {
+	for k, c := range cs {
+		r := b.rails.leafRail[c.leaf]
+		if r < 0 || c.n != 1 {
 			return false
 		}
-		rails[r] = true
+		for _, o := range cs[:k] {
+			if b.rails.leafRail[o.leaf] == r {
+				return false
+			}
+		}
 	}
-	return b.rails.leafRail[cs[0].leaf] == chosen
+	return int(b.rails.leafRail[cs[0].leaf]) == chosen
 }
 
-// switchAdjacency returns switch-to-switch links (self-links dropped).
-func (b *builder) switchAdjacency() map[string]map[string]bool {
-	adj := map[string]map[string]bool{}
-	for _, s := range b.nodes(ib.Switch) {
-		adj[s.GUID] = map[string]bool{}
-	}
-	selfLinks := map[string]int{}
-	for _, l := range b.f.Links {
-		a, c := b.f.Nodes[l.A], b.f.Nodes[l.B]
-		if a == nil || c == nil || a.Type != ib.Switch || c.Type != ib.Switch {
-			continue
+// switchAdjacency returns each switch's switch neighbours, sorted and
+// each once (self-links dropped), by switch number; nil for other nodes.
+func (b *builder) switchAdjacency() [][]int32 {
+	adj := make([][]int32, len(b.node))
+	selfLinks := map[int32]int{}
+	for _, s := range b.switches {
+		for _, nb := range b.neighbors(s) {
+			if b.node[nb].Type == ib.Switch {
+				adj[s] = append(adj[s], nb)
+			}
 		}
-		if l.A == l.B {
-			selfLinks[l.A]++
-			continue
-		}
-		adj[l.A][l.B] = true
-		adj[l.B][l.A] = true
+		slices.Sort(adj[s])
+		adj[s] = slices.Compact(adj[s])
 	}
-	for _, g := range sortedKeys(selfLinks) {
+	_, ends := b.f.Numbered()
+	for _, e := range ends {
+		if e[0] >= 0 && e[0] == e[1] && b.node[e[0]].Type == ib.Switch {
+			selfLinks[e[0]]++
+		}
+	}
+	selfs := make([]int32, 0, len(selfLinks))
+	for g := range selfLinks {
+		selfs = append(selfs, g)
+	}
+	slices.Sort(selfs)
+	for _, g := range selfs {
 		b.note(Info, "self-link", b.names[g], "%d links from the switch to itself ignored", selfLinks[g])
 	}
 	return adj
 }
 
 // components returns the connected switch sets that hold at least one
-// leaf, each sorted.
-func components(adj map[string]map[string]bool, leaves map[string][]string) [][]string {
-	seen := map[string]bool{}
-	var starts []string
-	for l := range leaves {
-		starts = append(starts, l)
-	}
-	sort.Strings(starts)
-	var out [][]string
-	for _, s := range starts {
-		if seen[s] {
+// placed leaf, each sorted.
+func (b *builder) components(adj [][]int32, leaves [][]string) [][]int32 {
+	seen := make([]bool, len(b.node))
+	var out [][]int32
+	for s := range leaves {
+		if leaves[s] == nil || seen[s] {
 			continue
 		}
-		var comp []string
-		queue := []string{s}
+		var comp []int32
+		queue := []int32{int32(s)}
 		seen[s] = true
 		for len(queue) > 0 {
 			x := queue[0]
 			queue = queue[1:]
 			comp = append(comp, x)
-			for y := range adj[x] {
+			for _, y := range adj[x] {
 				if !seen[y] {
 					seen[y] = true
 					queue = append(queue, y)
 				}
 			}
 		}
-		sort.Strings(comp)
+		slices.Sort(comp)
 		out = append(out, comp)
 	}
 	return out
@@ -652,12 +801,12 @@ func components(adj map[string]map[string]bool, leaves map[string][]string) [][]
 //     nothing above it changes which hosts are close.
 //
 // Parallel switches are merged and each group gets exactly one parent.
-func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map[string][]string) *Fabric {
+func (b *builder) tree(comp []int32, adj [][]int32, leaves [][]string) *Fabric {
 	b.noteForeignLeaves(comp, leaves)
-	dist := map[string]int{}
-	var queue []string
+	dist := map[int32]int{}
+	var queue []int32
 	for _, g := range comp {
-		if _, ok := leaves[g]; ok || b.rails.leafLike[g] {
+		if leaves[g] != nil || b.rails.leafLike[g] {
 			dist[g] = 0
 			queue = append(queue, g)
 		}
@@ -665,19 +814,19 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 	for len(queue) > 0 {
 		x := queue[0]
 		queue = queue[1:]
-		for y := range adj[x] {
+		for _, y := range adj[x] {
 			if _, ok := dist[y]; !ok {
 				dist[y] = dist[x] + 1
 				queue = append(queue, y)
 			}
 		}
 	}
-	isPlaced := func(g string) bool { _, ok := leaves[g]; return ok }
+	isPlaced := func(g int32) bool { return leaves[g] != nil }
 	fab := &Fabric{}
 	// Level 0: one logical switch per leaf.
-	group := map[string]*Switch{} // physical GUID -> its logical switch at its level
+	group := map[int32]*Switch{} // physical switch -> its logical switch at its level
 	var current []*Switch
-	var members []string // GUIDs of the current level's switches
+	var members []int32 // the current level's switches
 	for _, g := range comp {
 		if !isPlaced(g) {
 			continue
@@ -685,79 +834,78 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 		members = append(members, g)
 		hs := append([]string(nil), leaves[g]...)
 		sort.Strings(hs)
-		s := &Switch{Name: b.names[g], Level: 0, GUIDs: []string{g}, Desc: b.f.Nodes[g].Desc, Hosts: hs}
+		s := &Switch{Name: b.names[g], Level: 0, GUIDs: []string{b.node[g].GUID}, Desc: b.node[g].Desc, Hosts: hs}
 		group[g] = s
 		current = append(current, s)
-		for _, y := range sortedKeys(adj[g]) {
+		for _, y := range adj[g] {
 			if isPlaced(y) && g < y {
 				b.note(Warning, "leaf-link", s.Name, "link to leaf %s ignored: Slurm's tree has no links between leaves", b.names[y])
 			}
 		}
 	}
-	for _, s := range current {
-		g := s.GUIDs[0]
+	for _, g := range members {
 		up := false
-		for y := range adj[g] {
+		for _, y := range adj[g] {
 			if d, ok := dist[y]; ok && d > 0 {
 				up = true
 			}
 		}
 		if !up && hasLeafNeighbor(g, adj, leaves) {
-			b.note(Warning, "hosts-on-spine", s.Name, "this switch has hosts and links only to other leaf switches: it is kept as a leaf")
+			b.note(Warning, "hosts-on-spine", group[g].Name, "this switch has hosts and links only to other leaf switches: it is kept as a leaf")
 		}
 	}
 	sort.Slice(current, func(i, j int) bool { return current[i].Name < current[j].Name }) // leaves by name, as Fabric.Switches promises
 	fab.Switches = append(fab.Switches, current...)
 	var tops []*Switch
+	physical := map[*Switch][]int32{} // logical switch -> its physical switches
 	for level := 1; len(current) > 1; level++ {
 		// Candidate parents (cabled to the tree one level down, at their
 		// own level) and the level-below groups each reaches.
-		reach := map[string]map[*Switch]bool{}
+		reach := map[int32][]*Switch{}
 		for _, m := range members {
-			for y := range adj[m] {
-				if dist[y] != level {
+			for _, y := range adj[m] {
+				if d, ok := dist[y]; !ok || d != level {
 					continue
 				}
-				if reach[y] == nil {
-					reach[y] = map[*Switch]bool{}
+				if k := group[m]; !slices.Contains(reach[y], k) {
+					reach[y] = append(reach[y], k)
 				}
-				reach[y][group[m]] = true
 			}
 		}
 		// Merge parents that reach exactly the same groups.
 		byKey := map[string]*Switch{}
 		var parents []*Switch
 		children := map[*Switch][]*Switch{}
-		guids := make([]string, 0, len(reach))
+		guids := make([]int32, 0, len(reach))
 		for g := range reach {
 			guids = append(guids, g)
 		}
 		sort.Slice(guids, func(i, j int) bool { return b.names[guids[i]] < b.names[guids[j]] })
 		for _, g := range guids {
-			var names []string
-			var kids []*Switch
-			for k := range reach[g] {
-				names = append(names, k.Name)
-				kids = append(kids, k)
+			kids := reach[g]
+			sort.Slice(kids, func(i, j int) bool { return kids[i].Name < kids[j].Name })
+			names := make([]string, len(kids))
+			for i, k := range kids {
+				names[i] = k.Name
 			}
-			sort.Strings(names)
 			key := strings.Join(names, ",")
 			if p, ok := byKey[key]; ok {
-				p.GUIDs = append(p.GUIDs, g)
+				p.GUIDs = append(p.GUIDs, b.node[g].GUID)
+				physical[p] = append(physical[p], g)
 				group[g] = p
 				continue
 			}
-			p := &Switch{Name: b.names[g], Level: level, GUIDs: []string{g}, Desc: b.f.Nodes[g].Desc}
+			p := &Switch{Name: b.names[g], Level: level, GUIDs: []string{b.node[g].GUID}, Desc: b.node[g].Desc}
+			physical[p] = []int32{g}
 			byKey[key] = p
 			group[g] = p
 			parents = append(parents, p)
-			sort.Slice(kids, func(i, j int) bool { return kids[i].Name < kids[j].Name })
 			children[p] = kids
 		}
 		for _, p := range parents {
 			if len(p.GUIDs) > 1 {
 				var ns []string
-				for _, g := range p.GUIDs {
+				for _, g := range physical[p] {
 					ns = append(ns, b.names[g])
 				}
 				b.note(Info, "merged-switches", p.Name, "%d parallel switches reach the same switches below and are one switch for Slurm: %s",
@@ -793,10 +941,11 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 				// Its children all have a wider parent. Switches above it
 				// reach that parent instead, so no name dangles.
 				q := takenBy[children[p][0].Name]
-				for _, g := range p.GUIDs {
+				for _, g := range physical[p] {
 					group[g] = q
 				}
 				q.GUIDs = append(q.GUIDs, p.GUIDs...)
+				physical[q] = append(physical[q], physical[p]...)
 				b.note(Info, "redundant-switch", p.Name, "every switch below it already has a wider parent (%s): folded into it", q.Name)
 				continue
 			}
@@ -813,7 +962,7 @@ func (b *builder) tree(comp []string, adj map[string]map[string]bool, leaves map
 		current = kept
 		members = members[:0]
 		for _, k := range kept {
-			members = append(members, k.GUIDs...)
+			members = append(members, physical[k]...)
 		}
 	}
 	tops = append(tops, current...)
@@ -848,9 +997,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func hasLeafNeighbor(g string, adj map[string]map[string]bool, leaves map[string][]string) bool {
-	for y := range adj[g] {
-		if _, ok := leaves[y]; ok {
+func hasLeafNeighbor(g int32, adj [][]int32, leaves [][]string) bool {
+	for _, y := range adj[g] {
+		if leaves[y] != nil {
 			return true
 		}
 	}
@@ -871,10 +1020,10 @@ func (b *builder) renameRoot(f *Fabric, name string) {
 // placed hosts: leaves of another rail, of a storage fabric, or of hosts
 // that were left out. They count for the levels (they are leaves), but
 // no placed host needs them, so they are not in the tree.
-func (b *builder) noteForeignLeaves(comp []string, leaves map[string][]string) {
+func (b *builder) noteForeignLeaves(comp []int32, leaves [][]string) {
 	var dropped []string
 	for _, g := range comp {
-		if _, ok := leaves[g]; !ok && b.rails.leafLike[g] {
+		if leaves[g] == nil && b.rails.leafLike[g] {
 			dropped = append(dropped, b.names[g])
 		}
 	}

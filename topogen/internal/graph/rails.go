@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,51 +70,56 @@ const (
 	bySpines             // the rail of the spine group the leaf is in
 )
 
-// rails is what the builder knows about the rails of the fabric.
+// rails is what the builder knows about the rails of the fabric. Slices
+// are by node number.
 type rails struct {
-	leafRail map[string]int      // leaf GUID -> rail; absent when undecided
-	how      map[string]int      // leaf GUID -> byDescription, byGUIDOrder or bySpines
-	device   map[int][]string    // rail -> its HCAs' device names, most common first ("HCA-1", "mlx5_0")
-	hcas     map[int]int         // rail -> HCAs on its leaves
-	shares   map[int][]int       // rail -> other rails whose leaves share a spine with its leaves
-	groups   map[int]int         // rail -> spine groups that hold its leaves
-	multi    bool                // some host has HCAs on two or more leaves
-	leafLike map[string]bool     // switches that are leaves: HCAs make up a third or more of their links
-	upper    map[string][]string // leaf GUID -> its distinct switch neighbours that are not leaves
+	leafRail []int32          // leaf -> rail; -1 when undecided (and for other nodes)
+	how      []int8           // leaf -> byDescription, byGUIDOrder or bySpines
+	device   map[int][]string // rail -> its HCAs' device names, most common first ("HCA-1", "mlx5_0")
+	hcas     map[int]int      // rail -> HCAs on its leaves
+	shares   map[int][]int    // rail -> other rails whose leaves share a spine with its leaves
+	groups   map[int]int      // rail -> spine groups that hold its leaves
+	multi    bool             // some host has HCAs on two or more leaves
+	leafLike []bool           // switches that are leaves: HCAs make up a third or more of their links
+	upper    [][]int32        // leaf -> its distinct switch neighbours that are not leaves, sorted
 }
 
 // findLeaves marks the switches that are leaves: switches whose HCAs (not
 // SHARP aggregation nodes) make up a third or more of their links, so a
 // spine with a UFM server on one port stays a spine.
 func (b *builder) findLeaves() {
-	b.rails.leafLike = map[string]bool{}
-	for _, s := range b.nodes(ib.Switch) {
+	r := &b.rails
+	r.leafLike = make([]bool, len(b.node))
+	r.upper = make([][]int32, len(b.node))
+	var sw []int32
+	for _, s := range b.switches {
 		ca := 0
-		sw := map[string]bool{}
-		for _, nb := range b.neighbors(s.GUID) {
-			n := b.f.Nodes[nb]
-			switch {
-			case n == nil:
+		sw = sw[:0]
+		for _, nb := range b.neighbors(s) {
+			switch n := b.node[nb]; {
 			case n.Type == ib.CA && !n.Aggregation:
 				ca++
 			case n.Type == ib.Switch:
-				sw[nb] = true
+				sw = append(sw, nb)
 			}
 		}
-		if ca > 0 && ca*2 >= len(sw) {
-			b.rails.leafLike[s.GUID] = true
+		slices.Sort(sw)
+		if ca > 0 && ca*2 >= len(slices.Compact(sw)) {
+			r.leafLike[s] = true
 		}
 	}
-	b.rails.upper = map[string][]string{}
-	for g := range b.rails.leafLike {
-		seen := map[string]bool{}
-		for _, nb := range b.neighbors(g) {
-			if n := b.f.Nodes[nb]; n != nil && n.Type == ib.Switch && !b.rails.leafLike[nb] && !seen[nb] {
-				seen[nb] = true
-				b.rails.upper[g] = append(b.rails.upper[g], nb)
+	for _, s := range b.switches {
+		if !r.leafLike[s] {
+			continue
+		}
+		var up []int32
+		for _, nb := range b.neighbors(s) {
+			if b.node[nb].Type == ib.Switch && !r.leafLike[nb] && !slices.Contains(up, nb) {
+				up = append(up, nb)
 			}
 		}
-		sort.Strings(b.rails.upper[g])
+		slices.Sort(up)
+		r.upper[s] = up
 	}
 }
 
@@ -123,44 +129,80 @@ type hcaOnHost struct {
 	index  int    // device index from the description, -1 if none
 	device string // "mlx5_0", or ""
 	rank   int    // rank of its port GUID among its host's HCAs
-	leaves []string
+	leaves []int32
+}
+
+// tally counts votes for small numbers (device indexes, ranks): a leaf
+// has a handful of distinct ones, so a short list beats a map.
+type tally []struct{ idx, n int }
+
+func (t *tally) add(idx int) {
+	for k := range *t {
+		if (*t)[k].idx == idx {
+			(*t)[k].n++
+			return
+		}
+	}
+	*t = append(*t, struct{ idx, n int }{idx, 1})
+}
+
+func (t tally) total() int {
+	n := 0
+	for _, v := range t {
+		n += v.n
+	}
+	return n
 }
 
 // findRails decides the rail of every leaf.
 func (b *builder) findRails() {
 	r := &b.rails
-	r.leafRail, r.how = map[string]int{}, map[string]int{}
+	r.leafRail, r.how = make([]int32, len(b.node)), make([]int8, len(b.node))
+	for i := range r.leafRail {
+		r.leafRail[i] = -1
+	}
 	r.device, r.hcas, r.shares, r.groups = map[int][]string{}, map[int]int{}, map[int][]int{}, map[int]int{}
-	byHost := map[string][]*hcaOnHost{}
-	for _, ca := range b.nodes(ib.CA) {
+	var byHost [][]*hcaOnHost // host number -> its HCAs
+	all := make([]hcaOnHost, 0, len(b.cas))
+	var leafBuf []int32 // every HCA's leaves, one after the other
+	for _, i := range b.cas {
+		ca := b.node[i]
 		if ca.Aggregation {
 			continue
 		}
-		name := b.hostName(ca)
-		if name == "" {
+		host := b.hostOf(i)
+		if host < 0 {
 			continue
 		}
-		h := &hcaOnHost{node: ca, index: -1}
+		all = append(all, hcaOnHost{node: ca, index: -1})
+		h := &all[len(all)-1]
 		if dev, n, ok := deviceIndex(ca.Desc); ok {
 			h.index, h.device = n, dev
 		}
-		for _, nb := range b.neighbors(ca.GUID) {
+		start := len(leafBuf)
+		for _, nb := range b.neighbors(i) {
 			if r.leafLike[nb] {
-				h.leaves = append(h.leaves, nb)
+				leafBuf = append(leafBuf, nb)
 			}
 		}
-		byHost[name] = append(byHost[name], h)
+		h.leaves = leafBuf[start:len(leafBuf):len(leafBuf)]
+		for int(host) >= len(byHost) {
+			byHost = append(byHost, nil)
+		}
+		byHost[host] = append(byHost[host], h)
 	}
-	type vote struct{ desc, guid map[int]int }
-	votes := map[string]*vote{}            // leaf -> index -> HCAs
-	devices := map[string]map[string]int{} // leaf -> device name -> HCAs
+	type vote struct {
+		desc, guid tally
+		devices    []deviceCount
+	}
+	votes := make([]*vote, len(b.node)) // leaf -> its HCAs' votes
 	for _, hs := range byHost {
 		// A host has a handful of HCAs: pairwise checks beat maps here,
 		// which run once per host on fabrics of 10,000 hosts.
-		useDesc, first := true, ""
+		useDesc, first := true, int32(-1)
 		for i, h := range hs {
 			for _, l := range h.leaves {
-				if first == "" {
+				if first < 0 {
 					first = l
 				} else if l != first {
 					r.multi = true
@@ -187,47 +229,50 @@ func (b *builder) findRails() {
 			for _, l := range h.leaves {
 				v := votes[l]
 				if v == nil {
-					v = &vote{desc: map[int]int{}, guid: map[int]int{}}
+					v = &vote{}
 					votes[l] = v
 				}
 				if useDesc {
-					v.desc[h.index]++
-					if devices[l] == nil {
-						devices[l] = map[string]int{}
+					v.desc.add(h.index)
+					k := 0
+					for k < len(v.devices) && v.devices[k].name != h.device {
+						k++
 					}
-					devices[l][h.device]++
+					if k == len(v.devices) {
+						v.devices = append(v.devices, deviceCount{name: h.device})
+					}
+					v.devices[k].n++
 				} else {
-					v.guid[h.rank]++
+					v.guid.add(h.rank)
 				}
 			}
 		}
 	}
 	for l, v := range votes {
+		if v == nil {
+			continue
+		}
 		// Descriptions win where a leaf has both kinds of hosts: they say
 		// what the HCA is, GUID order only guesses it.
 		if idx, ok := majority(v.desc, v.guid); ok {
-			r.leafRail[l], r.how[l] = idx, byDescription
+			r.leafRail[l], r.how[l] = int32(idx), byDescription
 		} else if idx, ok := majority(v.guid, v.desc); ok {
-			r.leafRail[l], r.how[l] = idx, byGUIDOrder
+			r.leafRail[l], r.how[l] = int32(idx), byGUIDOrder
 		}
 	}
-	b.spineGroups(func(l string) bool { return votes[l] != nil })
+	b.spineGroups(func(l int32) bool { return votes[l] != nil })
 	deviceVotes := map[int]map[string]int{}
-	for l, rail := range r.leafRail {
-		if votes[l] == nil {
+	for l, v := range votes {
+		rail := int(r.leafRail[l])
+		if v == nil || rail < 0 {
 			continue
 		}
-		for _, n := range votes[l].desc {
-			r.hcas[rail] += n
-		}
-		for _, n := range votes[l].guid {
-			r.hcas[rail] += n
-		}
+		r.hcas[rail] += v.desc.total() + v.guid.total()
 		if deviceVotes[rail] == nil {
 			deviceVotes[rail] = map[string]int{}
 		}
-		for d, n := range devices[l] {
-			deviceVotes[rail][d] += n
+		for _, d := range v.devices {
+			deviceVotes[rail][d.name] += d.n
 		}
 	}
 	for rail, dv := range deviceVotes {
@@ -235,6 +280,12 @@ func (b *builder) findRails() {
 		sort.SliceStable(names, func(i, j int) bool { return dv[names[i]] > dv[names[j]] })
 		r.device[rail] = names
 	}
+}
+
+// deviceCount is how many of a leaf's HCAs have one device name.
+type deviceCount struct {
+	name string
+	n    int
 }
 
 // byKey sorts HCAs by a precomputed key (their port GUIDs).
@@ -252,18 +303,12 @@ func (x byKey) Swap(i, j int) {
 
 // majority returns the index at least three quarters of the votes in a
 // (with b's votes counted in the total) go to.
-func majority(a, b map[int]int) (int, bool) {
-	total := 0
-	for _, n := range a {
-		total += n
-	}
-	for _, n := range b {
-		total += n
-	}
+func majority(a, b tally) (int, bool) {
+	total := a.total() + b.total()
 	best, bestN := -1, 0
-	for idx, n := range a {
-		if n > bestN || (n == bestN && idx < best) {
-			best, bestN = idx, n
+	for _, v := range a {
+		if v.n > bestN || (v.n == bestN && v.idx < best) {
+			best, bestN = v.idx, v.n
 		}
 	}
 	if bestN == 0 || bestN*4 < total*3 {
@@ -275,68 +320,70 @@ func majority(a, b map[int]int) (int, bool) {
 // spineGroups joins leaves that share a spine, gives a group's undecided
 // leaves (with named HCAs too mixed to decide) the group's rail when its
 // decided leaves agree, and records which rails share spines.
-func (b *builder) spineGroups(voted func(leaf string) bool) {
+func (b *builder) spineGroups(voted func(leaf int32) bool) {
 	r := &b.rails
-	parent := map[string]string{}
-	find := func(x string) string {
+	parent := make([]int32, len(b.node))
+	find := func(x int32) int32 {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
 		}
 		return x
 	}
-	leaves := sortedKeys(r.leafLike)
-	for _, l := range leaves {
-		parent[l] = l
+	var leaves []int32
+	for _, s := range b.switches {
+		if r.leafLike[s] {
+			leaves = append(leaves, s)
+			parent[s] = s
+		}
 	}
-	bySpine := map[string]string{} // spine -> first leaf seen under it
+	bySpine := make([]int32, len(b.node)) // spine -> first leaf seen under it, +1 (0: none yet)
 	for _, l := range leaves {
 		for _, s := range r.upper[l] {
-			if first, ok := bySpine[s]; ok {
+			if first := bySpine[s] - 1; first >= 0 {
 				a, c := find(first), find(l)
 				if a != c {
 					parent[c] = a
 				}
 			} else {
-				bySpine[s] = l
+				bySpine[s] = l + 1
 			}
 		}
 	}
-	members := map[string][]string{}
+	members := map[int32][]int32{}
+	var roots []int32
 	for _, l := range leaves {
 		root := find(l)
+		if members[root] == nil {
+			roots = append(roots, root)
+		}
 		members[root] = append(members[root], l)
 	}
-	for _, root := range sortedKeys(members) {
-		set := map[int]bool{}
-		for _, l := range members[root] {
-			if rail, ok := r.leafRail[l]; ok {
-				set[rail] = true
-			}
-		}
+	slices.Sort(roots)
+	for _, root := range roots {
+		var set []int
 		decided := 0
 		for _, l := range members[root] {
-			if _, ok := r.leafRail[l]; ok {
+			if rail := int(r.leafRail[l]); rail >= 0 {
 				decided++
+				if !slices.Contains(set, rail) {
+					set = append(set, rail)
+				}
 			}
 		}
 		// Two decided leaves at least: one leaf alone cannot show that a
 		// group's spines serve one rail (2-tier fabrics share spines among
 		// all rails).
 		if len(set) == 1 && decided >= 2 {
-			var rail int
-			for x := range set {
-				rail = x
-			}
 			for _, l := range members[root] {
-				if _, ok := r.leafRail[l]; !ok && len(r.upper[l]) > 0 && voted(l) {
-					r.leafRail[l], r.how[l] = rail, bySpines
+				if r.leafRail[l] < 0 && len(r.upper[l]) > 0 && voted(l) {
+					r.leafRail[l], r.how[l] = int32(set[0]), bySpines
 				}
 			}
 		}
-		for x := range set {
+		for _, x := range set {
 			r.groups[x]++
-			for y := range set {
+			for _, y := range set {
 				if x != y && !containsInt(r.shares[x], y) {
 					r.shares[x] = append(r.shares[x], y)
 				}
@@ -382,7 +429,11 @@ func (b *builder) noteRails() {
 	}
 	leaves := map[int][]string{}
 	how := map[int][3]int{}
-	for l, rail := range r.leafRail {
+	for l, rail32 := range r.leafRail {
+		if rail32 < 0 {
+			continue
+		}
+		rail := int(rail32)
 		leaves[rail] = append(leaves[rail], b.names[l])
 		h := how[rail]
 		h[r.how[l]]++

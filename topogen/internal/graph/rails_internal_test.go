@@ -47,3 +47,24 @@ func FuzzDeviceIndex(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDefaultHost holds the hand-written matcher of the default host rule
+// to the regexp it stands for.
+func FuzzDefaultHost(f *testing.F) {
+	for _, s := range []string{
+		"a08-p1-dgx-04-c01 mlx5_5", "node1 HCA-1", "n hfi1_0", "n qib0", "n ib0", "n ibp12s0f1", "n ib",
+		"MT4129 ConnectX7", "a  mlx5_0", "a\tmlx5_0", " mlx5_0", "a mlx5_0 ", "a mlx5_", "a mlx_0", "a HCA-",
+		"a ibx1\xff", "a ib1 x", "a\xffb mlx5_0", "a mlx5_0\n", "a ib1\v", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := ""
+		if m := defaultHostRule.FindStringSubmatch(s); m != nil {
+			want = m[1]
+		}
+		if got := defaultHost(s); got != want {
+			t.Fatalf("defaultHost(%q) = %q, the rule's regexp gives %q", s, got, want)
+		}
+	})
+}

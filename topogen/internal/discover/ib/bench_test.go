@@ -10,12 +10,11 @@ import (
 
 // BenchmarkParse10k parses the valid 10,000-host, 8-rail, 3-tier fabric
 // the graph benchmarks render (80,000 CAs, 3,848 switches, a 32 MiB
-// dump) and sorts its CAs, as the graph builder does: the parser's share
-// of `topogen render` on a large fabric.
+// dump), with the numbering the graph builder takes from it: the
+// parser's share of `topogen render` on a large fabric.
 func BenchmarkParse10k(b *testing.B) {
 	var buf bytes.Buffer
-	spec := fabricgen.Spec{Nodes: 10000, Rails: 8, NodesPerLeaf: 32, PodLeaves: 32, SpinesPerPod: 16, CoresPerGroup: 4, Radix: 128, Seed: 10000}
-	if err := fabricgen.Write(&buf, spec); err != nil {
+	if err := fabricgen.Write(&buf, fabricgen.Big10k); err != nil {
 		b.Fatal(err)
 	}
 	data := buf.Bytes()

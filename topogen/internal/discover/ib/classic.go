@@ -51,13 +51,13 @@ func (p *parser) classicNode(n int, t string, typ NodeType) string {
 			desc, tail = trimBlank(rest[1:end]), rest[end+1:]
 		}
 	}
-	if old := p.nodes[guid]; old != nil {
+	if old, i := p.lookup(guid); old != nil {
 		if old.Type != typ {
 			return "GUID " + guid + " already declared as a " + old.Type.String() + " at line " + strconv.Itoa(old.Line) + "; this " + typ.String() + " and its links are skipped"
 		}
 		// Same node twice (two dumps pasted together): keep the first
 		// declaration and merge the links of both.
-		p.cur = old
+		p.cur, p.curNum = old, i
 		return "node " + guid + " declared again (first at line " + strconv.Itoa(old.Line) + "); links merged"
 	}
 	nd := &Node{
@@ -70,7 +70,7 @@ func (p *parser) classicNode(n int, t string, typ NodeType) string {
 		LID:  lidIn(tail),
 		Line: n,
 	}
-	p.declare(nd)
+	p.curNum = p.declare(nd)
 	p.cur = nd
 	return ""
 }
@@ -131,7 +131,7 @@ func (p *parser) classicLink(n int, t string) string {
 	if split1 || split2 {
 		p.ibdiag = true
 	}
-	setPortGUID(cur, port, localGUID)
+	p.setPortGUID(cur, port, localGUID)
 	switch {
 	case lid == 0:
 	case cur.Ports == 1:
@@ -139,16 +139,18 @@ func (p *parser) classicLink(n int, t string) string {
 	default:
 		// Each port of a CA has its own LID; keep the lowest port's, as
 		// ibnetdiscover lists ports in no fixed order.
-		if lp, ok := p.lidPort[cur.GUID]; !ok || port < lp {
+		if lp, ok := p.lidPort[p.curNum]; !ok || port < lp {
 			cur.LID = lid
-			p.lidPort[cur.GUID] = port
+			p.lidPort[p.curNum] = port
 		}
 	}
-	p.raw = append(p.raw, rawLink{
-		a: cur.GUID, aPort: port,
-		b: remote, bPort: rport, bPortGUID: remoteGUID,
-		width: width, speed: speed,
-		line: n, text: t,
+	rn, _ := guidNum(remote)
+	rpg, hasRPG := guidNum(remoteGUID)
+	p.raw.add(rawLink{
+		a: p.curNum, aPort: uint8(port),
+		b: rn, bPort: uint8(rport), bPortGUID: rpg, hasPortGUID: hasRPG,
+		speed: p.speedOf(width, speed),
+		line:  int32(n), off: p.lineOff,
 	})
 	return ""
 }

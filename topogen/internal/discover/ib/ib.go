@@ -106,6 +106,55 @@ type Fabric struct {
 	Nodes       map[string]*Node // by GUID
 	Links       []Link           // each physical link once, sorted by (A, APort, B, BPort)
 	Diagnostics []Diagnostic     // every line that was skipped or rejected, in line order
+
+	numbered *numbered // what Parse knows of Numbered, nil for a Fabric built by hand
+}
+
+// numbered is Numbered's answer.
+type numbered struct {
+	nodes []*Node
+	ends  [][2]int32
+}
+
+// Numbered returns the nodes sorted by GUID and, for each link of Links,
+// the places of its two ends in that slice (-1 for a GUID that names no
+// node): a numbering a caller can index slices with instead of keying
+// maps by GUID strings. Parse works it out while it parses; for a Fabric
+// built by hand, or whose Nodes or Links changed since, it is worked out
+// on the call. The slices are shared: do not change them.
+func (f *Fabric) Numbered() (nodes []*Node, ends [][2]int32) {
+	if n := f.numbered; n != nil && len(n.nodes) == len(f.Nodes) && len(n.ends) == len(f.Links) {
+		ok := true
+		for k, l := range f.Links {
+			if e := n.ends[k]; e[0] < 0 || e[1] < 0 || n.nodes[e[0]].GUID != l.A || n.nodes[e[1]].GUID != l.B {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return n.nodes, n.ends
+		}
+	}
+	nodes = make([]*Node, 0, len(f.Nodes))
+	for _, nd := range f.Nodes {
+		nodes = append(nodes, nd)
+	}
+	slices.SortFunc(nodes, func(a, b *Node) int { return strings.Compare(a.GUID, b.GUID) })
+	place := make(map[string]int32, len(nodes))
+	for i, nd := range nodes {
+		place[nd.GUID] = int32(i)
+	}
+	ends = make([][2]int32, len(f.Links))
+	for k, l := range f.Links {
+		ends[k] = [2]int32{-1, -1}
+		if i, ok := place[l.A]; ok {
+			ends[k][0] = i
+		}
+		if i, ok := place[l.B]; ok {
+			ends[k][1] = i
+		}
+	}
+	return nodes, ends
 }
 
 // ErrNoNodes is wrapped by the error Parse returns when the input holds no

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -472,7 +475,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse() error = %v", err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreUnexported(ib.Fabric{})); diff != "" {
 				t.Errorf("Parse() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -819,5 +822,116 @@ func golden(t *testing.T, path string, v any) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s mismatch (-want +got); if the change is right, run with -update and review the diff:\n%s", path, diff)
+	}
+}
+
+// TestNumbered checks the numbering Parse works out against the one
+// Numbered works out from Nodes and Links alone (for a copy of the Fabric
+// built by hand), on every fixture, and that a changed Fabric is numbered
+// afresh.
+func TestNumbered(t *testing.T) {
+	for name := range fixtureFacts {
+		t.Run(name, func(t *testing.T) {
+			f := parseFile(t, name)
+			nodes, ends := f.Numbered()
+			byHand := &ib.Fabric{Format: f.Format, Nodes: f.Nodes, Links: f.Links}
+			wantNodes, wantEnds := byHand.Numbered()
+			guids := func(ns []*ib.Node) []string {
+				out := make([]string, len(ns))
+				for i, n := range ns {
+					out[i] = n.GUID
+				}
+				return out
+			}
+			if diff := cmp.Diff(guids(wantNodes), guids(nodes)); diff != "" {
+				t.Errorf("nodes (-by hand +parsed):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantEnds, ends, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("link ends (-by hand +parsed):\n%s", diff)
+			}
+			for k, e := range ends {
+				if nodes[e[0]].GUID != f.Links[k].A || nodes[e[1]].GUID != f.Links[k].B {
+					t.Fatalf("link %d (%+v) numbered %v", k, f.Links[k], e)
+				}
+			}
+			if len(f.Links) < 2 {
+				return
+			}
+			f.Links = f.Links[1:]
+			if _, ends := f.Numbered(); len(ends) != len(f.Links) || nodes[ends[0][0]].GUID != f.Links[0].A {
+				t.Errorf("after a change of Links, Numbered still answers for the old ones")
+			}
+		})
+	}
+}
+
+// onlyReader hides every method of a reader but Read, as a pipe has.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(b []byte) (int, error) { return o.r.Read(b) }
+
+// TestParseReaders parses every fixture, and a dump whose link lines are
+// found wrong only once every node is known (so their text is read
+// again), in chunks of every size from one byte up, from a reader that
+// cannot seek, and from a reader part-way through its input: the Fabric
+// must be the same.
+func TestParseReaders(t *testing.T) {
+	inputs := map[string]string{
+		// Line 4 names a switch the dump never declares; line 7 claims a
+		// port line 3 already cabled.
+		"late diagnostics": "Switch\t4 \"S-0000000000000a01\"\t# \"sw1\" lid 1\n" +
+			"[1]\t\"H-0000000000000b01\"[1](b01)\t# \"node1 mlx5_0\" lid 2 4xNDR\n" +
+			"[2]\t\"H-0000000000000b02\"[1]\t# \"node2 mlx5_0\" lid 3 4xHDR\n" +
+			"   [3]\t\"S-0000000000000a09\"[1]\t# \"gone\" lid 9 4xNDR\n\n" +
+			"Ca\t1 \"H-0000000000000b01\"\t# \"node1 mlx5_0\"\n" +
+			"[1](b01)\t\"S-0000000000000a01\"[2]\t# lid 2 lmc 0 \"sw1\" lid 1 4xNDR\n" +
+			"Ca\t1 \"H-0000000000000b02\"\t# \"node2 mlx5_0\"\n" +
+			"[1]\t\"S-0000000000000a01\"[2]\t# lid 3 lmc 0 \"sw1\" lid 1 4xHDR",
+	}
+	for name := range fixtureFacts {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[name] = string(data)
+	}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			want, wantErr := ib.Parse(strings.NewReader(in))
+			check := func(how string, got *ib.Fabric, err error) {
+				t.Helper()
+				if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+					t.Fatalf("%s: error %v, want %v", how, err, wantErr)
+				}
+				if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(ib.Fabric{})); diff != "" {
+					t.Fatalf("%s: Fabric differs (-whole +%s):\n%s", how, how, diff)
+				}
+			}
+			for _, size := range []int{1, 2, 7, 64, 4096} {
+				restore := ib.SetChunkSize(size)
+				got, err := ib.Parse(strings.NewReader(in))
+				restore()
+				check(fmt.Sprintf("chunks of %d bytes", size), got, err)
+			}
+			got, err := ib.Parse(onlyReader{strings.NewReader(in)})
+			check("a reader that cannot seek", got, err)
+			r := strings.NewReader("prefix\n" + in)
+			if _, err := r.Seek(int64(len("prefix\n")), io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			got, err = ib.Parse(r)
+			check("a reader part-way through", got, err)
+		})
+	}
+	f, err := ib.Parse(strings.NewReader(inputs["late diagnostics"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, d := range f.Diagnostics {
+		texts = append(texts, fmt.Sprintf("%d %s", d.Line, d.Text))
+	}
+	if want := []string{"4 [3]\t\"S-0000000000000a09\"[1]\t# \"gone\" lid 9 4xNDR", "7 [1](b01)\t\"S-0000000000000a01\"[2]\t# lid 2 lmc 0 \"sw1\" lid 1 4xNDR"}; !slices.Equal(texts, want) {
+		t.Errorf("diagnostics %q, want %q", texts, want)
 	}
 }

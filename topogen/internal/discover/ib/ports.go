@@ -116,20 +116,21 @@ func (p *parser) portsLine(n int, t string) string {
 	if a.guid == b.guid && a.typ != b.typ {
 		return "GUID " + a.guid + " is both a " + a.typ.String() + " and a " + b.typ.String() + " on this line"
 	}
-	p.portsNode(a, descA, n)
+	ai := p.portsNode(a, descA, n)
 	p.portsNode(b, descB, n)
-	p.raw = append(p.raw, rawLink{
-		a: a.guid, aPort: a.port,
-		b: b.guid, bPort: b.port,
-		width: width, speed: speed,
-		line: n, text: t,
+	bn, _ := guidNum(b.guid)
+	p.raw.add(rawLink{
+		a: ai, aPort: uint8(a.port),
+		b: bn, bPort: uint8(b.port),
+		speed: p.speedOf(width, speed),
+		line:  int32(n), off: p.lineOff,
 	})
 	return ""
 }
 
 // checkType rejects a GUID that an earlier line gave another node type.
 func (p *parser) checkType(e portEnd) string {
-	if old := p.nodes[e.guid]; old != nil && old.Type != e.typ {
+	if old, _ := p.lookup(e.guid); old != nil && old.Type != e.typ {
 		return "GUID " + e.guid + " is a " + e.typ.String() + " here but a " + old.Type.String() + " at line " + strconv.Itoa(old.Line)
 	}
 	return ""
@@ -138,22 +139,23 @@ func (p *parser) checkType(e portEnd) string {
 // portsNode declares the node of one end of a ports-report line, or adds
 // what this line knows to it. A CA is keyed by the port GUID the report
 // prints (ibnetdiscover -p shows no node GUIDs); it is also the CA's
-// PortGUIDs entry for that port.
-func (p *parser) portsNode(e portEnd, desc string, line int) {
-	nd := p.nodes[e.guid]
+// PortGUIDs entry for that port. It returns the node's number.
+func (p *parser) portsNode(e portEnd, desc string, line int) int32 {
+	nd, i := p.lookup(e.guid)
 	if nd == nil {
 		nd = &Node{GUID: e.guid, Type: e.typ, Desc: desc, LID: e.lid, Line: line}
-		p.declare(nd)
+		i = p.declare(nd)
 	} else {
 		if nd.LID == 0 {
 			nd.LID = e.lid
 		}
 		if nd.Desc == "" && desc != "" {
-			nd.Desc = desc
-			p.declare(nd)
+			nd.Desc = p.copyString(desc) // see declare
+			markAggregation(nd)
 		}
 	}
-	setPortGUID(nd, e.port, e.guid)
+	p.setPortGUID(nd, e.port, e.guid)
+	return i
 }
 
 // unquote strips the single quotes around a ports-report description and

@@ -17,7 +17,17 @@ const maxText = 200
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
 
 // trimBlank trims spaces and tabs on both ends.
-func trimBlank(s string) string { return strings.Trim(s, " \t") }
+// strings.Trim would build its set of cut bytes on every call.
+func trimBlank(s string) string {
+	i, j := 0, len(s)
+	for i < j && isBlank(s[i]) {
+		i++
+	}
+	for j > i && isBlank(s[j-1]) {
+		j--
+	}
+	return s[i:j]
+}
 
 // field returns the first blank-separated token of s and what follows it.
 func field(s string) (tok, rest string) {
