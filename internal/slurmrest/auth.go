@@ -2,13 +2,17 @@ package slurmrest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/strata-hpc/strata/internal/secretfile"
 )
 
 // TokenSource gives the JWT to send for a request made as user.
@@ -26,8 +30,16 @@ func (s StaticToken) Token(context.Context, string) (string, error) { return str
 // changes, so a token rotated by cron reaches a running daemon. The token is
 // sent for every user: acting for another user needs a token of root or of
 // SlurmUser (slurmrestd then trusts X-SLURM-USER-NAME).
+//
+// FileToken is the command-line tools' reader (the daemons use
+// SecretToken, which refuses an exposed file): a token file every user of
+// the host may read or write is used, with a warning each time it is read
+// anew, under secretfile's rule, so a tool run by hand still works on a
+// host whose token was written with the default umask.
 type FileToken struct {
 	Path string
+	// Logger gets the warning about an exposed file; nil: slog.Default().
+	Logger *slog.Logger
 
 	mu    sync.Mutex
 	mtime time.Time
@@ -53,6 +65,14 @@ func (f *FileToken) Token(context.Context, string) (string, error) {
 	tok := strings.TrimPrefix(strings.TrimSpace(string(b)), "SLURM_JWT=")
 	if tok == "" {
 		return "", fmt.Errorf("token file %s is empty: write a token from `scontrol token` into it", f.Path)
+	}
+	var mode *secretfile.ModeError
+	if _, err := (secretfile.Rule{}).Judge(f.Path, st); errors.As(err, &mode) {
+		log := f.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("the slurmrestd token file is exposed; the daemons refuse such a file", "error", err)
 	}
 	f.token, f.mtime, f.size = tok, st.ModTime(), st.Size()
 	return tok, nil

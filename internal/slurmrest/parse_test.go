@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -846,6 +847,41 @@ func TestFileToken(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("Token() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A token file others may read is used by the command-line tools, with a
+// warning that names the file and says what to change; a private one gives
+// no warning.
+func TestFileTokenWarnsWhenExposed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mode os.FileMode
+		warn bool
+	}{
+		"private":        {mode: 0o600},
+		"world-readable": {mode: 0o644, warn: true},
+		"world-writable": {mode: 0o602, warn: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "token")
+			writeToken(t, path, "SLURM_JWT=abc\n", time.Unix(1795978614, 0))
+			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			var logs strings.Builder
+			ft := &FileToken{Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			if got, err := ft.Token(context.Background(), "alice"); err != nil || got != "abc" {
+				t.Fatalf("Token() = %q, %v; want abc", got, err)
+			}
+			warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), path) &&
+				strings.Contains(logs.String(), "chmod o-rwx")
+			if warned != tc.warn {
+				t.Errorf("mode %04o: warned %v, want %v; log:\n%s", tc.mode, warned, tc.warn, logs.String())
+			}
+			if strings.Contains(logs.String(), "abc") {
+				t.Errorf("the log quotes the token: %s", logs.String())
 			}
 		})
 	}
