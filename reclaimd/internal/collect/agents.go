@@ -1,7 +1,8 @@
 // Package collect gives the reclaimd controller the GPU samples of the
 // GPUs its jobs hold: from the node agents over HTTP (GET /v1/snapshot,
-// one request per node per cycle), or from Prometheus where sites run
-// dcgm-exporter (one range query per cycle). A value that was not measured
+// one request per node per cycle, for what the agent sampled since the
+// last), or from Prometheus where sites run dcgm-exporter (one range
+// query per cycle, for the steps since the last). A value that was not measured
 // is dropped, never read as 0: a GPU with too few samples is not idle.
 package collect
 
@@ -12,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,7 +24,19 @@ import (
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
 
-// Agents reads the node agents.
+// Agents reads the node agents. It keeps each node's windows between
+// cycles and asks each agent only for the samples taken since its last
+// answer (GET /v1/snapshot?after=CURSOR, snapshot version 2): a few
+// samples per GPU instead of the whole window, whose decode cost the
+// controller seconds and gigabytes a cycle at a thousand nodes. It drops
+// what it holds as the agent does (older than the agent's window, the
+// oldest beyond its max_samples), so the samples it gives are the ones a
+// whole-window read would. An agent that cannot answer the cursor (it
+// restarted, a GPU was replaced) sends its whole window and Agents starts
+// the node over; an agent older than version 2 always sends the whole
+// window, and is read as before, at the old cost; an agent of a newer
+// version than this controller knows is refused (the node counts as
+// failed, its jobs stale).
 type Agents struct {
 	// URL gives an agent's base URL from the node name; URLTemplate
 	// "http://{node}:9810" when nil.
@@ -30,10 +45,25 @@ type Agents struct {
 	Client      *http.Client
 	// Parallel bounds the requests in flight (default 32).
 	Parallel int
+	// Whole asks for every agent's whole window each cycle, as
+	// controllers did before cursors (for comparison and debugging).
+	Whole bool
+
+	mu   sync.Mutex
+	held map[string]*heldNode // by node
+}
+
+// heldNode is what Agents keeps of one node between cycles.
+type heldNode struct {
+	cursor string // the agent's cursor of its last answer; "" for none
+	gpus   map[int][]decide.Sample
 }
 
 // Result is what one collection gives.
 type Result struct {
+	// Samples holds each GPU's samples, oldest first. The slices may be
+	// the collector's own, kept for the next cycle: read them, and do
+	// not change or keep them past the cycle.
 	Samples  map[decide.GPUKey][]decide.Sample
 	Interval time.Duration // the agents' sample period
 	// Newest is the time of the newest sample seen (for the data-age metric).
@@ -43,9 +73,26 @@ type Result struct {
 	Failed map[string]string
 }
 
-// Collect asks the agents of the given nodes for their windows.
+// Collect asks the agents of the given nodes for their windows, or for
+// what they sampled since the last cycle.
 func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
+	a.mu.Lock()
+	if a.held == nil {
+		a.held = map[string]*heldNode{}
+	}
+	asked := make(map[string]*heldNode, len(nodes))
+	for _, n := range nodes {
+		h := a.held[n]
+		if h == nil || a.Whole {
+			h = &heldNode{}
+		}
+		asked[n] = h
+	}
+	// A node not asked for is forgotten: its next read is whole, so no
+	// gap in between is read as samples.
+	a.held = asked
+	a.mu.Unlock()
 	if len(nodes) == 0 {
 		return res, nil
 	}
@@ -61,12 +108,16 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, par)
 	for _, n := range nodes {
+		h := asked[n]
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(node string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			snap, err := a.fetch(ctx, client, node)
+			snap, err := a.fetch(ctx, client, node, h.cursor)
+			if err == nil {
+				err = h.update(snap)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -79,19 +130,11 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 			if iv := time.Duration(snap.IntervalSeconds * float64(time.Second)); iv > res.Interval {
 				res.Interval = iv
 			}
-			for _, g := range snap.GPUs {
-				key := decide.GPUKey{Node: node, Index: g.Index}
-				for _, p := range g.Samples {
-					if p.Util == nil || p.MemActivity == nil {
-						continue // not measured: leaves a gap, which reads as stale
-					}
-					res.Samples[key] = append(res.Samples[key], decide.Sample{At: p.At, UtilPercent: *p.Util,
-						MemActivityPercent: *p.MemActivity, MemUsedMiB: p.MemUsedMiB})
-					if p.At.After(res.Newest) {
-						res.Newest = p.At
-					}
+			for idx, samples := range h.gpus {
+				res.Samples[decide.GPUKey{Node: node, Index: idx}] = samples
+				if last := samples[len(samples)-1].At; last.After(res.Newest) {
+					res.Newest = last
 				}
-				sort.Slice(res.Samples[key], func(i, j int) bool { return res.Samples[key][i].At.Before(res.Samples[key][j].At) })
 			}
 		}(n)
 	}
@@ -100,6 +143,61 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 		return res, fmt.Errorf("no node agent answered (%d nodes; e.g. %s)", len(nodes), firstFailure(res.Failed))
 	}
 	return res, nil
+}
+
+// update takes in one answer of the node's agent: the whole window, or
+// the samples since h.cursor. An answer it cannot read leaves h empty, so
+// that the next read is whole.
+func (h *heldNode) update(snap agent.Snapshot) error {
+	switch {
+	case snap.Version > agent.SnapshotVersion:
+		h.cursor, h.gpus = "", nil
+		return fmt.Errorf("agent writes snapshot version %d; this controller reads up to version %d: upgrade reclaimd on the controller",
+			snap.Version, agent.SnapshotVersion)
+	case snap.Version < 2, snap.Full, h.cursor == "":
+		// Version 1 (no cursors) or a whole window: start over from it.
+		h.gpus = make(map[int][]decide.Sample, len(snap.GPUs))
+	case snap.After != h.cursor:
+		h.cursor, h.gpus = "", nil
+		return fmt.Errorf("agent answered for cursor %q, not %q: its next answer is read whole", snap.After, h.cursor)
+	}
+	h.cursor = ""
+	if snap.Version >= 2 {
+		h.cursor = snap.Cursor
+	}
+	for _, g := range snap.GPUs {
+		held := h.gpus[g.Index]
+		sorted := true
+		for _, p := range g.Samples {
+			if p.Util == nil || p.MemActivity == nil {
+				continue // not measured: leaves a gap, which reads as stale
+			}
+			s := decide.Sample{At: p.At, UtilPercent: *p.Util, MemActivityPercent: *p.MemActivity, MemUsedMiB: p.MemUsedMiB}
+			if n := len(held); n > 0 && !held[n-1].At.Before(s.At) {
+				sorted = false
+			}
+			held = append(held, s)
+		}
+		if !sorted {
+			slices.SortStableFunc(held, func(x, y decide.Sample) int { return x.At.Compare(y.At) })
+		}
+		h.gpus[g.Index] = held
+	}
+	// Drop what the agent has dropped: samples older than its window
+	// before the answer, and the oldest beyond its max_samples.
+	oldest := snap.TakenAt.Add(-time.Duration(snap.WindowSeconds * float64(time.Second)))
+	for idx, held := range h.gpus {
+		drop := sort.Search(len(held), func(i int) bool { return !held[i].At.Before(oldest) })
+		if snap.MaxSamples > 0 {
+			drop = max(drop, len(held)-snap.MaxSamples)
+		}
+		if held = held[drop:]; len(held) == 0 {
+			delete(h.gpus, idx)
+			continue
+		}
+		h.gpus[idx] = held
+	}
+	return nil
 }
 
 func firstFailure(m map[string]string) string {
@@ -122,9 +220,13 @@ func (a *Agents) base(node string) string {
 	return strings.ReplaceAll(t, "{node}", node)
 }
 
-func (a *Agents) fetch(ctx context.Context, client *http.Client, node string) (agent.Snapshot, error) {
+func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor string) (agent.Snapshot, error) {
 	var snap agent.Snapshot
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.base(node), "/")+"/v1/snapshot", nil)
+	u := strings.TrimRight(a.base(node), "/") + "/v1/snapshot"
+	if cursor != "" {
+		u += "?after=" + url.QueryEscape(cursor)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return snap, err
 	}
