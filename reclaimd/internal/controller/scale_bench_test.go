@@ -36,7 +36,7 @@ import (
 // sent to Slurm).
 const (
 	scaleAgentInterval = 10 * time.Second
-	scaleAgentWindow   = time.Hour
+	scaleAgentWindow   = time.Hour // the bench's; a bed's window is its own
 	scaleCycle         = 30 * time.Second
 	scalePromStep      = 30 * time.Second
 	scaleRules         = `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "dry_run": true,
@@ -196,9 +196,15 @@ type scaleBed struct {
 	agents []*agent.Agent
 	// newAgent starts node n's agent afresh (a restart: its window empty).
 	newAgent  func(n int) *agent.Agent
+	coll      controller.Collector // the controller's
+	nodes     int
 	byGPU     map[string]scaleJob
 	promURL   string
 	agentsURL string
+
+	// window is what the agents (and Prometheus queries) keep, cycle the
+	// time between cycles: scaleAgentWindow and scaleCycle unless set.
+	window, cycle time.Duration
 
 	mu       sync.Mutex
 	now      time.Time
@@ -213,10 +219,16 @@ func (s *scaleBed) clock() time.Time { s.mu.Lock(); defer s.mu.Unlock(); return 
 // The agents replay a recording of loop (a short one keeps the setup of
 // a thousand agents short).
 func newScaleBed(tb testing.TB, nodes int, mode string, loop time.Duration) *scaleBed {
+	return newScaleBedWith(tb, nodes, mode, loop, scaleAgentWindow, scaleCycle)
+}
+
+// newScaleBedWith is newScaleBed with the agents' window and the time
+// between cycles chosen.
+func newScaleBedWith(tb testing.TB, nodes int, mode string, loop, window, cycle time.Duration) *scaleBed {
 	tb.Helper()
 	ctx := tb.Context()
 	start := time.Unix(1795983272, 0).UTC()
-	s := &scaleBed{tb: tb, now: start.Add(2 * time.Hour)}
+	s := &scaleBed{tb: tb, now: start.Add(2 * time.Hour), window: window, cycle: cycle}
 	jobs := scaleJobs(nodes)
 	byGPU := map[string]scaleJob{} // "node/index"
 	for _, j := range jobs {
@@ -256,6 +268,7 @@ func newScaleBed(tb testing.TB, nodes int, mode string, loop time.Duration) *sca
 	default:
 		tb.Fatalf("mode %q", mode)
 	}
+	s.coll, s.nodes = coll, nodes
 	s.ctl = s.controller(coll)
 	return s
 }
@@ -279,7 +292,7 @@ func (s *scaleBed) controller(coll controller.Collector) *controller.Controller 
 // prometheus is a Prometheus collector of the bed; whole asks for whole
 // windows every cycle.
 func (s *scaleBed) prometheus(whole bool) *collect.Prometheus {
-	return &collect.Prometheus{URL: s.promURL, Step: scalePromStep, Window: scaleAgentWindow, Now: s.clock,
+	return &collect.Prometheus{URL: s.promURL, Step: scalePromStep, Window: s.window, Now: s.clock,
 		Whole: whole} // the default 64 MiB: a first read at 8,000 GPUs is asked in halves
 }
 
@@ -293,7 +306,7 @@ func (s *scaleBed) startAgents(nodes int, loop time.Duration, whole bool) *colle
 	procs := agent.ProcFS{Root: tb.TempDir()}
 	// A recording of loop, sampled every 10 s, played in a loop from a
 	// start on a multiple of it, so its offsets are the clock's.
-	origin := s.now.Add(-2 * scaleAgentWindow).Truncate(loop)
+	origin := s.now.Add(-2 * s.window).Truncate(loop)
 	recs := make([]*source.Recording, nodes)
 	for n := range nodes {
 		var csv strings.Builder
@@ -312,7 +325,7 @@ func (s *scaleBed) startAgents(nodes int, loop time.Duration, whole bool) *colle
 	}
 	s.newAgent = func(n int) *agent.Agent {
 		a, err := agent.New(agent.Config{Node: scaleNode(n), Source: source.NewReplay(recs[n], origin, true),
-			Interval: scaleAgentInterval, Window: scaleAgentWindow, Now: s.clock, Procs: procs,
+			Interval: scaleAgentInterval, Window: s.window, Now: s.clock, Procs: procs,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			tb.Fatal(err)
@@ -341,7 +354,7 @@ func (s *scaleBed) startAgents(nodes int, loop time.Duration, whole bool) *colle
 	tb.Cleanup(srv.Close)
 	s.agentsURL = srv.URL
 	end := s.now
-	for at := end.Add(-scaleAgentWindow); !at.After(end); at = at.Add(scaleAgentInterval) {
+	for at := end.Add(-s.window); !at.After(end); at = at.Add(scaleAgentInterval) {
 		s.mu.Lock()
 		s.now = at
 		s.mu.Unlock()
@@ -373,7 +386,7 @@ func (s *scaleBed) sample() {
 
 // advance moves the clock one cycle on, the agents sampling on the way.
 func (s *scaleBed) advance() {
-	for range scaleCycle / scaleAgentInterval {
+	for range s.cycle / scaleAgentInterval {
 		s.mu.Lock()
 		s.now = s.now.Add(scaleAgentInterval)
 		s.mu.Unlock()
