@@ -49,8 +49,10 @@ type Agents struct {
 	// controllers did before cursors (for comparison and debugging).
 	Whole bool
 
-	mu   sync.Mutex
-	held map[string]*heldNode // by node
+	// collecting makes Collects take turns: each builds on the last.
+	collecting sync.Mutex
+	mu         sync.Mutex
+	held       map[string]*heldNode // by node
 }
 
 // heldNode is what Agents keeps of one node between cycles.
@@ -77,6 +79,8 @@ type Result struct {
 // what they sampled since the last cycle.
 func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
+	a.collecting.Lock()
+	defer a.collecting.Unlock()
 	a.mu.Lock()
 	if a.held == nil {
 		a.held = map[string]*heldNode{}

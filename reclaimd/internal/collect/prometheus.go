@@ -60,7 +60,8 @@ const (
 // the last value, which may read as idle). Step must therefore be at least
 // dcgm-exporter's scrape interval, or GPUs show gaps and read as stale.
 //
-// Prometheus is safe for concurrent use once its fields are set.
+// Prometheus is safe for concurrent use once its fields are set; Collects
+// take turns, each building on the last.
 type Prometheus struct {
 	// URL is Prometheus's base URL, e.g. "http://prometheus:9090" (a path
 	// prefix such as "/prometheus" is kept).
@@ -109,8 +110,10 @@ type Prometheus struct {
 
 // promState is what Prometheus keeps between cycles.
 type promState struct {
-	mu   sync.Mutex
-	held map[string]*promNode // by node
+	// collecting makes Collects take turns: each builds on the last.
+	collecting sync.Mutex
+	mu         sync.Mutex
+	held       map[string]*promNode // by node
 }
 
 // promStates guards the making of each Prometheus's state, so that a
@@ -306,6 +309,8 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 	first -= first % stepMs
 
 	st := p.held()
+	st.collecting.Lock()
+	defer st.collecting.Unlock()
 	st.mu.Lock()
 	if st.held == nil || p.Whole {
 		st.held = map[string]*promNode{}

@@ -570,3 +570,34 @@ func bigAnswer(nodes, gpus, steps int) ([]byte, []string) {
 	sb.WriteString("]}}")
 	return []byte(sb.String()), names
 }
+
+// After the first read of a node's window, a cycle asks only for the
+// steps since the last one (that one again); a node asked for the first
+// time is read whole, in a query of its own.
+func TestPrometheusAsksForNewSteps(t *testing.T) {
+	srv := newFakePrometheus(t, http.StatusOK, readFixture(t, "query_range-two-nodes.json"))
+	now := promNow
+	p := &Prometheus{URL: srv.URL, Now: func() time.Time { return now }}
+	if _, err := p.Collect(context.Background(), []string{"gpu1", "gpu2"}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(65 * time.Second)
+	if _, err := p.Collect(context.Background(), []string{"gpu1", "gpu2", "gpu3"}); err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ start, end, nodes string }
+	var got []span
+	for _, r := range srv.requests() {
+		nodes := r.Form.Get("query")
+		nodes = nodes[strings.Index(nodes, `=~"`)+3:]
+		got = append(got, span{r.Form.Get("start"), r.Form.Get("end"), nodes[:strings.Index(nodes, `"`)]})
+	}
+	want := []span{
+		{"1795896390.000", "1795899990.000", "gpu1|gpu2"}, // the hour
+		{"1795896450.000", "1795900050.000", "gpu3"},      // a new node: its hour
+		{"1795899990.000", "1795900050.000", "gpu1|gpu2"}, // the last step again, and the new ones
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(span{})); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
+	}
+}
