@@ -56,8 +56,15 @@ func TestIncrementalSameDecisions(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Fatalf("cycle %d: decision (-whole windows +increments):\n%s", cycle, diff)
 				}
+				for _, a := range got.Actions {
+					kinds[a.Kind]++
+				}
 				// What the collectors give, beyond what decides: the same
-				// samples, failures and interval, whole or by increments.
+				// samples, failures and interval, whole or by increments
+				// (every fourth cycle: a difference in what is kept lasts).
+				if cycle%4 != 3 {
+					continue
+				}
 				r1, err1 := incrColl.Collect(t.Context(), nodes)
 				r2, err2 := wholeColl.Collect(t.Context(), nodes)
 				if (err1 == nil) != (err2 == nil) {
@@ -65,9 +72,6 @@ func TestIncrementalSameDecisions(t *testing.T) {
 				}
 				if diff := cmp.Diff(r2, r1, cmpopts.EquateEmpty()); diff != "" {
 					t.Fatalf("cycle %d: collected (-whole windows +increments):\n%s", cycle, diff)
-				}
-				for _, a := range got.Actions {
-					kinds[a.Kind]++
 				}
 			}
 			t.Logf("actions: %v", kinds)
