@@ -4,6 +4,7 @@ package slurmrest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,8 +17,9 @@ import (
 
 // apiV0045 adapts data parser v0.0.45 (Slurm 26.05 and later).
 type apiV0045 struct {
-	c   *Client
-	gen *gen.ClientWithResponses
+	c       *Client
+	gen     *gen.ClientWithResponses
+	jobList jobMemo
 }
 
 func newAPIV0045(c *Client) (backend, error) {
@@ -52,15 +54,17 @@ func (a *apiV0045) jobs(ctx context.Context, since time.Time) (JobList, error) {
 	if !since.IsZero() {
 		p.UpdateTime = ptr(strconv.FormatInt(since.Unix(), 10))
 	}
-	r, err := a.gen.SlurmV0045GetJobsWithResponse(ctx, p)
+	// The raw answer: the memo decodes only the records that changed
+	// since the last list (see jobMemo).
+	r, err := a.gen.SlurmV0045GetJobs(ctx, p)
 	if err != nil {
 		return JobList{}, fmt.Errorf("list jobs: %w", err)
 	}
-	ok, err := result("list jobs", a.user(ctx), r.StatusCode(), r.Body, r.JSON200)
-	if err != nil {
-		return JobList{}, err
-	}
-	return jobList(since, noValTime(&ok.LastUpdate), ok.Jobs, jobV0045)
+	return listJobs(&a.jobList, "list jobs", a.user(ctx), since, r, func(b []byte) (time.Time, error) {
+		var v gen.V0045Uint64NoValStruct
+		err := json.Unmarshal(b, &v)
+		return noValTime(&v), err
+	}, jobV0045)
 }
 
 func (a *apiV0045) job(ctx context.Context, id int64) (Job, error) {

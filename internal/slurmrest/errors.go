@@ -133,6 +133,11 @@ type responseBody struct {
 func checkResponse(op, user string, status int, body []byte) error {
 	var rb responseBody
 	_ = json.Unmarshal(body, &rb) // a body that is not JSON still has a status
+	return checkBody(op, user, status, rb)
+}
+
+// checkBody is checkResponse of a body whose errors are already read.
+func checkBody(op, user string, status int, rb responseBody) error {
 	if status == http.StatusNotModified {
 		return nil
 	}

@@ -44,28 +44,6 @@ func shareTRES[V int64 | float64](m map[string]V, key string, v V) map[string]V 
 	return m
 }
 
-// jobList converts a jobs answer. slurmrestd answers a conditional request
-// with no change by an empty list, last_update 0 and a warning.
-func jobList[T any](since, updated time.Time, in []T, conv func(T) (Job, error)) (JobList, error) {
-	out := JobList{Updated: updated}
-	if !since.IsZero() && len(in) == 0 && updated.IsZero() {
-		return JobList{Unchanged: true, Updated: since}, nil
-	}
-	out.Jobs = make([]Job, 0, len(in))
-	for _, j := range in {
-		x, err := conv(j)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, UnreadableJob{ID: x.ID, Err: err})
-			continue
-		}
-		out.Jobs = append(out.Jobs, x)
-	}
-	if out.Updated.IsZero() {
-		out.Updated = since
-	}
-	return out, nil
-}
-
 // oneJob picks job id from an answer about it. slurmrestd answers a job
 // array's ID with every task of the array, and a heterogeneous job's
 // leader with every component: only the record with the ID is the job.

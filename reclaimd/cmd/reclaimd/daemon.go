@@ -124,7 +124,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if cfg.Source == "prometheus" {
 		p := cfg.Prometheus
 		col = &collect.Prometheus{URL: p.URL, Step: p.Step, Window: p.Window, NodeLabel: p.NodeLabel, MemActivityMetric: p.MemActivityMetric,
-			Client: &http.Client{Timeout: p.Timeout}}
+			MaxResponseBytes: int64(p.MaxResponseMiB) << 20, Client: &http.Client{Timeout: p.Timeout}}
 	}
 	metrics := controller.NewMetrics()
 	buildinfo.Register(metrics.Registry, "reclaimd")

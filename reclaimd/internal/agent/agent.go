@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +81,14 @@ type Agent struct {
 	lastAttempt time.Time
 	lastErr     error     // of the last attempt; nil when it went well
 	started     time.Time // of the first good sample: no sample is older
+	// instance names this run of the agent in its cursors, so that a
+	// cursor of an earlier run (the agent restarted, its windows empty)
+	// gets the whole window.
+	instance string
+	// round counts the good sampling rounds; replaced is the round in
+	// which a window was last started over (a GPU replaced), before which
+	// no cursor may get an increment.
+	round, replaced uint64
 }
 
 // New checks cfg, fills in its defaults and returns an Agent. Every problem
@@ -127,7 +138,8 @@ func New(cfg Config) (*Agent, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("agent config: %w", errors.Join(errs...))
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger, windows: map[int]*window{}}
+	a := &Agent{cfg: cfg, log: cfg.Logger, windows: map[int]*window{},
+		instance: strconv.FormatInt(cfg.Now().UnixNano(), 36)}
 	a.metrics = newMetrics(a)
 	return a, nil
 }
@@ -194,16 +206,18 @@ func (a *Agent) SampleOnce(ctx context.Context) error {
 	if a.started.IsZero() {
 		a.started = now
 	}
+	a.round++
 	for _, s := range samples {
 		w := a.windows[s.GPU]
 		if w == nil || w.uuid != s.UUID {
 			if w != nil {
 				a.log.Warn("gpu replaced", "node", a.cfg.Node, "gpu_index", s.GPU, "old_uuid", w.uuid, "uuid", s.UUID)
+				a.replaced = a.round
 			}
 			w = &window{}
 			a.windows[s.GPU] = w
 		}
-		w.add(s)
+		w.add(s, a.round)
 	}
 	for i, w := range a.windows {
 		w.evict(now.Add(-a.cfg.Window), a.cfg.MaxSamples)
@@ -256,7 +270,14 @@ func (a *Agent) mapJobs(samples []source.Sample) {
 // Snapshot returns the windows as the controller reads them, oldest sample
 // first; samples older than Window are left out even when sampling has
 // stopped. The result is the caller's to keep.
-func (a *Agent) Snapshot() Snapshot {
+func (a *Agent) Snapshot() Snapshot { return a.SnapshotAfter("") }
+
+// SnapshotAfter is Snapshot holding only the samples taken after the
+// snapshot whose Cursor is after: what a reader that keeps the windows
+// itself needs. A cursor that is empty, of another run of the agent, from
+// before a GPU's window started over, or unknown, gets the whole window
+// (Full is set).
+func (a *Agent) SnapshotAfter(after string) Snapshot {
 	now := a.cfg.Now().UTC()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -267,6 +288,16 @@ func (a *Agent) Snapshot() Snapshot {
 		WindowSeconds:   a.cfg.Window.Seconds(),
 		SourceOK:        a.lastErr == nil && !a.lastOK.IsZero(),
 		GPUs:            []GPUWindow{},
+		Version:         SnapshotVersion,
+		Cursor:          a.instance + "." + strconv.FormatUint(a.round, 10),
+		MaxSamples:      a.cfg.MaxSamples,
+		Full:            true,
+	}
+	from := uint64(0) // the samples of rounds after from
+	if inst, r, ok := strings.Cut(after, "."); ok && inst == a.instance {
+		if n, err := strconv.ParseUint(r, 10, 64); err == nil && n >= a.replaced && n <= a.round {
+			from, s.Full, s.After = n, false, after
+		}
 	}
 	if a.lastErr != nil {
 		s.LastError = a.lastErr.Error()
@@ -283,7 +314,10 @@ func (a *Agent) Snapshot() Snapshot {
 	for _, i := range slices.Sorted(maps.Keys(a.windows)) {
 		w := a.windows[i]
 		g := GPUWindow{Index: i, UUID: w.uuid, Model: w.model, MemTotalMiB: w.memTotalMiB, MIG: w.mig, Samples: []Point{}}
-		for _, p := range w.points {
+		// Rounds only grow along a window: the samples after from are a
+		// tail, found without reading the rest.
+		k := sort.Search(len(w.rounds), func(k int) bool { return w.rounds[k] > from })
+		for _, p := range w.points[k:] {
 			if p.At.Before(oldest) {
 				continue
 			}

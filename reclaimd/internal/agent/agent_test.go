@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -219,6 +220,7 @@ func TestAgentNVML(t *testing.T) {
 	at := t0.Add(10 * time.Second)
 	want := Snapshot{
 		Node: "dgx01", TakenAt: at, IntervalSeconds: 10, WindowSeconds: 600, SourceOK: true, LastSampleAt: &at, StartedAt: &t0,
+		Version: SnapshotVersion, Cursor: strconv.FormatInt(t0.UnixNano(), 36) + ".2", Full: true, MaxSamples: 61,
 		GPUs: []GPUWindow{
 			{Index: 0, UUID: "GPU-00000000-0000-0000-0000-000000000000", Model: "Mock NVIDIA A100-SXM4-40GB", MemTotalMiB: 40960},
 			{Index: 1, UUID: "GPU-00000000-0000-0000-0000-000000000001", Model: "Mock NVIDIA A100-SXM4-40GB", MemTotalMiB: 40960, MIG: true},

@@ -5,7 +5,8 @@
 // it knows over HTTP:
 //
 //   - GET /v1/snapshot: the windows as JSON (type Snapshot), which the
-//     reclaimd controller reads;
+//     reclaimd controller reads; with ?after=CURSOR only the samples taken
+//     since the snapshot that gave the cursor (SnapshotAfter);
 //   - GET /healthz: 200 while samples are fresh, 503 with the reason when
 //     the source fails or the data are stale;
 //   - GET /metrics: Prometheus metrics from a private registry, labelled by

@@ -8,7 +8,8 @@ import (
 )
 
 // Handler serves the agent's endpoints: GET /v1/snapshot (JSON, type
-// Snapshot), GET /healthz (text: 200 "ok: …" or 503 with the reason) and
+// Snapshot; ?after=CURSOR for only the samples since the snapshot of that
+// cursor, see SnapshotAfter), GET /healthz (text: 200 "ok: …" or 503 with the reason) and
 // GET /metrics (Prometheus). Other paths are 404, other methods 405.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -35,7 +36,7 @@ func (a *Agent) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	b, err := json.Marshal(a.Snapshot())
+	b, err := json.Marshal(a.SnapshotAfter(r.URL.Query().Get("after")))
 	if err != nil { // only non-finite floats, which no source produces
 		a.log.Error("encode snapshot failed", "error", err)
 		http.Error(w, "encode snapshot: "+err.Error(), http.StatusInternalServerError)

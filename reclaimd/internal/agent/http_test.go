@@ -53,7 +53,8 @@ func TestSnapshotJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := func(m any) []string { return slices.Sorted(maps.Keys(m.(map[string]any))) }
-	wantTop := []string{"gpus", "interval_seconds", "last_error", "last_sample_at", "node", "source_ok", "started_at", "taken_at", "window_seconds"}
+	wantTop := []string{"after", "cursor", "full", "gpus", "interval_seconds", "last_error", "last_sample_at", "max_samples", "node",
+		"source_ok", "started_at", "taken_at", "version", "window_seconds"}
 	if got := keys(doc); !slices.Equal(got, wantTop) {
 		t.Errorf("top-level keys %v, want %v", got, wantTop)
 	}
@@ -82,7 +83,8 @@ func TestSnapshotBeforeFirstSample(t *testing.T) {
 	resp := get(t, a.Handler(), http.MethodGet, "/v1/snapshot")
 	defer resp.Body.Close()
 	want := `{"node":"gpu01","taken_at":"2026-03-01T12:00:00Z","interval_seconds":10,"window_seconds":60,` +
-		`"source_ok":false,"last_error":"","last_sample_at":null,"gpus":[],"started_at":null}` + "\n"
+		`"source_ok":false,"last_error":"","last_sample_at":null,"gpus":[],"version":2,"cursor":"dgrfgbt3myo0.0","full":true,` +
+		`"after":"","max_samples":7,"started_at":null}` + "\n"
 	if got := string(readAll(t, resp.Body)); got != want {
 		t.Errorf("GET /v1/snapshot before any sample:\n%s\nwant\n%s", got, want)
 	}

@@ -5,6 +5,12 @@ import (
 	"time"
 )
 
+// SnapshotVersion is the version of the Snapshot document this agent
+// writes. Version 2 added cursors (version, cursor, after, full,
+// max_samples); a document without "version" is version 1, always the
+// whole window. A reader must refuse a version it does not know.
+const SnapshotVersion = 2
+
 // Snapshot is the JSON document of GET /v1/snapshot: the node's rolling
 // windows, for the reclaimd controller. Times are RFC 3339 in UTC with
 // nanoseconds; percentages run from 0 to 100; a value the GPU cannot measure
@@ -19,6 +25,11 @@ import (
 //	  "source_ok": true,                       // the last sampling worked
 //	  "last_error": "",                        // its error when it did not
 //	  "last_sample_at": "2026-03-01T12:10:00Z", // last good sample; null before the first
+//	  "version": 2,                            // of this document (absent: 1)
+//	  "cursor": "m8x1k2p0.360",                // GET /v1/snapshot?after=<cursor> next time
+//	  "full": false,                           // true: the whole window; false: only what follows "after"
+//	  "after": "m8x1k2p0.357",                 // the cursor the samples follow; "" when full
+//	  "max_samples": 361,                      // the agent keeps at most this many samples a GPU
 //	  "gpus": [{
 //	    "index": 0, "uuid": "GPU-…", "model": "NVIDIA A100-SXM4-40GB",
 //	    "mem_total_mib": 40960, "mig": false,
@@ -41,6 +52,15 @@ import (
 //	  "started_at": "2026-03-01T11:00:00Z"     // this agent's first good sample; null before it
 //	}
 //
+// A reader that keeps the windows itself asks with ?after= the cursor of
+// its last document and gets, with full false, only the samples taken
+// since (a few per GPU instead of the whole window); it appends them to
+// what it holds and drops, as the agent does, the samples older than
+// window_seconds before taken_at and the oldest beyond max_samples. When
+// the agent cannot answer a cursor (it restarted, a GPU was replaced, the
+// cursor is not its own) it sends the whole window with full true, and
+// the reader starts over from it.
+//
 // A GPU with processes but no job ids runs something outside Slurm (or a
 // process whose job the agent could not read). The controller should not
 // act on a snapshot whose source_ok is false or whose samples stop short of
@@ -56,6 +76,11 @@ type Snapshot struct {
 	LastError       string      `json:"last_error"`
 	LastSampleAt    *time.Time  `json:"last_sample_at"`
 	GPUs            []GPUWindow `json:"gpus"`
+	Version         int         `json:"version"`
+	Cursor          string      `json:"cursor"`
+	Full            bool        `json:"full"`
+	After           string      `json:"after"`
+	MaxSamples      int         `json:"max_samples"`
 
 	// StartedAt is when this agent's history begins: the controller
 	// refuses a snapshot with a sample older than it.

@@ -13,11 +13,15 @@ type window struct {
 	memTotalMiB float64
 	mig         bool
 	points      []Point
+	// rounds holds, for each point, the sampling round that took it (see
+	// Agent.round), so that a snapshot can hold only what came after a
+	// reader's cursor.
+	rounds []uint64
 }
 
-// add appends s, whose job ids are already mapped; the GPU's description
-// follows its latest sample.
-func (w *window) add(s source.Sample) {
+// add appends s, taken in sampling round round, whose job ids are
+// already mapped; the GPU's description follows its latest sample.
+func (w *window) add(s source.Sample, round uint64) {
 	w.uuid, w.model, w.memTotalMiB, w.mig = s.UUID, s.Model, s.MemTotalMiB, s.MIG
 	p := Point{
 		At:          s.At.UTC(),
@@ -40,6 +44,7 @@ func (w *window) add(s source.Sample) {
 		})
 	}
 	w.points = append(w.points, p.clone())
+	w.rounds = append(w.rounds, round)
 }
 
 // evict drops the samples taken before oldest, then the oldest ones beyond
@@ -52,6 +57,7 @@ func (w *window) evict(oldest time.Time, limit int) {
 	drop = max(drop, len(w.points)-limit)
 	if drop > 0 {
 		w.points = slices.Delete(w.points, 0, drop)
+		w.rounds = slices.Delete(w.rounds, 0, drop)
 	}
 }
 

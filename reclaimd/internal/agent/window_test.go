@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -44,13 +45,16 @@ func TestWindowEviction(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			w := &window{}
-			for _, d := range tt.at {
-				w.add(source.Sample{At: t0.Add(d * time.Second)})
+			for i, d := range tt.at {
+				w.add(source.Sample{At: t0.Add(d * time.Second)}, uint64(i+1))
 			}
 			w.evict(t0.Add(tt.oldest*time.Second), tt.limit)
 			got := []time.Duration{}
-			for _, p := range w.points {
+			for k, p := range w.points {
 				got = append(got, p.At.Sub(t0)/time.Second)
+				if i := slices.Index(tt.at, p.At.Sub(t0)/time.Second); w.rounds[k] != uint64(i+1) {
+					t.Errorf("point at %s has round %d, want %d", p.At.Sub(t0), w.rounds[k], i+1)
+				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("left after evict (-want +got):\n%s", diff)

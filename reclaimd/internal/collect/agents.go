@@ -1,7 +1,8 @@
 // Package collect gives the reclaimd controller the GPU samples of the
 // GPUs its jobs hold: from the node agents over HTTP (GET /v1/snapshot,
-// one request per node per cycle), or from Prometheus where sites run
-// dcgm-exporter (one range query per cycle). A value that was not measured
+// one request per node per cycle, for what the agent sampled since the
+// last), or from Prometheus where sites run dcgm-exporter (one range
+// query per cycle, for the steps since the last). A value that was not measured
 // is dropped, never read as 0: a GPU with too few samples is not idle.
 package collect
 
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -22,7 +24,19 @@ import (
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
 
-// Agents reads the node agents.
+// Agents reads the node agents. It keeps each node's windows between
+// cycles and asks each agent only for the samples taken since its last
+// answer (GET /v1/snapshot?after=CURSOR, snapshot version 2): a few
+// samples per GPU instead of the whole window, whose decode cost the
+// controller seconds and gigabytes a cycle at a thousand nodes. It drops
+// what it holds as the agent does (older than the agent's window, the
+// oldest beyond its max_samples), so the samples it gives are the ones a
+// whole-window read would. An agent that cannot answer the cursor (it
+// restarted, a GPU was replaced) sends its whole window and Agents starts
+// the node over; an agent older than version 2 always sends the whole
+// window, and is read as before, at the old cost; an agent of a newer
+// version than this controller knows is refused (the node counts as
+// failed, its jobs stale).
 type Agents struct {
 	// URL gives an agent's base URL from the node name; URLTemplate
 	// "http://{node}:9810" when nil.
@@ -35,10 +49,31 @@ type Agents struct {
 	// a secretfile.File's Get): a snapshot not signed with it for this
 	// request is refused (agent/auth.go). nil refuses every snapshot.
 	Secret func() ([]byte, error)
+	// Whole asks for every agent's whole window each cycle, as
+	// controllers did before cursors (for comparison and debugging).
+	Whole bool
+
+	// collecting makes Collects take turns: each builds on the last.
+	collecting sync.Mutex
+	mu         sync.Mutex
+	held       map[string]*heldNode // by node
+}
+
+// heldNode is what Agents keeps of one node between cycles.
+type heldNode struct {
+	cursor string // the agent's cursor of its last answer; "" for none
+	gpus   map[int][]decide.Sample
+	// holders are the jobs of the processes on each GPU in its newest
+	// sample (agent.Point.JobIDs), kept like gpus: an answer with no new
+	// sample for a GPU leaves its holders as they were. MIG GPUs have none.
+	holders map[int][]int64
 }
 
 // Result is what one collection gives.
 type Result struct {
+	// Samples holds each GPU's samples, oldest first. The slices may be
+	// the collector's own, kept for the next cycle: read them, and do
+	// not change or keep them past the cycle.
 	Samples  map[decide.GPUKey][]decide.Sample
 	Interval time.Duration // the agents' sample period
 	// Newest is the time of the newest sample seen (for the data-age metric).
@@ -57,9 +92,29 @@ type Result struct {
 	Holders map[decide.GPUKey][]int64
 }
 
-// Collect asks the agents of the given nodes for their windows.
+// Collect asks the agents of the given nodes for their windows, or for
+// what they sampled since the last cycle.
 func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
-	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}, Refused: map[string]string{}, Holders: map[decide.GPUKey][]int64{}}
+	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}, Refused: map[string]string{},
+		Holders: map[decide.GPUKey][]int64{}}
+	a.collecting.Lock()
+	defer a.collecting.Unlock()
+	a.mu.Lock()
+	if a.held == nil {
+		a.held = map[string]*heldNode{}
+	}
+	asked := make(map[string]*heldNode, len(nodes))
+	for _, n := range nodes {
+		h := a.held[n]
+		if h == nil || a.Whole {
+			h = &heldNode{}
+		}
+		asked[n] = h
+	}
+	// A node not asked for is forgotten: its next read is whole, so no
+	// gap in between is read as samples.
+	a.held = asked
+	a.mu.Unlock()
 	if len(nodes) == 0 {
 		return res, nil
 	}
@@ -75,12 +130,16 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, par)
 	for _, n := range nodes {
+		h := asked[n]
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(node string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			snap, err := a.fetch(ctx, client, node)
+			snap, err := a.fetch(ctx, client, node, h.cursor)
+			if err == nil {
+				err = h.update(snap)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -96,22 +155,14 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 			if iv := time.Duration(snap.IntervalSeconds * float64(time.Second)); iv > res.Interval {
 				res.Interval = iv
 			}
-			for _, g := range snap.GPUs {
-				key := decide.GPUKey{Node: node, Index: g.Index}
-				for _, p := range g.Samples {
-					if p.Util == nil || p.MemActivity == nil {
-						continue // not measured: leaves a gap, which reads as stale
-					}
-					res.Samples[key] = append(res.Samples[key], decide.Sample{At: p.At, UtilPercent: *p.Util,
-						MemActivityPercent: *p.MemActivity, MemUsedMiB: p.MemUsedMiB})
-					if p.At.After(res.Newest) {
-						res.Newest = p.At
-					}
+			for idx, samples := range h.gpus {
+				res.Samples[decide.GPUKey{Node: node, Index: idx}] = samples
+				if last := samples[len(samples)-1].At; last.After(res.Newest) {
+					res.Newest = last
 				}
-				sort.Slice(res.Samples[key], func(i, j int) bool { return res.Samples[key][i].At.Before(res.Samples[key][j].At) })
-				if n := len(g.Samples); n > 0 && !g.MIG {
-					res.Holders[key] = slices.Clone(g.Samples[n-1].JobIDs)
-				}
+			}
+			for idx, jobs := range h.holders {
+				res.Holders[decide.GPUKey{Node: node, Index: idx}] = slices.Clone(jobs)
 			}
 		}(n)
 	}
@@ -120,6 +171,72 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 		return res, fmt.Errorf("no node agent answered (%d nodes; e.g. %s)", len(nodes), firstFailure(res.Failed))
 	}
 	return res, nil
+}
+
+// update takes in one answer of the node's agent: the whole window, or
+// the samples since h.cursor. An answer it cannot read leaves h empty, so
+// that the next read is whole.
+func (h *heldNode) update(snap agent.Snapshot) error {
+	switch {
+	case snap.Version > agent.SnapshotVersion:
+		h.cursor, h.gpus, h.holders = "", nil, nil
+		return fmt.Errorf("agent writes snapshot version %d; this controller reads up to version %d: upgrade reclaimd on the controller",
+			snap.Version, agent.SnapshotVersion)
+	case snap.Version < 2, snap.Full, h.cursor == "":
+		// Version 1 (no cursors) or a whole window: start over from it.
+		h.gpus = make(map[int][]decide.Sample, len(snap.GPUs))
+		h.holders = make(map[int][]int64, len(snap.GPUs))
+	case snap.After != h.cursor:
+		h.cursor, h.gpus, h.holders = "", nil, nil
+		return fmt.Errorf("agent answered for cursor %q, not %q: its next answer is read whole", snap.After, h.cursor)
+	}
+	h.cursor = ""
+	if snap.Version >= 2 {
+		h.cursor = snap.Cursor
+	}
+	for _, g := range snap.GPUs {
+		held := h.gpus[g.Index]
+		sorted := true
+		for _, p := range g.Samples {
+			if p.Util == nil || p.MemActivity == nil {
+				continue // not measured: leaves a gap, which reads as stale
+			}
+			s := decide.Sample{At: p.At, UtilPercent: *p.Util, MemActivityPercent: *p.MemActivity, MemUsedMiB: p.MemUsedMiB}
+			if n := len(held); n > 0 && !held[n-1].At.Before(s.At) {
+				sorted = false
+			}
+			held = append(held, s)
+		}
+		if !sorted {
+			slices.SortStableFunc(held, func(x, y decide.Sample) int { return x.At.Compare(y.At) })
+		}
+		h.gpus[g.Index] = held
+		switch n := len(g.Samples); {
+		case g.MIG:
+			delete(h.holders, g.Index) // Slurm numbers its MIG devices, not the GPU
+		case n > 0:
+			if h.holders == nil {
+				h.holders = map[int][]int64{}
+			}
+			h.holders[g.Index] = slices.Clone(g.Samples[n-1].JobIDs)
+		}
+	}
+	// Drop what the agent has dropped: samples older than its window
+	// before the answer, and the oldest beyond its max_samples.
+	oldest := snap.TakenAt.Add(-time.Duration(snap.WindowSeconds * float64(time.Second)))
+	for idx, held := range h.gpus {
+		drop := sort.Search(len(held), func(i int) bool { return !held[i].At.Before(oldest) })
+		if snap.MaxSamples > 0 {
+			drop = max(drop, len(held)-snap.MaxSamples)
+		}
+		if held = held[drop:]; len(held) == 0 {
+			delete(h.gpus, idx)
+			delete(h.holders, idx)
+			continue
+		}
+		h.gpus[idx] = held
+	}
+	return nil
 }
 
 func firstFailure(m map[string]string) string {
@@ -145,9 +262,13 @@ func (a *Agents) base(node string) string {
 // maxSnapshot bounds an agent's answer.
 const maxSnapshot = 64 << 20
 
-func (a *Agents) fetch(ctx context.Context, client *http.Client, node string) (agent.Snapshot, error) {
+func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor string) (agent.Snapshot, error) {
 	var snap agent.Snapshot
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.base(node), "/")+"/v1/snapshot", nil)
+	u := strings.TrimRight(a.base(node), "/") + "/v1/snapshot"
+	if cursor != "" {
+		u += "?after=" + url.QueryEscape(cursor)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return snap, err
 	}

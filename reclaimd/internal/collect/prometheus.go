@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
@@ -41,7 +44,13 @@ const (
 
 // Prometheus reads the GPU samples from a Prometheus that scrapes
 // dcgm-exporter on the GPU nodes, with one range query per cycle for all
-// the nodes asked for (see [Prometheus.Query]).
+// the nodes asked for (see [Prometheus.Query]). Steps fall on multiples of
+// Step in Unix time, so that every cycle's steps are the same instants:
+// a node's first read asks for the whole Window, and each later one only
+// for the steps since (the last step read again, for scrapes that landed
+// late), the rest kept from before, older than Window dropped. A node
+// not asked for in a cycle is forgotten, and read whole when it is
+// asked for again.
 //
 // Each sample at time t is the maximum of each metric over the Step before
 // t (max_over_time), not the last value Prometheus holds at t: decide reads
@@ -51,7 +60,8 @@ const (
 // the last value, which may read as idle). Step must therefore be at least
 // dcgm-exporter's scrape interval, or GPUs show gaps and read as stale.
 //
-// Prometheus is safe for concurrent use once its fields are set.
+// Prometheus is safe for concurrent use once its fields are set; Collects
+// take turns, each building on the last.
 type Prometheus struct {
 	// URL is Prometheus's base URL, e.g. "http://prometheus:9090" (a path
 	// prefix such as "/prometheus" is kept).
@@ -85,11 +95,47 @@ type Prometheus struct {
 	// DCGM_FI_DEV_FB_USED). It is evidence only: where it is missing a
 	// sample records 0.
 	FBUsedMetric string
-	// MaxResponseBytes bounds the answer read (default 64 MiB, about a
-	// thousand 8-GPU nodes at the default Window and Step).
+	// MaxResponseBytes bounds each answer read (default 64 MiB). A range
+	// whose answer is larger is asked again in halves, down to one step;
+	// only the first read of a node's window is ever that large.
 	MaxResponseBytes int64
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Whole asks for every node's whole Window each cycle, as before the
+	// collector kept windows (for comparison and debugging).
+	Whole bool
+
+	state *promState // made by the first Collect
+}
+
+// promState is what Prometheus keeps between cycles.
+type promState struct {
+	// collecting makes Collects take turns: each builds on the last.
+	collecting sync.Mutex
+	mu         sync.Mutex
+	held       map[string]*promNode // by node
+}
+
+// promStates guards the making of each Prometheus's state, so that a
+// Prometheus stays a plain struct that callers may copy before its first
+// Collect.
+var promStates sync.Mutex
+
+func (p *Prometheus) held() *promState {
+	promStates.Lock()
+	defer promStates.Unlock()
+	if p.state == nil {
+		p.state = &promState{}
+	}
+	return p.state
+}
+
+// promNode is what Prometheus keeps of one node between cycles: the
+// samples of its GPUs, and the last step they reach.
+type promNode struct {
+	last int64 // Unix ms of the newest step read; 0: none
+	gpus map[int][]decide.Sample
+	seen *nodeSeen // what the node's last answer held, for Failed
 }
 
 // APIError is an answer from Prometheus that is not a result: an HTTP
@@ -237,12 +283,14 @@ func normNodes(nodes []string) []string {
 	return slices.Compact(out)
 }
 
-// Collect queries Prometheus once for the samples of the GPUs on the given
-// nodes over the last Window. A node without a single series, or without
-// the utilisation or memory-activity metric, is in Failed with what to
-// check; a time at which a GPU has no utilisation or no memory activity
-// is left out, so it reads as a gap (stale), never as idle. Collect
-// returns an error when the query fails or no node has samples.
+// Collect queries Prometheus for the samples of the GPUs on the given
+// nodes over the last Window: the steps since the last cycle for nodes
+// read before, the whole Window for the others. A node without a single
+// series, or without the utilisation or memory-activity metric, is in
+// Failed with what to check; a time at which a GPU has no utilisation or
+// no memory activity is left out, so it reads as a gap (stale), never as
+// idle. Collect returns an error when a query fails or no node has
+// samples.
 func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error) {
 	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
 	nodes = normNodes(nodes)
@@ -254,25 +302,130 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 	if p.URL == "" {
 		return res, errors.New("prometheus: no URL set: give Prometheus's base URL, e.g. http://prometheus:9090")
 	}
+	stepMs := c.step.Milliseconds()
+	end := c.now().UnixMilli() / stepMs * stepMs
+	// The first step of a whole window: samples before it are dropped.
+	first := end - c.window.Milliseconds() + stepMs - 1
+	first -= first % stepMs
+
+	st := p.held()
+	st.collecting.Lock()
+	defer st.collecting.Unlock()
+	st.mu.Lock()
+	if st.held == nil || p.Whole {
+		st.held = map[string]*promNode{}
+	}
+	kept := make(map[string]*promNode, len(nodes))
+	groups := map[int64][]string{} // by the first step to ask for
+	for _, n := range nodes {
+		h := st.held[n]
+		if h == nil || h.last < first {
+			h = &promNode{gpus: map[int][]decide.Sample{}}
+		}
+		kept[n] = h
+		from := first
+		if h.last > 0 {
+			from = h.last // read again: scrapes may land after a step's time
+		}
+		groups[from] = append(groups[from], n)
+	}
+	st.held = kept
+	st.mu.Unlock()
+
+	for _, from := range slices.Sorted(maps.Keys(groups)) {
+		group := groups[from]
+		series, err := p.queryRange(ctx, c, group, from, end)
+		if err != nil {
+			return res, err
+		}
+		samples, seen := c.join(series, group)
+		for _, n := range group {
+			h := kept[n]
+			h.merge(samples[n], from, first)
+			h.last, h.seen = end, seen[n]
+		}
+	}
+	c.collected(nodes, kept, &res)
+	if len(res.Failed) == len(nodes) {
+		return res, fmt.Errorf("prometheus: no samples for any of the %d nodes (e.g. %s)", len(nodes), firstFailure(res.Failed))
+	}
+	return res, nil
+}
+
+// collected gives res the samples held of each node, or why it has none.
+func (c promConfig) collected(nodes []string, held map[string]*promNode, res *Result) {
+	for _, n := range nodes {
+		h := held[n]
+		if len(h.gpus) == 0 {
+			res.Failed[n] = c.whyNoSamples(n, h.seen)
+			continue
+		}
+		for idx, ss := range h.gpus {
+			res.Samples[decide.GPUKey{Node: n, Index: idx}] = ss
+			if at := ss[len(ss)-1].At; at.After(res.Newest) {
+				res.Newest = at
+			}
+		}
+	}
+}
+
+// merge puts a node's answer for the steps from..end in place of what it
+// held for them, and drops the samples before first.
+func (h *promNode) merge(answer map[int][]decide.Sample, from, first int64) {
+	for idx, ss := range h.gpus {
+		lo := sort.Search(len(ss), func(i int) bool { return ss[i].At.UnixMilli() >= first })
+		hi := sort.Search(len(ss), func(i int) bool { return ss[i].At.UnixMilli() >= from })
+		h.gpus[idx] = ss[lo:max(lo, hi)]
+	}
+	for idx, ss := range answer {
+		h.gpus[idx] = append(h.gpus[idx], ss...)
+	}
+	for idx, ss := range h.gpus {
+		if len(ss) == 0 {
+			delete(h.gpus, idx)
+		}
+	}
+}
+
+// queryRange asks for the steps from..end (Unix ms) of the nodes, in
+// halves of the range where an answer is larger than the limit.
+func (p *Prometheus) queryRange(ctx context.Context, c promConfig, nodes []string, from, end int64) ([]promSeries, error) {
 	query := c.query(nodes)
-	end := c.now()
-	body, err := c.fetch(ctx, p.URL, query, end.Add(-c.window), end)
+	body, err := c.fetch(ctx, p.URL, query, time.UnixMilli(from), time.UnixMilli(end))
+	var big *tooLarge
+	if errors.As(err, &big) {
+		stepMs := c.step.Milliseconds()
+		if steps := (end - from) / stepMs; steps >= 1 {
+			mid := from + (steps+1)/2*stepMs
+			a, err := p.queryRange(ctx, c, nodes, from, mid-stepMs)
+			if err != nil {
+				return nil, err
+			}
+			b, err := p.queryRange(ctx, c, nodes, mid, end)
+			if err != nil {
+				return nil, err
+			}
+			return append(a, b...), nil
+		}
+		return nil, big.err
+	}
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	series, err := parseQueryRange(body)
 	if err != nil {
 		apiErr := &APIError{Message: err.Error()}
 		errors.As(err, &apiErr) // a "status":"error" answer
 		apiErr.Query, apiErr.HTTPStatus = query, http.StatusOK
-		return res, apiErr
+		return nil, apiErr
 	}
-	c.join(series, nodes, &res)
-	if len(res.Failed) == len(nodes) {
-		return res, fmt.Errorf("prometheus: no samples for any of the %d nodes (e.g. %s)", len(nodes), firstFailure(res.Failed))
-	}
-	return res, nil
+	return series, nil
 }
+
+// tooLarge is an answer over the size limit: asked again in halves.
+type tooLarge struct{ err *APIError }
+
+func (t *tooLarge) Error() string { return t.err.Error() }
 
 // fetch POSTs the query (a form, so a long node list fits) and returns the
 // body of a 200 answer.
@@ -300,8 +453,8 @@ func (c promConfig) fetch(ctx context.Context, base, query string, start, end ti
 		return nil, fmt.Errorf("prometheus query_range: read answer: %w", err)
 	}
 	if int64(len(body)) > c.maxBytes {
-		return nil, &APIError{Query: query, HTTPStatus: resp.StatusCode, Message: fmt.Sprintf(
-			"answer larger than %d bytes: raise the response limit, or use a longer step", c.maxBytes)}
+		return nil, &tooLarge{&APIError{Query: query, HTTPStatus: resp.StatusCode, Message: fmt.Sprintf(
+			"the answer for one step is larger than %d bytes: raise prometheus.max_response_mib, or ask for fewer nodes", c.maxBytes)}}
 	}
 	if resp.StatusCode != http.StatusOK {
 		// Prometheus answers errors (400 bad_data, 422 execution, 503
@@ -533,9 +686,10 @@ type nodeSeen struct {
 	badGPU        string // a gpu label value that is not an index
 }
 
-// join groups the series by node and GPU, joins the three metrics by
-// timestamp into samples, and names the nodes without samples in Failed.
-func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
+// join groups the series by node and GPU and joins the three metrics by
+// timestamp into samples; it returns them by node and GPU index, with
+// what the answer held of each node.
+func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[int][]decide.Sample, map[string]*nodeSeen) {
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		want[n] = true
@@ -592,6 +746,7 @@ func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
 			byTime[pt.ms] = a
 		}
 	}
+	out := map[string]map[int][]decide.Sample{}
 	for key, byTime := range accs {
 		times := make([]int64, 0, len(byTime))
 		for ms, a := range byTime {
@@ -610,25 +765,15 @@ func (c promConfig) join(series []promSeries, nodes []string, res *Result) {
 			if !a.hasFB || math.IsNaN(fb) || math.IsInf(fb, 0) {
 				fb = 0 // evidence only; a NaN here would spoil the action's record
 			}
-			s := decide.Sample{At: time.UnixMilli(ms), UtilPercent: finiteOrNaN(a.util),
-				MemActivityPercent: finiteOrNaN(a.mem), MemUsedMiB: fb}
-			samples = append(samples, s)
-			if s.At.After(res.Newest) {
-				res.Newest = s.At
-			}
+			samples = append(samples, decide.Sample{At: time.UnixMilli(ms), UtilPercent: finiteOrNaN(a.util),
+				MemActivityPercent: finiteOrNaN(a.mem), MemUsedMiB: fb})
 		}
-		res.Samples[key] = samples
-	}
-	withSamples := map[string]bool{}
-	for key := range res.Samples {
-		withSamples[key.Node] = true
-	}
-	for _, n := range nodes {
-		if withSamples[n] {
-			continue
+		if out[key.Node] == nil {
+			out[key.Node] = map[int][]decide.Sample{}
 		}
-		res.Failed[n] = c.whyNoSamples(n, seen[n])
+		out[key.Node][key.Index] = samples
 	}
+	return out, seen
 }
 
 // finiteOrNaN reads ±Inf as NaN: a value DCGM could not have measured,

@@ -106,6 +106,7 @@ func TestPrometheusCollect(t *testing.T) {
 		wantQuery   string
 		wantStep    string
 		wantStart   string
+		wantEnd     string // the newest whole step; "1795899990.000" when empty
 		wantSamples map[decide.GPUKey][]decide.Sample
 		wantNewest  time.Time
 		wantFailed  map[string]string
@@ -118,7 +119,7 @@ func TestPrometheusCollect(t *testing.T) {
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
 			wantStep:  "30",
-			wantStart: "1795896400.000", // an hour before
+			wantStart: "1795896390.000", // an hour before the newest whole step
 			wantSamples: map[decide.GPUKey][]decide.Sample{
 				// No FB_USED at step 2: recorded as 0, the sample kept.
 				{Node: "gpu1", Index: 0}: series(all, []float64{0, 0, 0, 0, 0}, []float64{0, 0, 0, 0, 0}, 62248, 62248, 0, 62248, 62248),
@@ -140,7 +141,8 @@ func TestPrometheusCollect(t *testing.T) {
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
 			wantStep:  "90",
-			wantStart: "1795899880.000",
+			wantStart: "1795899870.000", // steps on multiples of 90 s
+			wantEnd:   "1795899960.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{
 				{Node: "gpu1", Index: 0}: series(all, []float64{0, 0, 0, 0, 0}, []float64{0, 0, 0, 0, 0}, 1024),
 				{Node: "gpu2", Index: 1}: series(all, []float64{100, 100, 100, 100, 100}, []float64{50, 50, 50, 50, 50}, 80000),
@@ -156,7 +158,8 @@ func TestPrometheusCollect(t *testing.T) {
 				` or label_replace(max_over_time(DCGM_FI_DEV_MEM_COPY_UTIL{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_MEM_COPY_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
 			wantStep:  "1.5",
-			wantStart: "1795896400.000",
+			wantStart: "1795896399.000",
+			wantEnd:   "1795899999.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{
 				{Node: "gpu1", Index: 0}: series(all, []float64{0, 0, 0, 0, 0}, []float64{0, 0, 3, 0, 0}, 512),
 			},
@@ -171,7 +174,7 @@ func TestPrometheusCollect(t *testing.T) {
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
 			wantStep:    "30",
-			wantStart:   "1795896400.000",
+			wantStart:   "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{},
 			wantFailed: map[string]string{"gpu1": "Prometheus has no DCGM_FI_PROF_DRAM_ACTIVE series for node gpu1: enable it in " +
 				"dcgm-exporter's counters file, or use DCGM_FI_DEV_MEM_COPY_UTIL (needs no profiling metrics)"},
@@ -184,7 +187,7 @@ func TestPrometheusCollect(t *testing.T) {
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
 			wantStep:  "30",
-			wantStart: "1795896400.000",
+			wantStart: "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{
 				{Node: "gpu1", Index: 0}: series(all, []float64{0, 0, 0, 12, 0}, []float64{0, 0, 0, 1, 0}, 100, 100, 100, 100, 200),
 			},
@@ -199,7 +202,7 @@ func TestPrometheusCollect(t *testing.T) {
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
 			wantStep:    "30",
-			wantStart:   "1795896400.000",
+			wantStart:   "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{},
 			wantFailed: map[string]string{
 				"gpu1": "Prometheus has no DCGM series for node gpu1 in the last 1h0m0s: is dcgm-exporter running there, and is its node label the Slurm node name?",
@@ -220,8 +223,12 @@ func TestPrometheusCollect(t *testing.T) {
 			if tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)) {
 				t.Fatalf("Collect() error = %v, want one starting %q", err, tt.wantErr)
 			}
+			end := tt.wantEnd
+			if end == "" {
+				end = "1795899990.000"
+			}
 			want := promRequest{Method: http.MethodPost, Path: "/api/v1/query_range", ContentType: "application/x-www-form-urlencoded",
-				Form: url.Values{"query": {tt.wantQuery}, "start": {tt.wantStart}, "end": {"1795900000.000"}, "step": {tt.wantStep}}}
+				Form: url.Values{"query": {tt.wantQuery}, "start": {tt.wantStart}, "end": {end}, "step": {tt.wantStep}}}
 			if diff := cmp.Diff([]promRequest{want}, srv.requests()); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
@@ -338,7 +345,7 @@ func TestPrometheusErrors(t *testing.T) {
 		},
 		"too large": {
 			status: http.StatusOK, body: readFixture(t, "query_range-two-nodes.json"), prom: Prometheus{MaxResponseBytes: 1000},
-			wantErr: []string{"HTTP 200: answer larger than 1000 bytes: raise the response limit, or use a longer step"},
+			wantErr: []string{"HTTP 200: the answer for one step is larger than 1000 bytes: raise prometheus.max_response_mib"},
 		},
 	}
 	for name, tt := range tests {
@@ -365,8 +372,9 @@ func TestPrometheusErrors(t *testing.T) {
 			if len(res.Samples) != 0 || res.Interval != 30*time.Second {
 				t.Errorf("Result = %+v, want no samples and the step", res)
 			}
-			if n := len(srv.requests()); n != 1 {
-				t.Errorf("%d requests, want 1", n)
+			// An answer too large is asked again in halves, down to one step.
+			if n := len(srv.requests()); n != 1 && (name != "too large" || n != 7) {
+				t.Errorf("%d requests, want 1 (7 when too large: the hour halved down to one step)", n)
 			}
 		})
 	}
@@ -448,7 +456,13 @@ func FuzzParseQueryRange(f *testing.F) {
 		}
 		for _, c := range []promConfig{(&Prometheus{}).config(), (&Prometheus{NodeLabel: "instance"}).config()} {
 			res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
-			c.join(series, nodes, &res)
+			samples, seen := c.join(series, nodes)
+			held := map[string]*promNode{}
+			for _, n := range nodes {
+				held[n] = &promNode{gpus: map[int][]decide.Sample{}, seen: seen[n]}
+				held[n].merge(samples[n], 0, 0)
+			}
+			c.collected(nodes, held, &res)
 			for key, samples := range res.Samples {
 				if !slices.Contains(nodes, key.Node) || res.Failed[key.Node] != "" {
 					t.Fatalf("samples for %s, which is not asked for or failed (%q)", key, res.Failed[key.Node])
@@ -519,10 +533,9 @@ func BenchmarkPrometheusParseJoin(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
-		c.join(series, nodes, &res)
-		if len(res.Samples) != 8000 {
-			b.Fatalf("%d GPUs", len(res.Samples))
+		samples, _ := c.join(series, nodes)
+		if n := len(samples) * len(samples[nodes[0]]); n != 8000 {
+			b.Fatalf("%d GPUs", n)
 		}
 	}
 }
@@ -556,4 +569,35 @@ func bigAnswer(nodes, gpus, steps int) ([]byte, []string) {
 	}
 	sb.WriteString("]}}")
 	return []byte(sb.String()), names
+}
+
+// After the first read of a node's window, a cycle asks only for the
+// steps since the last one (that one again); a node asked for the first
+// time is read whole, in a query of its own.
+func TestPrometheusAsksForNewSteps(t *testing.T) {
+	srv := newFakePrometheus(t, http.StatusOK, readFixture(t, "query_range-two-nodes.json"))
+	now := promNow
+	p := &Prometheus{URL: srv.URL, Now: func() time.Time { return now }}
+	if _, err := p.Collect(context.Background(), []string{"gpu1", "gpu2"}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(65 * time.Second)
+	if _, err := p.Collect(context.Background(), []string{"gpu1", "gpu2", "gpu3"}); err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ start, end, nodes string }
+	var got []span
+	for _, r := range srv.requests() {
+		nodes := r.Form.Get("query")
+		nodes = nodes[strings.Index(nodes, `=~"`)+3:]
+		got = append(got, span{r.Form.Get("start"), r.Form.Get("end"), nodes[:strings.Index(nodes, `"`)]})
+	}
+	want := []span{
+		{"1795896390.000", "1795899990.000", "gpu1|gpu2"}, // the hour
+		{"1795896450.000", "1795900050.000", "gpu3"},      // a new node: its hour
+		{"1795899990.000", "1795900050.000", "gpu1|gpu2"}, // the last step again, and the new ones
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(span{})); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
+	}
 }

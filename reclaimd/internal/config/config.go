@@ -82,6 +82,11 @@ type Prometheus struct {
 	// profiling) or DCGM_FI_DEV_MEM_COPY_UTIL (a percentage).
 	MemActivityMetric string        `yaml:"mem_activity_metric"`
 	Timeout           time.Duration `yaml:"timeout"`
+	// MaxResponseMiB bounds one query_range answer read. Only the first
+	// read of a node's window is large (about 10 KiB per GPU and hour at
+	// a 30s step); an answer over the bound is asked again in halves of
+	// its time range, so the bound limits memory, not the cluster's size.
+	MaxResponseMiB int `yaml:"max_response_mib"`
 }
 
 // Notify says how owners are told.
@@ -126,7 +131,7 @@ func Default() Config {
 		Source: "agents",
 		Agents: Agents{URLTemplate: "http://{node}:9810", Timeout: 5 * time.Second, TokenFile: DefaultAgentTokenFile},
 		Prometheus: Prometheus{URL: "http://127.0.0.1:9090", Step: 30 * time.Second, Window: 2 * time.Hour, NodeLabel: "Hostname",
-			MemActivityMetric: "DCGM_FI_PROF_DRAM_ACTIVE", Timeout: 30 * time.Second},
+			MemActivityMetric: "DCGM_FI_PROF_DRAM_ACTIVE", Timeout: 30 * time.Second, MaxResponseMiB: 64},
 		Notify: Notify{Sendmail: "/usr/sbin/sendmail", MailFrom: "reclaimd"},
 		Agent: Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 2 * time.Hour, ProcRoot: "/proc",
 			TokenFile: DefaultAgentTokenFile},
@@ -228,6 +233,10 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("agents.timeout", "give a bound well under the interval, such as 5s", "%s: an agent that does not answer would stall every cycle", c.Agents.Timeout)
 	} else if c.Source == "agents" && c.Interval >= 5*time.Second && c.Agents.Timeout >= c.Interval {
 		bad("agents.timeout", "give a bound well under the interval, such as 5s", "%s is not shorter than the interval (%s): one slow agent would make every cycle late", c.Agents.Timeout, c.Interval)
+	}
+	if c.Source == "prometheus" && (c.Prometheus.MaxResponseMiB < 1 || c.Prometheus.MaxResponseMiB > 16384) {
+		bad("prometheus.max_response_mib", "give 1 to 16384 (64 is usual): answers over it are asked again in smaller pieces",
+			"%d is not a size in MiB from 1 to 16384", c.Prometheus.MaxResponseMiB)
 	}
 	if c.Source == "prometheus" && c.Prometheus.Timeout <= 0 {
 		bad("prometheus.timeout", "give a bound under the interval, such as 30s", "%s: a Prometheus that does not answer would stall every cycle", c.Prometheus.Timeout)

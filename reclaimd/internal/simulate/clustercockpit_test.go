@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,12 +43,28 @@ func loadRules(t testing.TB, path string) reclaimrules.Rules {
 // for 1h, warn 15m, then cancel").
 func alex(t testing.TB) (Trace, Report) {
 	t.Helper()
-	tr, err := LoadClusterCockpit(alexJobs, alexCluster, DefaultStep)
-	if err != nil {
-		t.Fatal(err)
+	alexOnce.Do(func() {
+		tr, err := LoadClusterCockpit(alexJobs, alexCluster, DefaultStep)
+		if err != nil {
+			alexErr = err
+			return
+		}
+		alexTrace, alexReport = tr, Run(tr, loadRules(t, alexRules), Options{})
+	})
+	if alexErr != nil {
+		t.Fatal(alexErr)
 	}
-	return tr, Run(tr, loadRules(t, alexRules), Options{})
+	return alexTrace, alexReport
 }
+
+// The Alex trace's simulation, run once for the tests that read it (it
+// takes seconds, and a minute under the race detector).
+var (
+	alexOnce   sync.Once
+	alexTrace  Trace
+	alexReport Report
+	alexErr    error
+)
 
 // TestAlexReport is the golden text report of the Alex trace.
 func TestAlexReport(t *testing.T) {

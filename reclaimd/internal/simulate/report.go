@@ -53,6 +53,25 @@ type Report struct {
 	// StaleJobs counts the runs skipped at least once for stale data
 	// (missing or old samples): the trace has gaps where they ran.
 	StaleJobs int `json:"stale_jobs"`
+	// FlaggedJobs counts the runs the rules judged idle at least once (a
+	// warning or a notice). SlowStarters counts those of them whose trace
+	// shows a GPU busy (above the flagging rule's thresholds) after the
+	// first flag, while the run still ran as recorded: jobs that were
+	// only slow to start, or paused, and that the rule would have
+	// bothered; SlowStartersReclaimed those of them that the rules
+	// requeued or cancelled before that first busy sample: work the rule
+	// would have cut short.
+	FlaggedJobs           int `json:"flagged_jobs"`
+	SlowStarters          int `json:"slow_starters"`
+	SlowStartersReclaimed int `json:"slow_starters_reclaimed"`
+	// PartlyIdleGPUHours is the GPU time of multi-GPU runs that a
+	// whole-job rule cannot reach: time a GPU's samples show idle (under
+	// the thresholds of the run's rule) while, at the same sample time,
+	// another GPU of the run is busy. A sample stands for at most one
+	// sample interval before it, as for IdleGPUHours. PartlyIdleJobs
+	// counts the runs with any. A rule's partial_idle reaches some of it.
+	PartlyIdleGPUHours float64 `json:"partly_idle_gpu_hours"`
+	PartlyIdleJobs     int     `json:"partly_idle_jobs"`
 	// ByAction counts the actions by kind ("warn", "cancel", …).
 	ByAction map[string]int `json:"by_action"`
 	// ByTenant sums the runs up by tenant ("" for none).
@@ -94,6 +113,12 @@ type JobTimeline struct {
 	ReclaimedGPUSeconds float64   `json:"reclaimed_gpu_seconds"`
 	// StaleCycles counts the cycles the run was skipped for stale data.
 	StaleCycles int `json:"stale_cycles,omitempty"`
+	// BusyAfterFlagAt is the time of the first sample that shows a GPU of
+	// the run busy after the run was first judged idle (zero: none, or
+	// never judged idle): see Report.SlowStarters.
+	BusyAfterFlagAt time.Time `json:"busy_after_flag_at,omitzero"`
+	// PartlyIdleGPUSeconds is the run's part of Report.PartlyIdleGPUHours.
+	PartlyIdleGPUSeconds float64 `json:"partly_idle_gpu_seconds,omitempty"`
 }
 
 // Event is one action on a run.
@@ -123,6 +148,10 @@ func (r Report) WriteText(w io.Writer) error {
 		r.IdleGPUHours, 100*r.IdleCoverage, r.JudgedIdleGPUHours, r.JobsReclaimed, actionCounts(r.ByAction))
 	fmt.Fprintf(bw, "simulated %s to %s UTC, a cycle every %s, samples every %s\n",
 		r.From.UTC().Format(textTime), r.To.UTC().Format(textTime), r.Step, r.SampleInterval)
+	fmt.Fprintf(bw, "jobs judged idle: %d, busy again later in the trace (slow starters): %d, of them requeued or cancelled before they got busy: %d\n",
+		r.FlaggedJobs, r.SlowStarters, r.SlowStartersReclaimed)
+	fmt.Fprintf(bw, "partly idle GPU-hours (a GPU idle while another of its job works; a whole-job rule cannot reach them): %.1f in %d jobs\n",
+		r.PartlyIdleGPUHours, r.PartlyIdleJobs)
 	if r.StaleJobs > 0 {
 		fmt.Fprintf(bw, "jobs skipped for stale data at least once: %d (the trace has gaps where they ran; see stale_cycles in the JSON report)\n", r.StaleJobs)
 	}
@@ -166,6 +195,9 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "  %s  %s to %s (%s)\n", gpuCount(j.GPUs), j.Start.UTC().Format(textTime), j.End.UTC().Format(textTime), j.End.Sub(j.Start))
 		for _, e := range j.Events {
 			fmt.Fprintf(bw, "  %s  %-12s  %s\n", e.At.UTC().Format(textTime), e.Kind, e.Reason)
+		}
+		if !j.BusyAfterFlagAt.IsZero() {
+			fmt.Fprintf(bw, "  busy again at %s: a slow starter\n", j.BusyAfterFlagAt.UTC().Format(textTime))
 		}
 		if !j.ReclaimedAt.IsZero() {
 			fmt.Fprintf(bw, "  reclaimed %.2f GPU-hours (%s × %s), idle %.2f GPU-hours\n",

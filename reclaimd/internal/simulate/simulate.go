@@ -104,6 +104,10 @@ type run struct {
 	idleGPUs  int
 	idleDef   reclaimrules.IdleDef // the thresholds of the rule that judged it
 	counted   time.Time            // idle time is counted up to here
+	// flagAt is when the run was first judged idle (zero: never), and
+	// flagDef the thresholds of the rule that judged it then.
+	flagAt  time.Time
+	flagDef reclaimrules.IdleDef
 }
 
 // series is one GPU's samples with a sliding window over them: at time t,
@@ -240,6 +244,9 @@ func (r *run) act(t time.Time, a decide.Action, rules reclaimrules.Rules, iv tim
 				}
 			}
 		}
+		if r.flagAt.IsZero() {
+			r.flagAt, r.flagDef = t, r.idleDef
+		}
 	case decide.Recover:
 		r.closeIdle(t, iv)
 	case decide.Requeue, decide.RequeueHold, decide.Cancel:
@@ -297,11 +304,85 @@ func (r *run) closeIdle(t time.Time, iv time.Duration) {
 	r.idleSince, r.counted, r.idleGPUs = time.Time{}, time.Time{}, 0
 }
 
+// evidence fills in the run's slow-starter and partly idle figures from
+// its samples; see Report.SlowStarters and Report.PartlyIdleGPUHours.
+func (s *sim) evidence(r *run) {
+	rules := s.rules.WithDefaults()
+	start := maxTime(r.job.Start, s.from)
+	busy := func(x decide.Sample, def reclaimrules.IdleDef) bool {
+		return x.UtilPercent > def.MaxUtilPercent || x.MemActivityPercent > def.MaxMemActivityPercent
+	}
+	if !r.flagAt.IsZero() {
+		for _, sr := range r.series {
+			for _, x := range sr.samples {
+				if x.At.After(r.flagAt) && !x.At.After(r.end) && busy(x, r.flagDef) &&
+					(r.tl.BusyAfterFlagAt.IsZero() || x.At.Before(r.tl.BusyAfterFlagAt)) {
+					r.tl.BusyAfterFlagAt = x.At
+				}
+			}
+		}
+	}
+	if len(r.series) < 2 {
+		return
+	}
+	j := r.job
+	info := decide.Job{Tenant: j.Tenant, Account: j.Account, User: j.User, Class: j.Class, QOS: j.QOS, Partition: j.Partition}.Info()
+	if _, exempt := rules.Exempt.Exempts(info); exempt {
+		return
+	}
+	rule, ok := rules.For(info)
+	if !ok {
+		return
+	}
+	busyAt := map[int64]bool{} // Unix ns of the samples that show a GPU busy
+	for _, sr := range r.series {
+		for _, x := range sr.samples {
+			if x.At.After(start) && !x.At.After(r.end) && busy(x, rule.Idle) {
+				busyAt[x.At.UnixNano()] = true
+			}
+		}
+	}
+	if len(busyAt) == 0 {
+		return
+	}
+	iv := s.tr.SampleInterval
+	if iv <= 0 {
+		iv = decide.DefaultSampleInterval
+	}
+	for _, sr := range r.series {
+		ss := sr.samples
+		for i, x := range ss {
+			if !x.At.After(start) || x.At.After(r.end) || busy(x, rule.Idle) || !busyAt[x.At.UnixNano()] {
+				continue
+			}
+			from := maxTime(x.At.Add(-iv), start)
+			if i > 0 {
+				from = maxTime(from, ss[i-1].At)
+			}
+			r.tl.PartlyIdleGPUSeconds += x.At.Sub(from).Seconds()
+		}
+	}
+}
+
 // report sums the runs up into rep.
 func (s *sim) report(rep *Report) {
 	rep.Jobs = make([]JobTimeline, 0, len(s.runs))
 	for _, r := range s.runs {
+		s.evidence(r)
 		tl := r.tl
+		if !r.flagAt.IsZero() {
+			rep.FlaggedJobs++
+		}
+		if !tl.BusyAfterFlagAt.IsZero() {
+			rep.SlowStarters++
+			if !tl.ReclaimedAt.IsZero() && tl.ReclaimedAt.Before(tl.BusyAfterFlagAt) {
+				rep.SlowStartersReclaimed++
+			}
+		}
+		if tl.PartlyIdleGPUSeconds > 0 {
+			rep.PartlyIdleJobs++
+			rep.PartlyIdleGPUHours += tl.PartlyIdleGPUSeconds / 3600
+		}
 		start := maxTime(r.job.Start, s.from)
 		gpuHours := float64(len(r.job.GPUs)) * r.end.Sub(start).Hours()
 		tt := rep.ByTenant[tl.Tenant]

@@ -236,6 +236,7 @@ func TestRun(t *testing.T) {
 			want: func() []JobTimeline {
 				tl := timeline(j1, "train", []Event{ev(30*time.Minute, decide.Warn), ev(41*time.Minute, decide.Recover)}, 8*10*60, time.Time{})
 				tl.JudgedIdleGPUSeconds, tl.ObservedGPUSeconds = 8*11*60, 8*11*60
+				tl.BusyAfterFlagAt = at(41 * time.Minute) // a slow starter
 				return []JobTimeline{tl}
 			}(),
 		},
@@ -345,6 +346,7 @@ func TestReportTotals(t *testing.T) {
 		ReclaimedGPUHours:  8 * (3 + 9.0/60),
 		JobsTouched:        1,
 		JobsReclaimed:      1,
+		FlaggedJobs:        1,
 		ByAction:           map[string]int{"warn": 1, "signal": 1, "requeue": 1},
 		ByTenant: map[string]TenantTotals{
 			"research": {Jobs: 1, JobsTouched: 1, JobsReclaimed: 1, GPUHours: 32, IdleGPUHours: 8 * 21.0 / 60, ReclaimedGPUHours: 8 * (3 + 9.0/60)},
