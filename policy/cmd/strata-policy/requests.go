@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 // compares with per-object sacctmgr.
 type requestCounter struct {
 	next          http.RoundTripper
+	log           *slog.Logger // each request at debug, with its time; nil: none
 	reads, writes atomic.Int64
 }
 
@@ -21,7 +23,18 @@ func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		r.writes.Add(1)
 	}
-	return r.next.RoundTrip(req)
+	start := time.Now()
+	resp, err := r.next.RoundTrip(req)
+	if r.log != nil {
+		// Until the headers: slurmrestd answers once slurmdbd is done.
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		r.log.Debug("slurmrestd request", "method", req.Method, "path", req.URL.Path, "bytes", req.ContentLength,
+			"status", status, "took", time.Since(start))
+	}
+	return resp, err
 }
 
 // client is an HTTP client that counts through r; timeout bounds one

@@ -1,0 +1,197 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/strata-hpc/strata/policy/internal/compile"
+	"github.com/strata-hpc/strata/policy/internal/plan"
+)
+
+// Loader loads a sacctmgr flat file (*sacctmgr.Command): what slurmdbd
+// lacks of it is added in one transaction, and a load that fails keeps
+// nothing.
+type Loader interface {
+	Load(ctx context.Context, file []byte) error
+}
+
+// DefaultLoadMin is the fewest changes a run of new accounts and users
+// must have to be written by one `sacctmgr load` rather than in REST
+// batches. On Slurm 26.05 slurmrestd makes a user record with one
+// slurmdbd call per user, each scanning every association, and reads each
+// association before it adds it; a load does neither, so a first apply
+// of 42,000 objects takes minutes less (see the README's benchmark). Below
+// a batch or so either way takes well under a second.
+const DefaultLoadMin = DefaultBatchSize
+
+// loadable says whether c can go into a load of the run before it:
+// accounts slurmdbd has no trace of, users it has no trace of, and the
+// limits of the associations such a user gets. created holds the users
+// the run creates so far.
+func loadable(c plan.Change, created map[string]bool) bool {
+	switch {
+	case c.Kind == "account" && c.Op == "create":
+		return !c.HasRecord && c.Account != nil && flatSafe(c.Account.Name, c.Account.Parent, c.Account.Description)
+	case c.Kind == "user" && c.Op == "create":
+		return !c.DefaultOnly && c.User != nil && flatSafe(c.User.Name, c.User.DefaultAccount)
+	case c.Kind == "association" && c.Op == "modify":
+		return c.Assoc != nil && c.Assoc.User != "" && created[c.Assoc.User]
+	}
+	return false
+}
+
+// loadRun is the length of the run of loadable changes that starts the
+// plan (0: none).
+func loadRun(changes []plan.Change) int {
+	created := map[string]bool{}
+	for i, c := range changes {
+		if !loadable(c, created) {
+			return i
+		}
+		if c.Kind == "user" {
+			created[c.Name] = true
+		}
+	}
+	return len(changes)
+}
+
+// flatSafe says whether the values can be written in a flat file: its
+// lines are split at ':' and values quoted with '.
+func flatSafe(vals ...string) bool {
+	for _, v := range vals {
+		if strings.ContainsAny(v, "':\n\r\"") {
+			return false
+		}
+	}
+	return true
+}
+
+// loadChanges writes a run of loadable changes as one flat file.
+func loadChanges(ctx context.Context, l Loader, cluster string, run []plan.Change) error {
+	var accounts []*compile.Account
+	var users []*compile.User
+	for _, c := range run {
+		switch c.Kind {
+		case "account":
+			accounts = append(accounts, c.Account)
+		case "user":
+			users = append(users, c.User)
+		}
+		// An association change carries a limit the user's own (compiled)
+		// accounts already hold.
+	}
+	file, err := FlatFile(cluster, accounts, users)
+	if err != nil {
+		return err
+	}
+	return l.Load(ctx, file)
+}
+
+// FlatFile is the sacctmgr flat file (`sacctmgr load`, the format of
+// `sacctmgr dump`) that creates the accounts, under their parents (listed
+// before their children), and the users with their associations: the
+// fields apply writes through slurmrestd, with the ownership mark. It
+// holds no QOS (a load cannot create them) and no coordinators.
+func FlatFile(cluster string, accounts []*compile.Account, users []*compile.User) ([]byte, error) {
+	var b bytes.Buffer
+	if !flatSafe(cluster) {
+		return nil, fmt.Errorf("flat file: cluster %q", cluster)
+	}
+	fmt.Fprintf(&b, "Cluster - '%s'\n", cluster)
+	var parents []string
+	byParent := map[string][]*compile.Account{}
+	for _, a := range accounts {
+		if !flatSafe(a.Name, a.Parent, a.Description, a.DefaultQOS) {
+			return nil, fmt.Errorf("flat file: account %q has a value a flat file cannot hold", a.Name)
+		}
+		p := a.Parent
+		if p == "" {
+			p = "root"
+		}
+		if _, ok := byParent[p]; !ok {
+			parents = append(parents, p)
+		}
+		byParent[p] = append(byParent[p], a)
+	}
+	for _, p := range parents {
+		fmt.Fprintf(&b, "Parent - '%s'\n", p)
+		for _, a := range byParent[p] {
+			fmt.Fprintf(&b, "Account - '%s':Description='%s':Organization='%s':Fairshare=%d", a.Name, a.Description, compile.Marker, a.Fairshare)
+			if a.Priority > 0 {
+				fmt.Fprintf(&b, ":Priority=%d", a.Priority)
+			}
+			if len(a.QOS) > 0 {
+				fmt.Fprintf(&b, ":QOS='%s'", strings.Join(a.QOS, ","))
+			}
+			if a.DefaultQOS != "" {
+				fmt.Fprintf(&b, ":DefaultQOS='%s'", a.DefaultQOS)
+			}
+			if len(a.GrpTRES) > 0 {
+				fmt.Fprintf(&b, ":GrpTRES=%s", a.GrpTRES)
+			}
+			if len(a.GrpTRESMins) > 0 {
+				fmt.Fprintf(&b, ":GrpTRESMins=%s", a.GrpTRESMins)
+			}
+			if a.GrpJobs > 0 {
+				fmt.Fprintf(&b, ":GrpJobs=%d", a.GrpJobs)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	// Users by account, accounts in the order they first appear; a user's
+	// default is written on each of its lines (a load sets it from the
+	// user's first).
+	var accts []string
+	members := map[string][]*compile.User{}
+	for _, u := range users {
+		if !flatSafe(u.Name, u.DefaultAccount) {
+			return nil, fmt.Errorf("flat file: user %q has a value a flat file cannot hold", u.Name)
+		}
+		names := make([]string, 0, len(u.Accounts))
+		for a := range u.Accounts {
+			names = append(names, a)
+		}
+		sort.Strings(names)
+		for _, a := range names {
+			if !flatSafe(a) {
+				return nil, fmt.Errorf("flat file: account %q of user %q", a, u.Name)
+			}
+			if _, ok := members[a]; !ok {
+				accts = append(accts, a)
+			}
+			members[a] = append(members[a], u)
+		}
+	}
+	for _, a := range accts {
+		fmt.Fprintf(&b, "Parent - '%s'\n", a)
+		for _, u := range members[a] {
+			fmt.Fprintf(&b, "User - '%s':DefaultAccount='%s'", u.Name, u.DefaultAccount)
+			if n := u.Accounts[a]; n > 0 {
+				b.WriteString(":GrpTRES=gres/gpu=" + strconv.FormatInt(n, 10))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// applyLoad writes a run of loadable changes with one load and records
+// them; false when the load failed (it kept nothing: the caller writes the
+// run in batches instead, which finds the change at fault).
+func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change, res *Result, log *slog.Logger) bool {
+	if err := loadChanges(ctx, l, cluster, run); err != nil {
+		log.Warn("sacctmgr load failed, and kept nothing: writing its changes in batches", "changes", len(run),
+			"first", run[0].Name, "error", err)
+		return false
+	}
+	log.Info("policy changes loaded", "changes", len(run), "first", run[0].Name, "last", run[len(run)-1].Name)
+	res.Applied = append(res.Applied, run...)
+	res.Batches++
+	res.Loads++
+	return true
+}
