@@ -95,7 +95,8 @@ func loadChanges(ctx context.Context, l Loader, cluster string, run []plan.Chang
 // FlatFile is the sacctmgr flat file (`sacctmgr load`, the format of
 // `sacctmgr dump`) that creates the accounts, under their parents (listed
 // before their children), and the users with their associations: the
-// fields apply writes through slurmrestd, with the ownership mark. It
+// fields apply writes through slurmrestd, with the ownership mark. Each
+// user's default association comes first, with its default account. It
 // holds no QOS (a load cannot create them) and no coordinators.
 func FlatFile(cluster string, accounts []*compile.Account, users []*compile.User) ([]byte, error) {
 	var b bytes.Buffer
@@ -143,41 +144,60 @@ func FlatFile(cluster string, accounts []*compile.Account, users []*compile.User
 			b.WriteByte('\n')
 		}
 	}
-	// Users by account, accounts in the order they first appear; a user's
-	// default is written on each of its lines (a load sets it from the
-	// user's first).
+	// Users by account, accounts in the order they first appear: first
+	// each user's association under its default account (a load takes a
+	// new user's default from its first line), then its others.
 	var accts []string
 	members := map[string][]*compile.User{}
+	add := func(a string, u *compile.User) {
+		if _, ok := members[a]; !ok {
+			accts = append(accts, a)
+		}
+		members[a] = append(members[a], u)
+	}
 	for _, u := range users {
 		if !flatSafe(u.Name, u.DefaultAccount) {
 			return nil, fmt.Errorf("flat file: user %q has a value a flat file cannot hold", u.Name)
 		}
+		if _, ok := u.Accounts[u.DefaultAccount]; !ok {
+			return nil, fmt.Errorf("flat file: user %q: default account %q is none of its accounts", u.Name, u.DefaultAccount)
+		}
+		add(u.DefaultAccount, u)
+	}
+	writeUsers(&b, accts, members)
+	accts, members = nil, map[string][]*compile.User{}
+	for _, u := range users {
 		names := make([]string, 0, len(u.Accounts))
 		for a := range u.Accounts {
-			names = append(names, a)
+			if a != u.DefaultAccount {
+				names = append(names, a)
+			}
 		}
 		sort.Strings(names)
 		for _, a := range names {
 			if !flatSafe(a) {
 				return nil, fmt.Errorf("flat file: account %q of user %q", a, u.Name)
 			}
-			if _, ok := members[a]; !ok {
-				accts = append(accts, a)
-			}
-			members[a] = append(members[a], u)
+			add(a, u)
 		}
 	}
+	writeUsers(&b, accts, members)
+	return b.Bytes(), nil
+}
+
+// writeUsers writes the users' lines under each account, each with the
+// user's default account (as `sacctmgr dump` does).
+func writeUsers(b *bytes.Buffer, accts []string, members map[string][]*compile.User) {
 	for _, a := range accts {
-		fmt.Fprintf(&b, "Parent - '%s'\n", a)
+		fmt.Fprintf(b, "Parent - '%s'\n", a)
 		for _, u := range members[a] {
-			fmt.Fprintf(&b, "User - '%s':DefaultAccount='%s'", u.Name, u.DefaultAccount)
+			fmt.Fprintf(b, "User - '%s':DefaultAccount='%s'", u.Name, u.DefaultAccount)
 			if n := u.Accounts[a]; n > 0 {
 				b.WriteString(":GrpTRES=gres/gpu=" + strconv.FormatInt(n, 10))
 			}
 			b.WriteByte('\n')
 		}
 	}
-	return b.Bytes(), nil
 }
 
 // applyLoad writes a run of loadable changes with one load and records
