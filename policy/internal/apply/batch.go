@@ -152,12 +152,13 @@ func ApplyWith(ctx context.Context, s Slurm, cluster string, changes []plan.Chan
 		}
 		if n >= loadMin {
 			run := changes[i : i+n]
-			if !applyLoad(ctx, opt.Loader, cluster, run, &res, log) {
+			if done := applyLoad(ctx, opt.Loader, cluster, run, &res, log); done < n {
+				left := run[done:]
 				if ctx.Err() != nil {
-					res.Failed, res.Err = &run[0], fmt.Errorf("load of %d changes from %s: %w", len(run), run[0].Name, ctx.Err())
+					res.Failed, res.Err = &left[0], fmt.Errorf("load of %d changes from %s: %w", len(left), left[0].Name, ctx.Err())
 					return res
 				}
-				if !applyBatches(ctx, s, b, cluster, run, size, &res, log) {
+				if !applyBatches(ctx, s, b, cluster, left, size, &res, log) {
 					return res
 				}
 			}

@@ -18,7 +18,18 @@ import (
 // nothing.
 type Loader interface {
 	Load(ctx context.Context, file []byte) error
+	// LoadInOrder loads independent files side by side and commits them
+	// in order: what it keeps is the first n.
+	LoadInOrder(ctx context.Context, files [][]byte) (n int, err error)
 }
+
+// loadPartUsers is about the most new users one load of a run makes
+// (loadParts at most): sacctmgr's own time grows with the square of a
+// file's lines, so a run of many users is loaded in parts side by side.
+const (
+	loadPartUsers = 2000
+	loadParts     = 8
+)
 
 // DefaultLoadMin is the fewest changes a run of new accounts and users
 // must have to be written by one `sacctmgr load` rather than in REST
@@ -200,18 +211,98 @@ func writeUsers(b *bytes.Buffer, accts []string, members map[string][]*compile.U
 	}
 }
 
-// applyLoad writes a run of loadable changes with one load and records
-// them; false when the load failed (it kept nothing: the caller writes the
-// run in batches instead, which finds the change at fault).
-func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change, res *Result, log *slog.Logger) bool {
-	if err := loadChanges(ctx, l, cluster, run); err != nil {
-		log.Warn("sacctmgr load failed, and kept nothing: writing its changes in batches", "changes", len(run),
-			"first", run[0].Name, "error", err)
-		return false
+// applyLoad writes a run of loadable changes and records them; false
+// when a load failed. A load keeps nothing when it fails, and parts are
+// committed in order, so what was applied is a prefix of the run: the
+// caller writes the rest in batches, which finds the change at fault.
+// A run of few users is one load; one of many loads its accounts first,
+// then its users in parts side by side (see LoadInOrder).
+func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change, res *Result, log *slog.Logger) int {
+	accounts, users := 0, 0
+	for i, c := range run {
+		switch {
+		case c.Kind == "account" && accounts == i:
+			accounts++
+		case c.Kind == "user":
+			users++
+		}
 	}
-	log.Info("policy changes loaded", "changes", len(run), "first", run[0].Name, "last", run[len(run)-1].Name)
-	res.Applied = append(res.Applied, run...)
-	res.Batches++
-	res.Loads++
-	return true
+	parts := min(loadParts, users/loadPartUsers)
+	if parts < 2 {
+		if err := loadChanges(ctx, l, cluster, run); err != nil {
+			log.Warn("sacctmgr load failed, and kept nothing: writing its changes in batches", "changes", len(run),
+				"first", run[0].Name, "error", err)
+			return 0
+		}
+		log.Info("policy changes loaded", "changes", len(run), "first", run[0].Name, "last", run[len(run)-1].Name)
+		res.Applied = append(res.Applied, run...)
+		res.Batches++
+		res.Loads++
+		return len(run)
+	}
+	done := 0
+	if accounts > 0 {
+		if err := loadChanges(ctx, l, cluster, run[:accounts]); err != nil {
+			log.Warn("sacctmgr load of the new accounts failed, and kept nothing: writing the run in batches", "changes", accounts, "error", err)
+			return 0
+		}
+		log.Info("policy changes loaded", "changes", accounts, "first", run[0].Name, "last", run[accounts-1].Name)
+		res.Applied = append(res.Applied, run[:accounts]...)
+		res.Batches++
+		res.Loads++
+		done = accounts
+	}
+	// Parts of about users/parts users, each cut before a user's change
+	// (its association changes follow it).
+	rest := run[done:]
+	var cuts []int // start of each part in rest
+	per, seen := (users+parts-1)/parts, 0
+	for i, c := range rest {
+		if c.Kind != "user" {
+			continue
+		}
+		if seen%per == 0 {
+			cuts = append(cuts, i)
+		}
+		seen++
+	}
+	if len(cuts) == 0 || cuts[0] != 0 {
+		cuts = append([]int{0}, cuts...)
+	}
+	files := make([][]byte, len(cuts))
+	bounds := make([][2]int, len(cuts))
+	for k, from := range cuts {
+		to := len(rest)
+		if k+1 < len(cuts) {
+			to = cuts[k+1]
+		}
+		bounds[k] = [2]int{from, to}
+		var us []*compile.User
+		for _, c := range rest[from:to] {
+			if c.Kind == "user" {
+				us = append(us, c.User)
+			}
+		}
+		f, err := FlatFile(cluster, nil, us)
+		if err != nil {
+			log.Warn("no flat file for the new users: writing them in batches", "error", err)
+			return done
+		}
+		files[k] = f
+	}
+	n, err := l.LoadInOrder(ctx, files)
+	for k := range n {
+		part := rest[bounds[k][0]:bounds[k][1]]
+		res.Applied = append(res.Applied, part...)
+		res.Batches++
+		res.Loads++
+		done += len(part)
+	}
+	if err != nil {
+		log.Warn("sacctmgr load failed: the parts before it are committed, it and those after it kept nothing; writing the rest in batches",
+			"parts", len(files), "committed", n, "error", err)
+		return done
+	}
+	log.Info("policy changes loaded in parts side by side", "changes", len(rest), "parts", len(files), "first", rest[0].Name, "last", rest[len(rest)-1].Name)
+	return done
 }
