@@ -61,6 +61,13 @@ their associations, then removals), in batches: consecutive changes of one kind 
 as one list request (--batch-size changes at most; creating accounts takes one more request per
 parent account). Removals and default-account moves are written one at a time.
 
+Where it reads through sacctmgr (--read-with auto or sacctmgr), a run of 500 or more changes that
+only create (accounts and users slurmdbd has no trace of, with their limits: a first apply, a new
+tenant) goes to slurmdbd as a sacctmgr flat file, "sacctmgr load", instead: one load, or for
+many users the accounts first and then the users in parts loaded side by side and committed in
+order. A load keeps all of its part or nothing, so apply stops as exactly as with batches: what
+a failed load did not keep is written in batches, which stop at the change at fault.
+
 A batch that fails is written again one change at a time, so apply stops at the change that
 fails, and every change before it is applied: slurmdbd keeps nothing of a list request it refuses.
 Run apply again to continue: it plans from what Slurm has, so it converges, and a second apply of
