@@ -380,7 +380,7 @@ func runSacctmgr(b *testing.B, bed *testbed.Bed, calls [][]string) {
 
 func (r benchResult) table(bed *testbed.Bed) string {
 	var w strings.Builder
-	fmt.Fprintf(&w, "\nstrata-policy apply against per-object sacctmgr, %s, Slurm %s (test bed %s), %d CPUs, load average %s at the start, %s at the end\n",
+	fmt.Fprintf(&w, "\nstrata-policy apply against sacctmgr load and per-object sacctmgr, %s, Slurm %s (test bed %s), %d CPUs, load average %s at the start, %s at the end\n",
 		time.Now().UTC().Format("2006-01-02"), bed.Release, bed.Name, runtime.NumCPU(), r.loadBefore, r.loadAfter)
 	fmt.Fprintf(&w, "policy: %d tenants x %d projects x %d members = %d QOS, %d accounts, %d users, %d user associations (%d objects)\n\n",
 		r.stats.Tenants, r.stats.Projects/r.stats.Tenants, r.stats.Associations/r.stats.Projects, r.stats.Classes,
