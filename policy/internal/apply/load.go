@@ -23,12 +23,15 @@ type Loader interface {
 	LoadInOrder(ctx context.Context, files [][]byte) (n int, err error)
 }
 
-// loadPartUsers is about the most new users one load of a run makes
-// (loadParts at most): sacctmgr's own time grows with the square of a
-// file's lines, so a run of many users is loaded in parts side by side.
+// loadPartAssocs is about the most user associations one load of a run
+// makes (loadParts at most): sacctmgr's own time grows with the square of
+// a file's lines, and slurmdbd logs a load's associations in one INSERT
+// that MariaDB refuses over max_allowed_packet (16 MiB by default, about
+// 30,000 associations), so a run of many users is loaded in parts side by
+// side.
 const (
-	loadPartUsers = 2000
-	loadParts     = 8
+	loadPartAssocs = 2500
+	loadParts      = 8
 )
 
 // DefaultLoadMin is the fewest changes a run of new accounts and users
@@ -215,19 +218,19 @@ func writeUsers(b *bytes.Buffer, accts []string, members map[string][]*compile.U
 // when a load failed. A load keeps nothing when it fails, and parts are
 // committed in order, so what was applied is a prefix of the run: the
 // caller writes the rest in batches, which finds the change at fault.
-// A run of few users is one load; one of many loads its accounts first,
-// then its users in parts side by side (see LoadInOrder).
+// A run of few user associations is one load; one of many loads its
+// accounts first, then its users in parts side by side (see LoadInOrder).
 func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change, res *Result, log *slog.Logger) int {
-	accounts, users := 0, 0
+	accounts, assocs := 0, 0
 	for i, c := range run {
 		switch {
 		case c.Kind == "account" && accounts == i:
 			accounts++
 		case c.Kind == "user":
-			users++
+			assocs += len(c.User.Accounts)
 		}
 	}
-	parts := min(loadParts, users/loadPartUsers)
+	parts := min(loadParts, assocs/loadPartAssocs)
 	if parts < 2 {
 		if err := loadChanges(ctx, l, cluster, run); err != nil {
 			log.Warn("sacctmgr load failed, and kept nothing: writing its changes in batches", "changes", len(run),
@@ -252,19 +255,19 @@ func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change,
 		res.Loads++
 		done = accounts
 	}
-	// Parts of about users/parts users, each cut before a user's change
-	// (its association changes follow it).
+	// Parts of about assocs/parts associations, each cut before a user's
+	// change (its association changes follow it).
 	rest := run[done:]
 	var cuts []int // start of each part in rest
-	per, seen := (users+parts-1)/parts, 0
+	per, seen := (assocs+parts-1)/parts, 0
 	for i, c := range rest {
 		if c.Kind != "user" {
 			continue
 		}
-		if seen%per == 0 {
+		if len(cuts) == 0 || seen >= per*len(cuts) {
 			cuts = append(cuts, i)
 		}
-		seen++
+		seen += len(c.User.Accounts)
 	}
 	if len(cuts) == 0 || cuts[0] != 0 {
 		cuts = append([]int{0}, cuts...)
