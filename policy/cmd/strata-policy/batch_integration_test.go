@@ -135,3 +135,32 @@ func tail(out string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestApplyLoads applies a policy of 3 tenants × 10 projects × 10
+// members, more than DefaultLoadMin changes that only create: every
+// account and user goes to slurmdbd in one sacctmgr load after the QOS,
+// the read-back finds all of it with its limits, and a second apply only
+// reads. Through slurmrestd alone (--read-with rest) the same policy is
+// written in batches, with no sacctmgr run.
+func TestApplyLoads(t *testing.T) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
+		for mode, want := range map[string]string{readSacctmgr: "writes (1 of them sacctmgr loads).", readREST: " writes.\n"} {
+			t.Run("read-with-"+mode, func(t *testing.T) {
+				file, st := generated(t, b, policygen.Spec{Tenants: 3, Projects: 10, Members: 10, Seed: 7})
+				changes := 3 + 33 + st.Users + 3*10*10
+				code, out := policyOn(t, b, file, "apply", "--apply", "--read-with", mode)
+				if code != exitOK || !strings.Contains(out, fmt.Sprintf("Applied %d of %d changes in ", changes, changes)) ||
+					!strings.Contains(out, want) || !strings.Contains(out, "Checked: Slurm now matches") {
+					t.Fatalf("apply: exit %d, want %d changes, %q and the check:\n%s", code, changes, want, tail(out))
+				}
+				if mode == readREST && !strings.Contains(out, " and 0 sacctmgr runs") {
+					t.Errorf("apply --read-with rest ran sacctmgr:\n%s", tail(out))
+				}
+				code, out = policyOn(t, b, file, "apply", "--apply", "--read-with", mode)
+				if code != exitOK || !strings.Contains(out, "Slurm matches") || !strings.Contains(out, " reads, 0 writes)") {
+					t.Errorf("second apply: exit %d, want no write:\n%s", code, tail(out))
+				}
+			})
+		}
+	})
+}

@@ -215,7 +215,7 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 		return exitErr(exitFailure, fmt.Sprintf("--batch-size %d: give 1 or more", c.Int("batch-size")))
 	}
 	tokens := &slurmrest.FileToken{Path: c.String("token-file")}
-	counter, start := &requestCounter{next: http.DefaultTransport}, time.Now()
+	counter, start := &requestCounter{next: http.DefaultTransport, log: log}, time.Now()
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
 		Tokens: tokens, Logger: log, HTTPClient: counter.client(requestTimeout)})
 	if err != nil {
@@ -252,8 +252,18 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	}
 	todo := plan.Actionable(changes)
 	sw := writer{Client: client, Command: sm}
-	res := apply.ApplyBatched(ctx, sw, want.Cluster, todo, c.Int("batch-size"), log)
-	fmt.Fprintf(w, "\nApplied %d of %d changes in %d writes.\n", len(res.Applied), len(todo), res.Batches)
+	opt := apply.Options{BatchSize: c.Int("batch-size")}
+	if reader.sacctmgr != nil {
+		// Where sacctmgr reads, it also loads: new accounts and users go
+		// to slurmdbd as one flat file (--read-with rest never runs it).
+		opt.Loader = sm
+	}
+	res := apply.ApplyWith(ctx, sw, want.Cluster, todo, opt, log)
+	loads := ""
+	if res.Loads > 0 {
+		loads = fmt.Sprintf(" (%d of them sacctmgr loads)", res.Loads)
+	}
+	fmt.Fprintf(w, "\nApplied %d of %d changes in %d writes%s.\n", len(res.Applied), len(todo), res.Batches, loads)
 	reportSkipped(w, changes)
 	if res.Err != nil {
 		return failure(fmt.Errorf("stopped at the first failed write: %w (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))

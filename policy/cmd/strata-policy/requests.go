@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 // compares with per-object sacctmgr.
 type requestCounter struct {
 	next          http.RoundTripper
+	log           *slog.Logger // each request at debug, with its time; nil: none
 	reads, writes atomic.Int64
 }
 
@@ -21,7 +23,18 @@ func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		r.writes.Add(1)
 	}
-	return r.next.RoundTrip(req)
+	start := time.Now()
+	resp, err := r.next.RoundTrip(req)
+	if r.log != nil {
+		// Until the headers: slurmrestd answers once slurmdbd is done.
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		r.log.Debug("slurmrestd request", "method", req.Method, "path", req.URL.Path, "bytes", req.ContentLength,
+			"status", status, "took", time.Since(start))
+	}
+	return resp, err
 }
 
 // client is an HTTP client that counts through r; timeout bounds one
@@ -47,6 +60,13 @@ With --apply it writes the changes in plan order (QOS, accounts with parents fir
 their associations, then removals), in batches: consecutive changes of one kind go to slurmrestd
 as one list request (--batch-size changes at most; creating accounts takes one more request per
 parent account). Removals and default-account moves are written one at a time.
+
+Where it reads through sacctmgr (--read-with auto or sacctmgr), a run of 500 or more changes that
+only create (accounts and users slurmdbd has no trace of, with their limits: a first apply, a new
+tenant) goes to slurmdbd as a sacctmgr flat file, "sacctmgr load", instead: one load, or for
+many users the accounts first and then the users in parts loaded side by side and committed in
+order. A load keeps all of its part or nothing, so apply stops as exactly as with batches: what
+a failed load did not keep is written in batches, which stop at the change at fault.
 
 A batch that fails is written again one change at a time, so apply stops at the change that
 fails, and every change before it is applied: slurmdbd keeps nothing of a list request it refuses.

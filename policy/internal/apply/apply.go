@@ -41,6 +41,8 @@ type Result struct {
 	// Retried counts the changes of failed batches written again one at a
 	// time.
 	Retried int
+	// Loads counts the writes that were sacctmgr loads (in Batches too).
+	Loads int
 }
 
 // Apply runs the changes in order, in batches of DefaultBatchSize, and

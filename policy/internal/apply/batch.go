@@ -108,9 +108,31 @@ func batches(changes []plan.Change, size int) [][]plan.Change {
 // refuses, but a batch of several requests keeps the requests before the
 // failed one, and its error does not say which change was at fault.
 func ApplyBatched(ctx context.Context, s Slurm, cluster string, changes []plan.Change, size int, log *slog.Logger) Result {
+	return ApplyWith(ctx, s, cluster, changes, Options{BatchSize: size}, log)
+}
+
+// Options say how ApplyWith writes.
+type Options struct {
+	// BatchSize is the most changes in one batch (0: DefaultBatchSize; 1:
+	// one change at a time, and no loads).
+	BatchSize int
+	// Loader, when set, writes each run of at least LoadMin (0:
+	// DefaultLoadMin) consecutive changes that create accounts and users
+	// slurmdbd has no trace of with one `sacctmgr load`.
+	Loader  Loader
+	LoadMin int
+}
+
+// ApplyWith is ApplyBatched with loads: a run of new accounts and users
+// (see loadable) goes to slurmdbd in one load, which keeps all of it or,
+// when it fails, nothing; then the run is written in batches as without a
+// Loader, so a failure stops at the change at fault as always and Applied
+// stays a prefix of the plan.
+func ApplyWith(ctx context.Context, s Slurm, cluster string, changes []plan.Change, opt Options, log *slog.Logger) Result {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	size := opt.BatchSize
 	if size == 0 {
 		size = DefaultBatchSize
 	}
@@ -118,7 +140,58 @@ func ApplyBatched(ctx context.Context, s Slurm, cluster string, changes []plan.C
 	if !ok {
 		size = 1
 	}
+	loadMin := opt.LoadMin
+	if loadMin < 1 {
+		loadMin = DefaultLoadMin
+	}
 	var res Result
+	for i := 0; i < len(changes); {
+		n := 0
+		if opt.Loader != nil && size > 1 {
+			n = loadRun(changes[i:])
+		}
+		if n >= loadMin {
+			run := changes[i : i+n]
+			if done := applyLoad(ctx, opt.Loader, cluster, run, &res, log); done < n {
+				left := run[done:]
+				if ctx.Err() != nil {
+					res.Failed, res.Err = &left[0], fmt.Errorf("load of %d changes from %s: %w", len(left), left[0].Name, ctx.Err())
+					return res
+				}
+				if !applyBatches(ctx, s, b, cluster, left, size, &res, log) {
+					return res
+				}
+			}
+			i += n
+			continue
+		}
+		// No run long enough starts at i, nor inside the n changes after
+		// it (a run from there ends where this one does, or before).
+		j := i + max(n, 1)
+		if opt.Loader == nil || size == 1 {
+			j = len(changes)
+		}
+		for j < len(changes) {
+			m := loadRun(changes[j:])
+			if m >= loadMin {
+				break
+			}
+			j += max(m, 1)
+		}
+		if j > len(changes) {
+			j = len(changes)
+		}
+		if !applyBatches(ctx, s, b, cluster, changes[i:j], size, &res, log) {
+			return res
+		}
+		i = j
+	}
+	return res
+}
+
+// applyBatches writes the changes in batches of at most size; false when
+// one failed (res says which).
+func applyBatches(ctx context.Context, s Slurm, b Batcher, cluster string, changes []plan.Change, size int, res *Result, log *slog.Logger) bool {
 	for _, batch := range batches(changes, size) {
 		res.Batches++
 		if len(batch) > 1 {
@@ -131,19 +204,19 @@ func ApplyBatched(ctx context.Context, s Slurm, cluster string, changes []plan.C
 			}
 			if ctx.Err() != nil {
 				res.Failed, res.Err = &batch[0], fmt.Errorf("%s batch of %d changes from %s: %w", batchKind(batch[0]), len(batch), batch[0].Name, err)
-				return res
+				return false
 			}
 			log.Warn("policy batch failed: writing its changes one at a time", "kind", batchKind(batch[0]),
 				"changes", len(batch), "first", batch[0].Name, "error", err)
 			res.Retried += len(batch)
 		}
 		for _, c := range batch {
-			if !applyOne(ctx, s, cluster, c, &res, log) {
-				return res
+			if !applyOne(ctx, s, cluster, c, res, log) {
+				return false
 			}
 		}
 	}
-	return res
+	return true
 }
 
 // writeBatch writes a batch of one kind (see batchKind).

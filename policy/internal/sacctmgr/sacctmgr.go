@@ -44,18 +44,44 @@ type Runner interface {
 	Run(ctx context.Context, path string, args, env []string) (stdout, stderr []byte, err error)
 }
 
+// InputRunner is a Runner that also feeds the command's standard input
+// (what Load needs).
+type InputRunner interface {
+	RunInput(ctx context.Context, path string, args, env []string, stdin []byte) (stdout, stderr []byte, err error)
+}
+
 // ExecRunner runs commands with os/exec, in the caller's environment plus
 // env.
 type ExecRunner struct{}
 
 // Run implements Runner.
-func (ExecRunner) Run(ctx context.Context, path string, args, env []string) ([]byte, []byte, error) {
+func (e ExecRunner) Run(ctx context.Context, path string, args, env []string) ([]byte, []byte, error) {
+	return e.RunInput(ctx, path, args, env, nil)
+}
+
+// RunInput implements InputRunner.
+func (ExecRunner) RunInput(ctx context.Context, path string, args, env []string, stdin []byte) ([]byte, []byte, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = append(os.Environ(), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return out.Bytes(), errb.Bytes(), err
+}
+
+// Load runs `sacctmgr -i load` on a flat file (the format of `sacctmgr
+// dump`), given on standard input so that sacctmgr needs no file it can
+// see (it may run in another root, or on another host through a wrapper).
+// sacctmgr adds what the file has and slurmdbd lacks, and commits it in
+// one transaction: a load that fails keeps nothing (Slurm 24.11 through
+// 26.05). It changes objects that exist to match the file, and never
+// removes any: give it new objects only.
+func (s *Command) Load(ctx context.Context, file []byte) error {
+	_, err := s.runInput(ctx, file, "-i", "load", "file=/dev/stdin")
+	return err
 }
 
 // ClearQOSPreempt empties the preempt list of a QOS.
@@ -67,8 +93,16 @@ func (s *Command) ClearQOSPreempt(ctx context.Context, qos string) error {
 	return err
 }
 
+// maxMessage bounds what a failed run's error carries of its output.
+const maxMessage = 4000
+
 // run runs sacctmgr with args and returns what it printed on stdout.
 func (s *Command) run(ctx context.Context, args ...string) ([]byte, error) {
+	return s.runInput(ctx, nil, args...)
+}
+
+// runInput is run with stdin (nil: none) on sacctmgr's standard input.
+func (s *Command) runInput(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
 	path := s.Path
 	if path == "" {
 		path = "sacctmgr"
@@ -96,9 +130,20 @@ func (s *Command) run(ctx context.Context, args ...string) ([]byte, error) {
 	}
 	log.Log(ctx, level, "running sacctmgr", "path", path, "args", strings.Join(full, " "))
 	s.runs.Add(1)
-	stdout, stderr, err := runner.Run(ctx, path, full, env)
+	var stdout, stderr []byte
+	var err error
+	if stdin == nil {
+		stdout, stderr, err = runner.Run(ctx, path, full, env)
+	} else if ir, ok := runner.(InputRunner); ok {
+		stdout, stderr, err = ir.RunInput(ctx, path, full, env, stdin)
+	} else {
+		err = fmt.Errorf("sacctmgr %s: its runner cannot give it standard input", strings.Join(full, " "))
+	}
 	if err != nil {
 		msg := strings.TrimSpace(strings.TrimSpace(string(stderr)) + "\n" + strings.TrimSpace(string(stdout)))
+		if len(msg) > maxMessage { // a load prints every line it adds
+			msg = msg[:maxMessage/4] + "\n...\n" + msg[len(msg)-maxMessage*3/4:]
+		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			msg = strings.TrimSpace(msg + " (no sacctmgr at " + path + ": set --sacctmgr to its path)")
 		}

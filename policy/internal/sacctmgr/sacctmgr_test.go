@@ -3,6 +3,7 @@ package sacctmgr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 type recorder struct {
 	path           string
 	args, env      []string
+	stdin          []byte
 	stdout, stderr string
 	err            error
 }
@@ -22,6 +24,43 @@ type recorder struct {
 func (r *recorder) Run(_ context.Context, path string, args, env []string) ([]byte, []byte, error) {
 	r.path, r.args, r.env = path, args, env
 	return []byte(r.stdout), []byte(r.stderr), r.err
+}
+
+// inputRecorder also takes standard input.
+type inputRecorder struct{ recorder }
+
+func (r *inputRecorder) RunInput(ctx context.Context, path string, args, env []string, stdin []byte) ([]byte, []byte, error) {
+	r.stdin = stdin
+	return r.Run(ctx, path, args, env)
+}
+
+// TestLoad: a load gives sacctmgr the file on its standard input, with
+// -i; a failure carries what it printed, cut short when long; a runner
+// that cannot give input runs nothing.
+func TestLoad(t *testing.T) {
+	file := []byte("Cluster - 'c1'\nParent - 'root'\nAccount - 'a':Description='x'\n")
+	r := &inputRecorder{recorder{stdout: " Adding account(s)\n"}}
+	s := &Command{Path: "/usr/bin/sacctmgr", Token: func(context.Context) (string, error) { return "tok", nil }, Runner: r}
+	if err := s.Load(context.Background(), file); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(r.args, " ") != "-i load file=/dev/stdin" || string(r.stdin) != string(file) || !slices.Equal(r.env, []string{"SLURM_JWT=tok"}) {
+		t.Errorf("ran %q with %q and input %q", r.args, r.env, r.stdin)
+	}
+
+	long := strings.Repeat("  pg0001u00001 pg0001-p01 1 gres/gpu=8\n", 1000)
+	r = &inputRecorder{recorder{stdout: long + " Problem with line(4)\n", stderr: " Unknown option: QOS='nosuch'\n", err: errors.New("exit status 1")}}
+	s.Runner = r
+	err := s.Load(context.Background(), file)
+	if err == nil || !strings.Contains(err.Error(), "Unknown option: QOS='nosuch'") || !strings.Contains(err.Error(), "Problem with line(4)") || len(err.Error()) > maxMessage+200 {
+		t.Errorf("failed load: error of %d bytes %.300q, want stderr, the end of stdout, at most about %d bytes", len(fmt.Sprint(err)), fmt.Sprint(err), maxMessage)
+	}
+
+	plain := &recorder{}
+	s.Runner = plain
+	if err := s.Load(context.Background(), file); err == nil || !strings.Contains(err.Error(), "standard input") || plain.path != "" {
+		t.Errorf("runner without input: error %v, ran %q", err, plain.path)
+	}
 }
 
 func TestSacctmgrClearQOSPreempt(t *testing.T) {
@@ -89,6 +128,13 @@ func TestExecRunner(t *testing.T) {
 	out, errb, err := ExecRunner{}.Run(context.Background(), path, []string{"-i", "modify", "ok"}, []string{"SLURM_JWT=abc"})
 	if err != nil || string(out) != "args=-i modify ok jwt=abc\n" || string(errb) != "oops\n" {
 		t.Errorf("run: %q %q %v", out, errb, err)
+	}
+	cat := filepath.Join(t.TempDir(), "cat")
+	if err := os.WriteFile(cat, []byte("#!/bin/sh\ncat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := (ExecRunner{}).RunInput(context.Background(), cat, nil, nil, []byte("a line\n")); err != nil || string(out) != "a line\n" {
+		t.Errorf("run with input: %q %v", out, err)
 	}
 	s := &Command{Path: path}
 	if _, err := s.run(context.Background(), "-i", "modify", "fail"); err == nil || !strings.Contains(err.Error(), "exit status 3: oops") {
