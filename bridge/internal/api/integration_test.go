@@ -150,7 +150,7 @@ func TestAPIOnKubernetes(t *testing.T) {
 		t.Errorf("dry delete: %+v; the Deployment must stay", del)
 	}
 	// An anonymous DELETE never reaches the cluster.
-	anon, _ := http.NewRequestWithContext(ctx, "DELETE", srv.URL+"/v1/deployments/llama", nil)
+	anon, _ := http.NewRequestWithContext(ctx, http.MethodDelete, srv.URL+"/v1/deployments/llama", nil)
 	if resp, err := srv.Client().Do(anon); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("anonymous DELETE = %v, %v; want 401", resp, err)
 	} else {
