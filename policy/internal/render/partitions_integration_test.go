@@ -272,7 +272,10 @@ func checkAdmission(t *testing.T, b *testbed.Bed) {
 		case err != nil:
 			t.Errorf("%s (%s %s): refused: %v %s", tc.why, tc.user, tc.args, err, out)
 		default:
-			id := strings.TrimSpace(out)
+			// --parsable prints the id last; job_submit.lua's warnings (this
+			// bed has no policy data file) come before it.
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			id := strings.TrimSpace(lines[len(lines)-1])
 			job := keyValues(mustSlurm(t, b, "scontrol", "-o", "show", "job", id))
 			if job["TimeLimit"] != tc.timeLimit {
 				t.Errorf("%s: job %s has TimeLimit %s, want %s", tc.why, id, job["TimeLimit"], tc.timeLimit)
