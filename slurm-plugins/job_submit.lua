@@ -508,7 +508,7 @@ local function check_job(p, job, user, het)
 	end
 
 	local acct = p.accounts[job.account]
-	if not acct.members[user] then
+	if not job.member_by_slurm and not acct.members[user] then
 		if acct.viewers[user] then
 			return fail("ESLURM_INVALID_ACCOUNT", acct.viewers[user], "user " .. user .. " is not a member of account " ..
 				job.account .. ": a viewer cannot submit jobs")
@@ -776,6 +776,10 @@ local function modify(job_desc, job_rec, modify_uid)
 		end
 		return slurm.SUCCESS
 	end
+	-- slurmctld's job record gives the owner's uid but not always the name the policy lists
+	-- members by; without the name, membership is Slurm's own association check, which the
+	-- policy's associations make the same rule.
+	job.member_by_slurm = job_rec.user_name == nil
 	rc, msg = check_job(p, job, user, { class = {}, owner = {}, typed = {} })
 	if rc then
 		return reject({ name = tostring(job_rec.name) .. ", a change of job " .. tostring(job_rec.job_id) }, user, rc, msg)

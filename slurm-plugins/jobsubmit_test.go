@@ -527,6 +527,12 @@ func TestModify(t *testing.T) {
 			outcome{rcPartition, "strata: class train runs in partition gpu, not interactive"}},
 		{"an account the user is no member of", step{job: map[string]any{"account": "acme-llm"},
 			rec: rec(map[string]any{"user_name": "carol", "account": "acme-vision"})}, outcome{rcAccount, "strata: user carol is not a member of account acme-llm"}},
+		// slurmctld's job record carries the owner's uid, not the name (seen on 24.11 and
+		// 26.05): membership is then Slurm's association check, the class rules still hold.
+		{"a record without the owner's name: a time limit", step{job: map[string]any{"time_limit": 90},
+			rec: rec(map[string]any{"user_name": nil})}, outcome{rcOK, ""}},
+		{"a record without the owner's name: the QOS of another class", step{job: map[string]any{"qos": "train"},
+			rec: rec(map[string]any{"user_name": nil})}, outcome{rcInvalidQOS, "strata: the QOS of a job is its class, interactive"}},
 		{"a change of nothing the rules read", step{job: map[string]any{"nice": 10}, rec: rec(map[string]any{"tres_per_job": "gres/gpu:9"})}, outcome{rcOK, ""}},
 		{"a change by root", step{job: map[string]any{"tres_per_job": "gres/gpu:9"}, rec: rec(nil), modifyUID: &root}, outcome{rcOK, ""}},
 		{"a job outside the policy", step{job: map[string]any{"tres_per_job": "gres/gpu:99"}, rec: rec(map[string]any{"account": "testbed"})}, outcome{rcOK, ""}},
