@@ -149,6 +149,7 @@ type benchResult struct {
 	noop                  [2]time.Duration // reading associations through sacctmgr, then slurmrestd (noopReads)
 	applyRequests         int
 	applySummary          string
+	applyTimeline         string // when apply's writes finished (timeline)
 	noopSummary           [2]string
 	loadBefore, loadAfter string
 }
@@ -260,11 +261,12 @@ func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policyge
 	// (b) strata-policy apply, then (c) the same again.
 	resetBed(b, reset)
 	start = time.Now()
-	code, out := benchPolicyRun(b, bed, fullFile, "apply", "--apply")
+	code, out := benchPolicyRunLevel(b, bed, "info", fullFile, "apply", "--apply")
 	r.apply = time.Since(start)
 	if code != exitOK {
 		b.Fatalf("apply: exit %d:\n%s", code, tail(out))
 	}
+	r.applyTimeline = timeline(start, out)
 	r.applySummary, r.applyRequests = requestsLine(b, out)
 	applied := slurmdbdListing(b, bed)
 	r.loadSame = sameListing(loaded, applied)
@@ -472,6 +474,9 @@ func (r benchResult) table(bed *testbed.Bed) string {
 	if r.perObject {
 		fmt.Fprintf(&w, "sacctmgr, time per tenant (the first is the QOS): %s\n", blockTimes(r.blocks))
 	}
+	if r.applyTimeline != "" {
+		fmt.Fprintf(&w, "first apply, its writes: %s\n", r.applyTimeline)
+	}
 	return w.String()
 }
 
@@ -639,8 +644,13 @@ func resetBed(b *testing.B, reset string) {
 
 // benchPolicyRun runs strata-policy in this process, as the binary would.
 func benchPolicyRun(b *testing.B, bed *testbed.Bed, file string, args ...string) (int, string) {
+	return benchPolicyRunLevel(b, bed, "warn", file, args...)
+}
+
+// benchPolicyRunLevel is benchPolicyRun logging at level.
+func benchPolicyRunLevel(b *testing.B, bed *testbed.Bed, level, file string, args ...string) (int, string) {
 	var out, errb bytes.Buffer
-	full := append([]string{"strata-policy", "--log-level", "warn"}, args...)
+	full := append([]string{"strata-policy", "--log-level", level}, args...)
 	full = append(full, "--policy", file, "--url", bed.URL, "--user", bed.AdminUser, "--token-file", bed.TokenFile)
 	full = append(full, "--sacctmgr", filepath.Join(bed.Bin, "sacctmgr"))
 	err := run(context.Background(), full, &out, &errb)
@@ -691,4 +701,61 @@ func dbdErrors(bed *testbed.Bed) string {
 		}
 	}
 	return strings.Join(m, " | ")
+}
+
+// timelineRE matches apply's log lines of its batches and loads.
+var timelineRE = regexp.MustCompile(`(?m)^time=(\S+) level=INFO msg="(policy batch applied|policy changes loaded|policy changes loaded in parts side by side|sacctmgr load)"(.*)$`)
+
+// timeline says when, after start, apply logged each batch and load it
+// wrote, and for the parts of a load when each asked to commit and
+// committed: where its time goes.
+func timeline(start time.Time, log string) string {
+	var parts []string
+	for _, m := range timelineRE.FindAllStringSubmatch(log, -1) {
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			continue
+		}
+		what := m[2]
+		if what == "sacctmgr load" {
+			f := logFields(m[3])
+			what = fmt.Sprintf("part %s/%s asked after %s, done after %s", f["part"], f["of"], roundText(f["asked_after"]), roundText(f["took"]))
+		}
+		parts = append(parts, fmt.Sprintf("+%s %s", round(at.Sub(start)), what))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// logFields are the key=value fields of a slog text line.
+func logFields(s string) map[string]string {
+	f := map[string]string{}
+	for kv := range strings.FieldsSeq(s) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			f[k] = v
+		}
+	}
+	return f
+}
+
+// roundText rounds a logged duration.
+func roundText(s string) string {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return s
+	}
+	return round(d)
+}
+
+func TestBenchTimeline(t *testing.T) {
+	start := time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC)
+	log := `time=2026-12-01T16:00:01.000Z level=INFO msg="policy batch applied" kind=qos changes=3
+time=2026-12-01T16:00:05.000Z level=INFO msg="policy changes loaded" changes=2200 first=a last=b
+time=2026-12-01T16:00:09.250Z level=INFO msg="sacctmgr load" part=1 of=2 bytes=10 committed=true asked_after=3.04s took=4.21s error=<nil>
+time=2026-12-01T16:00:09.000Z level=WARN msg="sacctmgr load" part=9
+time=2026-12-01T16:00:10.000Z level=INFO msg="policy changes loaded in parts side by side" changes=9 parts=2
+`
+	want := "+1s policy batch applied; +5s policy changes loaded; +9.3s part 1/2 asked after 3s, done after 4.2s; +10s policy changes loaded in parts side by side"
+	if got := timeline(start, log); got != want {
+		t.Errorf("timeline:\n got %s\nwant %s", got, want)
+	}
 }

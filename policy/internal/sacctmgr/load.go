@@ -70,14 +70,19 @@ func (s *Command) LoadInOrder(ctx context.Context, files [][]byte) (int, error) 
 		wg.Go(func() {
 			defer close(done[i])
 			start := time.Now()
+			var asked time.Duration
 			ok[i], errs[i] = loadOne(ctx, path, env, f, func() bool {
+				// sacctmgr has done its work and asks: what is left is the
+				// wait for the parts before and the commit.
+				asked = time.Since(start)
 				if i == 0 {
 					return true
 				}
 				<-done[i-1]
 				return ok[i-1]
 			})
-			log.Info("sacctmgr load", "part", i+1, "of", len(files), "bytes", len(f), "committed", ok[i], "took", time.Since(start), "error", errs[i])
+			log.Info("sacctmgr load", "part", i+1, "of", len(files), "bytes", len(f), "committed", ok[i],
+				"asked_after", asked, "took", time.Since(start), "error", errs[i])
 		})
 	}
 	wg.Wait()
