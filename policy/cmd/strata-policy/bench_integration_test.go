@@ -720,6 +720,12 @@ func timeline(start time.Time, log string) string {
 		if what == "sacctmgr load" {
 			f := logFields(m[3])
 			what = fmt.Sprintf("part %s/%s asked after %s, done after %s", f["part"], f["of"], roundText(f["asked_after"]), roundText(f["took"]))
+			if r := f["round"]; r != "" && r != "1" {
+				what += " (round " + r + ")"
+			}
+			if f["late"] == "true" {
+				what += ", told no: too late for its turn"
+			}
 		}
 		parts = append(parts, fmt.Sprintf("+%s %s", round(at.Sub(start)), what))
 	}
@@ -752,9 +758,13 @@ func TestBenchTimeline(t *testing.T) {
 time=2026-12-01T16:00:05.000Z level=INFO msg="policy changes loaded" changes=2200 first=a last=b
 time=2026-12-01T16:00:09.250Z level=INFO msg="sacctmgr load" part=1 of=2 bytes=10 committed=true asked_after=3.04s took=4.21s error=<nil>
 time=2026-12-01T16:00:09.000Z level=WARN msg="sacctmgr load" part=9
+time=2026-12-01T16:00:09.500Z level=INFO msg="sacctmgr load" part=2 of=2 round=1 committed=false late=true asked_after=1s took=8s error=<nil>
+time=2026-12-01T16:00:10.000Z level=INFO msg="sacctmgr load" part=2 of=2 round=2 committed=true late=false asked_after=0.2s took=0.5s error=<nil>
 time=2026-12-01T16:00:10.000Z level=INFO msg="policy changes loaded in parts side by side" changes=9 parts=2
 `
-	want := "+1s policy batch applied; +5s policy changes loaded; +9.3s part 1/2 asked after 3s, done after 4.2s; +10s policy changes loaded in parts side by side"
+	want := "+1s policy batch applied; +5s policy changes loaded; +9.3s part 1/2 asked after 3s, done after 4.2s; " +
+		"+9.5s part 2/2 asked after 1s, done after 8s, told no: too late for its turn; +10s part 2/2 asked after 200ms, done after 500ms (round 2); " +
+		"+10s policy changes loaded in parts side by side"
 	if got := timeline(start, log); got != want {
 		t.Errorf("timeline:\n got %s\nwant %s", got, want)
 	}
