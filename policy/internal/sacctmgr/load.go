@@ -18,13 +18,17 @@ import (
 // takes "no" when it gets no answer in 30 seconds.
 const commitPrompt = "(N/y): "
 
-// answerWithin is how long a part that asked may wait for the parts
-// before it to commit. sacctmgr takes no answer within 30 seconds as no
-// and discards its work, and commits are one after another (each makes
-// slurmdbd and slurmctld update thousands of associations), so on a busy
-// machine a late part would be lost while it waits: it is told no in
-// time instead, and loaded again in the next round.
-const answerWithin = 20 * time.Second
+// sacctmgr takes no answer within 30 seconds as no and discards its
+// work, and the parts' commits are one after another (each makes slurmdbd
+// and slurmctld update thousands of associations), so on a busy machine
+// a part that asked would be lost while it waits for its turn. Every
+// keepAlive of its wait it is sent a space: not y, n or a newline, so
+// sacctmgr asks again, with 30 seconds more. A part that still waits
+// after answerWithin is told no, and loaded again in the next round.
+const (
+	keepAlive    = 20 * time.Second
+	answerWithin = 10 * time.Minute
+)
 
 // LoadInOrder loads the files side by side and commits them in their
 // order, so that what slurmdbd keeps is always a prefix of them: each
@@ -67,13 +71,16 @@ func (s *Command) LoadInOrder(ctx context.Context, files [][]byte) (int, error) 
 		}
 		env = append(env, "SLURM_JWT="+tok)
 	}
-	wait := s.answerWithin
+	wait, keep := s.answerWithin, s.keepAlive
 	if wait == 0 {
 		wait = answerWithin
 	}
+	if keep == 0 {
+		keep = keepAlive
+	}
 	n := 0
 	for round := 1; ; round++ {
-		k, err := s.loadRound(ctx, log, path, env, files, n, round, wait)
+		k, err := s.loadRound(ctx, log, path, env, files, n, round, wait, keep)
 		n += k
 		switch {
 		case err != nil:
@@ -88,7 +95,7 @@ func (s *Command) LoadInOrder(ctx context.Context, files [][]byte) (int, error) 
 // commits them in order. It returns how many it committed, and the error
 // of the part that failed, if one did before a part that was told no for
 // lack of time (which the next round loads again).
-func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, env []string, files [][]byte, from, round int, wait time.Duration) (int, error) {
+func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, env []string, files [][]byte, from, round int, wait, keep time.Duration) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	parts := files[from:]
@@ -109,7 +116,7 @@ func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, 
 			defer close(done[i])
 			start := time.Now()
 			var asked time.Duration
-			ok[i], errs[i] = loadOne(ctx, path, env, f, func() bool {
+			ok[i], errs[i] = loadOne(ctx, path, env, f, keep, func() bool {
 				// sacctmgr has done its work and asks: what is left is the
 				// wait for the parts before and the commit.
 				asked = time.Since(start)
@@ -147,9 +154,10 @@ func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, 
 }
 
 // loadOne runs one `sacctmgr load` of file and, at its question, commits
-// when turn (which waits for the runs before it) says so. It says whether
-// the load committed.
-func loadOne(ctx context.Context, path string, env []string, file []byte, turn func() bool) (bool, error) {
+// when turn (which waits for the runs before it) says so, keeping
+// sacctmgr asking every keep meanwhile. It says whether the load
+// committed.
+func loadOne(ctx context.Context, path string, env []string, file []byte, keep time.Duration, turn func() bool) (bool, error) {
 	// The file comes on a pipe of its own, as fd 3 (/dev/fd/3), so that
 	// standard input carries the answer only.
 	r, w, err := os.Pipe()
@@ -191,7 +199,20 @@ func loadOne(ctx context.Context, path string, env []string, file []byte, turn f
 		turn()
 		return true, nil
 	}
-	yes := turn()
+	turned := make(chan bool, 1)
+	go func() { turned <- turn() }()
+	var yes bool
+	tick := time.NewTicker(keep)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case yes = <-turned:
+			break wait
+		case <-tick.C:
+			_, _ = io.WriteString(stdin, " ")
+		}
+	}
 	answer := "n\n"
 	if yes {
 		answer = "y\n"

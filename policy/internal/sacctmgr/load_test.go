@@ -13,7 +13,8 @@ import (
 // reads the file from the path it is given, fails before its question
 // when the file says FAIL, waits (as a slow part) when it says SLOW, and
 // records in the log what it committed, in order. Like sacctmgr, it
-// takes no answer within its time (30 s; ANSWER_WITHIN) as no.
+// takes no answer within its time (30 s; ANSWER_WITHIN) as no, and asks
+// again, with its time anew, on a character that is not y, n or a newline.
 const fakeLoad = `#!/bin/bash
 file=${2#file=}
 data=$(cat "$file")
@@ -21,9 +22,14 @@ case "$data" in *FAIL*) echo " Problem with line(3)" >&2; exit 1;; esac
 case "$data" in *SLOW*) sleep 1;; esac
 echo " Adding $data"
 printf 'Would you like to commit changes? (You have 30 seconds to decide)\n(N/y): '
-if ! read -t "${ANSWER_WITHIN:-30}" answer; then echo " Changes Discarded"; exit 0; fi
-if [ "$answer" = y ]; then echo "$data" >> "$LOG"; exit 0; fi
-echo " Changes Discarded"
+while :; do
+  if ! IFS= read -r -t "${ANSWER_WITHIN:-30}" -n 1 c; then echo " timeout"; echo " Changes Discarded"; exit 0; fi
+  case "$c" in
+    y|Y) echo "$data" >> "$LOG"; exit 0 ;;
+    n|N|"") echo " Changes Discarded"; exit 0 ;;
+  esac
+  printf 'Y or N please\n(N/y): '
+done
 `
 
 // TestLoadInOrder: parts load side by side and commit in order; a part
@@ -40,6 +46,7 @@ func TestLoadInOrder(t *testing.T) {
 	for name, tc := range map[string]struct {
 		files   []string
 		wait    time.Duration
+		keep    time.Duration
 		want    int
 		wantLog string
 		wantErr string
@@ -52,14 +59,16 @@ func TestLoadInOrder(t *testing.T) {
 		"the first fails":                      {files: []string{"a FAIL", "b"}, wantErr: "part 1 of 2"},
 		"a slow first part: the others, late, are loaded again": {
 			files: []string{"a SLOW", "b", "c"}, wait: 300 * time.Millisecond, want: 3, wantLog: "a SLOW\nb\nc\n", wantAgain: true},
+		"a slow first part: the others kept asking, each loaded once": {
+			files: []string{"a SLOW", "b", "c"}, keep: 300 * time.Millisecond, want: 3, wantLog: "a SLOW\nb\nc\n"},
 		"late, then a failure in the next round": {
 			files: []string{"a SLOW", "b", "c FAIL"}, wait: 300 * time.Millisecond, want: 2, wantLog: "a SLOW\nb\n",
 			wantErr: "part 3 of 3: exit status 1", wantAgain: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "log")
-			s := &Command{Path: path, Env: []string{"LOG=" + log}, answerWithin: tc.wait}
-			if tc.wait > 0 {
+			s := &Command{Path: path, Env: []string{"LOG=" + log}, answerWithin: tc.wait, keepAlive: tc.keep}
+			if tc.wait > 0 || tc.keep > 0 {
 				// sacctmgr's own time to answer, shorter than a slow part.
 				s.Env = append(s.Env, "ANSWER_WITHIN=0.8")
 			}

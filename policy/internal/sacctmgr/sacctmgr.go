@@ -35,8 +35,8 @@ type Command struct {
 	Log    *slog.Logger
 
 	runs atomic.Int64
-	// answerWithin replaces the package's answerWithin (tests).
-	answerWithin time.Duration
+	// answerWithin and keepAlive replace the package's (tests).
+	answerWithin, keepAlive time.Duration
 }
 
 // Runs is the number of times sacctmgr was run.
