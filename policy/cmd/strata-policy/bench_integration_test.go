@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -91,12 +92,19 @@ func BenchmarkPolicyApply(b *testing.B) {
 		r = benchOnce(b, bed, reset, s, baseline, samples)
 	}
 	fmt.Print(r.table(bed))
+	if r.loadFailed != "" {
+		// Its time is no baseline: a load that keeps nothing is not the
+		// way to put a policy into slurmdbd.
+		b.Errorf("the baseline sacctmgr load FAILED: %s", r.loadFailed)
+	}
 	if baseline.Tenants > 0 {
 		b.ReportMetric(r.sacctmgrFull().Seconds(), "sacctmgr-s")
 		b.ReportMetric(r.sacctmgrFull().Seconds()/r.apply.Seconds(), "speedup")
 	}
-	b.ReportMetric(r.load.Seconds(), "load-s")
-	b.ReportMetric(r.load.Seconds()/r.apply.Seconds(), "speedup-load")
+	if r.loadFailed == "" {
+		b.ReportMetric(r.load.Seconds(), "load-s")
+		b.ReportMetric(r.load.Seconds()/r.apply.Seconds(), "speedup-load")
+	}
 	b.ReportMetric(r.apply.Seconds(), "apply-s")
 	b.ReportMetric(r.noop[0].Seconds(), "noop-s")
 	b.ReportMetric(r.noop[1].Seconds(), "noop-rest-s")
@@ -128,14 +136,20 @@ type benchResult struct {
 	// sacctmgr load of the flat file: the QOS (loadQOS calls) and the load,
 	// what plan says after it, and whether slurmdbd then lists the same as
 	// after apply.
-	load, loadQOSTime     time.Duration
-	loadQOS               int
-	loadMatches           string
-	loadSame              string
+	load, loadQOSTime time.Duration
+	loadQOS           int
+	loadMatches       string
+	loadSame          string
+	// loadFailed says why the load is no baseline (it exited 0 but
+	// slurmdbd does not hold the policy), empty when it is one.
+	loadFailed            string
+	maxPacket             string // the bed's MariaDB max_allowed_packet
+	loadLog               string // slurmdbd's storage errors after the load (dbdErrors)
 	apply                 time.Duration
 	noop                  [2]time.Duration // reading associations through sacctmgr, then slurmrestd (noopReads)
 	applyRequests         int
 	applySummary          string
+	applyTimeline         string // when apply's writes finished (timeline)
 	noopSummary           [2]string
 	loadBefore, loadAfter string
 }
@@ -239,20 +253,29 @@ func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policyge
 		b.Fatalf("sacctmgr load: %v\n%s", err, tail(string(out)))
 	}
 	r.load = time.Since(start)
+	r.loadLog = dbdErrors(bed)
 	r.loadMatches = inSync(b, bed, fullFile)
 	loaded := slurmdbdListing(b, bed)
+	r.maxPacket = maxAllowedPacket(bed)
 
 	// (b) strata-policy apply, then (c) the same again.
 	resetBed(b, reset)
 	start = time.Now()
-	code, out := benchPolicyRun(b, bed, fullFile, "apply", "--apply")
+	code, out := benchPolicyRunLevel(b, bed, "info", fullFile, "apply", "--apply")
 	r.apply = time.Since(start)
 	if code != exitOK {
 		b.Fatalf("apply: exit %d:\n%s", code, tail(out))
 	}
+	r.applyTimeline = timeline(start, out)
 	r.applySummary, r.applyRequests = requestsLine(b, out)
 	applied := slurmdbdListing(b, bed)
 	r.loadSame = sameListing(loaded, applied)
+	if r.loadMatches != "yes" || !strings.HasPrefix(r.loadSame, "yes") {
+		// A load slurmdbd loses still exits 0: it is caught only here.
+		r.loadFailed = fmt.Sprintf("it exited 0 after %s, but slurmdbd then lists %d lines of associations and users against %d after apply; "+
+			"plan after it in sync: %s; MariaDB max_allowed_packet %s; slurmdbd.log: %s",
+			round(r.load), len(loaded), len(applied), r.loadMatches, r.maxPacket, r.loadLog)
+	}
 	if r.perObjectListing != nil {
 		r.perObjectSame = sameListing(r.perObjectListing, applied)
 	}
@@ -382,6 +405,7 @@ func (r benchResult) table(bed *testbed.Bed) string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "\nstrata-policy apply against sacctmgr load and per-object sacctmgr, %s, Slurm %s (test bed %s), %d CPUs, load average %s at the start, %s at the end\n",
 		time.Now().UTC().Format("2006-01-02"), bed.Release, bed.Name, runtime.NumCPU(), r.loadBefore, r.loadAfter)
+	fmt.Fprintf(&w, "MariaDB max_allowed_packet: %s\n", r.maxPacket)
 	fmt.Fprintf(&w, "policy: %d tenants x %d projects x %d members = %d QOS, %d accounts, %d users, %d user associations (%d objects)\n\n",
 		r.stats.Tenants, r.stats.Projects/r.stats.Tenants, r.stats.Associations/r.stats.Projects, r.stats.Classes,
 		r.stats.Tenants+r.stats.Projects, r.stats.Users, r.stats.Associations, r.stats.Objects())
@@ -410,8 +434,12 @@ func (r benchResult) table(bed *testbed.Bed) string {
 				r.baseStats.Tenants, r.stats.Objects(), round(r.lowerBound3))
 		}
 	}
+	loadTime := round(r.load)
+	if r.loadFailed != "" {
+		loadTime = fmt.Sprintf("**FAILED**: exited 0 after %s and kept nothing of the policy (see below)", loadTime)
+	}
 	fmt.Fprintf(&w, "| `sacctmgr load` of the flat file, after %d sacctmgr calls for the QOS (%s) | %d sacctmgr calls + 1 load | %s |\n",
-		r.loadQOS, round(r.loadQOSTime), r.loadQOS, round(r.load))
+		r.loadQOS, round(r.loadQOSTime), r.loadQOS, loadTime)
 	fmt.Fprintf(&w, "| `strata-policy apply --apply` | %s | %s |\n", r.applySummary, round(r.apply))
 	fmt.Fprintf(&w, "| `strata-policy apply --apply` again (no-op; associations read through sacctmgr, the default) | %s | %s |\n", r.noopSummary[0], round(r.noop[0]))
 	fmt.Fprintf(&w, "| `strata-policy apply --apply --read-with rest` again (no-op; everything read through slurmrestd) | %s | %s |\n", r.noopSummary[1], round(r.noop[1]))
@@ -436,11 +464,18 @@ func (r benchResult) table(bed *testbed.Bed) string {
 		fmt.Fprintf(&w, "; it lists the same associations, limits and defaults as after apply: %s", r.perObjectSame)
 	}
 	w.WriteString("\n")
-	fmt.Fprintf(&w, "first apply: %.2fx the speed of sacctmgr load (%.1f%% less time); slurmdbd after the load matches the policy: %s; "+
-		"it lists the same associations, limits and defaults as after apply: %s\n",
-		r.load.Seconds()/r.apply.Seconds(), 100*(1-r.apply.Seconds()/r.load.Seconds()), r.loadMatches, r.loadSame)
+	if r.loadFailed != "" {
+		fmt.Fprintf(&w, "sacctmgr load: FAILED, no baseline: %s\n", r.loadFailed)
+	} else {
+		fmt.Fprintf(&w, "first apply: %.2fx the speed of sacctmgr load (%.1f%% less time); slurmdbd after the load matches the policy: %s; "+
+			"it lists the same associations, limits and defaults as after apply: %s\n",
+			r.load.Seconds()/r.apply.Seconds(), 100*(1-r.apply.Seconds()/r.load.Seconds()), r.loadMatches, r.loadSame)
+	}
 	if r.perObject {
 		fmt.Fprintf(&w, "sacctmgr, time per tenant (the first is the QOS): %s\n", blockTimes(r.blocks))
+	}
+	if r.applyTimeline != "" {
+		fmt.Fprintf(&w, "first apply, its writes: %s\n", r.applyTimeline)
 	}
 	return w.String()
 }
@@ -609,8 +644,13 @@ func resetBed(b *testing.B, reset string) {
 
 // benchPolicyRun runs strata-policy in this process, as the binary would.
 func benchPolicyRun(b *testing.B, bed *testbed.Bed, file string, args ...string) (int, string) {
+	return benchPolicyRunLevel(b, bed, "warn", file, args...)
+}
+
+// benchPolicyRunLevel is benchPolicyRun logging at level.
+func benchPolicyRunLevel(b *testing.B, bed *testbed.Bed, level, file string, args ...string) (int, string) {
 	var out, errb bytes.Buffer
-	full := append([]string{"strata-policy", "--log-level", "warn"}, args...)
+	full := append([]string{"strata-policy", "--log-level", level}, args...)
 	full = append(full, "--policy", file, "--url", bed.URL, "--user", bed.AdminUser, "--token-file", bed.TokenFile)
 	full = append(full, "--sacctmgr", filepath.Join(bed.Bin, "sacctmgr"))
 	err := run(context.Background(), full, &out, &errb)
@@ -627,4 +667,105 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// maxAllowedPacket is the bed's MariaDB max_allowed_packet ("256 MiB"):
+// slurmdbd loses a load whose transaction log is larger.
+func maxAllowedPacket(bed *testbed.Bed) string {
+	out, err := exec.Command("chroot", bed.Root, "mariadb", "-N", "-e", "SELECT @@max_allowed_packet").Output()
+	n, perr := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil || perr != nil {
+		return fmt.Sprintf("? (%v)", errors.Join(err, perr))
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+// dbdErrorRE matches slurmdbd's log lines of a write it lost.
+var dbdErrorRE = regexp.MustCompile(`(?m)^.*(gone away|Couldn't add txn|mysql_query failed).*$`)
+
+// dbdErrors lists the first of slurmdbd's lost-write lines since the
+// bed was reset, or says there are none.
+func dbdErrors(bed *testbed.Bed) string {
+	log, err := os.ReadFile(filepath.Join(bed.Root, "var/log/slurm/slurmdbd.log"))
+	if err != nil {
+		return fmt.Sprintf("? (%v)", err)
+	}
+	m := dbdErrorRE.FindAllString(string(log), 3)
+	if len(m) == 0 {
+		return "no storage errors"
+	}
+	for i := range m {
+		m[i] = strings.TrimSpace(m[i])
+		if len(m[i]) > 200 {
+			m[i] = m[i][:200] + "..."
+		}
+	}
+	return strings.Join(m, " | ")
+}
+
+// timelineRE matches apply's log lines of its batches and loads.
+var timelineRE = regexp.MustCompile(`(?m)^time=(\S+) level=INFO msg="(policy batch applied|policy changes loaded|policy changes loaded in parts side by side|sacctmgr load)"(.*)$`)
+
+// timeline says when, after start, apply logged each batch and load it
+// wrote, and for the parts of a load when each asked to commit and
+// committed: where its time goes.
+func timeline(start time.Time, log string) string {
+	var parts []string
+	for _, m := range timelineRE.FindAllStringSubmatch(log, -1) {
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			continue
+		}
+		what := m[2]
+		if what == "sacctmgr load" {
+			f := logFields(m[3])
+			what = fmt.Sprintf("part %s/%s asked after %s, done after %s", f["part"], f["of"], roundText(f["asked_after"]), roundText(f["took"]))
+			if r := f["round"]; r != "" && r != "1" {
+				what += " (round " + r + ")"
+			}
+			if f["late"] == "true" {
+				what += ", told no: too late for its turn"
+			}
+		}
+		parts = append(parts, fmt.Sprintf("+%s %s", round(at.Sub(start)), what))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// logFields are the key=value fields of a slog text line.
+func logFields(s string) map[string]string {
+	f := map[string]string{}
+	for kv := range strings.FieldsSeq(s) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			f[k] = v
+		}
+	}
+	return f
+}
+
+// roundText rounds a logged duration.
+func roundText(s string) string {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return s
+	}
+	return round(d)
+}
+
+func TestBenchTimeline(t *testing.T) {
+	start := time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC)
+	log := `time=2026-12-01T16:00:01.000Z level=INFO msg="policy batch applied" kind=qos changes=3
+time=2026-12-01T16:00:05.000Z level=INFO msg="policy changes loaded" changes=2200 first=a last=b
+time=2026-12-01T16:00:09.250Z level=INFO msg="sacctmgr load" part=1 of=2 bytes=10 committed=true asked_after=3.04s took=4.21s error=<nil>
+time=2026-12-01T16:00:09.000Z level=WARN msg="sacctmgr load" part=9
+time=2026-12-01T16:00:09.500Z level=INFO msg="sacctmgr load" part=2 of=2 round=1 committed=false late=true asked_after=1s took=8s error=<nil>
+time=2026-12-01T16:00:10.000Z level=INFO msg="sacctmgr load" part=2 of=2 round=2 committed=true late=false asked_after=0.2s took=0.5s error=<nil>
+time=2026-12-01T16:00:10.000Z level=INFO msg="policy changes loaded in parts side by side" changes=9 parts=2
+`
+	want := "+1s policy batch applied; +5s policy changes loaded; +9.3s part 1/2 asked after 3s, done after 4.2s; " +
+		"+9.5s part 2/2 asked after 1s, done after 8s, told no: too late for its turn; +10s part 2/2 asked after 200ms, done after 500ms (round 2); " +
+		"+10s policy changes loaded in parts side by side"
+	if got := timeline(start, log); got != want {
+		t.Errorf("timeline:\n got %s\nwant %s", got, want)
+	}
 }

@@ -18,6 +18,18 @@ import (
 // takes "no" when it gets no answer in 30 seconds.
 const commitPrompt = "(N/y): "
 
+// sacctmgr takes no answer within 30 seconds as no and discards its
+// work, and the parts' commits are one after another (each makes slurmdbd
+// and slurmctld update thousands of associations), so on a busy machine
+// a part that asked would be lost while it waits for its turn. Every
+// keepAlive of its wait it is sent a space: not y, n or a newline, so
+// sacctmgr asks again, with 30 seconds more. A part that still waits
+// after answerWithin is told no, and loaded again in the next round.
+const (
+	keepAlive    = 20 * time.Second
+	answerWithin = 10 * time.Minute
+)
+
 // LoadInOrder loads the files side by side and commits them in their
 // order, so that what slurmdbd keeps is always a prefix of them: each
 // sacctmgr run (without -i) does its work in its own transaction and asks
@@ -27,6 +39,11 @@ const commitPrompt = "(N/y): "
 // not depend on each other (each names only accounts that exist, and no
 // user another creates): sacctmgr reads slurmdbd as it was when it
 // started.
+//
+// A run that would wait for the ones before it longer than answerWithin
+// is told no, and it and those after it are loaded again, side by side,
+// in a next round; the first run of a round never waits, so each round
+// commits one part at least or stops at a failure.
 //
 // sacctmgr looks up each line of a flat file in lists of what it read
 // and what the file adds, one by one, so a load's own time grows with the
@@ -54,51 +71,93 @@ func (s *Command) LoadInOrder(ctx context.Context, files [][]byte) (int, error) 
 		}
 		env = append(env, "SLURM_JWT="+tok)
 	}
+	wait, keep := s.answerWithin, s.keepAlive
+	if wait == 0 {
+		wait = answerWithin
+	}
+	if keep == 0 {
+		keep = keepAlive
+	}
+	n := 0
+	for round := 1; ; round++ {
+		k, err := s.loadRound(ctx, log, path, env, files, n, round, wait, keep)
+		n += k
+		switch {
+		case err != nil:
+			return n, fmt.Errorf("sacctmgr load, part %d of %d: %w", n+1, len(files), err)
+		case n == len(files):
+			return n, nil
+		}
+	}
+}
+
+// loadRound runs the parts from the first not committed side by side and
+// commits them in order. It returns how many it committed, and the error
+// of the part that failed, if one did before a part that was told no for
+// lack of time (which the next round loads again).
+func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, env []string, files [][]byte, from, round int, wait, keep time.Duration) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	parts := files[from:]
 	// done[i] is closed when run i has its answer; ok[i] says whether it
-	// committed.
-	done := make([]chan struct{}, len(files))
-	ok := make([]bool, len(files))
-	errs := make([]error, len(files))
-	for i := range files {
+	// committed, late[i] whether it (or one before it) was told no for
+	// lack of time.
+	done := make([]chan struct{}, len(parts))
+	ok := make([]bool, len(parts))
+	late := make([]bool, len(parts))
+	errs := make([]error, len(parts))
+	for i := range parts {
 		done[i] = make(chan struct{})
 	}
 	var wg sync.WaitGroup
-	for i, f := range files {
+	for i, f := range parts {
 		s.runs.Add(1)
 		wg.Go(func() {
 			defer close(done[i])
 			start := time.Now()
-			ok[i], errs[i] = loadOne(ctx, path, env, f, func() bool {
+			var asked time.Duration
+			ok[i], errs[i] = loadOne(ctx, path, env, f, keep, func() bool {
+				// sacctmgr has done its work and asks: what is left is the
+				// wait for the parts before and the commit.
+				asked = time.Since(start)
 				if i == 0 {
 					return true
 				}
-				<-done[i-1]
-				return ok[i-1]
+				t := time.NewTimer(wait)
+				defer t.Stop()
+				select {
+				case <-done[i-1]:
+					late[i] = late[i-1]
+					return ok[i-1]
+				case <-t.C:
+					late[i] = true
+					return false
+				}
 			})
-			log.Info("sacctmgr load", "part", i+1, "of", len(files), "bytes", len(f), "committed", ok[i], "took", time.Since(start), "error", errs[i])
+			log.Info("sacctmgr load", "part", from+i+1, "of", len(files), "round", round, "bytes", len(f), "committed", ok[i],
+				"late", late[i], "asked_after", asked, "took", time.Since(start), "error", errs[i])
 		})
 	}
 	wg.Wait()
 	n := 0
-	for n < len(files) && ok[n] {
+	for n < len(parts) && ok[n] {
 		n++
 	}
-	if n == len(files) {
+	if n == len(parts) || late[n] && errs[n] == nil {
 		return n, nil
 	}
 	err := errs[n]
 	if err == nil {
 		err = errors.New("not committed: a load before it failed")
 	}
-	return n, fmt.Errorf("sacctmgr load, part %d of %d: %w", n+1, len(files), err)
+	return n, err
 }
 
 // loadOne runs one `sacctmgr load` of file and, at its question, commits
-// when turn (which waits for the runs before it) says so. It says whether
-// the load committed.
-func loadOne(ctx context.Context, path string, env []string, file []byte, turn func() bool) (bool, error) {
+// when turn (which waits for the runs before it) says so, keeping
+// sacctmgr asking every keep meanwhile. It says whether the load
+// committed.
+func loadOne(ctx context.Context, path string, env []string, file []byte, keep time.Duration, turn func() bool) (bool, error) {
 	// The file comes on a pipe of its own, as fd 3 (/dev/fd/3), so that
 	// standard input carries the answer only.
 	r, w, err := os.Pipe()
@@ -140,7 +199,20 @@ func loadOne(ctx context.Context, path string, env []string, file []byte, turn f
 		turn()
 		return true, nil
 	}
-	yes := turn()
+	turned := make(chan bool, 1)
+	go func() { turned <- turn() }()
+	var yes bool
+	tick := time.NewTicker(keep)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case yes = <-turned:
+			break wait
+		case <-tick.C:
+			_, _ = io.WriteString(stdin, " ")
+		}
+	}
 	answer := "n\n"
 	if yes {
 		answer = "y\n"

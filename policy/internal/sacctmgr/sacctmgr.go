@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Command runs sacctmgr for what slurmrestd does not do well on Slurm
@@ -34,6 +35,8 @@ type Command struct {
 	Log    *slog.Logger
 
 	runs atomic.Int64
+	// answerWithin and keepAlive replace the package's (tests).
+	answerWithin, keepAlive time.Duration
 }
 
 // Runs is the number of times sacctmgr was run.

@@ -28,6 +28,9 @@ Options (or the variables in brackets):
   --nodes N       number of slurmd nodes                                        [TB_NODES, default 4]
   --gpus N        fake GPUs per node                                            [TB_GPUS, default 8]
   --fresh         (up) start from the cached root: empty accounting DB and state [TB_FRESH=1]
+  --mariadb-max-packet S  (up) MariaDB max_allowed_packet, e.g. 256M, for a bed
+                  that loads large sacctmgr flat files (the benchmark's own);
+                  shared beds keep MariaDB's default, 16M, as most sites do  [TB_MARIADB_MAX_PACKET]
   --purge         (down) also delete the instance folder
 
 Paths: roots are cached in TB_CACHE (/var/cache/strata/testbed); instances live in
@@ -43,6 +46,7 @@ SLURM_VERSION=${SLURM_VERSION:-26.05}
 TB_NODES=${TB_NODES:-4}
 TB_GPUS=${TB_GPUS:-8}
 TB_FRESH=${TB_FRESH:-0}
+TB_MARIADB_MAX_PACKET=${TB_MARIADB_MAX_PACKET:-}
 PURGE=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -53,11 +57,16 @@ while [ $# -gt 0 ]; do
     --nodes) TB_NODES=$2; shift 2 ;;
     --gpus) TB_GPUS=$2; shift 2 ;;
     --fresh) TB_FRESH=1; shift ;;
+    --mariadb-max-packet) TB_MARIADB_MAX_PACKET=$2; shift 2 ;;
     --purge) PURGE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "testbed: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+
+if [ -n "$TB_MARIADB_MAX_PACKET" ] && ! [[ $TB_MARIADB_MAX_PACKET =~ ^[0-9]+[KMG]?$ ]]; then
+  echo "testbed: --mariadb-max-packet $TB_MARIADB_MAX_PACKET: want a size such as 256M" >&2; exit 2
+fi
 
 case $SLURM_VERSION in
   26.05) SUITE=testing; DEF_PORT=26100 ;;
@@ -187,6 +196,12 @@ render_conf() { # writes every config file for this instance into $R/etc
   fi
   in_root sh -c 'chown slurm:slurm /etc/slurm/slurmdbd.conf; chmod 600 /etc/slurm/slurmdbd.conf'
   cp "$HERE/etc/99-strata-testbed.cnf" "$R/etc/mysql/mariadb.conf.d/99-strata-testbed.cnf"
+  local packet=$R/etc/mysql/mariadb.conf.d/99-strata-testbed-packet.cnf
+  if [ -n "$TB_MARIADB_MAX_PACKET" ]; then
+    printf '# testbed.sh --mariadb-max-packet\n[mysqld]\nmax_allowed_packet = %s\n' "$TB_MARIADB_MAX_PACKET" >"$packet"
+  else
+    rm -f "$packet"
+  fi
   { printf '127.0.0.1\tlocalhost %s\n' "$(hostname)"; printf '::1\tlocalhost ip6-localhost ip6-loopback\n'; } >"$R/etc/hosts"
   if [ ! -s "$e/jwt_hs256.key" ]; then
     head -c 32 /dev/urandom >"$e/jwt_hs256.key"
