@@ -1,12 +1,18 @@
 package controller_test
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/gob"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -218,23 +224,48 @@ type scaleBed struct {
 
 // answers is what the stand-ins of agents and Prometheus answer, made
 // before a benchmark's timed part: recording, each answer a stand-in
-// makes is kept under its request (path, query and form; not the nonce);
-// serving, a kept answer is written as it is (an agent's signed for the
-// request's nonce, which is the agent's work and small: one HMAC of a few
-// KB), and only a request not kept is answered afresh (counted in missed).
-// In production the agents and Prometheus run on other machines; what
-// they spend making an answer is not the controller's.
+// makes is kept under its request (path, query and form; not the nonce).
+// The benchmark then serves the kept answers from a process of its own
+// (serveAnswers), each written as it is (an agent's signed for the
+// request's nonce, the agent's work: one HMAC of a few KB). In production
+// the agents and Prometheus run on other machines; what they spend making
+// an answer is not the controller's.
 type answers struct {
-	mu                 sync.Mutex
-	recording, serving bool
-	kept               map[string][]byte
-	missed             int
+	mu        sync.Mutex
+	recording bool
+	kept      map[string][]byte
+	missed    int // requests with no answer kept
 }
 
-func (a *answers) set(recording, serving bool) {
+// serveKept writes a's kept answer to r, signed with secret where the
+// request carries a nonce; false when there is none.
+func (a *answers) serveKept(w http.ResponseWriter, r *http.Request, secret []byte) bool {
+	key, err := answerKey(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return true
+	}
+	a.mu.Lock()
+	body, ok := a.kept[key]
+	if !ok {
+		a.missed++
+	}
+	a.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if n := r.Header.Get(agent.HeaderNonce); n != "" {
+		w.Header().Set(agent.HeaderSignature, agent.Sign(secret, n, body))
+	}
+	w.Write(body)
+	return true
+}
+
+func (a *answers) record(on bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.recording, a.serving = recording, serving
+	a.recording = on
 	if a.kept == nil {
 		a.kept = map[string][]byte{}
 	}
@@ -250,32 +281,19 @@ func answerKey(r *http.Request) (string, error) {
 	return r.URL.Path + "?" + r.Form.Encode(), nil
 }
 
-// wrap serves h's answers through a: kept ones as they are (signed with
-// secret where it is not nil), others from h, kept while recording.
-func (a *answers) wrap(h http.Handler, secret []byte) http.Handler {
+// wrap serves h's answers, and keeps them while recording.
+func (a *answers) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		recording := a.recording
+		a.mu.Unlock()
+		if !recording {
+			h.ServeHTTP(w, r)
+			return
+		}
 		key, err := answerKey(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		a.mu.Lock()
-		body, ok := a.kept[key]
-		recording, serving := a.recording, a.serving
-		if serving && !ok {
-			a.missed++
-		}
-		a.mu.Unlock()
-		if serving && ok {
-			w.Header().Set("Content-Type", "application/json")
-			if secret != nil {
-				w.Header().Set(agent.HeaderSignature, agent.Sign(secret, r.Header.Get(agent.HeaderNonce), body))
-			}
-			w.Write(body)
-			return
-		}
-		if !recording {
-			h.ServeHTTP(w, r)
 			return
 		}
 		rec := httptest.NewRecorder()
@@ -342,7 +360,7 @@ func newScaleBedWith(tb testing.TB, nodes int, mode string, loop, window, cycle 
 	case "agents":
 		coll = s.startAgents(nodes, loop, false)
 	case "prometheus":
-		prom := httptest.NewServer(s.answers.wrap(promHandler(byGPU), nil))
+		prom := httptest.NewServer(s.answers.wrap(promHandler(byGPU)))
 		tb.Cleanup(prom.Close)
 		s.promURL = prom.URL
 		coll = s.prometheus(false)
@@ -431,11 +449,7 @@ func (s *scaleBed) startAgents(nodes int, loop time.Duration, whole bool) *colle
 			h.ServeHTTP(w, r)
 		}))
 	}
-	secret, err := agentSecret()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := httptest.NewServer(s.answers.wrap(mux, secret))
+	srv := httptest.NewServer(s.answers.wrap(mux))
 	tb.Cleanup(srv.Close)
 	s.agentsURL = srv.URL
 	end := s.now
@@ -580,13 +594,14 @@ var scaleBaseline = map[string]float64{}
 //
 // The stand-ins of the other machines make their answers before the timed
 // part: the agents sample and answer, and Prometheus answers, to a second
-// collector of the same kind that asks what the controller will ask, one
-// cycle ahead each; in the timed part they only write those bytes (the
-// agents' signed for the controller's nonce), and the job list is bytes
-// made once. The figures are the process's (rusage, and the MemStats
-// total around each Cycle), so they still hold the stand-ins' side of
-// loopback HTTP (reading the request, writing the answer, one HMAC per
-// agent answer): a little more than the controller's own.
+// collector of the same kind that asks what the controller will ask; in
+// the timed part a process of its own (TestScaleStandIn) serves those
+// bytes over loopback (the agents' signed for the controller's nonce). The
+// figures are this process's (rusage, and the MemStats total around each
+// Cycle), so they hold all of the controller's work, its HTTP client
+// included, and none of the agents' or Prometheus's. The one stand-in left
+// in this process is slurmrestd's, which writes a job list made once (a
+// single write of a few MB a cycle).
 func BenchmarkCycleScale(b *testing.B) {
 	for _, mode := range []string{"agents", "prometheus"} {
 		for _, gpus := range []int{2000, 8000} {
@@ -615,7 +630,7 @@ func BenchmarkCycleScale(b *testing.B) {
 				}
 				// Every timed cycle's answers, made now.
 				times := make([]time.Time, b.N)
-				s.answers.set(true, false)
+				s.answers.record(true)
 				for i := range b.N {
 					s.advance()
 					times[i] = s.clock()
@@ -623,7 +638,13 @@ func BenchmarkCycleScale(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				s.answers.set(false, true)
+				s.answers.record(false)
+				url := s.serveAnswers()
+				if mode == "agents" {
+					s.agentsURL = url
+				} else {
+					s.coll.(*collect.Prometheus).URL = url
+				}
 				runtime.GC()
 				var cpu time.Duration
 				var alloc uint64
@@ -649,8 +670,8 @@ func BenchmarkCycleScale(b *testing.B) {
 						b.Fatalf("%d jobs judged, want %d", len(d.States), gpus/4)
 					}
 				}
-				if n := s.answers.misses(); n > 0 {
-					b.Fatalf("%d requests had no answer made ahead: the figures hold the stand-ins' work", n)
+				if n := standInMisses(b, url); n > 0 {
+					b.Fatalf("%d requests had no answer made ahead", n)
 				}
 				perCycle := float64(cpu.Microseconds()) / 1e3 / float64(b.N)
 				b.ReportMetric(perCycle, "cpu-ms/cycle")
@@ -663,6 +684,106 @@ func BenchmarkCycleScale(b *testing.B) {
 			})
 		}
 	}
+}
+
+// standInEnv names the file of kept answers that TestScaleStandIn serves.
+const standInEnv = "STRATA_SCALE_STANDIN"
+
+// serveAnswers starts this test binary again as a process that serves
+// the answers kept so far (TestScaleStandIn), so that the benchmark's
+// rusage and MemStats hold none of the stand-ins' work, as in production
+// where agents and Prometheus answer from other machines; it returns the
+// process's base URL.
+func (s *scaleBed) serveAnswers() string {
+	tb := s.tb
+	file := filepath.Join(tb.TempDir(), "answers.gob")
+	var buf bytes.Buffer
+	s.answers.mu.Lock()
+	err := gob.NewEncoder(&buf).Encode(s.answers.kept)
+	s.answers.kept = map[string][]byte{}
+	s.answers.mu.Unlock()
+	if err == nil {
+		err = os.WriteFile(file, buf.Bytes(), 0o600)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestScaleStandIn$", "-test.v")
+	cmd.Env = append(os.Environ(), standInEnv+"="+file)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "stand-in serving "); ok {
+			go io.Copy(io.Discard, stdout)
+			return u
+		}
+	}
+	tb.Fatalf("stand-in process gave no URL: %v", sc.Err())
+	return ""
+}
+
+// standInMisses asks the stand-in process how many requests it had no
+// answer for.
+func standInMisses(tb testing.TB, url string) int {
+	resp, err := http.Get(url + "/misses")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		tb.Fatalf("stand-in misses: %q", b)
+	}
+	return n
+}
+
+// TestScaleStandIn is the stand-in process of BenchmarkCycleScale: it
+// serves the answers of the file named in $STRATA_SCALE_STANDIN until its
+// standard input closes. Without it, it skips.
+func TestScaleStandIn(t *testing.T) {
+	file := os.Getenv(standInEnv)
+	if file == "" {
+		t.Skip("the scale benchmark's stand-in process, started by BenchmarkCycleScale")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &answers{}
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&a.kept); err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := agentSecret()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/misses" {
+			fmt.Fprintln(w, a.misses())
+			return
+		}
+		if !a.serveKept(w, r, secret) {
+			http.Error(w, "no answer kept for this request", http.StatusNotFound)
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	fmt.Printf("stand-in serving http://%s\n", ln.Addr())
+	io.Copy(io.Discard, os.Stdin)
 }
 
 // setDown makes node n's agent answer 503, or answer again.
