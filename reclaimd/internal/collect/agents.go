@@ -9,7 +9,6 @@ package collect
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -309,7 +308,7 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor st
 	if err := a.verify(n, resp.Header, body); err != nil {
 		return snap, err
 	}
-	if err := json.Unmarshal(body, &snap); err != nil {
+	if snap, err = decodeSnapshot(body); err != nil {
 		return snap, fmt.Errorf("agent snapshot: %w", err)
 	}
 	if err := checkHistory(snap); err != nil {

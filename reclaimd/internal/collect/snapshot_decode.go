@@ -3,6 +3,7 @@ package collect
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -238,4 +239,119 @@ func jobIDs(v []byte) ([]int64, error) {
 		return nil, fmt.Errorf("sample: job_ids: %w", err)
 	}
 	return ids, nil
+}
+
+// decodeSnapshot reads an agent's answer as json.Unmarshal would read it
+// into a snapshot, with one check of the body (json.Valid) and one scan:
+// through encoding/json the samples, the bulk of it, were scanned three
+// times over before they were read.
+func decodeSnapshot(body []byte) (snapshot, error) {
+	var s snapshot
+	if !json.Valid(body) {
+		err := json.Unmarshal(body, &s) // for its syntax error
+		if err == nil {
+			err = errors.New("invalid JSON")
+		}
+		return s, err
+	}
+	sc := pointScanner{b: body}
+	if sc.literal("null") {
+		return s, nil
+	}
+	fields := []struct {
+		name string
+		v    any
+	}{{"node", &s.Node}, {"taken_at", &s.TakenAt}, {"interval_seconds", &s.IntervalSeconds},
+		{"window_seconds", &s.WindowSeconds}, {"source_ok", &s.SourceOK}, {"last_error", &s.LastError},
+		{"version", &s.Version}, {"cursor", &s.Cursor}, {"full", &s.Full}, {"after", &s.After},
+		{"max_samples", &s.MaxSamples}, {"started_at", &s.StartedAt}}
+	err := sc.object("snapshot", func(key, v []byte) error {
+		if bytes.EqualFold(key, []byte("gpus")) {
+			return decodeGPUs(v, &s.GPUs)
+		}
+		for _, f := range fields {
+			if bytes.EqualFold(key, []byte(f.name)) {
+				return json.Unmarshal(v, f.v) // a scalar: cheap
+			}
+		}
+		return nil
+	})
+	return s, err
+}
+
+// decodeGPUs reads the gpus array as encoding/json would into gs.
+func decodeGPUs(v []byte, gs *[]gpuWindow) error {
+	sc := pointScanner{b: v}
+	if sc.literal("null") {
+		*gs = nil
+		return nil
+	}
+	if !sc.expect('[') {
+		return sc.fail("gpus: want an array")
+	}
+	out := []gpuWindow{}
+	if sc.expect(']') {
+		*gs = out
+		return nil
+	}
+	for {
+		var g gpuWindow
+		err := sc.object("gpu", func(key, v []byte) error {
+			switch {
+			case bytes.EqualFold(key, []byte("index")):
+				return json.Unmarshal(v, &g.Index)
+			case bytes.EqualFold(key, []byte("mig")):
+				return json.Unmarshal(v, &g.MIG)
+			case bytes.EqualFold(key, []byte("samples")):
+				return g.Samples.UnmarshalJSON(v)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		out = append(out, g)
+		if sc.expect(']') {
+			break
+		}
+		if !sc.expect(',') {
+			return sc.fail("gpus: want , or ]")
+		}
+	}
+	*gs = out
+	return nil
+}
+
+// object reads an object, giving each key and the bytes of its value to
+// field in turn.
+func (sc *pointScanner) object(what string, field func(key, v []byte) error) error {
+	if !sc.expect('{') {
+		return sc.fail(what + ": want an object")
+	}
+	if sc.expect('}') {
+		return nil
+	}
+	for {
+		key, err := sc.key()
+		if err != nil {
+			return err
+		}
+		if !sc.expect(':') {
+			return sc.fail(what + ": want :")
+		}
+		sc.space()
+		start := sc.off
+		if err := sc.skipValue(); err != nil {
+			return err
+		}
+		if err := field(key, sc.b[start:sc.off]); err != nil {
+			return fmt.Errorf("%s: %s: %w", what, key, err)
+		}
+		if sc.expect('}') {
+			return nil
+		}
+		if !sc.expect(',') {
+			return sc.fail(what + ": want , or }")
+		}
+	}
 }

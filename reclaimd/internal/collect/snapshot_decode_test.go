@@ -73,8 +73,7 @@ func FuzzSnapshotDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var whole agent.Snapshot
 		wholeErr := json.Unmarshal(body, &whole)
-		var lean snapshot
-		leanErr := json.Unmarshal(body, &lean)
+		lean, leanErr := decodeSnapshot(body)
 		if wholeErr != nil {
 			return // the lean decode may read what it does not need more leniently
 		}
@@ -98,10 +97,13 @@ func TestSnapshotDecodeRefuses(t *testing.T) {
 		"util too large": `{"gpus":[{"samples":[{"util":1e400}]}]}`,
 		"samples object": `{"gpus":[{"samples":{"at":"2026-12-01T12:00:00Z"}}]}`,
 		"sample number":  `{"gpus":[{"samples":[1]}]}`,
+		"not JSON":       `{"gpus":[`,
+		"index string":   `{"gpus":[{"index":"0"}]}`,
+		"node number":    `{"node":5}`,
+		"gpus object":    `{"gpus":{}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			var s snapshot
-			if err := json.Unmarshal([]byte(body), &s); err == nil {
+			if s, err := decodeSnapshot([]byte(body)); err == nil {
 				t.Errorf("read %s: %+v", body, s)
 			}
 		})
