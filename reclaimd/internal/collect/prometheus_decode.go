@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // promLabel is one label of a series.
@@ -169,7 +170,7 @@ func (sc *pointScanner) str(strs map[string]string) (string, error) {
 		return "", err
 	}
 	raw := sc.b[start:sc.off]
-	if bytes.IndexByte(raw, '\\') >= 0 {
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) { // as encoding/json reads them
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", fmt.Errorf("label: %w", err)
