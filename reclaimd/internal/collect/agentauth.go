@@ -56,7 +56,7 @@ func (a *Agents) verify(n string, h http.Header, body []byte) error {
 // checkHistory refuses a snapshot with a sample older than the agent's
 // own first sample: a history the agent cannot have (an agent that
 // restarted keeps nothing from before).
-func checkHistory(snap agent.Snapshot) error {
+func checkHistory(snap snapshot) error {
 	var oldest time.Time
 	for _, g := range snap.GPUs {
 		for _, p := range g.Samples {

@@ -7,8 +7,8 @@
 package collect
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -176,7 +176,7 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 // update takes in one answer of the node's agent: the whole window, or
 // the samples since h.cursor. An answer it cannot read leaves h empty, so
 // that the next read is whole.
-func (h *heldNode) update(snap agent.Snapshot) error {
+func (h *heldNode) update(snap snapshot) error {
 	switch {
 	case snap.Version > agent.SnapshotVersion:
 		h.cursor, h.gpus, h.holders = "", nil, nil
@@ -198,10 +198,10 @@ func (h *heldNode) update(snap agent.Snapshot) error {
 		held := h.gpus[g.Index]
 		sorted := true
 		for _, p := range g.Samples {
-			if p.Util == nil || p.MemActivity == nil {
+			if !p.hasUtil || !p.hasMemAct {
 				continue // not measured: leaves a gap, which reads as stale
 			}
-			s := decide.Sample{At: p.At, UtilPercent: *p.Util, MemActivityPercent: *p.MemActivity, MemUsedMiB: p.MemUsedMiB}
+			s := decide.Sample{At: p.At, UtilPercent: p.Util, MemActivityPercent: p.MemActivity, MemUsedMiB: p.MemUsedMiB}
 			if n := len(held); n > 0 && !held[n-1].At.Before(s.At) {
 				sorted = false
 			}
@@ -239,6 +239,17 @@ func (h *heldNode) update(snap agent.Snapshot) error {
 	return nil
 }
 
+// readBody reads at most limit+1 bytes of the answer, into one buffer of
+// its Content-Length where it gives one.
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= limit {
+		buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, limit+1))
+}
+
 func firstFailure(m map[string]string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -262,8 +273,8 @@ func (a *Agents) base(node string) string {
 // maxSnapshot bounds an agent's answer.
 const maxSnapshot = 64 << 20
 
-func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor string) (agent.Snapshot, error) {
-	var snap agent.Snapshot
+func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor string) (snapshot, error) {
+	var snap snapshot
 	u := strings.TrimRight(a.base(node), "/") + "/v1/snapshot"
 	if cursor != "" {
 		u += "?after=" + url.QueryEscape(cursor)
@@ -286,7 +297,7 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor st
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return snap, fmt.Errorf("agent answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSnapshot+1))
+	body, err := readBody(resp, maxSnapshot)
 	switch {
 	case err != nil:
 		return snap, fmt.Errorf("agent snapshot: %w", err)
@@ -297,7 +308,7 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor st
 	if err := a.verify(n, resp.Header, body); err != nil {
 		return snap, err
 	}
-	if err := json.Unmarshal(body, &snap); err != nil {
+	if snap, err = decodeSnapshot(body); err != nil {
 		return snap, fmt.Errorf("agent snapshot: %w", err)
 	}
 	if err := checkHistory(snap); err != nil {

@@ -495,8 +495,8 @@ type promEnvelope struct {
 
 // promSeries is one series of a matrix result.
 type promSeries struct {
-	Metric map[string]string `json:"metric"`
-	Values promValues        `json:"values"`
+	Metric promLabels `json:"metric"`
+	Values promValues `json:"values"`
 }
 
 // promPoint is one [unix_seconds, "value"] pair.
@@ -639,8 +639,8 @@ func parseQueryRange(body []byte) ([]promSeries, error) {
 		ErrorType string `json:"errorType"`
 		Error     string `json:"error"`
 		Data      struct {
-			ResultType string       `json:"resultType"`
-			Result     []promSeries `json:"result"`
+			ResultType string     `json:"resultType"`
+			Result     promResult `json:"result"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
@@ -697,7 +697,7 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 	seen := map[string]*nodeSeen{}
 	accs := map[decide.GPUKey]map[int64]promAcc{}
 	for _, s := range series {
-		node := s.Metric[c.nodeLabel]
+		node := s.Metric.get(c.nodeLabel)
 		if c.stripPort {
 			if h, _, err := net.SplitHostPort(node); err == nil {
 				node = h
@@ -711,13 +711,13 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			ns = &nodeSeen{}
 			seen[node] = ns
 		}
-		idx, err := strconv.Atoi(s.Metric[c.gpuLabel])
+		idx, err := strconv.Atoi(s.Metric.get(c.gpuLabel))
 		if err != nil || idx < 0 {
-			ns.badGPU = s.Metric[c.gpuLabel]
+			ns.badGPU = s.Metric.get(c.gpuLabel)
 			continue
 		}
 		var which int
-		switch s.Metric[metricLabel] {
+		switch s.Metric.get(metricLabel) {
 		case c.util:
 			which, ns.util = 0, true
 		case c.mem:

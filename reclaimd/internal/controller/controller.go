@@ -7,6 +7,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -310,14 +311,19 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	// States first: a crash after this point finds the intents below and
 	// does not decide the same warning twice.
 	if snap.SlurmOK {
+		// Only the states that changed are written (most jobs' stay as
+		// they were, cycle after cycle): job_state's updated_at is when a
+		// job's state last changed.
 		raw := map[int64]json.RawMessage{}
-		keep := map[int64]bool{}
+		keep := make(map[int64]bool, len(d.States))
 		for id, st := range d.States {
 			b, err := json.Marshal(st)
 			if err != nil {
 				return d, err
 			}
-			raw[id] = b
+			if old, ok := stored[id]; !ok || !bytes.Equal(old, b) {
+				raw[id] = b
+			}
 			keep[id] = true
 		}
 		if err := c.cfg.Store.SaveStates(ctx, raw, keep, start); err != nil {

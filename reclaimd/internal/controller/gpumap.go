@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -28,29 +27,38 @@ func gpuMapMismatches(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64) m
 	if len(holders) == 0 {
 		return nil
 	}
-	owner := map[decide.GPUKey]int64{}
-	known := map[int64]bool{}
+	owner := make(map[decide.GPUKey]int64, len(holders))
+	known := make(map[int64]bool, len(jobs))
 	for _, j := range jobs {
 		known[j.ID] = true
 		for _, g := range j.GPUs {
 			owner[decide.GPUKey{Node: g.Node, Index: g.Index}] = j.ID
 		}
 	}
-	seen := map[string][]string{}
-	for _, key := range slices.SortedFunc(maps.Keys(holders), func(a, b decide.GPUKey) int {
-		return strings.Compare(a.String(), b.String())
-	}) {
-		for _, id := range holders[key] {
+	// Mismatches are rare: only they are sorted (by GPU, for the message),
+	// not every GPU of the cluster each cycle.
+	type found struct {
+		key  decide.GPUKey
+		what string
+	}
+	var all []found
+	for key, ids := range holders {
+		for _, id := range ids {
 			if !known[id] {
 				continue
 			}
 			switch o, ok := owner[key]; {
 			case !ok:
-				seen[key.Node] = append(seen[key.Node], fmt.Sprintf("job %d runs on GPU %d (NVML), which Slurm gives to no job", id, key.Index))
+				all = append(all, found{key, fmt.Sprintf("job %d runs on GPU %d (NVML), which Slurm gives to no job", id, key.Index)})
 			case o != id:
-				seen[key.Node] = append(seen[key.Node], fmt.Sprintf("job %d runs on GPU %d (NVML), which Slurm gives to job %d", id, key.Index, o))
+				all = append(all, found{key, fmt.Sprintf("job %d runs on GPU %d (NVML), which Slurm gives to job %d", id, key.Index, o)})
 			}
 		}
+	}
+	slices.SortStableFunc(all, func(a, b found) int { return strings.Compare(a.key.String(), b.key.String()) })
+	seen := map[string][]string{}
+	for _, f := range all {
+		seen[f.key.Node] = append(seen[f.key.Node], f.what)
 	}
 	if len(seen) == 0 {
 		return nil

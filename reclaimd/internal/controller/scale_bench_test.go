@@ -1,12 +1,18 @@
 package controller_test
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/gob"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -210,6 +216,99 @@ type scaleBed struct {
 	now      time.Time
 	handlers []http.Handler // node's agent handler
 	down     map[int]bool   // nodes whose agent answers 503
+
+	// answers holds the stand-ins' answers made ahead, for a benchmark
+	// that counts the controller's work only.
+	answers answers
+}
+
+// answers is what the stand-ins of agents and Prometheus answer, made
+// before a benchmark's timed part: recording, each answer a stand-in
+// makes is kept under its request (path, query and form; not the nonce).
+// The benchmark then serves the kept answers from a process of its own
+// (serveAnswers), each written as it is (an agent's signed for the
+// request's nonce, the agent's work: one HMAC of a few KB). In production
+// the agents and Prometheus run on other machines; what they spend making
+// an answer is not the controller's.
+type answers struct {
+	mu        sync.Mutex
+	recording bool
+	kept      map[string][]byte
+	missed    int // requests with no answer kept
+}
+
+// serveKept writes a's kept answer to r, signed with secret where the
+// request carries a nonce; false when there is none.
+func (a *answers) serveKept(w http.ResponseWriter, r *http.Request, secret []byte) bool {
+	key, err := answerKey(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return true
+	}
+	a.mu.Lock()
+	body, ok := a.kept[key]
+	if !ok {
+		a.missed++
+	}
+	a.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if n := r.Header.Get(agent.HeaderNonce); n != "" {
+		w.Header().Set(agent.HeaderSignature, agent.Sign(secret, n, body))
+	}
+	w.Write(body)
+	return true
+}
+
+func (a *answers) record(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recording = on
+	if a.kept == nil {
+		a.kept = map[string][]byte{}
+	}
+}
+
+func (a *answers) misses() int { a.mu.Lock(); defer a.mu.Unlock(); return a.missed }
+
+// answerKey names a request by what its answer depends on.
+func answerKey(r *http.Request) (string, error) {
+	if err := r.ParseForm(); err != nil {
+		return "", err
+	}
+	return r.URL.Path + "?" + r.Form.Encode(), nil
+}
+
+// wrap serves h's answers, and keeps them while recording.
+func (a *answers) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		recording := a.recording
+		a.mu.Unlock()
+		if !recording {
+			h.ServeHTTP(w, r)
+			return
+		}
+		key, err := answerKey(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code == http.StatusOK {
+			a.mu.Lock()
+			a.kept[key] = rec.Body.Bytes()
+			a.mu.Unlock()
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	})
 }
 
 func (s *scaleBed) clock() time.Time { s.mu.Lock(); defer s.mu.Unlock(); return s.now }
@@ -261,7 +360,7 @@ func newScaleBedWith(tb testing.TB, nodes int, mode string, loop, window, cycle 
 	case "agents":
 		coll = s.startAgents(nodes, loop, false)
 	case "prometheus":
-		prom := httptest.NewServer(promHandler(byGPU))
+		prom := httptest.NewServer(s.answers.wrap(promHandler(byGPU)))
 		tb.Cleanup(prom.Close)
 		s.promURL = prom.URL
 		coll = s.prometheus(false)
@@ -350,7 +449,7 @@ func (s *scaleBed) startAgents(nodes int, loop time.Duration, whole bool) *colle
 			h.ServeHTTP(w, r)
 		}))
 	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(s.answers.wrap(mux))
 	tb.Cleanup(srv.Close)
 	s.agentsURL = srv.URL
 	end := s.now
@@ -485,32 +584,77 @@ var scaleBaseline = map[string]float64{}
 // BenchmarkCycleScale runs whole controller cycles (the job list from
 // slurmrestd and its decode, every GPU's samples from the agents or from
 // Prometheus, the decision, the states and dry-run records in SQLite) at
-// 2,000 and 8,000 GPUs, with 500 and 2,000 running jobs. It reports, per
-// cycle, the CPU time of the whole process (cpu-ms/cycle: the servers at
-// the edges included, the agents' sampling between cycles not) and the
-// memory allocated (MB/cycle, the same), and for the larger cluster the
-// ratio of its CPU time to the smaller's (x-cpu-vs-2000: 4 is linear).
-// The goal is 300 ms and 50 MB at 8,000 GPUs:
+// 2,000 and 8,000 GPUs, with 500 and 2,000 running jobs, and reports the
+// controller's cost per cycle: CPU time (cpu-ms/cycle) and memory
+// allocated (MB/cycle), and for the larger cluster the ratio of its CPU
+// time to the smaller's (x-cpu-vs-2000: 4 is linear). The goal is 300 ms
+// and 50 MB at 8,000 GPUs:
 //
 //	go test -run '^$' -bench CycleScale -benchtime 10x ./reclaimd/internal/controller/
+//
+// The stand-ins of the other machines make their answers before the timed
+// part: the agents sample and answer, and Prometheus answers, to a second
+// collector of the same kind that asks what the controller will ask; in
+// the timed part a process of its own (TestScaleStandIn) serves those
+// bytes over loopback (the agents' signed for the controller's nonce). The
+// figures are this process's (rusage, and the MemStats total around each
+// Cycle), so they hold all of the controller's work, its HTTP client
+// included, and none of the agents' or Prometheus's. The one stand-in left
+// in this process is slurmrestd's, which writes a job list made once (a
+// single write of a few MB a cycle).
 func BenchmarkCycleScale(b *testing.B) {
 	for _, mode := range []string{"agents", "prometheus"} {
 		for _, gpus := range []int{2000, 8000} {
 			b.Run(fmt.Sprintf("%s/gpus=%d", mode, gpus), func(b *testing.B) {
 				s := newScaleBed(b, gpus/8, mode, 2*time.Minute)
 				ctx := b.Context()
+				// ahead asks the stand-ins what the controller's collector
+				// will ask, a cycle before it does.
+				var ahead controller.Collector
+				if mode == "agents" {
+					ahead = s.agentsCollector(false)
+				} else {
+					ahead = s.prometheus(false)
+				}
+				nodes := make([]string, s.nodes)
+				for n := range s.nodes {
+					nodes[n] = scaleNode(n)
+				}
 				// A first cycle reads the whole windows and fills the store.
 				s.advance()
+				if _, err := ahead.Collect(ctx, nodes); err != nil {
+					b.Fatal(err)
+				}
 				if _, err := s.ctl.Cycle(ctx); err != nil {
 					b.Fatal(err)
 				}
+				// Every timed cycle's answers, made now.
+				times := make([]time.Time, b.N)
+				s.answers.record(true)
+				for i := range b.N {
+					s.advance()
+					times[i] = s.clock()
+					if _, err := ahead.Collect(ctx, nodes); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.answers.record(false)
+				url := s.serveAnswers()
+				if mode == "agents" {
+					s.agentsURL = url
+				} else {
+					s.coll.(*collect.Prometheus).URL = url
+				}
+				runtime.GC()
 				var cpu time.Duration
 				var alloc uint64
 				var ms runtime.MemStats
 				b.ResetTimer()
 				b.StopTimer()
 				for i := 0; i < b.N; i++ {
-					s.advance()
+					s.mu.Lock()
+					s.now = times[i]
+					s.mu.Unlock()
 					runtime.ReadMemStats(&ms)
 					before, c0 := ms.TotalAlloc, cpuTime(b)
 					b.StartTimer()
@@ -526,7 +670,10 @@ func BenchmarkCycleScale(b *testing.B) {
 						b.Fatalf("%d jobs judged, want %d", len(d.States), gpus/4)
 					}
 				}
-				perCycle := float64(cpu.Milliseconds()) / float64(b.N)
+				if n := standInMisses(b, url); n > 0 {
+					b.Fatalf("%d requests had no answer made ahead", n)
+				}
+				perCycle := float64(cpu.Microseconds()) / 1e3 / float64(b.N)
 				b.ReportMetric(perCycle, "cpu-ms/cycle")
 				b.ReportMetric(float64(alloc)/float64(b.N)/1e6, "MB/cycle")
 				if gpus == 2000 {
@@ -537,6 +684,106 @@ func BenchmarkCycleScale(b *testing.B) {
 			})
 		}
 	}
+}
+
+// standInEnv names the file of kept answers that TestScaleStandIn serves.
+const standInEnv = "STRATA_SCALE_STANDIN"
+
+// serveAnswers starts this test binary again as a process that serves
+// the answers kept so far (TestScaleStandIn), so that the benchmark's
+// rusage and MemStats hold none of the stand-ins' work, as in production
+// where agents and Prometheus answer from other machines; it returns the
+// process's base URL.
+func (s *scaleBed) serveAnswers() string {
+	tb := s.tb
+	file := filepath.Join(tb.TempDir(), "answers.gob")
+	var buf bytes.Buffer
+	s.answers.mu.Lock()
+	err := gob.NewEncoder(&buf).Encode(s.answers.kept)
+	s.answers.kept = map[string][]byte{}
+	s.answers.mu.Unlock()
+	if err == nil {
+		err = os.WriteFile(file, buf.Bytes(), 0o600)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestScaleStandIn$", "-test.v")
+	cmd.Env = append(os.Environ(), standInEnv+"="+file)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "stand-in serving "); ok {
+			go io.Copy(io.Discard, stdout)
+			return u
+		}
+	}
+	tb.Fatalf("stand-in process gave no URL: %v", sc.Err())
+	return ""
+}
+
+// standInMisses asks the stand-in process how many requests it had no
+// answer for.
+func standInMisses(tb testing.TB, url string) int {
+	resp, err := http.Get(url + "/misses")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		tb.Fatalf("stand-in misses: %q", b)
+	}
+	return n
+}
+
+// TestScaleStandIn is the stand-in process of BenchmarkCycleScale: it
+// serves the answers of the file named in $STRATA_SCALE_STANDIN until its
+// standard input closes. Without it, it skips.
+func TestScaleStandIn(t *testing.T) {
+	file := os.Getenv(standInEnv)
+	if file == "" {
+		t.Skip("the scale benchmark's stand-in process, started by BenchmarkCycleScale")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &answers{}
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&a.kept); err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := agentSecret()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/misses" {
+			fmt.Fprintln(w, a.misses())
+			return
+		}
+		if !a.serveKept(w, r, secret) {
+			http.Error(w, "no answer kept for this request", http.StatusNotFound)
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	fmt.Printf("stand-in serving http://%s\n", ln.Addr())
+	io.Copy(io.Discard, os.Stdin)
 }
 
 // setDown makes node n's agent answer 503, or answer again.

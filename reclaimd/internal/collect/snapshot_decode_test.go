@@ -1,0 +1,111 @@
+package collect
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/agent"
+)
+
+// leanOf is what the controller reads of a snapshot decoded whole into
+// agent.Snapshot, in the form the lean decode gives.
+func leanOf(s agent.Snapshot) snapshot {
+	l := snapshot{Node: s.Node, TakenAt: s.TakenAt, IntervalSeconds: s.IntervalSeconds, WindowSeconds: s.WindowSeconds,
+		SourceOK: s.SourceOK, LastError: s.LastError, Version: s.Version, Cursor: s.Cursor, Full: s.Full, After: s.After,
+		MaxSamples: s.MaxSamples, StartedAt: s.StartedAt}
+	if s.GPUs != nil {
+		l.GPUs = []gpuWindow{}
+	}
+	for _, g := range s.GPUs {
+		w := gpuWindow{Index: g.Index, MIG: g.MIG}
+		if g.Samples != nil {
+			w.Samples = samples{}
+		}
+		for _, p := range g.Samples {
+			q := point{At: p.At, MemUsedMiB: p.MemUsedMiB, JobIDs: p.JobIDs}
+			if p.Util != nil {
+				q.Util, q.hasUtil = *p.Util, true
+			}
+			if p.MemActivity != nil {
+				q.MemActivity, q.hasMemAct = *p.MemActivity, true
+			}
+			w.Samples = append(w.Samples, q)
+		}
+		l.GPUs = append(l.GPUs, w)
+	}
+	return l
+}
+
+var snapshotSeeds = []string{
+	`{}`, `null`, `[]`, `{"gpus":null}`, `{"gpus":[{"samples":null}]}`, `{"gpus":[{"samples":[]}]}`,
+	`{"node":"n1","gpus":[{"index":0,"samples":[{"at":"2026-12-01T12:00:00Z","util":-5,"mem_activity":0}]}]}`,
+	`{"gpus":[{"index":3,"samples":[{"AT":"2026-12-01T12:00:01Z","Util":1,"util":2,"mem_activity":null,"MEM_ACTIVITY":3}]}]}`,
+	`{"gpus":[{"samples":[{"\u0061t":"2026-12-01T12:00:01.5Z","u\"til":9,"util":1e2,"job_ids":[1,2,3],"mig_instances":[{"job_ids":[4],"x":{"y":[1,"]}"]}}]}]}]}`,
+	`{"gpus":[{"samples":[{"util":"5"}]}]}`, `{"gpus":[{"samples":[{"util":true}]}]}`, `{"gpus":[{"samples":[{"job_ids":[1.5]}]}]}`,
+	`{"gpus":[{"samples":[{"at":"yesterday"}]}]}`, `{"gpus":[{"samples":[{"util":1e400}]}]}`, `{"gpus":[{"samples":[{"mem_used_mib":null}]}]}`,
+	`{"gpus":[{"samples":[{ "at" : "2026-12-01T12:00:00Z" , "util" : 0 , "job_ids" : [ ] } , { } ]}]}`,
+	`{"gpus":[{"samples":{"at":"2026-12-01T12:00:00Z"}}]}`, `{"gpus":[{"samples":[1]}]}`,
+}
+
+// FuzzSnapshotDecode checks the controller's lean decode of an agent's
+// snapshot against encoding/json's decode into agent.Snapshot: where that
+// reads a body, the lean decode reads the same values from it.
+func FuzzSnapshotDecode(f *testing.F) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	pct := func(v float64) *float64 { return &v }
+	good, err := json.Marshal(agent.Snapshot{Node: "n1", TakenAt: t0, IntervalSeconds: 10, WindowSeconds: 600, SourceOK: true,
+		Version: 2, Cursor: "a.2", After: "a.1", MaxSamples: 60, StartedAt: &t0,
+		GPUs: []agent.GPUWindow{{Index: 0, UUID: "GPU-0", Model: "H100", MemTotalMiB: 81559, Samples: []agent.Point{
+			{At: t0.Add(-10 * time.Second), Util: pct(0), MemActivity: pct(0.25), SMActive: pct(3), MemUsedMiB: 500, JobIDs: []int64{7}},
+			{At: t0, Util: pct(97), MemActivity: pct(40), MemUsedMiB: 70000, JobIDs: []int64{}},
+		}}, {Index: 1, MIG: true, Samples: []agent.Point{{At: t0, JobIDs: []int64{},
+			MIGInstances: []agent.MIGPoint{{GPUInstance: 1, JobIDs: []int64{8}}}}}}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	for _, s := range snapshotSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var whole agent.Snapshot
+		wholeErr := json.Unmarshal(body, &whole)
+		lean, leanErr := decodeSnapshot(body)
+		if wholeErr != nil {
+			return // the lean decode may read what it does not need more leniently
+		}
+		if leanErr != nil {
+			t.Fatalf("lean decode failed where encoding/json reads the snapshot: %v", leanErr)
+		}
+		if diff := cmp.Diff(leanOf(whole), lean, cmp.AllowUnexported(point{})); diff != "" {
+			t.Fatalf("lean decode (-encoding/json +lean):\n%s", diff)
+		}
+	})
+}
+
+// TestSnapshotDecodeRefuses: values of the wrong type in the fields the
+// controller reads are errors, as they are for encoding/json.
+func TestSnapshotDecodeRefuses(t *testing.T) {
+	for name, body := range map[string]string{
+		"util string":    `{"gpus":[{"samples":[{"util":"5"}]}]}`,
+		"util bool":      `{"gpus":[{"samples":[{"util":true}]}]}`,
+		"job id float":   `{"gpus":[{"samples":[{"job_ids":[1.5]}]}]}`,
+		"at not a time":  `{"gpus":[{"samples":[{"at":"yesterday"}]}]}`,
+		"util too large": `{"gpus":[{"samples":[{"util":1e400}]}]}`,
+		"samples object": `{"gpus":[{"samples":{"at":"2026-12-01T12:00:00Z"}}]}`,
+		"sample number":  `{"gpus":[{"samples":[1]}]}`,
+		"not JSON":       `{"gpus":[`,
+		"index string":   `{"gpus":[{"index":"0"}]}`,
+		"node number":    `{"node":5}`,
+		"gpus object":    `{"gpus":{}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if s, err := decodeSnapshot([]byte(body)); err == nil {
+				t.Errorf("read %s: %+v", body, s)
+			}
+		})
+	}
+}
