@@ -3,7 +3,6 @@ package controller_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,10 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
-	"github.com/strata-hpc/strata/reclaimd/internal/agent"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
-	"github.com/strata-hpc/strata/reclaimd/internal/source"
 )
 
 // TestGPUOrderReversed: two jobs share gpu1. Job 1 is idle and job 2 busy,
@@ -105,43 +102,4 @@ func (b *bed) twoJobs() {
 	resp["jobs"] = []any{jobs[0], second}
 	rec.Response = mustJSON(b.t, resp)
 	b.srv.Handle(http.MethodGet, "/slurm/"+b.slurm.Info().Parser+"/jobs/", slurmresttest.Reply(rec))
-}
-
-// startAgentRows replaces the node agent of gpu1 by one whose 8 GPUs
-// show, from the job's start to the clock, the util and the jobs (of the
-// processes: the recording's jobs column) that row gives each.
-func (b *bed) startAgentRows(row func(gpu int) (util int, jobs string)) {
-	b.t.Helper()
-	var csv strings.Builder
-	csv.WriteString("offset_seconds,gpu,util,mem_activity,mem_used_mib,jobs\n")
-	for off := 0; off <= 10; off += 10 {
-		for g := range 8 {
-			util, jobs := row(g)
-			fmt.Fprintf(&csv, "%d,%d,%d,%d,2048,%s\n", off, g, util, util/2, jobs)
-		}
-	}
-	rec, err := source.ParseRecording(jobNode, strings.NewReader(csv.String()))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	a, err := agent.New(agent.Config{Node: jobNode, Source: source.NewReplay(rec, time.Time{}, true), Interval: 10 * time.Second,
-		Window: 5 * time.Minute, Now: b.clock, Procs: agent.ProcFS{Root: b.t.TempDir()},
-		Logger: slog.New(slog.DiscardHandler), Secret: agentSecret})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.agent = a
-	srv := httptest.NewServer(a.Handler())
-	b.t.Cleanup(srv.Close)
-	b.agentURL = func(node string) string {
-		if node != jobNode {
-			return "http://127.0.0.1:1"
-		}
-		return srv.URL
-	}
-	now := b.clock()
-	for at := b.start; !at.After(now); at = at.Add(10 * time.Second) {
-		b.setClock(at)
-		b.sample()
-	}
 }

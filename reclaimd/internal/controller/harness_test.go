@@ -270,15 +270,24 @@ func (b *bed) newController() *controller.Controller {
 	return ctl
 }
 
-// startAgent runs the node agent of gpu1 over a recording in which both
-// GPUs show util, its window filled up to the clock.
+// startAgent runs the node agent of gpu1 over a recording in which every
+// GPU shows util, its window filled up to the clock.
 func (b *bed) startAgent(util int) {
+	b.startAgentRows(func(int) (int, string) { return util, "" })
+}
+
+// startAgentRows runs (or replaces) the node agent of gpu1 over a
+// recording whose 8 GPUs show, from the job's start to the clock, the util
+// and the jobs (of the processes: the recording's jobs column) that row
+// gives each.
+func (b *bed) startAgentRows(row func(gpu int) (util int, jobs string)) {
 	b.t.Helper()
 	var csv strings.Builder
-	csv.WriteString("offset_seconds,gpu,util,mem_activity,mem_used_mib\n")
+	csv.WriteString("offset_seconds,gpu,util,mem_activity,mem_used_mib,jobs\n")
 	for off := 0; off <= 10; off += 10 {
 		for g := range 8 {
-			fmt.Fprintf(&csv, "%d,%d,%d,%d,2048\n", off, g, util, util/2)
+			util, jobs := row(g)
+			fmt.Fprintf(&csv, "%d,%d,%d,%d,2048,%s\n", off, g, util, util/2, jobs)
 		}
 	}
 	rec, err := source.ParseRecording(jobNode, strings.NewReader(csv.String()))
