@@ -5,9 +5,6 @@ package slurmrest_test
 import (
 	"context"
 	"errors"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -25,7 +22,7 @@ func TestArrayTaskActions(t *testing.T) {
 		ctx := testbed.Context(t)
 		c := b.Client(t)
 		b.DumpLogsOnFailure(t)
-		arr := sbatchAs(t, b, "alice", "--array=0-2", "--gres=gpu:1", "--wrap", "sleep 600")
+		arr := b.Sbatch(t, "alice", "--array=0-2", "--gres=gpu:1", "--wrap", "sleep 600")
 		t.Cleanup(func() { _ = c.Cancel(context.Background(), arr) })
 		tasks := waitRecords(t, c, 3, func(j slurmrest.Job) bool { return j.ArrayJobID == arr })
 		var own slurmrest.Job
@@ -89,7 +86,7 @@ func TestHetComponentActions(t *testing.T) {
 		ctx := testbed.Context(t)
 		c := b.Client(t)
 		b.DumpLogsOnFailure(t)
-		het := sbatchAs(t, b, "alice", "--gres=gpu:1", "--wrap", "sleep 600", ":",
+		het := b.Sbatch(t, "alice", "--gres=gpu:1", "--wrap", "sleep 600", ":",
 			"-A", b.Account, "-p", b.Partition, "--gres=gpu:1", "-t", "10")
 		t.Cleanup(func() { _ = c.Cancel(context.Background(), het) })
 		comps := waitRecords(t, c, 2, func(j slurmrest.Job) bool { return j.HetJobID == het })
@@ -126,34 +123,6 @@ func TestHetComponentActions(t *testing.T) {
 		waitGone(t, c, second.ID, "cancelled")
 		stillRunning(t, c, leader)
 	})
-}
-
-var submitted = regexp.MustCompile(`Submitted batch job (\d+)`)
-
-// sbatchAs submits with the bed's sbatch as user (authenticated by a
-// token in SLURM_JWT) and returns the job id. Het jobs and arrays have no
-// field in the facade's JobSpec: sbatch is how users submit them.
-func sbatchAs(t *testing.T, b *testbed.Bed, user string, args ...string) int64 {
-	t.Helper()
-	signer, err := slurmrest.NewKeySigner(b.JWTKey, 5*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := signer.Token(testbed.Context(t), user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := append([]string{"-A", b.Account, "-p", b.Partition, "-t", "10", "-J", testbed.Unique("ref"),
-		"--chdir", b.JobDir, "-o", "/dev/null"}, args...)
-	cmd := exec.CommandContext(testbed.Context(t), filepath.Join(b.Bin, "sbatch"), full...)
-	cmd.Env = []string{"SLURM_JWT=" + tok}
-	out, err := cmd.CombinedOutput()
-	m := submitted.FindSubmatch(out)
-	if err != nil || m == nil {
-		t.Fatalf("sbatch %v: %v: %s", full, err, out)
-	}
-	id, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return id
 }
 
 // waitRecords waits until n records that match are running.

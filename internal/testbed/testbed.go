@@ -13,8 +13,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -162,6 +165,35 @@ func Context(t testing.TB) context.Context {
 
 // HostPath maps a path inside the test bed's root to the host.
 func (b *Bed) HostPath(p string) string { return filepath.Join(b.Root, p) }
+
+var submittedJob = regexp.MustCompile(`Submitted batch job (\d+)`)
+
+// Sbatch submits with the bed's sbatch as user, authenticated by a
+// short-lived token in SLURM_JWT, in the bed's account and partition with
+// a 10-minute limit, and returns the job id. Job arrays and heterogeneous
+// jobs have no field in slurmrest's JobSpec: sbatch is how users submit them.
+func (b *Bed) Sbatch(t testing.TB, user string, args ...string) int64 {
+	t.Helper()
+	signer, err := slurmrest.NewKeySigner(b.JWTKey, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := signer.Token(Context(t), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := append([]string{"-A", b.Account, "-p", b.Partition, "-t", "10", "-J", Unique("sbatch"),
+		"--chdir", b.JobDir, "-o", "/dev/null"}, args...)
+	cmd := exec.CommandContext(Context(t), filepath.Join(b.Bin, "sbatch"), full...)
+	cmd.Env = []string{"SLURM_JWT=" + tok}
+	out, err := cmd.CombinedOutput()
+	m := submittedJob.FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("sbatch %v: %v: %s", full, err, out)
+	}
+	id, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return id
+}
 
 // WaitJob polls until cond holds for the job or the timeout passes.
 func WaitJob(t testing.TB, c *slurmrest.Client, id int64, timeout time.Duration, what string, cond func(slurmrest.Job) bool) slurmrest.Job {

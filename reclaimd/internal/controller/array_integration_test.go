@@ -8,9 +8,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +35,7 @@ func TestArrayTaskReclaimed(t *testing.T) {
 		c := b.Client(t)
 		b.DumpLogsOnFailure(t)
 		node := b.Nodes[0]
-		arr := sbatch(t, b, "alice", "--array=0-1", "--gres=gpu:1", "--nodelist="+node, "--wrap", "sleep 600")
+		arr := b.Sbatch(t, "alice", "--array=0-1", "--gres=gpu:1", "--nodelist="+node, "--wrap", "sleep 600")
 		t.Cleanup(func() { _ = c.Cancel(context.Background(), arr) })
 		var idle, busy slurmrest.Job
 		deadline := time.Now().Add(90 * time.Second)
@@ -109,33 +107,6 @@ func TestArrayTaskReclaimed(t *testing.T) {
 			t.Errorf("busy task %s after the idle one's cancel: %v, %v; want it running", busy.Ref(), j.State, err)
 		}
 	})
-}
-
-var submittedJob = regexp.MustCompile(`Submitted batch job (\d+)`)
-
-// sbatch submits with the bed's sbatch as user, authenticated by a token
-// in SLURM_JWT: arrays have no field in the facade's JobSpec.
-func sbatch(t *testing.T, b *testbed.Bed, user string, args ...string) int64 {
-	t.Helper()
-	signer, err := slurmrest.NewKeySigner(b.JWTKey, 5*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := signer.Token(testbed.Context(t), user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := append([]string{"-A", b.Account, "-p", b.Partition, "-t", "10", "-J", testbed.Unique("array"),
-		"--chdir", b.JobDir, "-o", "/dev/null"}, args...)
-	cmd := exec.CommandContext(testbed.Context(t), filepath.Join(b.Bin, "sbatch"), full...)
-	cmd.Env = []string{"SLURM_JWT=" + tok}
-	out, err := cmd.CombinedOutput()
-	m := submittedJob.FindSubmatch(out)
-	if err != nil || m == nil {
-		t.Fatalf("sbatch %v: %v: %s", full, err, out)
-	}
-	id, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return id
 }
 
 // gpuAgents serves the agent of node, replaying a recording in which the
