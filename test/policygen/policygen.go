@@ -34,6 +34,10 @@ type Spec struct {
 	// previous project (up to a quarter of them, so about an eighth on
 	// average).
 	Seed uint64
+	// TenantPriority, when above 0, gives tenant t (from 1) the
+	// association priority TenantPriority+t, so a first apply writes
+	// Priority= on every tenant account.
+	TenantPriority int
 }
 
 // Stats counts what a policy holds, as strata-policy compiles it.
@@ -93,8 +97,12 @@ func Write(w io.Writer, s Spec) (Stats, error) {
 		tenant := fmt.Sprintf("%s%04d", s.Prefix, t)
 		// A tenant's GPU limit (32 to 128) is at least any of its
 		// projects' (8 to 32), as check requires.
-		fmt.Fprintf(bw, "  - name: %s\n    shares: %d\n    limits:\n      gpus: %d\n      gpu_hours: %d\n      gpus_per_user: 8\n    projects:\n",
-			tenant, 10+rng.IntN(90), 8*(4+rng.IntN(13)), 1000*(1+rng.IntN(100)))
+		fmt.Fprintf(bw, "  - name: %s\n    shares: %d\n", tenant, 10+rng.IntN(90))
+		if s.TenantPriority > 0 {
+			fmt.Fprintf(bw, "    priority: %d\n", s.TenantPriority+t)
+		}
+		fmt.Fprintf(bw, "    limits:\n      gpus: %d\n      gpu_hours: %d\n      gpus_per_user: 8\n    projects:\n",
+			8*(4+rng.IntN(13)), 1000*(1+rng.IntN(100)))
 		next := 0      // the tenant's users so far
 		var prev []int // the previous project's members that are in one project only
 		for p := 1; p <= s.Projects; p++ {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
 	"github.com/strata-hpc/strata/policy/internal/compile"
 	"github.com/strata-hpc/strata/policy/internal/spec"
@@ -146,7 +147,7 @@ func TestApplyLoads(t *testing.T) {
 	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		for mode, want := range map[string]string{readSacctmgr: "writes (1 of them sacctmgr loads).", readREST: " writes.\n"} {
 			t.Run("read-with-"+mode, func(t *testing.T) {
-				file, st := generated(t, b, policygen.Spec{Tenants: 3, Projects: 10, Members: 10, Seed: 7})
+				file, st := generated(t, b, policygen.Spec{Tenants: 3, Projects: 10, Members: 10, Seed: 7, TenantPriority: 10})
 				changes := 3 + 33 + st.Users + 3*10*10
 				code, out := policyOn(t, b, file, "apply", "--apply", "--read-with", mode)
 				if code != exitOK || !strings.Contains(out, fmt.Sprintf("Applied %d of %d changes in ", changes, changes)) ||
@@ -155,6 +156,32 @@ func TestApplyLoads(t *testing.T) {
 				}
 				if mode == readREST && !strings.Contains(out, " and 0 sacctmgr runs") {
 					t.Errorf("apply --read-with rest ran sacctmgr:\n%s", tail(out))
+				}
+				// The tenants' priorities went in with the load (Priority= in
+				// the flat file) and slurmdbd holds them: tenant t has 10+t.
+				text, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := spec.Parse(file, text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, c := testbed.Context(t), b.Client(t)
+				for i, tn := range p.Tenants {
+					as, err := c.Associations(ctx, slurmrest.AssociationFilter{Account: tn.Name})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := int64(-1)
+					for _, a := range as {
+						if a.User == "" && a.Account == tn.Name && a.Priority != nil {
+							got = *a.Priority
+						}
+					}
+					if want := int64(11 + i); got != want {
+						t.Errorf("tenant %s: priority %d in slurmdbd, want %d", tn.Name, got, want)
+					}
 				}
 				code, out = policyOn(t, b, file, "apply", "--apply", "--read-with", mode)
 				if code != exitOK || !strings.Contains(out, "Slurm matches") || !strings.Contains(out, " reads, 0 writes)") {
