@@ -168,7 +168,16 @@ type JobSpec struct {
 	// NodeList asks for these nodes (sbatch --nodelist), as a host list.
 	NodeList    string
 	Tasks       int
-	CPUsPerTask int
+	// TasksPerNode is --ntasks-per-node.
+	TasksPerNode int
+	CPUsPerTask  int
+	// MemoryPerNode is --mem, in MiB.
+	MemoryPerNode int64
+	// Array is --array: "0-15", "1,3,5", "0-99%8".
+	Array string
+	// Switches is --switches: the most leaf switches the job's nodes
+	// may span.
+	Switches int
 	TimeLimit   time.Duration // rounded up to whole minutes
 	WorkDir     string
 	StdOut      string
