@@ -166,8 +166,8 @@ type JobSpec struct {
 	TRESPerNode string // "gres/gpu:2", "gres/gpu:h100:4"
 	Nodes       string // node count or range, e.g. "2" or "1-2"
 	// NodeList asks for these nodes (sbatch --nodelist), as a host list.
-	NodeList    string
-	Tasks       int
+	NodeList string
+	Tasks    int
 	// TasksPerNode is --ntasks-per-node.
 	TasksPerNode int
 	CPUsPerTask  int
@@ -177,7 +177,7 @@ type JobSpec struct {
 	Array string
 	// Switches is --switches: the most leaf switches the job's nodes
 	// may span.
-	Switches int
+	Switches    int
 	TimeLimit   time.Duration // rounded up to whole minutes
 	WorkDir     string
 	StdOut      string
