@@ -219,7 +219,7 @@ func JobSubmitData(p *spec.Policy) ([]byte, error) {
 func JobPolicyJSON(p *spec.Policy) ([]byte, error) {
 	m := JobSubmitModel(p)
 	if errs := m.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("rendered job policy is invalid: %v", errors.Join(errs...))
+		return nil, fmt.Errorf("rendered job policy is invalid: %w", errors.Join(errs...))
 	}
 	return m.Marshal()
 }
