@@ -40,6 +40,7 @@ var derivedPolicies = map[string]struct {
 	"partitions-edge": {"testdata/derived/partitions-edge.yaml", []string{"partitions.conf"}},
 	"quotas-edge":     {"testdata/derived/quotas-edge.yaml", []string{"resourcequotas.yaml", "disk-quota.sh"}},
 	"bed-partitions":  {"testdata/derived/bed-partitions.yaml", []string{"partitions.conf"}},
+	"tiers":           {"testdata/derived/tiers.yaml", []string{"resourcequotas.yaml", "serving.json"}},
 }
 
 // derivedFiles are the renderers with golden files here, by the name of
@@ -49,6 +50,7 @@ var derivedFiles = map[string]func(*spec.Policy) ([]byte, error){
 	"resourcequotas.yaml": ResourceQuotasYAML,
 	"disk-quota.sh":       DiskQuotaScript,
 	"tenants.json":        TenantsJSON,
+	"serving.json":        ServingJSON,
 }
 
 func loadDerived(t *testing.T, name string) *spec.Policy {
