@@ -150,6 +150,9 @@ type plan struct {
 	version store.Version
 	objects []*unstructured.Unstructured
 	rollout string // how it rolls out (SurgeRoom); "" for a rollback
+	// rolloutEvent records rollout as an event before the rollout: an
+	// update that has no room for a surge replica.
+	rolloutEvent bool
 }
 
 // quotaCheck is CheckServingQuota, unless the configuration leaves the
@@ -276,6 +279,9 @@ func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, 
 		return nil, err
 	}
 	surge, note := SurgeRoom(*t, usage, spec.Name, ask)
+	// An update without a surge replica takes a replica down before its
+	// new one is up: said as an event too, which status shows.
+	warn := !surge && existing.State == store.StateActive
 	objs, err := render.Render(render.Input{Spec: *spec, JobID: jobID, User: user, Account: account, Tenant: t.Name, Project: owner.Project,
 		Namespace: t.Namespace, Quota: *t, Runtime: rt, Mount: d.cfg.Mount, KServe: d.cfg.KServe, KServeDeploymentMode: d.cfg.KServeDeploymentMode,
 		SpreadKey: d.cfg.SpreadKey, Surge: surge})
@@ -290,7 +296,7 @@ func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, 
 	if err != nil {
 		return nil, err
 	}
-	return &plan{objects: objs, rollout: note, version: store.Version{JobID: jobID, Name: spec.Name, Namespace: t.Namespace, Tenant: t.Name,
+	return &plan{objects: objs, rollout: note, rolloutEvent: warn, version: store.Version{JobID: jobID, Name: spec.Name, Namespace: t.Namespace, Tenant: t.Name,
 		Project: owner.Project, Account: account, User: user, GPUs: ask.GPUs, Tier: ask.Tier, MaxReplicas: ask.MaxReplicas, ModelPath: spec.ModelPath,
 		Spec: specJSON, Objects: objJSON}}, nil
 }
@@ -401,10 +407,10 @@ func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Option
 		return res, nil
 	}
 
-	if p.rollout != "" {
+	if p.rolloutEvent {
 		// Said before the rollout starts: in the log, and as an event
 		// that strata-bridge status shows.
-		d.cfg.Log.Info(action+" rollout", "name", v.Name, "namespace", v.Namespace, "tenant", v.Tenant, "job_id", v.JobID, "rollout", p.rollout)
+		d.cfg.Log.Warn(action+" without a surge replica", "name", v.Name, "namespace", v.Namespace, "tenant", v.Tenant, "job_id", v.JobID, "rollout", p.rollout)
 		if err := d.cfg.Store.AddEvent(ctx, store.Event{Name: v.Name, JobID: v.JobID, Action: action, Outcome: "rollout",
 			Message: p.rollout, At: start}); err != nil {
 			r, ferr := finish(store.OutcomeFailed, "record the rollout: "+err.Error(), false)
