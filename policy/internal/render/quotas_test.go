@@ -316,6 +316,8 @@ tenants:
 		wantLog    []string
 		wantStdout []string
 		wantStderr []string // lines stderr must hold
+		state      string   // the record of an earlier run (ROOT for root)
+		wantState  []string // the record after, without its comment (nil: unchanged)
 	}{
 		"dry run by default: only df runs": {
 			wantCode: 1, wantStdout: printed,
@@ -337,6 +339,27 @@ tenants:
 			wantStdout: printed, wantLog: commands,
 			wantStderr: []string{"disk-quota.sh: failed: t-missing t-l"},
 		},
+		"--apply records what it set, and clears what it no longer has": {
+			args: []string{"--apply"}, wantCode: 1, wantStdout: append(slices.Clone(printed),
+				"+ xfs_quota -x -c 'limit -p bsoft=0 bhard=0 isoft=0 ihard=0 4004' ROOT/xfs",
+				"+ lfs setquota -p 2002 -b 0 -B 0 -i 0 -I 0 ROOT/old-lustre"),
+			wantLog: append(slices.Clone(commands),
+				"xfs_quota [-x] [-c] [limit -p bsoft=0 bhard=0 isoft=0 ihard=0 4004] [ROOT/xfs]",
+				"lfs [setquota] [-p] [2002] [-b] [0] [-B] [0] [-i] [0] [-I] [0] [ROOT/old-lustre]"),
+			// t-gone left the policy; t-l moved to another file system;
+			// t-x is as before; t-missing failed, so its record stays.
+			state: "# comment\nxfs 4004 ROOT/xfs t-gone\nlustre 2002 ROOT/old-lustre t-l\nxfs 1001 ROOT/xfs t-x\nlustre 1002 ROOT/lustre t-missing\n",
+			wantState: []string{"xfs 1001 ROOT/xfs t-x", "lustre 2002 ROOT/lustre t-l", "xfs 3003 ROOT/xfs t-y", "lustre 1002 ROOT/lustre t-missing"},
+			wantStderr: []string{
+				"disk-quota.sh: t-gone: project 4004 on ROOT/xfs is no longer in the policy: its limits are removed, its files kept",
+				"disk-quota.sh: t-l: project 2002 on ROOT/old-lustre is no longer in the policy: its limits are removed, its files kept",
+				"disk-quota.sh: failed: t-missing"},
+		},
+		"a dry run clears nothing and records nothing": {
+			wantCode: 1, wantStdout: append(slices.Clone(printed), "+ xfs_quota -x -c 'limit -p bsoft=0 bhard=0 isoft=0 ihard=0 4004' ROOT/xfs"),
+			wantLog: []string{commands[0], commands[3], commands[6]},
+			state:   "xfs 4004 ROOT/xfs t-gone\n",
+		},
 		"unknown argument": {
 			args: []string{"--aply"}, wantCode: 2,
 			wantStderr: []string{"disk-quota.sh: unknown argument --aply (see --help)"},
@@ -348,10 +371,17 @@ tenants:
 	} {
 		t.Run(name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "log")
+			state := filepath.Join(t.TempDir(), "state")
+			if tc.state != "" {
+				if err := os.WriteFile(state, []byte(strings.ReplaceAll(tc.state, "ROOT", root)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "sh", append([]string{path}, tc.args...)...)
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STUB_LOG="+log, "STUB_FAIL="+tc.fail)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STUB_LOG="+log, "STUB_FAIL="+tc.fail,
+				"STRATA_DISK_QUOTA_STATE="+state)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -378,6 +408,22 @@ tenants:
 			}
 			if diff := cmp.Diff(tc.wantStdout, rootless(stdout.String())); diff != "" {
 				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if tc.wantState != nil {
+				after, err := os.ReadFile(state)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines := rootless(string(after))
+				if len(lines) == 0 || !strings.HasPrefix(lines[0], "# ") {
+					t.Errorf("record %q: want a comment first", lines)
+				} else if diff := cmp.Diff(tc.wantState, lines[1:]); diff != "" {
+					t.Errorf("record (-want +got):\n%s", diff)
+				}
+			} else if tc.state != "" {
+				if after, _ := os.ReadFile(state); string(after) != strings.ReplaceAll(tc.state, "ROOT", root) {
+					t.Errorf("record changed to:\n%s", after)
+				}
 			}
 			errLines := rootless(stderr.String())
 			for _, want := range tc.wantStderr {
