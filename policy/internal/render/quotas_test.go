@@ -348,7 +348,7 @@ tenants:
 				"lfs [setquota] [-p] [2002] [-b] [0] [-B] [0] [-i] [0] [-I] [0] [ROOT/old-lustre]"),
 			// t-gone left the policy; t-l moved to another file system;
 			// t-x is as before; t-missing failed, so its record stays.
-			state: "# comment\nxfs 4004 ROOT/xfs t-gone\nlustre 2002 ROOT/old-lustre t-l\nxfs 1001 ROOT/xfs t-x\nlustre 1002 ROOT/lustre t-missing\n",
+			state:     "# comment\nxfs 4004 ROOT/xfs t-gone\nlustre 2002 ROOT/old-lustre t-l\nxfs 1001 ROOT/xfs t-x\nlustre 1002 ROOT/lustre t-missing\n",
 			wantState: []string{"xfs 1001 ROOT/xfs t-x", "lustre 2002 ROOT/lustre t-l", "xfs 3003 ROOT/xfs t-y", "lustre 1002 ROOT/lustre t-missing"},
 			wantStderr: []string{
 				"disk-quota.sh: t-gone: project 4004 on ROOT/xfs is no longer in the policy: its limits are removed, its files kept",
