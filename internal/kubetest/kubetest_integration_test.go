@@ -135,6 +135,19 @@ func TestGPUDeployment(t *testing.T) {
 	waitNoGPUPods(t, core)
 
 	ns := kubetest.Namespace(t, cfg, "kubetest-gpu")
+	// The bed's apiserver limits every nvidia.com/ resource: a pod may ask
+	// for GPUs only where a ResourceQuota names them. This one leaves room
+	// for every GPU of the cluster, so the scheduler is what stops the
+	// pods that do not fit.
+	total := int64(0)
+	for _, v := range alloc {
+		total += v
+	}
+	if _, err := core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests." + gpu: *resource.NewQuantity(total+perPod, resource.DecimalSI)}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ResourceQuota: %v", err)
+	}
 	labels := map[string]string{"app": "gpu-model"}
 	res := corev1.ResourceList{gpu: *resource.NewQuantity(perPod, resource.DecimalSI)}
 	dep := &appsv1.Deployment{
@@ -338,3 +351,67 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestBedEnforcesQuotas: the bed's apiserver runs the ResourceQuota
+// admission with every nvidia.com/ resource limited, so a pod that asks
+// for one in a namespace whose quota does not name it is refused, and
+// one over a quota that names it too; kwok-gpu-1 advertises MIG slices
+// (mixed strategy) and kwok-gpu-2 shared GPUs, as the device plugin does.
+func TestBedEnforcesQuotas(t *testing.T) {
+	cfg := kubetest.Config(t)
+	core := corev1client.NewForConfigOrDie(cfg)
+	ctx := kubetest.Context(t)
+	for node, want := range map[string][]corev1.ResourceName{
+		"kwok-gpu-1": {"nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"},
+		"kwok-gpu-2": {"nvidia.com/gpu.shared", "nvidia.com/gpu.mps"},
+	} {
+		n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("node %s: %v", node, err)
+		}
+		for _, r := range want {
+			if q := n.Status.Allocatable[r]; q.Value() < 1 {
+				t.Errorf("node %s has no %s (allocatable %v)", node, r, n.Status.Allocatable)
+			}
+		}
+	}
+	ns := kubetest.Namespace(t, cfg, "kubetest-quota")
+	if _, err := core.ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("1")}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string, r corev1.ResourceName, n int64) error {
+		res := corev1.ResourceList{r: *resource.NewQuantity(n, resource.DecimalSI)}
+		_, err := core.Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}},
+			metav1.CreateOptions{})
+		return err
+	}
+	for name, tc := range map[string]struct {
+		resource corev1.ResourceName
+		n        int64
+		want     string
+	}{
+		"a resource the quota does not name": {"nvidia.com/mig-1g.10gb", 1, "insufficient quota to consume: requests.nvidia.com/mig-1g.10gb"},
+		"over the quota":                     {"nvidia.com/gpu", 2, "exceeded quota: q"},
+	} {
+		err := pod("p-"+strings.ReplaceAll(strings.ReplaceAll(name, " ", "-"), "a-", ""), tc.resource, tc.n)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want forbidden: %s", name, err, tc.want)
+		}
+	}
+	// The quota controller keeps the quota's usage, which admission needs
+	// to admit a pod within it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := pod("within", "nvidia.com/gpu", 1)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a pod within the quota: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -11,7 +11,7 @@ import (
 // it names is found as its own tenant's or project's. Seeded from the
 // table tests.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{good,
+	for _, s := range []string{good, goodV2,
 		`{"apiVersion":"strata/v2","kind":"ServingQuotas"}`,
 		`{"apiVersion":"strata/v1","kind":"ServingQuotas","tenant":[]}`,
 		`{"apiVersion":"strata/v1","kind":"ServingQuotas","tenants":[{"name":"a","namespace":"n"},{"name":"b","namespace":"n"}]}`,

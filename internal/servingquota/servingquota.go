@@ -1,8 +1,14 @@
 // Package servingquota is the contract between strata-policy and
 // strata-bridge: serving.json, which maps every Slurm account of the
 // policy to its tenant and project, and gives each tenant's Kubernetes
-// namespace and serving quota (GPUs and replicas). strata-policy render
-// writes it; the bridge reads it before it deploys anything.
+// namespace and serving quota: replicas, whole GPUs (the dedicated tier)
+// and the GPU sharing tiers it may use with their quotas (see [Tier]).
+// strata-policy render writes it; the bridge reads it before it deploys
+// anything.
+//
+// Version strata/v2 added the sharing tiers and isolation; a strata/v1
+// file (whole GPUs only) is still read, as a file whose tenants use the
+// dedicated tier alone.
 //
 // A tenant without a serving: block in the policy is listed with a zero
 // quota, so the bridge can tell "this tenant may not serve" from "this
@@ -26,10 +32,12 @@ import (
 	"sort"
 )
 
-// APIVersion and Kind head every serving.json.
+// APIVersion and Kind head every serving.json; APIVersionV1 is the
+// version before the sharing tiers, still read.
 const (
-	APIVersion = "strata/v1"
-	Kind       = "ServingQuotas"
+	APIVersion   = "strata/v2"
+	APIVersionV1 = "strata/v1"
+	Kind         = "ServingQuotas"
 )
 
 // File is serving.json.
@@ -44,15 +52,68 @@ type Tenant struct {
 	Name string `json:"name"`
 	// Namespace is the tenant's Kubernetes namespace.
 	Namespace string `json:"namespace"`
-	// GPUs and Replicas are the serving quota: the most nvidia.com/gpu
-	// and model-server replicas the tenant's deployments may ask for
-	// together. Both 0: the tenant may not serve.
-	GPUs     int       `json:"gpus"`
-	Replicas int       `json:"replicas"`
+	// GPUs and Replicas are the serving quota: the most whole GPUs
+	// (nvidia.com/gpu, the dedicated tier) and model-server replicas the
+	// tenant's deployments may ask for together. GPUs, Replicas and
+	// Tiers all empty: the tenant may not serve.
+	GPUs     int `json:"gpus"`
+	Replicas int `json:"replicas"`
+	// Isolation: the tenant asked that its replicas never share a GPU
+	// without isolation, so it has no time-sliced tier.
+	Isolation bool `json:"isolation,omitempty"`
+	// Tiers are the GPU sharing tiers the tenant may use besides whole
+	// GPUs, each with its quota; a tier not listed is refused.
+	Tiers    []Tier    `json:"tiers,omitempty"`
 	Projects []Project `json:"projects"`
-	// Line is the tenant's line in the policy file (0: unknown).
+	// Line is the tenant's line in the policy file (0: unknown), and
+	// ServingLine that of its serving: block.
+	Line        int `json:"line,omitempty"`
+	ServingLine int `json:"servingLine,omitempty"`
+}
+
+// Tier is a GPU sharing tier a tenant may use and its quota.
+type Tier struct {
+	// Name is the tier: mig-<profile>, mps or time-sliced (see
+	// [Resource]).
+	Name string `json:"name"`
+	// Resource is the extended resource a replica of the tier requests,
+	// Resource(Name).
+	Resource string `json:"resource"`
+	// Quota is the most of Resource the tenant's deployments may ask
+	// for together (1 or more).
+	Quota int `json:"quota"`
+	// Line is the tier's line in the policy file (0: unknown).
 	Line int `json:"line,omitempty"`
 }
+
+// Allowed returns the tier named name of the tenant, the dedicated tier
+// being its GPUs; false when the tenant may not use it.
+func (t *Tenant) Allowed(name string) (Tier, bool) {
+	if name == TierDedicated {
+		return Tier{Name: TierDedicated, Resource: ResourceGPU, Quota: t.GPUs, Line: t.ServingLine}, t.GPUs > 0
+	}
+	for _, tr := range t.Tiers {
+		if tr.Name == name {
+			return tr, true
+		}
+	}
+	return Tier{}, false
+}
+
+// TierNames lists the tiers the tenant may use, dedicated first.
+func (t *Tenant) TierNames() []string {
+	var names []string
+	if t.GPUs > 0 {
+		names = append(names, TierDedicated)
+	}
+	for _, tr := range t.Tiers {
+		names = append(names, tr.Name)
+	}
+	return names
+}
+
+// MayServe reports whether the tenant has any serving quota.
+func (t *Tenant) MayServe() bool { return t.GPUs > 0 || t.Replicas > 0 || len(t.Tiers) > 0 }
 
 // Project is a project and its Slurm account.
 type Project struct {
@@ -96,7 +157,7 @@ func (f *File) Tenant(name string) (*Tenant, bool) {
 // unique, that accounts map to one project, and that quotas are not
 // negative.
 func (f *File) Validate() error {
-	if f.APIVersion != APIVersion || f.Kind != Kind {
+	if (f.APIVersion != APIVersion && f.APIVersion != APIVersionV1) || f.Kind != Kind {
 		return fmt.Errorf("not a %s %s file (apiVersion %q, kind %q)", APIVersion, Kind, f.APIVersion, f.Kind)
 	}
 	tenants, namespaces, accounts := map[string]bool{}, map[string]string{}, map[string]string{}
@@ -114,6 +175,12 @@ func (f *File) Validate() error {
 			return fmt.Errorf("tenant %s: negative serving quota", t.Name)
 		}
 		tenants[t.Name], namespaces[t.Namespace] = true, t.Name
+		if f.APIVersion == APIVersionV1 && (t.Isolation || len(t.Tiers) > 0) {
+			return fmt.Errorf("tenant %s: tiers and isolation need apiVersion %s", t.Name, APIVersion)
+		}
+		if err := t.validateTiers(); err != nil {
+			return fmt.Errorf("tenant %s: %w", t.Name, err)
+		}
 		for _, p := range t.Projects {
 			if p.Name == "" || p.Account == "" {
 				return fmt.Errorf("tenant %s: a project without name or account", t.Name)

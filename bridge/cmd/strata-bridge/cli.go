@@ -321,6 +321,9 @@ func printResult(c *cli.Context, res *deploy.Result) error {
 			what += " (dry run)"
 		}
 		fmt.Fprintf(w, "%s %s %s in namespace %s (tenant %s)\n", what, res.Name, res.Version, res.Namespace, res.Tenant)
+		if res.Rollout != "" {
+			fmt.Fprintf(w, "rollout: %s\n", res.Rollout)
+		}
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		for _, o := range res.Objects {
 			act := o.Action
@@ -448,7 +451,11 @@ func cmdStatus(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		if v.JobID == d.Current {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%d GPUs x %d\t%s\t%s\n", mark, render.Version(v.JobID), v.Outcome, v.User, v.GPUs, v.MaxReplicas,
+		gpus := fmt.Sprintf("%d GPUs", v.GPUs)
+		if v.Tier != "" && v.Tier != servingquota.TierDedicated && v.GPUs > 0 {
+			gpus = fmt.Sprintf("%d %s", v.GPUs, v.Tier)
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s x %d\t%s\t%s\n", mark, render.Version(v.JobID), v.Outcome, v.User, gpus, v.MaxReplicas,
 			v.ModelPath, v.CreatedAt.Format(time.RFC3339))
 	}
 	tw.Flush()

@@ -20,6 +20,7 @@ const (
 	CheckSpec    = "spec"    // strata-serve.yaml or the comment is valid
 	CheckTenant  = "tenant"  // the job's account maps to a tenant that may serve
 	CheckModel   = "model"   // the model path exists, is under an allowed root and is readable
+	CheckTier    = "tier"    // the tenant may use the GPU sharing tier asked for
 	CheckQuota   = "quota"   // the tenant's serving quota has room
 	CheckName    = "name"    // the deployment name is not another tenant's
 	CheckVersion = "version" // rollback: the version asked for exists
@@ -71,9 +72,9 @@ func CheckAccount(f *servingquota.File, account string) (servingquota.Owner, err
 			"add the account to a tenant's project in the policy (policy.yaml), run `strata-policy render` to rewrite serving.json, then deploy again",
 			"account %q is not in serving.json: no tenant or project owns it", account)
 	}
-	if o.Tenant.GPUs == 0 && o.Tenant.Replicas == 0 {
+	if !o.Tenant.MayServe() {
 		return o, refuse(CheckTenant,
-			"give the tenant a serving: block (gpus, replicas) in policy.yaml and run `strata-policy render`",
+			"give the tenant a serving: block (gpus, replicas, tiers) in policy.yaml and run `strata-policy render`",
 			"tenant %s may not serve models: its serving quota is 0 GPUs and 0 replicas", o.Tenant.Name)
 	}
 	return o, nil
@@ -178,43 +179,153 @@ func readable(root, name string) error {
 
 // Ask is what one deployment asks of its tenant's serving quota.
 type Ask struct {
-	GPUs        int // per replica
+	GPUs        int    // per replica, of Tier's resource
+	Tier        string // "": dedicated
 	MaxReplicas int
 }
 
-// CheckServingQuota refuses a deployment when the tenant's other active
-// deployments (not name: a new version replaces the old one) plus this one
-// would ask for more GPUs (GPUs per replica times the most replicas) or
-// replicas than the tenant's serving quota.
-func CheckServingQuota(t servingquota.Tenant, others []store.Usage, name string, ask Ask) error {
-	usedGPUs, usedReplicas := 0, 0
-	var held []string
+func tierOf(t string) string {
+	if t == "" {
+		return servingquota.TierDedicated
+	}
+	return t
+}
+
+// held is what the tenant's other active deployments hold: of the tier
+// asked for, and replicas.
+type held struct {
+	tierGPUs, replicas int
+	text               string // "a (2 GPUs x 2 replicas), b (...) hold 4 GPUs and 3 replicas"
+}
+
+func holding(t servingquota.Tenant, others []store.Usage, name, tier, unit string) held {
+	var h held
+	var list []string
 	for _, u := range others {
 		if u.Name == name || u.Tenant != t.Name {
 			continue
 		}
-		usedGPUs += u.GPUs * u.MaxReplicas
-		usedReplicas += u.MaxReplicas
-		held = append(held, fmt.Sprintf("%s (%d GPUs x %d replicas)", u.Name, u.GPUs, u.MaxReplicas))
+		h.replicas += u.MaxReplicas
+		if u.GPUs > 0 && tierOf(u.Tier) == tier {
+			h.tierGPUs += u.GPUs * u.MaxReplicas
+			list = append(list, fmt.Sprintf("%s (%d %s x %d replicas)", u.Name, u.GPUs, unit, u.MaxReplicas))
+		} else {
+			list = append(list, fmt.Sprintf("%s (%d replicas)", u.Name, u.MaxReplicas))
+		}
 	}
-	askGPUs := ask.GPUs * ask.MaxReplicas
-	holding := "no other deployment holds any"
-	if len(held) > 0 {
-		holding = fmt.Sprintf("%s hold %d GPUs and %d replicas", strings.Join(held, ", "), usedGPUs, usedReplicas)
+	h.text = "no other deployment holds any"
+	if len(list) > 0 {
+		h.text = fmt.Sprintf("%s hold %d %s and %d replicas", strings.Join(list, ", "), h.tierGPUs, unit, h.replicas)
 	}
-	const fix = "lower gpus, replicas or autoscale.max_replicas in strata-serve.yaml, delete a deployment (strata-bridge delete <name>), " +
-		"or raise the tenant's serving quota in policy.yaml and run `strata-policy render`"
-	if usedGPUs+askGPUs > t.GPUs {
-		return refuse(CheckQuota, fix,
-			"tenant %s's serving quota is %d GPUs; %s; %s asks for %d (%d per replica x %d replicas): %d > %d",
-			t.Name, t.GPUs, holding, name, askGPUs, ask.GPUs, ask.MaxReplicas, usedGPUs+askGPUs, t.GPUs)
+	return h
+}
+
+// unit names what a tier's quota counts, in messages.
+func unit(tier servingquota.Tier) string {
+	if tier.Name == servingquota.TierDedicated {
+		return "GPUs"
 	}
-	if usedReplicas+ask.MaxReplicas > t.Replicas {
-		return refuse(CheckQuota, fix,
-			"tenant %s's serving quota is %d replicas; %s; %s asks for %d: %d > %d",
-			t.Name, t.Replicas, holding, name, ask.MaxReplicas, usedReplicas+ask.MaxReplicas, t.Replicas)
+	return tier.Resource
+}
+
+// policyLine says where in the policy a quota comes from.
+func policyLine(line int) string {
+	if line == 0 {
+		return "in the policy"
+	}
+	return fmt.Sprintf("at line %d of the policy", line)
+}
+
+// CheckTierAllowed refuses a deployment whose GPUs are of a tier the
+// tenant may not use, naming the policy line of the tenant's serving:
+// block and the tiers it may use.
+func CheckTierAllowed(t servingquota.Tenant, ask Ask) error {
+	tierName := tierOf(ask.Tier)
+	if ask.GPUs > 0 {
+		if _, ok := t.Allowed(tierName); !ok {
+			may := strings.Join(t.TierNames(), ", ")
+			if may == "" {
+				may = "none (it may serve on CPUs only)"
+			}
+			fixTier := "name a tier the tenant may use (tier: in strata-serve.yaml, or the runtime's), or add " + tierName +
+				" to the tenant's serving.tiers in policy.yaml and run `strata-policy render`"
+			if tierName == servingquota.TierDedicated {
+				fixTier = "name a tier the tenant may use (tier: in strata-serve.yaml, or the runtime's), or give the tenant serving.gpus in policy.yaml and run `strata-policy render`"
+			}
+			if tierName == servingquota.TierTimeSliced && t.Isolation {
+				fixTier = "name an isolated tier (mig-<profile>, mps or dedicated) the tenant may use: time slices share GPU memory and faults, and the tenant asks for isolation (serving.isolation)"
+			}
+			why := ""
+			if tierName == servingquota.TierTimeSliced && t.Isolation {
+				why = "; time slices share a GPU's memory and faults, and the tenant asks for isolation"
+			}
+			return refuse(CheckTier, fixTier, "tenant %s may not use GPU tier %s (its serving: block, %s, allows %s)%s",
+				t.Name, tierName, policyLine(t.ServingLine), may, why)
+		}
 	}
 	return nil
+}
+
+// CheckServingQuota refuses a deployment whose GPUs are of a tier the
+// tenant may not use (CheckTierAllowed), or when the tenant's other
+// active deployments (not name: a new version replaces the old one) plus
+// this one would ask for more of the tier (GPUs per replica times the
+// most replicas) or more replicas than the tenant's serving quota.
+func CheckServingQuota(t servingquota.Tenant, others []store.Usage, name string, ask Ask) error {
+	const fix = "lower gpus, replicas or autoscale.max_replicas in strata-serve.yaml, delete a deployment (strata-bridge delete <name>), " +
+		"or raise the tenant's serving quota in policy.yaml and run `strata-policy render`"
+	if err := CheckTierAllowed(t, ask); err != nil {
+		return err
+	}
+	tierName := tierOf(ask.Tier)
+	tier := servingquota.Tier{Name: tierName, Resource: servingquota.Resource(tierName)}
+	if ask.GPUs > 0 {
+		tier, _ = t.Allowed(tierName)
+	}
+	u := unit(tier)
+	h := holding(t, others, name, tierName, u)
+	askGPUs := ask.GPUs * ask.MaxReplicas
+	if askGPUs > 0 && h.tierGPUs+askGPUs > tier.Quota {
+		what := fmt.Sprintf("%d %s", tier.Quota, u)
+		if tierName != servingquota.TierDedicated {
+			what = fmt.Sprintf("%d %s (tier %s, %s)", tier.Quota, u, tierName, policyLine(tier.Line))
+		}
+		return refuse(CheckQuota, fix,
+			"tenant %s's serving quota is %s; %s; %s asks for %d (%d per replica x %d replicas): %d > %d",
+			t.Name, what, h.text, name, askGPUs, ask.GPUs, ask.MaxReplicas, h.tierGPUs+askGPUs, tier.Quota)
+	}
+	if h.replicas+ask.MaxReplicas > t.Replicas {
+		return refuse(CheckQuota, fix,
+			"tenant %s's serving quota is %d replicas; %s; %s asks for %d: %d > %d",
+			t.Name, t.Replicas, h.text, name, ask.MaxReplicas, h.replicas+ask.MaxReplicas, t.Replicas)
+	}
+	return nil
+}
+
+// SurgeRoom says whether the tenant's serving quota leaves room for one
+// surge replica of a deployment that passed CheckServingQuota (its tier's
+// GPUs and a replica beyond what the tenant's deployments hold with this
+// one), and says what that means for its rollout, for the deploy output
+// and the status before the rollout starts.
+func SurgeRoom(t servingquota.Tenant, others []store.Usage, name string, ask Ask) (bool, string) {
+	tierName := tierOf(ask.Tier)
+	tier, _ := t.Allowed(tierName)
+	h := holding(t, others, name, tierName, unit(tier))
+	needGPUs := h.tierGPUs + ask.GPUs*(ask.MaxReplicas+1)
+	needReplicas := h.replicas + ask.MaxReplicas + 1
+	var short []string
+	if ask.GPUs > 0 && needGPUs > tier.Quota {
+		short = append(short, fmt.Sprintf("tier %s would need %d of its %d %s", tierName, needGPUs, tier.Quota, unit(tier)))
+	}
+	if needReplicas > t.Replicas {
+		short = append(short, fmt.Sprintf("replicas would need %d of %d", needReplicas, t.Replicas))
+	}
+	if len(short) == 0 {
+		return true, "rolls out with one surge replica: each new replica starts before an old one stops, so the model stays up"
+	}
+	return false, fmt.Sprintf("no room in tenant %s's serving quota for a surge replica (%s): the rollout replaces one replica at a time, "+
+		"and a model of one replica is down while its new version loads (raise the quota in policy.yaml for a rollout without downtime)",
+		t.Name, strings.Join(short, "; "))
 }
 
 // CheckNameFree refuses a name that is an active deployment of another tenant

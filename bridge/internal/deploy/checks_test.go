@@ -189,6 +189,72 @@ func TestCheckServingQuota(t *testing.T) {
 	}
 }
 
+// tiered is a tenant with whole GPUs, MIG slices of one profile and MPS
+// shares, which asks for isolation, with its serving: block at line 40.
+var tiered = servingquota.Tenant{Name: "acme", Namespace: "strata-acme", GPUs: 2, Replicas: 6, Isolation: true, ServingLine: 40,
+	Tiers: []servingquota.Tier{
+		{Name: "mig-1g.10gb", Resource: "nvidia.com/mig-1g.10gb", Quota: 4, Line: 44},
+		{Name: "mps", Resource: "nvidia.com/gpu.mps", Quota: 2, Line: 45},
+	}}
+
+// Each tier is counted on its own; a tier the tenant may not use is
+// refused by the tier check with the policy line; CPU-only replicas use
+// no tier.
+func TestCheckServingQuotaTiers(t *testing.T) {
+	others := []store.Usage{
+		{Name: "a", Tenant: "acme", GPUs: 1, Tier: "mig-1g.10gb", MaxReplicas: 3}, // 3 of 4 MIG slices
+		{Name: "b", Tenant: "acme", GPUs: 1, Tier: "dedicated", MaxReplicas: 1},   // 1 of 2 GPUs
+	}
+	tests := map[string]struct {
+		name      string
+		ask       Ask
+		wantCheck string
+		want      []string
+	}{
+		"the last MIG slice":        {name: "c", ask: Ask{GPUs: 1, Tier: "mig-1g.10gb", MaxReplicas: 1}},
+		"one MIG slice too many":    {name: "c", ask: Ask{GPUs: 1, Tier: "mig-1g.10gb", MaxReplicas: 2}, wantCheck: CheckQuota, want: []string{"serving quota is 4 nvidia.com/mig-1g.10gb (tier mig-1g.10gb, at line 44 of the policy)", "a (1 nvidia.com/mig-1g.10gb x 3 replicas), b (1 replicas) hold 3 nvidia.com/mig-1g.10gb", "5 > 4"}},
+		"MIG does not count as GPU": {name: "c", ask: Ask{GPUs: 1, MaxReplicas: 1}},
+		"dedicated over":            {name: "c", ask: Ask{GPUs: 2, Tier: "dedicated", MaxReplicas: 1}, wantCheck: CheckQuota, want: []string{"serving quota is 2 GPUs", "3 > 2"}},
+		"mps":                       {name: "c", ask: Ask{GPUs: 2, Tier: "mps", MaxReplicas: 1}},
+		"another MIG profile":       {name: "c", ask: Ask{GPUs: 1, Tier: "mig-3g.40gb", MaxReplicas: 1}, wantCheck: CheckTier, want: []string{"tenant acme may not use GPU tier mig-3g.40gb (its serving: block, at line 40 of the policy, allows dedicated, mig-1g.10gb, mps)"}},
+		"time-sliced and isolation": {name: "c", ask: Ask{GPUs: 1, Tier: "time-sliced", MaxReplicas: 1}, wantCheck: CheckTier, want: []string{"may not use GPU tier time-sliced", "the tenant asks for isolation"}},
+		"CPU only, any tier":        {name: "c", ask: Ask{GPUs: 0, Tier: "time-sliced", MaxReplicas: 2}},
+		"replicas over":             {name: "c", ask: Ask{GPUs: 0, MaxReplicas: 3}, wantCheck: CheckQuota, want: []string{"7 > 6"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			wantRefusal(t, CheckServingQuota(tiered, others, tc.name, tc.ask), tc.wantCheck, tc.want...)
+		})
+	}
+	noGPUs := servingquota.Tenant{Name: "globex", Replicas: 2, Tiers: []servingquota.Tier{{Name: "time-sliced", Resource: "nvidia.com/gpu.shared", Quota: 4}}}
+	wantRefusal(t, CheckServingQuota(noGPUs, nil, "c", Ask{GPUs: 1, MaxReplicas: 1}), CheckTier,
+		"may not use GPU tier dedicated (its serving: block, in the policy, allows time-sliced)")
+}
+
+// A surge replica needs one more replica of the tier's GPUs and of the
+// tenant's replicas than the deployment holds.
+func TestSurgeRoom(t *testing.T) {
+	others := []store.Usage{{Name: "a", Tenant: "acme", GPUs: 1, Tier: "mig-1g.10gb", MaxReplicas: 2}}
+	tests := map[string]struct {
+		ask       Ask
+		wantSurge bool
+		want      string
+	}{
+		"room":                  {ask: Ask{GPUs: 1, Tier: "mig-1g.10gb", MaxReplicas: 1}, wantSurge: true, want: "rolls out with one surge replica"},
+		"the tier is full":      {ask: Ask{GPUs: 1, Tier: "mig-1g.10gb", MaxReplicas: 2}, want: "no room in tenant acme's serving quota for a surge replica (tier mig-1g.10gb would need 5 of its 4 nvidia.com/mig-1g.10gb)"},
+		"the replicas are full": {ask: Ask{GPUs: 0, MaxReplicas: 4}, want: "(replicas would need 7 of 6)"},
+		"whole GPUs":            {ask: Ask{GPUs: 2, MaxReplicas: 1}, want: "tier dedicated would need 4 of its 2 GPUs"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			surge, msg := SurgeRoom(tiered, others, "c", tc.ask)
+			if surge != tc.wantSurge || !strings.Contains(msg, tc.want) {
+				t.Errorf("SurgeRoom = %v, %q; want %v, %q", surge, msg, tc.wantSurge, tc.want)
+			}
+		})
+	}
+}
+
 func TestCheckNameFree(t *testing.T) {
 	tests := map[string]struct {
 		existing  *store.Deployment

@@ -69,6 +69,11 @@ type Config struct {
 	// mounted at the same paths on both.
 	HostRoot string
 
+	// NoQuotaCheck leaves the serving quota to the apiserver's
+	// ResourceQuota admission alone (CheckServingQuota is skipped): for
+	// tests that show the apiserver enforcing it. The tier check stays.
+	NoQuotaCheck bool
+
 	RolloutTimeout time.Duration // default 5m
 	RolloutPoll    time.Duration // default 1s
 
@@ -134,12 +139,29 @@ type Result struct {
 	Message   string      `json:"message"`
 	Objects   []Applied   `json:"objects"`
 	Pruned    []ObjectRef `json:"pruned,omitempty"`
+	// Rollout says, before the rollout starts, how the new version
+	// replaces the old: with a surge replica, or one replica at a time
+	// because the tenant's quota has no room for one.
+	Rollout string `json:"rollout,omitempty"`
 }
 
 // plan is a version ready to apply: every check passed.
 type plan struct {
 	version store.Version
 	objects []*unstructured.Unstructured
+	rollout string // how it rolls out (SurgeRoom); "" for a rollback
+	// rolloutEvent records rollout as an event before the rollout: an
+	// update that has no room for a surge replica.
+	rolloutEvent bool
+}
+
+// quotaCheck is CheckServingQuota, unless the configuration leaves the
+// quota to the apiserver alone.
+func (d *Deployer) quotaCheck(t servingquota.Tenant, others []store.Usage, name string, ask Ask) error {
+	if d.cfg.NoQuotaCheck {
+		return CheckTierAllowed(t, ask)
+	}
+	return CheckServingQuota(t, others, name, ask)
 }
 
 // local maps a path of the shared file system, as Slurm sees it, to this
@@ -245,19 +267,26 @@ func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, 
 		return nil, refuse(CheckSpec, "use a runtime of "+d.cfg.RuntimesDir+" (runtime: in strata-serve.yaml)",
 			"runtime %q: %v", spec.Runtime, err)
 	}
-	objs, err := render.Render(render.Input{Spec: *spec, JobID: jobID, User: user, Account: account, Tenant: t.Name, Project: owner.Project,
-		Namespace: t.Namespace, Quota: *t, Runtime: rt, Mount: d.cfg.Mount, KServe: d.cfg.KServe, KServeDeploymentMode: d.cfg.KServeDeploymentMode,
-		SpreadKey: d.cfg.SpreadKey})
-	if err != nil {
-		return nil, refuse(CheckSpec, "correct the serve request and deploy again", "render: %v", err)
+	if err := servingquota.CheckTier(render.Tier(spec, rt)); err != nil {
+		return nil, refuse(CheckSpec, "correct tier: in strata-serve.yaml or the runtime template", "%v", err)
 	}
-	ask := Ask{GPUs: render.GPUs(spec, rt), MaxReplicas: spec.MaxReplicas()}
+	ask := Ask{GPUs: render.GPUs(spec, rt), Tier: render.Tier(spec, rt), MaxReplicas: spec.MaxReplicas()}
 	usage, err := d.cfg.Store.Usage(ctx, t.Name)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckServingQuota(*t, usage, spec.Name, ask); err != nil {
+	if err := d.quotaCheck(*t, usage, spec.Name, ask); err != nil {
 		return nil, err
+	}
+	surge, note := SurgeRoom(*t, usage, spec.Name, ask)
+	// An update without a surge replica takes a replica down before its
+	// new one is up: said as an event too, which status shows.
+	warn := !surge && existing.State == store.StateActive
+	objs, err := render.Render(render.Input{Spec: *spec, JobID: jobID, User: user, Account: account, Tenant: t.Name, Project: owner.Project,
+		Namespace: t.Namespace, Quota: *t, Runtime: rt, Mount: d.cfg.Mount, KServe: d.cfg.KServe, KServeDeploymentMode: d.cfg.KServeDeploymentMode,
+		SpreadKey: d.cfg.SpreadKey, Surge: surge})
+	if err != nil {
+		return nil, refuse(CheckSpec, "correct the serve request and deploy again", "render: %v", err)
 	}
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
@@ -267,8 +296,8 @@ func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, 
 	if err != nil {
 		return nil, err
 	}
-	return &plan{objects: objs, version: store.Version{JobID: jobID, Name: spec.Name, Namespace: t.Namespace, Tenant: t.Name,
-		Project: owner.Project, Account: account, User: user, GPUs: ask.GPUs, MaxReplicas: ask.MaxReplicas, ModelPath: spec.ModelPath,
+	return &plan{objects: objs, rollout: note, rolloutEvent: warn, version: store.Version{JobID: jobID, Name: spec.Name, Namespace: t.Namespace, Tenant: t.Name,
+		Project: owner.Project, Account: account, User: user, GPUs: ask.GPUs, Tier: ask.Tier, MaxReplicas: ask.MaxReplicas, ModelPath: spec.ModelPath,
 		Spec: specJSON, Objects: objJSON}}, nil
 }
 
@@ -317,7 +346,7 @@ func (e *UnrecordedError) Unwrap() error { return e.Err }
 func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Options) (*Result, error) {
 	v := p.version
 	res := &Result{Action: action, Name: v.Name, Namespace: v.Namespace, Tenant: v.Tenant, Project: v.Project, JobID: v.JobID,
-		Version: render.Version(v.JobID), DryRun: opt.DryRun}
+		Version: render.Version(v.JobID), DryRun: opt.DryRun, Rollout: p.rollout}
 	keep := map[ObjectRef]bool{}
 	for _, o := range p.objects {
 		keep[Ref(o)] = true
@@ -378,6 +407,16 @@ func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Option
 		return res, nil
 	}
 
+	if p.rolloutEvent {
+		// Said before the rollout starts: in the log, and as an event
+		// that strata-bridge status shows.
+		d.cfg.Log.Warn(action+" without a surge replica", "name", v.Name, "namespace", v.Namespace, "tenant", v.Tenant, "job_id", v.JobID, "rollout", p.rollout)
+		if err := d.cfg.Store.AddEvent(ctx, store.Event{Name: v.Name, JobID: v.JobID, Action: action, Outcome: "rollout",
+			Message: p.rollout, At: start}); err != nil {
+			r, ferr := finish(store.OutcomeFailed, "record the rollout: "+err.Error(), false)
+			return r, errors.Join(err, ferr)
+		}
+	}
 	for _, o := range p.objects {
 		a, err := d.cfg.Kube.Apply(ctx, o, false)
 		if err != nil {
@@ -583,7 +622,7 @@ func (d *Deployer) replan(ctx context.Context, v store.Version) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckServingQuota(*owner.Tenant, usage, v.Name, Ask{GPUs: v.GPUs, MaxReplicas: v.MaxReplicas}); err != nil {
+	if err := d.quotaCheck(*owner.Tenant, usage, v.Name, Ask{GPUs: v.GPUs, Tier: v.Tier, MaxReplicas: v.MaxReplicas}); err != nil {
 		return nil, err
 	}
 	stored, err := decodeObjects(v.Objects)

@@ -304,4 +304,6 @@ func deletableKinds(stored []*unstructured.Unstructured) []schema.GroupVersionKi
 
 // shared kinds belong to the tenant, not to one deployment: never pruned
 // or deleted.
-func shared(kind string) bool { return kind == "Namespace" || kind == "ResourceQuota" }
+func shared(kind string) bool {
+	return kind == "Namespace" || kind == "ResourceQuota" || kind == "PriorityClass"
+}

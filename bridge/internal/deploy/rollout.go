@@ -2,8 +2,11 @@ package deploy
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/strata-hpc/strata/bridge/internal/render"
 )
 
 // Rollout is where a workload's rollout stands.
@@ -40,8 +43,14 @@ func deploymentStatus(obj *unstructured.Unstructured) Rollout {
 		m, _ := c.(map[string]any)
 		if m["type"] == "Progressing" && m["reason"] == "ProgressDeadlineExceeded" {
 			msg, _ := m["message"].(string)
-			return Rollout{Failed: true, Message: "progress deadline exceeded: " + msg}
+			return Rollout{Failed: true, Message: "progress deadline exceeded: " + msg + refusedText(conds)}
 		}
+	}
+	if r := refusedText(conds); r != "" {
+		// Not a failure yet: a pod refused for quota is created once the
+		// old version's pods are gone and the quota controller has seen
+		// it; said, so that a rollout that times out says why.
+		return Rollout{Message: strings.TrimPrefix(r, "; ")}
 	}
 	want, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
 	if !found {
@@ -78,4 +87,23 @@ func conditionStatus(obj *unstructured.Unstructured, condType string) Rollout {
 		return Rollout{Message: fmt.Sprintf("%s is not %s: %s", obj.GetKind(), condType, msg)}
 	}
 	return Rollout{Message: fmt.Sprintf("%s has no %s condition yet", obj.GetKind(), condType)}
+}
+
+// refusedText says in words why the ReplicaSet cannot create pods, from
+// the Deployment's ReplicaFailure condition (the apiserver's refusal, such
+// as a ResourceQuota exceeded), or "" when it can.
+func refusedText(conds []any) string {
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "ReplicaFailure" || m["status"] != "True" {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		if strings.Contains(msg, "exceeded quota") {
+			return "; the apiserver refuses the new version's pods: the tenant's serving quota (ResourceQuota " + render.QuotaName +
+				") has no room for them: " + msg
+		}
+		return "; the apiserver refuses the new version's pods: " + msg
+	}
+	return ""
 }

@@ -34,6 +34,11 @@ func TestRolloutStatus(t *testing.T) {
 			obj:     `{"kind":"Deployment","metadata":{"generation":3},"spec":{"replicas":2},"status":{"observedGeneration":3,"replicas":3,"updatedReplicas":1,"availableReplicas":2}}`,
 			wantMsg: "1 of 2 replicas updated",
 		},
+		"pods refused for quota": {
+			obj: `{"kind":"Deployment","metadata":{"generation":3},"spec":{"replicas":1},"status":{"observedGeneration":3,"replicas":0,"updatedReplicas":0,
+				"conditions":[{"type":"ReplicaFailure","status":"True","reason":"FailedCreate","message":"pods \"m-1\" is forbidden: exceeded quota: strata-serving, requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=1"}]}}`,
+			wantMsg: `the apiserver refuses the new version's pods: the tenant's serving quota (ResourceQuota strata-serving) has no room for them: pods "m-1" is forbidden: exceeded quota: strata-serving, requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=1`,
+		},
 		"old replica still there": {
 			obj:     `{"kind":"Deployment","metadata":{"generation":3},"spec":{"replicas":2},"status":{"observedGeneration":3,"replicas":3,"updatedReplicas":2,"availableReplicas":2}}`,
 			wantMsg: "1 old replicas pending termination",

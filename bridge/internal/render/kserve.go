@@ -70,7 +70,7 @@ func inferenceService(in *Input, pod corev1.PodSpec) (*unstructured.Unstructured
 		// KServe had deploymentStrategy before it renamed RawDeployment
 		// to Standard; a release that knows only RawDeployment may not
 		// have the field, so it is left out there.
-		st := strategy()
+		st := strategy(in.Surge)
 		sm, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 		if err != nil {
 			return nil, fmt.Errorf("convert the deployment strategy: %w", err)

@@ -33,6 +33,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -110,6 +111,10 @@ type Input struct {
 	// SpreadKey is the node label replicas spread across; "" spreads
 	// nothing.
 	SpreadKey string
+	// Surge rolls out with one surge replica (maxSurge 1, maxUnavailable
+	// 0), for a deployment whose tenant's quota has room for it (see
+	// deploy); false replaces one replica at a time without one.
+	Surge bool
 }
 
 // Version is the version label of a deployment: "job-<id>".
@@ -122,6 +127,18 @@ func GPUs(s *servespec.Spec, rt Runtime) int {
 		return s.GPUs
 	}
 	return rt.GPUs
+}
+
+// Tier is the GPU sharing tier of a spec run with rt: the spec's, the
+// runtime's, or dedicated.
+func Tier(s *servespec.Spec, rt Runtime) string {
+	switch {
+	case s.Tier != "":
+		return s.Tier
+	case rt.Tier != "":
+		return rt.Tier
+	}
+	return servingquota.TierDedicated
 }
 
 // Selector is the pod selector of a model's Deployment, Service and
@@ -170,6 +187,10 @@ func Render(in Input) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	objs := []any{namespace(&in), quota(&in)}
+	if GPUs(&in.Spec, in.Runtime) > 0 {
+		pc, _ := servingquota.PriorityClassOf(Tier(&in.Spec, in.Runtime)) // check made sure
+		objs = append([]any{priorityClass(pc)}, objs...)
+	}
 	if in.KServe {
 		isvc, err := inferenceService(&in, pod)
 		if err != nil {
@@ -222,6 +243,9 @@ func check(in *Input) error {
 	}
 	if in.Quota.Namespace != "" && in.Quota.Namespace != in.Namespace {
 		return fmt.Errorf("namespace %q is not the quota's (tenant %s, namespace %s)", in.Namespace, in.Quota.Name, in.Quota.Namespace)
+	}
+	if err := servingquota.CheckTier(Tier(s, *rt)); err != nil {
+		return fmt.Errorf("serve spec %s: %w", s.Name, err)
 	}
 	if in.Quota.Name != "" && in.Quota.Name != in.Tenant {
 		return fmt.Errorf("tenant %q is given the quota of tenant %q", in.Tenant, in.Quota.Name)
@@ -315,8 +339,9 @@ func podSpec(in *Input, vol corev1.Volume, mount corev1.VolumeMount) (corev1.Pod
 	}
 
 	res := corev1.ResourceList{}
+	tier := Tier(s, *rt)
 	if gpus > 0 {
-		res[GPUResource] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+		res[corev1.ResourceName(servingquota.Resource(tier))] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 	}
 	if s.CPU != "" {
 		res[corev1.ResourceCPU] = resource.MustParse(s.CPU) // Validate parsed it
@@ -379,6 +404,8 @@ func podSpec(in *Input, vol corev1.Volume, mount corev1.VolumeMount) (corev1.Pod
 			corev1.VolumeMount{Name: shmVolume, MountPath: "/dev/shm"})
 	}
 	if gpus > 0 {
+		pc, _ := servingquota.PriorityClassOf(tier)
+		pod.PriorityClassName = pc.Name
 		// GPU nodes are often tainted so that only GPU pods land there.
 		pod.Tolerations = []corev1.Toleration{{Key: string(GPUResource), Operator: corev1.TolerationOpExists,
 			Effect: corev1.TaintEffectNoSchedule}}
@@ -419,27 +446,51 @@ func namespace(in *Input) *corev1.Namespace {
 	}
 }
 
-// quota is the tenant's serving quota as a ResourceQuota. Extended
-// resources take a quota on requests only. Every pod of the namespace is a
-// model server replica, so "pods" is the replica quota; the Deployments
-// roll out without a surge pod, so a rollout fits in it.
+// quota is the tenant's serving quota as a ResourceQuota, the same as
+// strata-policy render writes: whole GPUs, each sharing tier's resource,
+// and pods. Extended resources take a quota on requests only. Every pod of
+// the namespace is a model server replica, so "pods" is the replica quota.
 func quota(in *Input) *corev1.ResourceQuota {
+	hard := corev1.ResourceList{
+		corev1.DefaultResourceRequestsPrefix + GPUResource: *resource.NewQuantity(int64(in.Quota.GPUs), resource.DecimalSI),
+		corev1.ResourcePods: *resource.NewQuantity(int64(in.Quota.Replicas), resource.DecimalSI),
+	}
+	for _, t := range in.Quota.Tiers {
+		hard[corev1.ResourceName(corev1.DefaultResourceRequestsPrefix+t.Resource)] = *resource.NewQuantity(int64(t.Quota), resource.DecimalSI)
+	}
 	return &corev1.ResourceQuota{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
 		ObjectMeta: metav1.ObjectMeta{Name: QuotaName, Namespace: in.Namespace, Labels: TenantLabels(in.Tenant)},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
-			corev1.DefaultResourceRequestsPrefix + GPUResource: *resource.NewQuantity(int64(in.Quota.GPUs), resource.DecimalSI),
-			corev1.ResourcePods: *resource.NewQuantity(int64(in.Quota.Replicas), resource.DecimalSI),
-		}},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
 	}
 }
 
-// strategy replaces one pod at a time and never runs a surge pod: the
-// tenant's quota counts GPUs and replicas exactly, so a surge pod could
-// not start. A one-replica model is unavailable while its new version
-// loads.
-func strategy() appsv1.DeploymentStrategy {
+// priorityClass is the PriorityClass of a tier's replicas, as strata-policy
+// render writes it; like the Namespace it belongs to no one model.
+// preemptionPolicy Never: the value orders the scheduler's queue, and no
+// model server evicts another tenant's.
+func priorityClass(pc servingquota.PriorityClass) *schedulingv1.PriorityClass {
+	never := corev1.PreemptNever
+	return &schedulingv1.PriorityClass{
+		TypeMeta:         metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
+		ObjectMeta:       metav1.ObjectMeta{Name: pc.Name, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+		Value:            pc.Value,
+		PreemptionPolicy: &never,
+		Description:      pc.Description,
+	}
+}
+
+// strategy rolls out with one surge replica when the tenant's quota has
+// room for it (the new version starts before an old replica stops, so a
+// one-replica model stays up); else it replaces one pod at a time without
+// a surge pod, which could not start, and a one-replica model is
+// unavailable while its new version loads.
+func strategy(surge bool) appsv1.DeploymentStrategy {
 	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	if surge {
+		return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}}
+	}
 	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &zero, MaxUnavailable: &one}}
 }
@@ -447,7 +498,7 @@ func strategy() appsv1.DeploymentStrategy {
 func deployment(in *Input, pod corev1.PodSpec) *appsv1.Deployment {
 	m := meta(in)
 	m.Annotations = annotations(in)
-	st := strategy()
+	st := strategy(in.Surge)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: m,

@@ -4,6 +4,7 @@ package render
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,12 +23,14 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/strata-hpc/strata/internal/kubetest"
+	"github.com/strata-hpc/strata/internal/servingquota"
 )
 
 // resources maps the kinds Render makes to their API resources.
 var resources = map[string]schema.GroupVersionResource{
 	"Namespace":               {Version: "v1", Resource: "namespaces"},
 	"ResourceQuota":           {Version: "v1", Resource: "resourcequotas"},
+	"PriorityClass":           {Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
 	"Service":                 {Version: "v1", Resource: "services"},
 	"Deployment":              {Group: "apps", Version: "v1", Resource: "deployments"},
 	"HorizontalPodAutoscaler": {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
@@ -106,6 +109,12 @@ func TestRollsOut(t *testing.T) {
 			ns := kubetest.Namespace(t, cfg, "render")
 			in := input(t, name, c)
 			in.Namespace, in.Quota.Namespace = ns, ns
+			if tier := Tier(&in.Spec, in.Runtime); tier == servingquota.TierTimeSliced {
+				// acme asks for isolation and has no time slices; the
+				// apiserver would refuse the pods (limitedResources).
+				in.Quota.Isolation = false
+				in.Quota.Tiers = append(slices.Clone(in.Quota.Tiers), servingquota.Tier{Name: tier, Resource: servingquota.Resource(tier), Quota: 4})
+			}
 			objs, err := Render(in)
 			if err != nil {
 				t.Fatal(err)

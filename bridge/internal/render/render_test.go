@@ -41,6 +41,7 @@ type goldenCase struct {
 	kserve    bool
 	mode      string
 	spreadKey string
+	surge     bool
 }
 
 // goldenCases cover every runtime template, with and without an
@@ -55,11 +56,24 @@ var goldenCases = map[string]goldenCase{
 	"kserve-vllm-pvc":                  {mount: pvcMount, kserve: true, spreadKey: "kubernetes.io/hostname"},
 	"kserve-triton-hostpath-autoscale": {mount: hostPathMount, kserve: true, mode: config.KServeStandard, spreadKey: "kubernetes.io/hostname"},
 	"kserve-generic-nfs-rawdeployment": {mount: nfsMount, kserve: true, mode: config.KServeRawDeployment},
+	// One case per GPU sharing tier (dedicated is vllm-hostpath): the
+	// tier's resource, its PriorityClass; and a rollout with a surge
+	// replica.
+	"vllm-mig":         {mount: hostPathMount, spreadKey: "kubernetes.io/hostname"},
+	"vllm-mps":         {mount: hostPathMount},
+	"vllm-time-sliced": {mount: hostPathMount},
+	"vllm-surge":       {mount: hostPathMount, surge: true},
 }
 
 // acmeQuota is the serving quota of the example policy's tenant acme
-// (etc/strata/policy.yaml: serving gpus 8, replicas 4).
-var acmeQuota = servingquota.Tenant{Name: "acme", Namespace: "strata-acme", GPUs: 8, Replicas: 4,
+// (etc/strata/policy.yaml: serving gpus 8, replicas 12, MIG and MPS
+// tiers).
+var acmeQuota = servingquota.Tenant{Name: "acme", Namespace: "strata-acme", GPUs: 8, Replicas: 12, Isolation: true,
+	Tiers: []servingquota.Tier{
+		{Name: "mig-1g.10gb", Resource: "nvidia.com/mig-1g.10gb", Quota: 8},
+		{Name: "mig-3g.40gb", Resource: "nvidia.com/mig-3g.40gb", Quota: 2},
+		{Name: "mps", Resource: "nvidia.com/gpu.mps", Quota: 4},
+	},
 	Projects: []servingquota.Project{{Name: "llm", Account: "acme-llm"}}}
 
 // input builds the Input of a golden case the way the bridge does: the
@@ -79,7 +93,7 @@ func input(t testing.TB, name string, c goldenCase) Input {
 	return Input{
 		Spec: *spec, JobID: 4242, User: "alice", Account: "acme-llm", Tenant: "acme", Project: "llm",
 		Namespace: "strata-acme", Quota: acmeQuota, Runtime: rt, Mount: c.mount,
-		KServe: c.kserve, KServeDeploymentMode: c.mode, SpreadKey: c.spreadKey,
+		KServe: c.kserve, KServeDeploymentMode: c.mode, SpreadKey: c.spreadKey, Surge: c.surge,
 	}
 }
 
@@ -168,7 +182,8 @@ func goldenObjects(t *testing.T, path string) []map[string]any {
 }
 
 // TestGoldenShape checks what each golden case must hold, by its name:
-// the tenant's Namespace and ResourceQuota first; a Deployment and
+// the PriorityClass of its tier when it has GPUs, then the tenant's
+// Namespace and ResourceQuota; a Deployment and
 // Service, or an InferenceService with KServe; an autoscaler exactly when
 // the spec autoscales; a disruption budget exactly when the spec can run
 // more than one replica; in apply order.
@@ -177,6 +192,9 @@ func TestGoldenShape(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := input(t, name, c)
 			want := []string{"v1/Namespace", "v1/ResourceQuota"}
+			if GPUs(&in.Spec, in.Runtime) > 0 {
+				want = append([]string{"scheduling.k8s.io/v1/PriorityClass"}, want...)
+			}
 			switch {
 			case c.kserve:
 				want = append(want, KServeAPIVersion+"/"+KServeKind)
@@ -257,6 +275,13 @@ func TestLabels(t *testing.T) {
 				case "Namespace", "ResourceQuota":
 					if diff := cmp.Diff(tenant, o.GetLabels()); diff != "" {
 						t.Errorf("%s labels (-want +got):\n%s", kind, diff)
+					}
+					continue
+				case "PriorityClass":
+					// Cluster-wide, shared by every tenant's replicas of
+					// its tier: only the ownership mark.
+					if diff := cmp.Diff(map[string]string{LabelManagedBy: ManagedBy}, o.GetLabels()); diff != "" || o.GetNamespace() != "" {
+						t.Errorf("PriorityClass %s/%s labels (-want +got):\n%s", o.GetNamespace(), o.GetName(), diff)
 					}
 					continue
 				}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/strata-hpc/strata/bridge/internal/servespec"
+	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
@@ -48,6 +49,9 @@ type Runtime struct {
 	StartupTimeout time.Duration `yaml:"startup_timeout"`
 	// GPUs per replica when the serve spec gives none.
 	GPUs int `yaml:"gpus"`
+	// Tier is the GPU sharing tier of a serve spec that names none
+	// ("": dedicated, whole GPUs).
+	Tier string `yaml:"tier"`
 	// ShmSize is the size of a memory-backed /dev/shm; "" keeps the
 	// container runtime's small default.
 	ShmSize string `yaml:"shm_size"`
@@ -145,6 +149,11 @@ func (rt *Runtime) Validate() strictyaml.Diagnostics {
 	}
 	if rt.GPUs < 0 {
 		bad("gpus", "give 0 or more", "gpus %d is negative", rt.GPUs)
+	}
+	if rt.Tier != "" {
+		if err := servingquota.CheckTier(rt.Tier); err != nil {
+			bad("tier", "use "+servingquota.TierExamples+", or leave it out for dedicated", "%v", err)
+		}
 	}
 	if rt.ShmSize != "" {
 		if q, err := resource.ParseQuantity(rt.ShmSize); err != nil || q.Sign() <= 0 {

@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +49,8 @@ func typedFor(apiVersion, kind string) (any, error) {
 		return &corev1.Namespace{}, nil
 	case "v1/ResourceQuota":
 		return &corev1.ResourceQuota{}, nil
+	case "scheduling.k8s.io/v1/PriorityClass":
+		return &schedulingv1.PriorityClass{}, nil
 	case "v1/Service":
 		return &corev1.Service{}, nil
 	case "apps/v1/Deployment":

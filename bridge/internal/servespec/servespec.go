@@ -57,8 +57,13 @@ type Spec struct {
 	// Args are appended to the runtime's args; they may hold placeholders
 	// (see Vars).
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
-	// GPUs is nvidia.com/gpu per replica (0: the runtime's default).
+	// GPUs is the GPUs of Tier per replica (0: the runtime's default):
+	// whole GPUs, MIG slices, MPS shares or time slices.
 	GPUs int `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	// Tier is the GPU sharing tier of the GPUs ("": the runtime's, else
+	// dedicated): dedicated, mig-<profile>, mps or time-sliced (see
+	// servingquota); the tenant must be allowed it.
+	Tier string `yaml:"tier,omitempty" json:"tier,omitempty"`
 	// CPU and Memory are resource quantities per replica ("8", "500m",
 	// "64Gi"); requests and limits are both set to them.
 	CPU    string `yaml:"cpu,omitempty" json:"cpu,omitempty"`

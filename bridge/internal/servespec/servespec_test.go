@@ -26,6 +26,10 @@ func TestGoodFiles(t *testing.T) {
 			Args:      []string{"--max-model-len=8192", "--served-model-name={{.Name}}"},
 			Env:       map[string]string{"VLLM_LOGGING_LEVEL": "INFO", "HF_HUB_OFFLINE": "1"},
 		},
+		"mig.good.yaml": {
+			Name: "embedder-mig", ModelPath: "/shared/tenants/acme/models/embed", Runtime: "vllm",
+			Tier: "mig-1g.10gb", GPUs: 1, Replicas: 3,
+		},
 		"generic-flow.good.yaml": {
 			Name: "embedder", ModelPath: "/shared/tenants/bio/models/embed.onnx", Runtime: "generic",
 			Image: "registry.example.org/bio/embed-server:2.1", Replicas: 3, CPU: "500m", Memory: "2Gi",

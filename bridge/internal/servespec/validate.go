@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
@@ -101,6 +102,11 @@ func (s *Spec) Validate() strictyaml.Diagnostics {
 	}
 	if s.GPUs < 0 {
 		bad("gpus", "give 1 or more, or leave it out for the runtime's default", "gpus %d is negative", s.GPUs)
+	}
+	if s.Tier != "" {
+		if err := servingquota.CheckTier(s.Tier); err != nil {
+			bad("tier", "use "+servingquota.TierExamples+", or leave it out for the runtime's", "%v", err)
+		}
 	}
 	s.validateQuantities(bad)
 	s.validateScaling(bad)

@@ -74,9 +74,12 @@ type Version struct {
 	Project   string `json:"project,omitempty"`
 	Account   string `json:"account"`
 	User      string `json:"user"`
-	// GPUs per replica and the most replicas it can run: what the tenant's
-	// serving quota counts.
-	GPUs        int             `json:"gpus"`
+	// GPUs per replica (of Tier's resource) and the most replicas it can
+	// run: what the tenant's serving quota counts.
+	GPUs int `json:"gpus"`
+	// Tier is the GPU sharing tier of the GPUs (servingquota's names;
+	// "" is read as dedicated).
+	Tier        string          `json:"tier,omitempty"`
 	MaxReplicas int             `json:"max_replicas"`
 	ModelPath   string          `json:"model"`
 	Spec        json.RawMessage `json:"spec"`
@@ -114,6 +117,7 @@ type Usage struct {
 	Tenant      string
 	JobID       int64
 	GPUs        int
+	Tier        string
 	MaxReplicas int
 }
 
@@ -168,6 +172,9 @@ var migrations = []sqlite.Migration{
 		done     INTEGER NOT NULL,
 		at       INTEGER NOT NULL
 	);`},
+	// The GPU sharing tier of a version: its GPUs count against that
+	// tier's quota. Versions before tiers had whole GPUs.
+	{Name: "versions.tier", SQL: `ALTER TABLE versions ADD COLUMN tier TEXT NOT NULL DEFAULT 'dedicated';`},
 }
 
 // Store is the SQLite database.
@@ -264,12 +271,12 @@ func (s *Store) startVersion(ctx context.Context, v Version) error {
 	if len(objects) == 0 {
 		objects = json.RawMessage("[]")
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO versions(job_id, name, namespace, tenant, project, account, user, gpus, max_replicas, model,
-			spec, objects, outcome, message, created_at, finished_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,'',?,NULL)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO versions(job_id, name, namespace, tenant, project, account, user, gpus, tier, max_replicas, model,
+			spec, objects, outcome, message, created_at, finished_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,'',?,NULL)
 		ON CONFLICT(job_id) DO UPDATE SET namespace=excluded.namespace, tenant=excluded.tenant, project=excluded.project,
-			account=excluded.account, user=excluded.user, gpus=excluded.gpus, max_replicas=excluded.max_replicas, model=excluded.model,
+			account=excluded.account, user=excluded.user, gpus=excluded.gpus, tier=excluded.tier, max_replicas=excluded.max_replicas, model=excluded.model,
 			spec=excluded.spec, objects=excluded.objects, outcome=excluded.outcome, message='', finished_at=NULL`,
-		v.JobID, v.Name, v.Namespace, v.Tenant, v.Project, v.Account, v.User, v.GPUs, v.MaxReplicas, v.ModelPath,
+		v.JobID, v.Name, v.Namespace, v.Tenant, v.Project, v.Account, v.User, v.GPUs, tierOrDedicated(v.Tier), v.MaxReplicas, v.ModelPath,
 		string(spec), string(objects), OutcomeApplying, ms(v.CreatedAt)); err != nil {
 		return fmt.Errorf("record version job-%d of %s: %w", v.JobID, v.Name, err)
 	}
@@ -416,7 +423,7 @@ func (s *Store) Deployments(ctx context.Context) ([]Deployment, error) {
 	return scanDeployments(rows)
 }
 
-const versionColumns = `job_id, name, namespace, tenant, project, account, user, gpus, max_replicas, model, spec, objects, outcome, message,
+const versionColumns = `job_id, name, namespace, tenant, project, account, user, gpus, tier, max_replicas, model, spec, objects, outcome, message,
 	created_at, finished_at`
 
 func scanVersions(rows *sql.Rows) ([]Version, error) {
@@ -427,7 +434,7 @@ func scanVersions(rows *sql.Rows) ([]Version, error) {
 		var spec, objects string
 		var created int64
 		var finished sql.NullInt64
-		if err := rows.Scan(&v.JobID, &v.Name, &v.Namespace, &v.Tenant, &v.Project, &v.Account, &v.User, &v.GPUs, &v.MaxReplicas,
+		if err := rows.Scan(&v.JobID, &v.Name, &v.Namespace, &v.Tenant, &v.Project, &v.Account, &v.User, &v.GPUs, &v.Tier, &v.MaxReplicas,
 			&v.ModelPath, &spec, &objects, &v.Outcome, &v.Message, &created, &finished); err != nil {
 			return nil, err
 		}
@@ -486,7 +493,7 @@ func (s *Store) Events(ctx context.Context, name string) ([]Event, error) {
 // Usage returns what every active deployment of tenant holds of its
 // serving quota, from its current version.
 func (s *Store) Usage(ctx context.Context, tenant string) ([]Usage, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT d.name, d.tenant, v.job_id, v.gpus, v.max_replicas
+	rows, err := s.db.QueryContext(ctx, `SELECT d.name, d.tenant, v.job_id, v.gpus, v.tier, v.max_replicas
 		FROM deployments d JOIN versions v ON v.job_id = d.current
 		WHERE d.state=? AND d.tenant=? ORDER BY d.name`, StateActive, tenant)
 	if err != nil {
@@ -496,7 +503,7 @@ func (s *Store) Usage(ctx context.Context, tenant string) ([]Usage, error) {
 	var out []Usage
 	for rows.Next() {
 		var u Usage
-		if err := rows.Scan(&u.Name, &u.Tenant, &u.JobID, &u.GPUs, &u.MaxReplicas); err != nil {
+		if err := rows.Scan(&u.Name, &u.Tenant, &u.JobID, &u.GPUs, &u.Tier, &u.MaxReplicas); err != nil {
 			return nil, err
 		}
 		out = append(out, u)
@@ -569,4 +576,12 @@ func (s *Store) PruneSeen(ctx context.Context, before time.Time) (int64, error) 
 		return 0, fmt.Errorf("prune seen jobs: %w", err)
 	}
 	return n, nil
+}
+
+// tierOrDedicated is the tier a version is stored with: "" is whole GPUs.
+func tierOrDedicated(tier string) string {
+	if tier == "" {
+		return "dedicated"
+	}
+	return tier
 }

@@ -29,7 +29,7 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func version(job int64, name, tenant string, gpus, replicas int, at time.Time) Version {
 	return Version{JobID: job, Name: name, Namespace: "strata-" + tenant, Tenant: tenant, Project: "p", Account: tenant + "-p", User: "alice",
-		GPUs: gpus, MaxReplicas: replicas, ModelPath: "/shared/models/" + name, Spec: json.RawMessage(`{"name":"` + name + `"}`),
+		GPUs: gpus, Tier: "dedicated", MaxReplicas: replicas, ModelPath: "/shared/models/" + name, Spec: json.RawMessage(`{"name":"` + name + `"}`),
 		Objects: json.RawMessage(`[{"kind":"Deployment"}]`), CreatedAt: at}
 }
 
@@ -207,7 +207,7 @@ func TestUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Usage{{Name: "a", Tenant: "acme", JobID: 2, GPUs: 2, MaxReplicas: 3}, {Name: "b", Tenant: "acme", JobID: 3, GPUs: 4, MaxReplicas: 1}}
+	want := []Usage{{Name: "a", Tenant: "acme", JobID: 2, GPUs: 2, Tier: "dedicated", MaxReplicas: 3}, {Name: "b", Tenant: "acme", JobID: 3, GPUs: 4, Tier: "dedicated", MaxReplicas: 1}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}
@@ -308,7 +308,7 @@ func TestOpenEarlierSchemas(t *testing.T) {
 			}
 			fin := at(1764417660000)
 			wantV := Version{JobID: 101, Name: "llama", Namespace: "strata-acme", Tenant: "acme", Project: "p", Account: "acme-p", User: "alice",
-				GPUs: 2, MaxReplicas: 1, ModelPath: "/shared/models/llama", Spec: json.RawMessage(`{"name":"llama"}`),
+				GPUs: 2, Tier: "dedicated", MaxReplicas: 1, ModelPath: "/shared/models/llama", Spec: json.RawMessage(`{"name":"llama"}`),
 				Objects: json.RawMessage(`[{"kind":"Deployment"}]`), Outcome: OutcomeReady, Message: "1/1 ready",
 				CreatedAt: at(1764417600000), FinishedAt: &fin}
 			if diff := cmp.Diff(wantV, v); diff != "" {

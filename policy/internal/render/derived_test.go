@@ -40,6 +40,7 @@ var derivedPolicies = map[string]struct {
 	"partitions-edge": {"testdata/derived/partitions-edge.yaml", []string{"partitions.conf"}},
 	"quotas-edge":     {"testdata/derived/quotas-edge.yaml", []string{"resourcequotas.yaml", "disk-quota.sh"}},
 	"bed-partitions":  {"testdata/derived/bed-partitions.yaml", []string{"partitions.conf"}},
+	"tiers":           {"testdata/derived/tiers.yaml", []string{"resourcequotas.yaml", "serving.json"}},
 }
 
 // derivedFiles are the renderers with golden files here, by the name of
@@ -50,6 +51,7 @@ var derivedFiles = map[string]func(*spec.Policy) ([]byte, error){
 	"disk-quota.sh":       DiskQuotaScript,
 	"tenants.json":        TenantsJSON,
 	"jobpolicy.json":      JobPolicyJSON,
+	"serving.json":        ServingJSON,
 }
 
 func loadDerived(t *testing.T, name string) *spec.Policy {

@@ -40,6 +40,14 @@ const diskQuotaHead = `#!/bin/sh
 # Project ids are disk.project_id of the policy, or, where it names none,
 # derived from the project's account (2^30 + FNV-1a(account) mod 2^30), so
 # that an id does not change when other projects come and go.
+#
+# With --apply it records each quota it set (file system, id, mount point,
+# account) in $STRATA_DISK_QUOTA_STATE (/var/lib/strata/disk-quota.state).
+# A quota recorded there that the policy no longer has (a project removed,
+# or its id or file system changed) loses its limits (all set to 0, no
+# limit); its directory and files are left as they are. Only quotas this
+# script recorded are ever cleared. Running it again with the same policy
+# sets the same limits and changes nothing.
 set -eu
 
 usage() {
@@ -47,6 +55,7 @@ usage() {
 }
 
 mode=dry-run
+state=${STRATA_DISK_QUOTA_STATE:-/var/lib/strata/disk-quota.state}
 case $# in
 0) ;;
 1)
@@ -96,11 +105,21 @@ mount_of() {
 	printf '%%s\n' "$out" | sed -n '$p'
 }
 
+# set_now holds a line "FS ID MOUNT ACCOUNT" per quota set in this run,
+# after a first empty line.
+set_now='
+'
+record() {
+	set_now="$set_now$1 $2 $3 $4
+"
+}
+
 # xfs ACCOUNT ID DIR SOFT_GIB HARD_GIB INODES
 xfs() {
 	mnt=$(mount_of "$1" "$3") || return 1
 	run xfs_quota -x -c "project -s -p $3 $2" "$mnt" || return 1
 	run xfs_quota -x -c "limit -p bsoft=$4g bhard=$5g ihard=$6 $2" "$mnt" || return 1
+	record xfs "$2" "$mnt" "$1"
 }
 
 # lustre ACCOUNT ID DIR SOFT_GIB HARD_GIB INODES
@@ -108,6 +127,20 @@ lustre() {
 	mnt=$(mount_of "$1" "$3") || return 1
 	run lfs project -p "$2" -s -r "$3" || return 1
 	run lfs setquota -p "$2" -b "$4G" -B "$5G" -I "$6" "$mnt" || return 1
+	record lustre "$2" "$mnt" "$1"
+}
+
+# unlimit FS ID MOUNT: the limits of a quota the policy no longer has, all
+# set to none; the files keep their project id and stay where they are.
+unlimit() {
+	case $1 in
+	xfs) run xfs_quota -x -c "limit -p bsoft=0 bhard=0 isoft=0 ihard=0 $2" "$3" ;;
+	lustre) run lfs setquota -p "$2" -b 0 -B 0 -i 0 -I 0 "$3" ;;
+	*)
+		echo "disk-quota.sh: $state: unknown file system $1" >&2
+		return 1
+		;;
+	esac
 }
 
 if [ "$mode" = dry-run ]; then
@@ -172,11 +205,49 @@ func DiskQuotaScript(p *spec.Policy) ([]byte, error) {
 		b.WriteString("\n# No project has a disk: block.\n")
 	}
 	fmt.Fprintf(&b, `
+# The quotas recorded by an earlier run that this policy no longer has lose
+# their limits; a project that failed above keeps its record, to be tried
+# again. Then the record is rewritten (--apply only).
+keep=
+cleared=0
+if [ -f "$state" ]; then
+	while read -r fs id mnt acct; do
+		case $fs in '' | '#'*) continue ;; esac
+		line="$fs $id $mnt $acct"
+		case "$set_now" in *"
+$fs $id $mnt "*) continue ;; esac
+		case "$failed " in
+		*" $acct "*)
+			keep="$keep$line
+"
+			continue
+			;;
+		esac
+		echo "disk-quota.sh: $acct: project $id on $mnt is no longer in the policy: its limits are removed, its files kept" >&2
+		if unlimit "$fs" "$id" "$mnt"; then
+			cleared=$((cleared + 1))
+		else
+			failed="$failed $acct"
+			keep="$keep$line
+"
+		fi
+	done <"$state"
+fi
+if [ "$mode" = apply ]; then
+	if ! { mkdir -p "${state%%/*}" &&
+		{ echo "# disk-quota.sh: the project quotas it set (file system, id, mount point, account); do not edit"
+			printf '%%s%%s' "$set_now" "$keep" | sed '/^$/d'; } >"$state.tmp" &&
+		mv "$state.tmp" "$state"; }; then
+		echo "disk-quota.sh: cannot write $state" >&2
+		failed="$failed $state"
+	fi
+fi
+
 if [ -n "$failed" ]; then
 	echo "disk-quota.sh: failed:$failed" >&2
 	exit 1
 fi
-echo "disk-quota.sh: %d project quotas ($mode)" >&2
+echo "disk-quota.sh: %d project quotas, $cleared removed ($mode)" >&2
 `, n)
 	return b.Bytes(), nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -29,6 +30,8 @@ import (
 type servingObjects struct {
 	Tenant, Namespace string
 	GPUs, Pods        int64
+	// Tiers are the quotas of the other resources, by resource.
+	Tiers map[string]int64
 }
 
 // decodeQuotas decodes resourcequotas.yaml with the Kubernetes API types,
@@ -40,6 +43,16 @@ func decodeQuotas(t *testing.T, data []byte) []servingObjects {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []servingObjects
 	var ns *corev1.Namespace
+	var priorityClasses []string
+	defer func() {
+		want := []string{"strata-serving-dedicated", "strata-serving-mig", "strata-serving-mps", "strata-serving-time-sliced"}
+		if len(out) == 0 {
+			want = nil
+		}
+		if diff := cmp.Diff(want, priorityClasses); diff != "" {
+			t.Errorf("PriorityClasses (-want +got):\n%s", diff)
+		}
+	}()
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -58,7 +71,7 @@ func decodeQuotas(t *testing.T, data []byte) []servingObjects {
 				t.Fatalf("a document without kind:\n%s", doc)
 			}
 			continue // the comments at the top
-		case tm.APIVersion != "v1":
+		case tm.APIVersion != "v1" && tm.Kind != "PriorityClass":
 			t.Fatalf("apiVersion %q, want v1", tm.APIVersion)
 		case tm.Kind == "Namespace":
 			ns = &corev1.Namespace{}
@@ -77,13 +90,33 @@ func decodeQuotas(t *testing.T, data []byte) []servingObjects {
 			if ns == nil || q.Namespace != ns.Name || q.Labels[k8sLabelTenant] != ns.Labels[k8sLabelTenant] {
 				t.Fatalf("ResourceQuota %s/%s does not follow the Namespace of its tenant", q.Namespace, q.Name)
 			}
-			if q.Name != "strata-serving" || len(q.Spec.Hard) != 2 {
-				t.Errorf("quota %s/%s holds %v: want strata-serving with two limits", q.Namespace, q.Name, q.Spec.Hard)
+			gpus, hasGPUs := q.Spec.Hard["requests.nvidia.com/gpu"]
+			pods, hasPods := q.Spec.Hard[corev1.ResourcePods]
+			if q.Name != "strata-serving" || !hasGPUs || !hasPods {
+				t.Errorf("quota %s/%s holds %v: want strata-serving with GPUs and pods", q.Namespace, q.Name, q.Spec.Hard)
 			}
 			checkLabels(t, q.Labels)
-			gpus, pods := q.Spec.Hard["requests.nvidia.com/gpu"], q.Spec.Hard[corev1.ResourcePods]
-			out = append(out, servingObjects{Tenant: q.Labels[k8sLabelTenant], Namespace: q.Namespace, GPUs: gpus.Value(), Pods: pods.Value()})
+			so := servingObjects{Tenant: q.Labels[k8sLabelTenant], Namespace: q.Namespace, GPUs: gpus.Value(), Pods: pods.Value()}
+			for r, v := range q.Spec.Hard {
+				if r == "requests.nvidia.com/gpu" || r == corev1.ResourcePods {
+					continue
+				}
+				if so.Tiers == nil {
+					so.Tiers = map[string]int64{}
+				}
+				so.Tiers[string(r)] = v.Value()
+			}
+			out = append(out, so)
 			ns = nil
+		case tm.APIVersion == "scheduling.k8s.io/v1" && tm.Kind == "PriorityClass":
+			var pc schedulingv1.PriorityClass
+			if err := yaml.UnmarshalStrict(doc, &pc); err != nil {
+				t.Fatalf("PriorityClass: %v in\n%s", err, doc)
+			}
+			if pc.PreemptionPolicy == nil || *pc.PreemptionPolicy != corev1.PreemptNever || pc.Labels[k8sLabelManagedBy] != k8sManagedBy {
+				t.Errorf("PriorityClass %s: preemption %v, labels %v: want Never, managed by strata", pc.Name, pc.PreemptionPolicy, pc.Labels)
+			}
+			priorityClasses = append(priorityClasses, pc.Name)
 		default:
 			t.Fatalf("unexpected kind %q", tm.Kind)
 		}
@@ -108,7 +141,8 @@ func checkLabels(t *testing.T, labels map[string]string) {
 func TestResourceQuotas(t *testing.T) {
 	for name, want := range map[string][]servingObjects{
 		// acme serves 8 GPUs in 4 replicas; globex has no serving block.
-		"example": {{Tenant: "acme", Namespace: "strata-acme", GPUs: 8, Pods: 4}},
+		"example": {{Tenant: "acme", Namespace: "strata-acme", GPUs: 8, Pods: 12, Tiers: map[string]int64{
+			"requests.nvidia.com/mig-1g.10gb": 8, "requests.nvidia.com/mig-3g.40gb": 2, "requests.nvidia.com/gpu.mps": 4}}},
 		// "no" gets the default namespace and a quota of nothing (0 and
 		// 0 are a quota, not its absence); plain has no serving block;
 		// named names its namespace.
@@ -117,6 +151,18 @@ func TestResourceQuotas(t *testing.T) {
 			{Tenant: "named", Namespace: "models-named", GPUs: 16, Pods: 2},
 		},
 		"minimal": nil,
+		// One tenant per tier: whole GPUs only; MIG slices of two
+		// profiles and no whole GPUs (0 is a quota: the apiserver refuses
+		// them); MPS shares, where a tier of 0 gets no line (a resource
+		// the quota does not name is refused by limitedResources); time
+		// slices.
+		"tiers": {
+			{Tenant: "whole", Namespace: "strata-whole", GPUs: 8, Pods: 4},
+			{Tenant: "slices", Namespace: "strata-slices", GPUs: 0, Pods: 10,
+				Tiers: map[string]int64{"requests.nvidia.com/mig-1g.10gb": 8, "requests.nvidia.com/mig-3g.40gb": 2}},
+			{Tenant: "mps", Namespace: "strata-mps", GPUs: 2, Pods: 6, Tiers: map[string]int64{"requests.nvidia.com/gpu.mps": 4}},
+			{Tenant: "shared", Namespace: "strata-shared", GPUs: 0, Pods: 16, Tiers: map[string]int64{"requests.nvidia.com/gpu.shared": 16}},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := ResourceQuotasYAML(loadDerived(t, name))
@@ -270,6 +316,8 @@ tenants:
 		wantLog    []string
 		wantStdout []string
 		wantStderr []string // lines stderr must hold
+		state      string   // the record of an earlier run (ROOT for root)
+		wantState  []string // the record after, without its comment (nil: unchanged)
 	}{
 		"dry run by default: only df runs": {
 			wantCode: 1, wantStdout: printed,
@@ -291,6 +339,27 @@ tenants:
 			wantStdout: printed, wantLog: commands,
 			wantStderr: []string{"disk-quota.sh: failed: t-missing t-l"},
 		},
+		"--apply records what it set, and clears what it no longer has": {
+			args: []string{"--apply"}, wantCode: 1, wantStdout: append(slices.Clone(printed),
+				"+ xfs_quota -x -c 'limit -p bsoft=0 bhard=0 isoft=0 ihard=0 4004' ROOT/xfs",
+				"+ lfs setquota -p 2002 -b 0 -B 0 -i 0 -I 0 ROOT/old-lustre"),
+			wantLog: append(slices.Clone(commands),
+				"xfs_quota [-x] [-c] [limit -p bsoft=0 bhard=0 isoft=0 ihard=0 4004] [ROOT/xfs]",
+				"lfs [setquota] [-p] [2002] [-b] [0] [-B] [0] [-i] [0] [-I] [0] [ROOT/old-lustre]"),
+			// t-gone left the policy; t-l moved to another file system;
+			// t-x is as before; t-missing failed, so its record stays.
+			state:     "# comment\nxfs 4004 ROOT/xfs t-gone\nlustre 2002 ROOT/old-lustre t-l\nxfs 1001 ROOT/xfs t-x\nlustre 1002 ROOT/lustre t-missing\n",
+			wantState: []string{"xfs 1001 ROOT/xfs t-x", "lustre 2002 ROOT/lustre t-l", "xfs 3003 ROOT/xfs t-y", "lustre 1002 ROOT/lustre t-missing"},
+			wantStderr: []string{
+				"disk-quota.sh: t-gone: project 4004 on ROOT/xfs is no longer in the policy: its limits are removed, its files kept",
+				"disk-quota.sh: t-l: project 2002 on ROOT/old-lustre is no longer in the policy: its limits are removed, its files kept",
+				"disk-quota.sh: failed: t-missing"},
+		},
+		"a dry run clears nothing and records nothing": {
+			wantCode: 1, wantStdout: append(slices.Clone(printed), "+ xfs_quota -x -c 'limit -p bsoft=0 bhard=0 isoft=0 ihard=0 4004' ROOT/xfs"),
+			wantLog: []string{commands[0], commands[3], commands[6]},
+			state:   "xfs 4004 ROOT/xfs t-gone\n",
+		},
 		"unknown argument": {
 			args: []string{"--aply"}, wantCode: 2,
 			wantStderr: []string{"disk-quota.sh: unknown argument --aply (see --help)"},
@@ -302,10 +371,17 @@ tenants:
 	} {
 		t.Run(name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "log")
+			state := filepath.Join(t.TempDir(), "state")
+			if tc.state != "" {
+				if err := os.WriteFile(state, []byte(strings.ReplaceAll(tc.state, "ROOT", root)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "sh", append([]string{path}, tc.args...)...)
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STUB_LOG="+log, "STUB_FAIL="+tc.fail)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STUB_LOG="+log, "STUB_FAIL="+tc.fail,
+				"STRATA_DISK_QUOTA_STATE="+state)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -332,6 +408,22 @@ tenants:
 			}
 			if diff := cmp.Diff(tc.wantStdout, rootless(stdout.String())); diff != "" {
 				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if tc.wantState != nil {
+				after, err := os.ReadFile(state)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines := rootless(string(after))
+				if len(lines) == 0 || !strings.HasPrefix(lines[0], "# ") {
+					t.Errorf("record %q: want a comment first", lines)
+				} else if diff := cmp.Diff(tc.wantState, lines[1:]); diff != "" {
+					t.Errorf("record (-want +got):\n%s", diff)
+				}
+			} else if tc.state != "" {
+				if after, _ := os.ReadFile(state); string(after) != strings.ReplaceAll(tc.state, "ROOT", root) {
+					t.Errorf("record changed to:\n%s", after)
+				}
 			}
 			errLines := rootless(stderr.String())
 			for _, want := range tc.wantStderr {

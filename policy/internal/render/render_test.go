@@ -86,7 +86,7 @@ func TestTenantsFromExample(t *testing.T) {
 }
 
 // TestServingFromExample: the example's acme has a serving block (8 GPUs,
-// 4 replicas, namespace strata-acme); globex has none, so it is listed
+// 12 replicas, namespace strata-acme, MIG and MPS tiers, isolation); globex has none, so it is listed
 // with a zero quota and the default namespace.
 func TestServingFromExample(t *testing.T) {
 	p, err := spec.Load("../../../etc/strata/policy.yaml")
@@ -102,8 +102,17 @@ func TestServingFromExample(t *testing.T) {
 		t.Fatalf("the bridge cannot read what policy renders: %v\n%s", err, out)
 	}
 	acme, ok := f.Lookup("acme-vision")
-	if !ok || acme.Tenant.Name != "acme" || acme.Project != "vision" || acme.Tenant.GPUs != 8 || acme.Tenant.Replicas != 4 || acme.Tenant.Namespace != "strata-acme" {
+	if !ok || acme.Tenant.Name != "acme" || acme.Project != "vision" || acme.Tenant.GPUs != 8 || acme.Tenant.Replicas != 12 || acme.Tenant.Namespace != "strata-acme" {
 		t.Errorf("acme-vision -> %+v %v", acme.Tenant, ok)
+	}
+	if tn := acme.Tenant; tn != nil {
+		if got := strings.Join(tn.TierNames(), " "); !tn.Isolation || got != "dedicated mig-1g.10gb mig-3g.40gb mps" || tn.ServingLine == 0 {
+			t.Errorf("acme: isolation %v, tiers %s, serving line %d: want isolation, dedicated mig-1g.10gb mig-3g.40gb mps, a line",
+				tn.Isolation, got, tn.ServingLine)
+		}
+		if mig, ok := tn.Allowed("mig-1g.10gb"); !ok || mig.Quota != 8 || mig.Line <= tn.ServingLine {
+			t.Errorf("acme mig-1g.10gb = %+v, %v: want quota 8 on a line after serving:", mig, ok)
+		}
 	}
 	globex, ok := f.Lookup("globex-rl")
 	if !ok || globex.Tenant.GPUs != 0 || globex.Tenant.Replicas != 0 || globex.Tenant.Namespace != "strata-globex" {

@@ -85,7 +85,8 @@ func full() *spec.Policy {
 		Tenants: []spec.Tenant{{
 			Name: "acme", Description: "Acme Research", Shares: 3, Priority: 5, Limits: big,
 			Classes: classes, Admins: []string{"alice"},
-			Serving: &spec.Serving{GPUs: 2, Replicas: 3, Namespace: "acme-serving"}, Line: 42,
+			Serving: &spec.Serving{GPUs: 2, Replicas: 3, Namespace: "acme-serving", Isolation: true,
+				Tiers: map[string]int{"mig-1g.10gb": 4, "mps": 2}}, Line: 42,
 			Projects: []spec.Project{{
 				Name: "llm", Description: "Language models", Shares: 2, Limits: big,
 				Classes: []string{"train", "short"}, Line: 58,
@@ -273,6 +274,13 @@ var fileTests = map[string]struct {
 		`testdata/serving-disk.bad.yaml:14:90: inodes -1 is negative (hint: give 0 or more files; 0 is no limit)`,
 		`testdata/serving-disk.bad.yaml:17:69: disk quota with no hard limit (hint: set hard_gb in GiB; remove disk for no quota)`,
 		`testdata/serving-disk.bad.yaml:19:14: the default namespace "strata-big_co" is not a Kubernetes namespace name (hint: set serving.namespace: lowercase letters, digits and '-', at most 63 characters)`,
+	}},
+	"serving-tiers.bad.yaml": {wantErrs: []string{
+		`testdata/serving-tiers.bad.yaml:15:18: tier "mig-big" is not a MIG profile such as mig-1g.10gb or mig-3g.40gb (hint: name a MIG profile as NVIDIA's device plugin does, such as mig-1g.10gb, mig-3g.40gb or mig-7g.80gb)`,
+		`testdata/serving-tiers.bad.yaml:16:20: tier dedicated is serving.gpus, not one of serving.tiers (hint: give whole GPUs as serving.gpus)`,
+		`testdata/serving-tiers.bad.yaml:17:14: mps -1 is negative (hint: give 0 or more; 0, or leaving the tier out, forbids it)`,
+		`testdata/serving-tiers.bad.yaml:18:22: tier time-sliced shares GPUs with no isolation, and the tenant asks for isolation (serving.isolation) (hint: remove the time-sliced tier, or give the tenant mig-<profile> or mps tiers, which isolate memory)`,
+		`testdata/serving-tiers.bad.yaml:19:17: tier "shared" is not one of dedicated, mig-<profile> (such as mig-1g.10gb or mig-3g.40gb), mps or time-sliced (hint: use dedicated, mig-<profile> (such as mig-1g.10gb or mig-3g.40gb), mps or time-sliced)`,
 	}},
 	"syntax.bad.yaml": {wantErrs: []string{
 		`testdata/syntax.bad.yaml:8:4: invalid YAML: did not find expected '-' indicator (hint: the indentation of this line matches no key or list above it: the keys of one mapping start in the same column, as do the '- ' items of one list)`,

@@ -97,6 +97,7 @@ var constraints = map[string]map[string]any{
 // mapKeys are the patterns of the keys of maps whose keys are not names.
 var mapKeys = map[string]string{
 	"Cluster.partitions": partitionRE.String(),
+	"Serving.tiers":      servingTierKeyRE,
 }
 
 // descriptions document every key in the schema, for editors' hovers
@@ -172,9 +173,11 @@ var descriptions = map[string]string{
 	"Limits.gpu_hours":     "GPU-hour budget (GrpTRESMins gres/gpu = gpu_hours*60).",
 
 	"Serving":           "Serving quota on Kubernetes.",
-	"Serving.gpus":      "GPUs the tenant's model servers may use.",
+	"Serving.gpus":      "Whole GPUs (nvidia.com/gpu, the dedicated tier) the tenant's model servers may use; 0 forbids the tier.",
 	"Serving.replicas":  "Replicas the tenant's model servers may run.",
 	"Serving.namespace": "Kubernetes namespace (default: strata-<tenant>).",
+	"Serving.isolation": "The tenant's replicas never share a GPU without isolation: the time-sliced tier is refused.",
+	"Serving.tiers":     "GPU sharing tiers the tenant may use besides whole GPUs, with the quota of each: mig-<profile> (MIG slices, nvidia.com/mig-<profile>), mps (MPS shares, nvidia.com/gpu.mps), time-sliced (time slices, nvidia.com/gpu.shared); left out or 0: forbidden.",
 
 	"Disk":            "A project quota (XFS or Lustre) on the project directory.",
 	"Disk.path":       "Absolute path of the project directory.",

@@ -240,13 +240,24 @@ type Limits struct {
 }
 
 // Serving is a tenant's quota for model serving on Kubernetes, which
-// strata-bridge enforces.
+// strata-bridge checks before it deploys and the apiserver enforces
+// through the rendered ResourceQuota.
 type Serving struct {
+	// GPUs is the quota of the dedicated tier: whole GPUs
+	// (nvidia.com/gpu); 0 forbids the tier.
 	GPUs     int `yaml:"gpus" strictyaml:"required" json:"gpus"`
 	Replicas int `yaml:"replicas" strictyaml:"required" json:"replicas"`
 	// Namespace is the tenant's Kubernetes namespace ("":
 	// "strata-<tenant>").
 	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	// Isolation says the tenant's replicas must never share a GPU
+	// without isolation: the time-sliced tier is refused.
+	Isolation bool `yaml:"isolation,omitempty" json:"isolation,omitempty"`
+	// Tiers are the GPU sharing tiers the tenant may use besides whole
+	// GPUs, each with its quota (see servingquota): mig-<profile> (MIG
+	// slices of that profile), mps (MPS shares), time-sliced (time
+	// slices). A tier left out, or 0, is forbidden.
+	Tiers map[string]int `yaml:"tiers,omitempty" json:"tiers,omitempty"`
 }
 
 // The file systems a disk quota can be set on.

@@ -510,6 +510,7 @@ func (v *validator) tenants(p *Policy) {
 		if s := t.Serving; s != nil {
 			v.count(tp+".serving.gpus", s.GPUs, "give 0 or more GPUs for the tenant's model servers")
 			v.count(tp+".serving.replicas", s.Replicas, "give 0 or more replicas")
+			v.servingTiers(tp+".serving", s)
 			switch ns := s.Namespace; {
 			case ns != "" && !validNamespace(ns):
 				v.add(tp+".serving.namespace", "use lowercase letters, digits and '-', at most 63 characters, starting and ending with a letter or digit",

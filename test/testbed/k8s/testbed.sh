@@ -84,7 +84,9 @@ P_API=$((KTB_PORT_BASE + 64))
 SERVER=https://127.0.0.1:$P_API
 POD_CIDR=203.0.113.0/24 # TEST-NET-3: pod IPs are only data here; never connect to them
 SERVICE_CIDR=10.0.0.0/24
-CONTROLLERS=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,endpointslice-controller,serviceaccount-controller,horizontal-pod-autoscaler-controller,pod-garbage-collector-controller
+# resourcequota-controller keeps each ResourceQuota's used counts, which the
+# ResourceQuota admission checks pods against.
+CONTROLLERS=resourcequota-controller,deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,endpointslice-controller,serviceaccount-controller,horizontal-pod-autoscaler-controller,pod-garbage-collector-controller
 # Stop order: clients of the API first, etcd last.
 DAEMONS=(kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
 NODE_NAMES=$(for i in $(seq 1 "$KTB_NODES"); do printf 'kwok-gpu-%d ' "$i"; done); NODE_NAMES=${NODE_NAMES% }
@@ -176,16 +178,27 @@ etcd_healthy() { local b; b=$(curl -sf -m 2 "http://127.0.0.1:$P_ETCD/health") &
 api_ready() { local b; b=$(curl -sf -m 5 --cacert "$CERTS/apiserver.crt" -H "Authorization: Bearer $(token)" "$SERVER/readyz") && [ "$b" = ok ]; }
 
 # Nodes are created through the API with status (capacity) in the object, as a
-# kubelet registers itself; kwok then sets their conditions.
+# kubelet registers itself; kwok then sets their conditions. Every node has
+# KTB_GPUS whole GPUs (nvidia.com/gpu); besides them, as NVIDIA's device plugin
+# advertises them: kwok-gpu-1 has two more GPUs split into MIG slices (mixed
+# strategy: 7 x nvidia.com/mig-1g.10gb and 2 x nvidia.com/mig-3g.40gb), and
+# kwok-gpu-2 two more shared ones (time-slicing, 4 replicas each:
+# 8 x nvidia.com/gpu.shared; MPS, 4 replicas each: 8 x nvidia.com/gpu.mps).
 node_json() { # index
-  local n="kwok-gpu-$1" zone="zone-a"
+  local n="kwok-gpu-$1" zone="zone-a" extra='' xlabels=''
   if [ $(($1 % 2)) -eq 0 ]; then zone="zone-b"; fi
-  local res='"cpu":"64","memory":"512Gi","pods":"110","nvidia.com/gpu":"'"$KTB_GPUS"'"'
+  case $1 in
+    1) extra=',"nvidia.com/mig-1g.10gb":"7","nvidia.com/mig-3g.40gb":"2"'
+       xlabels=',"nvidia.com/mig.strategy":"mixed","nvidia.com/mig.capable":"true","nvidia.com/mig-1g.10gb.count":"7","nvidia.com/mig-3g.40gb.count":"2"' ;;
+    2) extra=',"nvidia.com/gpu.shared":"8","nvidia.com/gpu.mps":"8"'
+       xlabels=',"nvidia.com/gpu.replicas":"4","nvidia.com/gpu.sharing-strategy":"time-slicing"' ;;
+  esac
+  local res='"cpu":"64","memory":"512Gi","pods":"110","nvidia.com/gpu":"'"$KTB_GPUS"'"'"$extra"
   cat <<JSON
 {"apiVersion":"v1","kind":"Node","metadata":{"name":"$n",
  "annotations":{"kwok.x-k8s.io/node":"fake","node.alpha.kubernetes.io/ttl":"0"},
  "labels":{"type":"kwok","kubernetes.io/hostname":"$n","kubernetes.io/os":"linux","kubernetes.io/arch":"amd64",
-  "nvidia.com/gpu.product":"H100","topology.kubernetes.io/zone":"$zone"}},
+  "nvidia.com/gpu.product":"H100","topology.kubernetes.io/zone":"$zone"$xlabels}},
  "spec":{},
  "status":{"capacity":{$res},"allocatable":{$res}}}
 JSON
@@ -287,6 +300,21 @@ cmd_up() {
   echo "$KTB_PORT_BASE" >"$INST/port-base"
   make_secrets
   cp "$HERE/kwok-stages.yaml" "$INST/kwok-stages.yaml"
+  # ResourceQuota admission with every nvidia.com/ resource limited: a pod may
+  # ask for one only in a namespace whose ResourceQuota names it, so a GPU tier a
+  # tenant's quota leaves out is refused by the apiserver itself.
+  cat >"$INST/admission.yaml" <<'YAML'
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+  - name: ResourceQuota
+    configuration:
+      apiVersion: apiserver.config.k8s.io/v1
+      kind: ResourceQuotaConfiguration
+      limitedResources:
+        - resource: pods
+          matchContains: ["nvidia.com/"]
+YAML
 
   launch etcd "$bin/etcd" --name=default --data-dir="$INST/etcd" \
     --listen-client-urls="http://127.0.0.1:$P_ETCD" --advertise-client-urls="http://127.0.0.1:$P_ETCD" \
@@ -304,6 +332,8 @@ cmd_up() {
     --authorization-mode=RBAC --service-account-issuer=https://kubernetes.default.svc \
     --service-account-key-file="$INST/sa.pub" --service-account-signing-key-file="$INST/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" \
+    --enable-admission-plugins=ResourceQuota,Priority \
+    --admission-control-config-file="$INST/admission.yaml" \
     --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
     --allow-privileged=true --profiling=false
   waitfor kube-apiserver kube-apiserver 120 api_ready
@@ -342,6 +372,10 @@ STRATA_KUBE_KWOK_VERSION=$kwver
 STRATA_KUBE_NODES="$NODE_NAMES"
 STRATA_KUBE_GPUS_PER_NODE=$KTB_GPUS
 STRATA_KUBE_GPU_RESOURCE=nvidia.com/gpu
+STRATA_KUBE_MIG_NODE=kwok-gpu-1
+STRATA_KUBE_MIG_RESOURCES="nvidia.com/mig-1g.10gb=7 nvidia.com/mig-3g.40gb=2"
+STRATA_KUBE_SHARED_NODE=$([ "$KTB_NODES" -ge 2 ] && echo kwok-gpu-2)
+STRATA_KUBE_QUOTA_LIMITED=nvidia.com/
 STRATA_KUBE_GPU_PRODUCT=H100
 STRATA_KUBE_POD_CIDR=$POD_CIDR
 STRATA_KUBE_SERVICE_CIDR=$SERVICE_CIDR
