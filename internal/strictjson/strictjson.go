@@ -265,6 +265,9 @@ func (d *decoder) value(path string, t reflect.Type) {
 		}
 		return
 	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional value: present, it is its element
+	}
 	switch {
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		// A scalar of its own (a role, a duration): a string its
@@ -297,11 +300,11 @@ func (d *decoder) value(path string, t reflect.Type) {
 		if _, isBool := tok.(bool); !isBool {
 			d.mismatch(off, path, "true or false", tok)
 		}
-	case t.Kind() == reflect.Int:
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		n, isNumber := tok.(json.Number)
 		if !isNumber {
 			d.mismatch(off, path, "a whole number", tok)
-		} else if _, err := strconv.ParseInt(string(n), 10, strconv.IntSize); err != nil {
+		} else if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
 			d.errorAt(off, path, fmt.Sprintf("want a whole number, got %s", n))
 		}
 	case t.Kind() == reflect.Float64:
@@ -329,6 +332,12 @@ func (d *decoder) value(path string, t reflect.Type) {
 			return
 		}
 		d.object(path, t)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		if tok != json.Delim('{') {
+			d.mismatch(off, path, "an object", tok)
+			return
+		}
+		d.entries(path, t.Elem())
 	default:
 		panic("strictjson: no JSON rule for " + t.String())
 	}
@@ -356,6 +365,32 @@ func (d *decoder) object(path string, t reflect.Type) {
 		} else {
 			seen[key] = off
 			d.value(fp, ft)
+		}
+		if d.fatal {
+			return
+		}
+	}
+	d.token() // }
+}
+
+// entries reads the entries of an object whose keys are names of its
+// own (a map), each value of type elem; its { is read.
+func (d *decoder) entries(path string, elem reflect.Type) {
+	seen := map[string]int64{}
+	for d.dec.More() {
+		tok, off, ok := d.token()
+		if !ok {
+			return
+		}
+		key, _ := tok.(string)
+		fp := join(path, key)
+		if first, dup := seen[key]; dup {
+			line, col := d.doc.lineCol(first)
+			d.errorAt(off, fp, fmt.Sprintf("given twice (first at %d:%d)", line, col))
+			d.skipValue()
+		} else {
+			seen[key] = off
+			d.value(fp, elem)
 		}
 		if d.fatal {
 			return
