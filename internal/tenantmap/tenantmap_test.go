@@ -77,9 +77,9 @@ var fileTests = map[string]struct {
 		`3:131: tenants[0].projects[0].members[1].role: want a string, got 3: "3" is not a role: use member, viewer, tenant-admin`,
 	}},
 	"unknown-field.bad.json": {wantErrs: []string{
-		"2:20: tenants[0].acount: unknown field; the fields here are name, account, admins, projects",
-		"2:68: tenants[0].serving: unknown field; the fields here are name, account, admins, projects",
-		"3:2: members: unknown field; the fields here are apiVersion, kind, cluster, admins, tenants",
+		"2:20: tenants[0].acount: unknown field; the fields here are name, account, admins, source, limits, projects",
+		"2:68: tenants[0].serving: unknown field; the fields here are name, account, admins, source, limits, projects",
+		"3:2: members: unknown field; the fields here are apiVersion, kind, cluster, admins, policy, classes, tenants",
 	}},
 	"duplicate-field.bad.json": {wantErrs: []string{
 		"1:69: cluster: given twice (first at 1:50)",
