@@ -8,61 +8,27 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/compile"
-	"github.com/strata-hpc/strata/policy/internal/explain"
-	"github.com/strata-hpc/strata/policy/internal/spec"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 )
 
-// smallPolicy is the policy of the hand-built snapshots. Line numbers
-// matter: expected sources name them (line 1 is "apiVersion").
-const smallPolicy = `apiVersion: strata/v1
-kind: Policy
-cluster:
-  name: gpu
-classes:
-  - name: train
-    partition: gpu
-    max_time: 2d
-    max_gpus_per_job: 16
-tenants:
-  - name: acme
-    shares: 60
-    limits:
-      gpus: 64
-      cpus: 256
-      memory_gb: 1024
-      gpu_hours: 1000
-    projects:
-      - name: llm
-        shares: 70
-        limits:
-          gpus: 48
-          gpus_per_user: 16
-          running_jobs: 10
-        members:
-          - user: alice
-            default: true
-          - user: bob
-          - user: dave
-            role: viewer
-      - name: cv
-        members:
-          - user: bob
-          - user: carol
-`
-
+// smallInput is the hand-built snapshots' policy, testdata/small.policy.yaml,
+// as the tenant contract holds it (testdata/small.tenants.json, rendered by
+// strata-policy: its tests keep it current). Line numbers matter: expected
+// sources name them (line 1 is "apiVersion").
 func smallInput(t *testing.T) explain.Input {
 	t.Helper()
-	p, err := spec.Parse("policy.yaml", []byte(smallPolicy))
+	return explain.Input{Tenants: loadMap(t, "testdata/small.tenants.json"), Live: smallLive()}
+}
+
+func loadMap(t testing.TB, path string) *tenantmap.Map {
+	t.Helper()
+	m, err := tenantmap.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := compile.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return explain.Input{Policy: p, File: "policy.yaml", State: st, Live: smallLive()}
+	return m
 }
 
 func tres(s string) slurmrest.TRESList {
@@ -75,7 +41,7 @@ func tres(s string) slurmrest.TRESList {
 
 func i64(n int64) *int64 { return &n }
 
-// smallLive is Slurm as apply leaves it for smallPolicy (limits in Slurm's
+// smallLive is Slurm as apply leaves it for the small policy (limits in Slurm's
 // units: memory in MiB, budgets in minutes), plus alice's association
 // under testbed, an account the policy does not have.
 func smallLive() explain.Snapshot {
