@@ -315,6 +315,9 @@ type index struct {
 	shares   map[key]*slurmrest.Share
 	qos      map[string]*slurmrest.QOS
 	liveUser map[string]*slurmrest.User
+	// noLimits: the map holds no limits (written before tenants.json
+	// carried them), so no policy value is known and none is drift.
+	noLimits bool
 }
 
 func newIndex(in Input) *index {
@@ -358,6 +361,7 @@ func newIndex(in Input) *index {
 	for i := range m.Classes {
 		x.classes[m.Classes[i].Name] = &m.Classes[i]
 	}
+	x.noLimits = len(m.Tenants) > 0 && !slices.ContainsFunc(m.Tenants, func(t tenantmap.Tenant) bool { return t.Limits != nil })
 	for i := range in.Live.Associations {
 		a := &in.Live.Associations[i]
 		if a.Partition != "" || (m.Cluster != "" && a.Cluster != "" && a.Cluster != m.Cluster) {
@@ -524,7 +528,7 @@ func (x *index) usage(acct, user string) usage {
 // own), policy and live, with what is used.
 func (x *index) limits(acct, user string) []Limit {
 	pol, liv := map[lim]policyValue{}, map[lim]int64{}
-	owned := x.accounts[acct] != nil
+	owned := x.accounts[acct] != nil && !x.noLimits
 	if user == "" {
 		if a := x.accounts[acct]; a != nil {
 			pol = a.limits
@@ -717,6 +721,15 @@ func usageOf(u usage) Usage {
 		}
 	}
 	return out
+}
+
+// mapNote is what a report says of a tenant map without limits.
+func (x *index) mapNote() []string {
+	if !x.noLimits {
+		return nil
+	}
+	return []string{"the tenant map holds no limits or policy lines (an older strata-policy wrote it): " +
+		"Slurm's values are shown alone until `strata-policy render` writes it again"}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,6 +2,7 @@ package explain_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -491,5 +492,56 @@ func TestNotFound(t *testing.T) {
 	r, err := explain.Account(in, "acme-cv")
 	if err != nil || r.InSlurm || len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not in Slurm yet") {
 		t.Errorf("account before apply = %+v, %v", r, err)
+	}
+}
+
+// TestMapWithoutLimits: a tenants.json from before the map carried limits
+// still explains: Slurm's values alone, no drift claimed, and a note that
+// says why the policy's side is missing.
+func TestMapWithoutLimits(t *testing.T) {
+	in := smallInput(t)
+	old := *in.Tenants
+	old.Policy, old.Classes = "", nil
+	old.Tenants = slices.Clone(old.Tenants)
+	for i := range old.Tenants {
+		tn := &old.Tenants[i]
+		tn.Source, tn.Limits = nil, nil
+		tn.Projects = slices.Clone(tn.Projects)
+		for j := range tn.Projects {
+			tn.Projects[j].Source, tn.Projects[j].Limits = nil, nil
+		}
+	}
+	in.Tenants = &old
+	in.Live.Jobs = []slurmrest.Job{pending(3, "alice", "acme-llm", "gres/gpu=24", "AssocGrpGRES")}
+	r, err := explain.Account(in, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Limits) == 0 {
+		t.Fatal("no limits: Slurm's values must still be shown")
+	}
+	for _, l := range r.Limits {
+		if l.Policy != nil || l.Source != nil || l.Drift || l.Live == nil {
+			t.Errorf("limit %+v: want Slurm's value alone, no drift", l)
+		}
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "holds no limits") {
+		t.Errorf("notes = %q, want one that says the map holds no limits", r.Notes)
+	}
+	j, err := explain.Job(in, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Why == nil || j.Why.Limit == nil || j.Why.Limit.Level != "user alice in acme-llm" || j.Why.Limit.Limit.Source != nil ||
+		len(j.Notes) == 0 || !strings.Contains(j.Notes[0], "holds no limits") {
+		t.Errorf("job = %+v (why %+v): want the per-user limit from Slurm, no policy line, and the note", j, j.Why)
+	}
+	// The map as render writes it has the policy's side.
+	full, err := explain.Account(smallInput(t), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Limits[0].Source == nil || len(full.Notes) != 0 {
+		t.Errorf("full map: limits %+v, notes %q", full.Limits, full.Notes)
 	}
 }

@@ -160,7 +160,7 @@ func Account(in Input, name string) (*AccountReport, error) {
 
 // notes says what a reader should know about an account before its numbers.
 func (x *index) notes(inPolicy, inSlurm bool, name string, limits []Limit) []string {
-	var out []string
+	out := x.mapNote()
 	switch {
 	case !inSlurm:
 		out = append(out, fmt.Sprintf("%s is in the policy but not in Slurm yet: `strata-policy apply --apply` creates it", name))
@@ -268,6 +268,7 @@ func User(in Input, name string) (*UserReport, error) {
 		r.Jobs = append(r.Jobs, s)
 	}
 	sort.Slice(r.Jobs, func(i, j int) bool { return r.Jobs[i].ID < r.Jobs[j].ID })
+	r.Notes = x.mapNote()
 	switch {
 	case !r.InSlurm:
 		r.Notes = append(r.Notes, name+" is in the policy but not in Slurm yet: `strata-policy apply --apply` adds the user")
@@ -302,6 +303,7 @@ func Job(in Input, id int64) (*JobReport, error) {
 	if j.State.Has("PENDING") {
 		r.Why = x.why(j)
 	}
+	r.Notes = x.mapNote()
 	if _, ok := x.accounts[j.Account]; !ok {
 		r.Notes = append(r.Notes, "account "+j.Account+" is not in the policy: its limits are Slurm's alone")
 	}
