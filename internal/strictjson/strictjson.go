@@ -265,6 +265,9 @@ func (d *decoder) value(path string, t reflect.Type) {
 		}
 		return
 	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional value: present, it is its element
+	}
 	switch {
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		// A scalar of its own (a role, a duration): a string its
@@ -334,11 +337,7 @@ func (d *decoder) value(path string, t reflect.Type) {
 			d.mismatch(off, path, "an object", tok)
 			return
 		}
-		d.mapping(path, t.Elem())
-	case t.Kind() == reflect.Pointer:
-		// An optional value: null (above) or the value itself. The token
-		// is read: step back by walking it as the element's.
-		d.pointed(tok, off, path, t.Elem())
+		d.entries(path, t.Elem())
 	default:
 		panic("strictjson: no JSON rule for " + t.String())
 	}
@@ -374,9 +373,9 @@ func (d *decoder) object(path string, t reflect.Type) {
 	d.token() // }
 }
 
-// mapping reads the entries of an object whose keys are names (a map
-// keyed by string), each value of type elem; its { is read.
-func (d *decoder) mapping(path string, elem reflect.Type) {
+// entries reads the entries of an object whose keys are names of its
+// own (a map), each value of type elem; its { is read.
+func (d *decoder) entries(path string, elem reflect.Type) {
 	seen := map[string]int64{}
 	for d.dec.More() {
 		tok, off, ok := d.token()
@@ -398,36 +397,6 @@ func (d *decoder) mapping(path string, elem reflect.Type) {
 		}
 	}
 	d.token() // }
-}
-
-// pointed checks a value of type t whose first token, tok at off, the
-// caller has read (a pointer's element).
-func (d *decoder) pointed(tok json.Token, off int64, path string, t reflect.Type) {
-	switch t.Kind() {
-	case reflect.Struct:
-		if tok != json.Delim('{') {
-			d.mismatch(off, path, "an object", tok)
-			return
-		}
-		d.object(path, t)
-	case reflect.String:
-		if _, isString := tok.(string); !isString {
-			d.mismatch(off, path, "a string", tok)
-		}
-	case reflect.Bool:
-		if _, isBool := tok.(bool); !isBool {
-			d.mismatch(off, path, "true or false", tok)
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, isNumber := tok.(json.Number)
-		if !isNumber {
-			d.mismatch(off, path, "a whole number", tok)
-		} else if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
-			d.errorAt(off, path, fmt.Sprintf("want a whole number, got %s", n))
-		}
-	default:
-		panic("strictjson: no JSON rule for a pointer to " + t.String())
-	}
 }
 
 // fields lists the JSON names of struct type t in order, and their types;

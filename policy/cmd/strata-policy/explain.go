@@ -3,19 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/compile"
-	"github.com/strata-hpc/strata/policy/internal/explain"
+	"github.com/strata-hpc/strata/policy/internal/render"
 )
 
 const explainDoc = `Explains, from the policy file and what Slurm reports now:
@@ -74,20 +72,18 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := compile.Compile(p)
-	if err != nil {
-		return failure(err)
-	}
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
 		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log})
 	if err != nil {
 		return failure(err)
 	}
-	live, err := readSnapshot(ctx, client, log)
+	live, err := explain.Read(ctx, client, log)
 	if err != nil {
 		return failure(err)
 	}
-	in := explain.Input{Policy: p, File: c.String("policy"), State: st, Live: live}
+	// The tenant map render writes, built in memory: the portal explains
+	// from the same map read from tenants.json.
+	in := explain.Input{Tenants: render.Tenants(p), Live: live}
 	var report any
 	switch c.Command.Name {
 	case "user":
@@ -106,40 +102,4 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return enc.Encode(report)
 	}
 	return explain.Text(c.App.Writer, report)
-}
-
-// readSnapshot reads what explain needs from slurmrestd. The fair-share
-// tree is optional: without it the report says what is unavailable.
-func readSnapshot(ctx context.Context, c *slurmrest.Client, log *slog.Logger) (explain.Snapshot, error) {
-	var s explain.Snapshot
-	var err error
-	if s.Associations, err = c.Associations(ctx, slurmrest.AssociationFilter{}); err != nil {
-		return s, err
-	}
-	if s.Users, err = c.Users(ctx); err != nil {
-		return s, err
-	}
-	if s.QOS, err = c.QOS(ctx); err != nil {
-		return s, err
-	}
-	jobs, err := c.Jobs(ctx, time.Time{})
-	if err != nil {
-		return s, err
-	}
-	s.Jobs = jobs.Jobs
-	if s.Partitions, err = c.Partitions(ctx); err != nil {
-		return s, err
-	}
-	if s.Nodes, err = c.Nodes(ctx); err != nil {
-		return s, err
-	}
-	if s.Shares, err = c.Shares(ctx); err != nil {
-		var auth *slurmrest.AuthError
-		if errors.As(err, &auth) {
-			return s, err
-		}
-		log.Warn("fair-share tree unavailable", "error", err)
-		s.Shares, s.SharesUnavailable = nil, err.Error()
-	}
-	return s, nil
 }
