@@ -182,6 +182,9 @@ func cmdAgent(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	acfg := agent.Config{Node: node, Source: src, Interval: cfg.Agent.Interval, Window: cfg.Agent.Window,
 		Procs: agent.ProcFS{Root: cfg.Agent.ProcRoot}, Logger: log, Secret: secret.Get}
+	if cfg.Agent.FaultsFile != "" {
+		acfg.Faults = &source.FaultFile{Path: cfg.Agent.FaultsFile}
+	}
 	if cfg.Agent.Record != "" {
 		// Job ids and GPU use of every user: not for others to read.
 		f, err := os.OpenFile(cfg.Agent.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)

@@ -107,6 +107,11 @@ type Agent struct {
 	Window   time.Duration `yaml:"window"`
 	// Replay plays a recording instead of reading NVML (demos, tests).
 	Replay string `yaml:"replay"`
+	// FaultsFile, beside a replay, is read every round for GPU faults
+	// injected by hand (source.FaultFile: lines "gpu,kind[,code]", such
+	// as "3,xid,79"), for demos and the test beds. With NVML the faults
+	// come from the driver's events, and this key is refused.
+	FaultsFile string `yaml:"faults_file"`
 	// Record appends every sample to this file, for a later replay.
 	Record string `yaml:"record"`
 	// ProcRoot is where /proc is (for job mapping).
@@ -252,6 +257,12 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	}
 	if c.Notify.Mail && c.Notify.Sendmail == "" {
 		bad("notify.sendmail", "give the sendmail program, such as /usr/sbin/sendmail, or set mail: false", "required when mail is on")
+	}
+	if c.Agent.FaultsFile != "" && c.Agent.Replay == "" {
+		bad("agent.faults_file", "leave it out: on a GPU node the faults come from NVML's events; faults_file is for a replay (agent.replay)",
+			"set without agent.replay")
+	} else if f := c.Agent.FaultsFile; f != "" && (!filepath.IsAbs(f) || filepath.Clean(f) != f) {
+		bad("agent.faults_file", "write an absolute path without . or .. parts, such as /run/strata/faults.csv", "%q is not an absolute clean path", f)
 	}
 	if c.Agent.Interval < time.Second {
 		bad("agent.interval", "give 1s or more (10s is usual)", "%s is shorter than 1s", c.Agent.Interval)
