@@ -57,12 +57,12 @@ const SnapshotVersion = 2
 // GPUs' Xid critical errors, uncorrectable ECC errors and DRAM
 // retirement (row remap) events, oldest first, each once per answer:
 //
-//	  "faults": [{
-//	    "at": "2026-03-01T12:09:55Z",          // when the agent read it
-//	    "gpu": 3, "uuid": "GPU-…",             // NVML index; uuid "" when unknown
-//	    "kind": "xid",                         // xid | ecc_uncorrectable | retired_pages_pending | row_remap_failure
-//	    "code": 79                             // the Xid; 0 for the other kinds
-//	  }]
+//	"faults": [{
+//	  "at": "2026-03-01T12:09:55Z",          // when the agent read it
+//	  "gpu": 3, "uuid": "GPU-…",             // NVML index; uuid "" when unknown
+//	  "kind": "xid",                         // xid | ecc_uncorrectable | retired_pages_pending | row_remap_failure
+//	  "code": 79                             // the Xid; 0 for the other kinds
+//	}]
 //
 // An answer after a cursor holds the faults read since that cursor; a
 // whole answer holds every fault the agent keeps (the newest

@@ -77,7 +77,9 @@ func (s *eventServer) deliver(gpu int, eventType, data uint64) {
 	s.queue = append(s.queue, gonvml.EventData{Device: s.Devices[gpu], EventType: eventType, EventData: data})
 }
 
-func uuidOf(gpu int) string { return "GPU-00000000-0000-0000-0000-" + strings.Repeat("0", 11) + string(rune('0'+gpu)) }
+func uuidOf(gpu int) string {
+	return "GPU-00000000-0000-0000-0000-" + strings.Repeat("0", 11) + string(rune('0'+gpu))
+}
 
 func TestNVMLFaults(t *testing.T) {
 	s := newEventServer(t)

@@ -158,3 +158,15 @@ func msOf(t *time.Time) any {
 	}
 	return t.UnixMilli()
 }
+
+// SaveCheck keeps the result of a node's health check, and nothing else
+// of the node (a check ends while a cycle may change the rest).
+func (s *Store) SaveCheck(ctx context.Context, node string, at time.Time, ok bool, output string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO node_health(node, check_at, check_ok, check_output) VALUES(?,?,?,?)
+		ON CONFLICT(node) DO UPDATE SET check_at=excluded.check_at, check_ok=excluded.check_ok, check_output=excluded.check_output`,
+		node, at.UnixMilli(), ok, output)
+	if err != nil {
+		return fmt.Errorf("save health check of node %s: %w", node, err)
+	}
+	return nil
+}
