@@ -121,6 +121,7 @@ type Controller struct {
 	// for them.
 	checking map[string]bool
 	checks   sync.WaitGroup
+	runCtx   context.Context // Run's: health checks end with it
 }
 
 // SkipEntry says why a job got no action in the last cycle.
@@ -181,6 +182,9 @@ func (c *Controller) LastStatus() Status {
 // beats the daemon's watchdog.
 func (c *Controller) Run(ctx context.Context, interval time.Duration) error {
 	c.interval = interval
+	c.mu.Lock()
+	c.runCtx = ctx
+	c.mu.Unlock()
 	if err := c.Recover(ctx); err != nil {
 		c.cfg.Log.Error("finishing open intents failed", "error", err)
 	}

@@ -92,7 +92,11 @@ func (ExecRunner) Run(ctx context.Context, argv []string) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no health command")
 	}
-	return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	// A child that outlives a killed command (ssh's, a shell's) must not
+	// hold the output open for ever.
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.CombinedOutput()
 }
 
 // The kinds of the records of node health.
@@ -344,14 +348,16 @@ func (c *Controller) health(ctx context.Context, faults []collect.Fault, nodes [
 			continue
 		}
 		last := newest[name]
-		if st.CheckOK != nil && *st.CheckOK && st.CheckAt != nil && st.DrainedAt != nil && st.CheckAt.After(*st.DrainedAt) &&
+		// A check counts for the drain it ended after (or in the same
+		// millisecond as), and for the faults before it.
+		if st.CheckOK != nil && *st.CheckOK && st.CheckAt != nil && st.DrainedAt != nil && !st.CheckAt.Before(*st.DrainedAt) &&
 			st.CheckAt.After(last) {
 			if err := c.resume(ctx, byName[name], st, at); err != nil {
 				return err
 			}
 			continue
 		}
-		due := st.CheckAt == nil || (st.DrainedAt != nil && !st.CheckAt.After(*st.DrainedAt)) || at.Sub(*st.CheckAt) >= h.CheckInterval
+		due := st.CheckAt == nil || (st.DrainedAt != nil && st.CheckAt.Before(*st.DrainedAt)) || at.Sub(*st.CheckAt) >= h.CheckInterval
 		if n, ok := byName[name]; due && ok && !busy(n) {
 			c.startCheck(name)
 		}
@@ -485,9 +491,14 @@ func (c *Controller) startCheck(node string) {
 	go func() {
 		defer c.checks.Done()
 		defer func() { c.mu.Lock(); delete(c.checking, node); c.mu.Unlock() }()
-		ctx, cancel := context.WithTimeout(context.Background(), h.CheckTimeout)
+		base := c.checkBase()
+		ctx, cancel := context.WithTimeout(base, h.CheckTimeout)
 		defer cancel()
 		out, err := runner.Run(ctx, argv)
+		if base.Err() != nil {
+			c.cfg.Log.Info("node health check cut short by shutdown: not kept", "node", node)
+			return
+		}
 		result := "pass"
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -511,6 +522,17 @@ func (c *Controller) startCheck(node string) {
 			c.cfg.Log.Error("keeping a health check's result failed", "node", node, "error", err)
 		}
 	}()
+}
+
+// checkBase is the context health checks run under: Run's, so that a
+// shutdown ends them.
+func (c *Controller) checkBase() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runCtx != nil {
+		return c.runCtx
+	}
+	return context.Background()
 }
 
 // WaitHealthChecks waits for the health checks in progress to end and

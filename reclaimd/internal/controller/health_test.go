@@ -488,3 +488,24 @@ func gauge(t *testing.T, g prometheus.Gauge) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+// A health command that does not end in time is a timeout, not a pass:
+// the node stays drained.
+func TestHealthCheckTimeout(t *testing.T) {
+	hb := newHealthBed(t, "26.05", 0.25)
+	hb.health.Check, hb.health.CheckTimeout = []string{"sh", "-c", "echo started; exec sleep 30", "{node}"}, 200*time.Millisecond
+	hb.tick()
+	hb.inject("gpu2", "1,xid,48\n")
+	hb.tick()
+	hb.tick()
+	if v := counter(t, hb.metrics.HealthChecks.WithLabelValues("timeout")); v != 1 {
+		t.Errorf("health checks{timeout} = %v", v)
+	}
+	st := hb.nodeState("gpu2")
+	if !st.Drained || st.CheckOK == nil || *st.CheckOK || !strings.Contains(st.CheckOutput, "no answer within 200ms") {
+		t.Errorf("gpu2 = %+v", st)
+	}
+	if got := hb.nodeUpdates(); len(got) != 1 || got[0] != "gpu2 DRAIN strata: Xid 48 on GPU 1 (double-bit ECC error)" {
+		t.Errorf("node updates %v", got)
+	}
+}
