@@ -214,6 +214,21 @@ func (a *apiV0042) nodes(ctx context.Context) ([]Node, error) {
 	return out, nil
 }
 
+// updateNode sets a node's state (DRAIN, RESUME, ...) and its reason
+// with POST /node/{node_name}; an empty reason is not sent.
+func (a *apiV0042) updateNode(ctx context.Context, name string, state []string, reason string) error {
+	d := gen.V0042UpdateNodeMsg{State: enums[string](state)}
+	if reason != "" {
+		d.Reason = &reason
+	}
+	op := fmt.Sprintf("update node %s", name)
+	r, err := a.gen.SlurmV0042PostNodeWithResponse(ctx, name, d)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
+}
+
 func (a *apiV0042) partitions(ctx context.Context) ([]Partition, error) {
 	r, err := a.gen.SlurmV0042GetPartitionsWithResponse(ctx, nil)
 	if err != nil {

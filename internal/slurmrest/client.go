@@ -52,6 +52,7 @@ type backend interface {
 	cancel(ctx context.Context, ref JobRef) error
 	requeue(ctx context.Context, ref JobRef, hold bool) error // ErrUnsupported when the parser has none
 	nodes(ctx context.Context) ([]Node, error)
+	updateNode(ctx context.Context, name string, state []string, reason string) error
 	partitions(ctx context.Context) ([]Partition, error)
 	shares(ctx context.Context) ([]Share, error)
 	accounts(ctx context.Context, withCoordinators bool) ([]Account, error)
@@ -458,6 +459,29 @@ func (c *Client) RequeueRef(ctx context.Context, ref JobRef, opt RequeueOptions)
 
 // Nodes lists the nodes.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) { return c.be.nodes(c.ctx(ctx)) }
+
+// The node states UpdateNode sets most: DRAIN takes a node out of
+// scheduling and lets its running jobs finish (it needs a reason);
+// RESUME puts a drained node back.
+const (
+	NodeDrain  = "DRAIN"
+	NodeResume = "RESUME"
+)
+
+// UpdateNode sets the state of a node, with a reason where the state
+// takes one (DRAIN, DOWN, FAIL): POST /node/{name}, as `scontrol update
+// nodename=NAME state=STATE reason=REASON` does.
+func (c *Client) UpdateNode(ctx context.Context, name, state, reason string) error {
+	switch {
+	case name == "" || strings.ContainsAny(name, "/?#%, \t\n"):
+		return fmt.Errorf("update node %q: not a node name", name)
+	case state == "" || strings.ToUpper(state) != state:
+		return fmt.Errorf("update node %s: state %q: want a Slurm node state in capitals, such as DRAIN or RESUME", name, state)
+	case (state == NodeDrain || state == "DOWN" || state == "FAIL") && reason == "":
+		return fmt.Errorf("update node %s to %s: Slurm needs a reason", name, state)
+	}
+	return c.be.updateNode(c.ctx(ctx), name, []string{state}, reason)
+}
 
 // Partitions lists the partitions.
 func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {

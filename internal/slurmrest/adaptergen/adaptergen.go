@@ -49,6 +49,9 @@ type Quirks struct {
 	JobSharedEnum string
 	// QOSFlagEnum is the element type of qos.flags, as JobSharedEnum.
 	QOSFlagEnum string
+	// NodeStateEnum is the element type of update_node_msg.state, as
+	// JobSharedEnum.
+	NodeStateEnum string
 	// AccountsAddCondByValue is true where
 	// openapi_accounts_add_cond_resp.association_condition is required,
 	// so the generated field is a value and not a pointer.
@@ -118,6 +121,7 @@ func Validate(parsers []Parser) error {
 		q := p.Quirks
 		for _, f := range []struct{ name, id string }{
 			{"PingStatus", q.PingStatus}, {"JobSharedEnum", q.JobSharedEnum}, {"QOSFlagEnum", q.QOSFlagEnum},
+			{"NodeStateEnum", q.NodeStateEnum},
 		} {
 			if !token.IsIdentifier(f.id) {
 				bad("Quirks.%s %q is not a Go identifier", f.name, f.id)

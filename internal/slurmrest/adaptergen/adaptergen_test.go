@@ -34,6 +34,7 @@ func next() Parser {
 	q := &p.Quirks
 	q.JobSharedEnum = strings.Replace(q.JobSharedEnum, Parsers[0].Tag(), "V0099", 1)
 	q.QOSFlagEnum = strings.Replace(q.QOSFlagEnum, Parsers[0].Tag(), "V0099", 1)
+	q.NodeStateEnum = strings.Replace(q.NodeStateEnum, Parsers[0].Tag(), "V0099", 1)
 	return p
 }
 
@@ -48,7 +49,7 @@ func TestValidate(t *testing.T) {
 		"empty list": {want: []string{"no parsers"}},
 		"every problem at once": {
 			parsers: []Parser{
-				{Version: "0.0.47", RawSpec: "raw/slurm.json", Quirks: Quirks{PingStatus: "p.Status", JobSharedEnum: "string", QOSFlagEnum: ""}},
+				{Version: "0.0.47", RawSpec: "raw/slurm.json", Quirks: Quirks{PingStatus: "p.Status", JobSharedEnum: "string", QOSFlagEnum: "", NodeStateEnum: "string"}},
 				good, Parsers[len(Parsers)-1], good,
 			},
 			want: []string{
@@ -145,8 +146,11 @@ func TestQuirks(t *testing.T) {
 		"shared as strings": {func(q *Quirks) { q.JobSharedEnum = "string" }, `d.Shared = enums[string]([]string{"none"})`, "enums[gen.V0099JobDescMsgShared]"},
 		"shared as enums": {func(q *Quirks) { q.JobSharedEnum = "V0099JobDescMsgShared" },
 			`d.Shared = enums[gen.V0099JobDescMsgShared]([]string{"none"})`, `enums[string]([]string{"none"})`},
-		"QOS flags as strings": {func(q *Quirks) { q.QOSFlagEnum = "string" }, "x.Flags = enums[string](q.Flags)", "enums[gen.V0099QosFlags]"},
-		"QOS flags as enums":   {func(q *Quirks) { q.QOSFlagEnum = "V0099QosFlags" }, "x.Flags = enums[gen.V0099QosFlags](q.Flags)", "enums[string](q.Flags)"},
+		"QOS flags as strings":   {func(q *Quirks) { q.QOSFlagEnum = "string" }, "x.Flags = enums[string](q.Flags)", "enums[gen.V0099QosFlags]"},
+		"QOS flags as enums":     {func(q *Quirks) { q.QOSFlagEnum = "V0099QosFlags" }, "x.Flags = enums[gen.V0099QosFlags](q.Flags)", "enums[string](q.Flags)"},
+		"node states as strings": {func(q *Quirks) { q.NodeStateEnum = "string" }, "State: enums[string](state)", "enums[gen.V0099UpdateNodeMsgState]"},
+		"node states as enums": {func(q *Quirks) { q.NodeStateEnum = "V0099UpdateNodeMsgState" },
+			"State: enums[gen.V0099UpdateNodeMsgState](state)", "enums[string](state)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := base

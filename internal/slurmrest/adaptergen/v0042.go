@@ -9,6 +9,7 @@ var v0042 = Parser{
 	Quirks: Quirks{
 		PingStatus:    "Pinged",
 		JobSharedEnum: "string",
+		NodeStateEnum: "string",
 		QOSFlagEnum:   "string",
 	},
 }

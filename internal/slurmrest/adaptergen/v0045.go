@@ -11,6 +11,7 @@ var v0045 = Parser{
 	Quirks: Quirks{
 		PingStatus:             "Status",
 		JobSharedEnum:          "V0045JobDescMsgShared",
+		NodeStateEnum:          "V0045UpdateNodeMsgState",
 		QOSFlagEnum:            "V0045QosFlags",
 		AccountsAddCondByValue: true,
 		Requeue:                true,

@@ -104,7 +104,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		notifiers = append(notifiers, notify.Webhook{URL: cfg.Notify.Webhook})
 	}
 	if cfg.Notify.Mail {
-		m := notify.Mail{Sendmail: cfg.Notify.Sendmail, From: cfg.Notify.MailFrom, Domain: cfg.Notify.MailDomain}
+		m := notify.Mail{Sendmail: cfg.Notify.Sendmail, From: cfg.Notify.MailFrom, Domain: cfg.Notify.MailDomain, Admins: cfg.Notify.AdminMail}
 		if cfg.Notify.MailTemplate != "" {
 			text, err := os.ReadFile(cfg.Notify.MailTemplate)
 			if err != nil {
@@ -132,6 +132,13 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Collector: col, Log: log, Metrics: metrics}
 	if len(notifiers) > 0 {
 		ccfg.Notifier = notifiers
+	}
+	if h := cfg.Health; h.Enabled {
+		ccfg.Health = &controller.Health{FatalXids: h.FatalXids, MaxDrainedShare: h.MaxDrainedShare, MaxFaultAge: h.MaxFaultAge,
+			Check: h.CheckCommand, CheckInterval: h.CheckInterval, CheckTimeout: h.CheckTimeout, DryRun: h.DryRun}
+		for _, k := range h.DrainOn {
+			ccfg.Health.DrainOn = append(ccfg.Health.DrainOn, source.FaultKind(k))
+		}
 	}
 	ctl, err := controller.New(ccfg)
 	if err != nil {
@@ -182,6 +189,9 @@ func cmdAgent(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	acfg := agent.Config{Node: node, Source: src, Interval: cfg.Agent.Interval, Window: cfg.Agent.Window,
 		Procs: agent.ProcFS{Root: cfg.Agent.ProcRoot}, Logger: log, Secret: secret.Get}
+	if cfg.Agent.FaultsFile != "" {
+		acfg.Faults = &source.FaultFile{Path: cfg.Agent.FaultsFile}
+	}
 	if cfg.Agent.Record != "" {
 		// Job ids and GPU use of every user: not for others to read.
 		f, err := os.OpenFile(cfg.Agent.Record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)

@@ -25,6 +25,13 @@ type Source interface {
 	Sample(ctx context.Context, now time.Time) ([]source.Sample, error)
 }
 
+// FaultSource reports the GPUs' fault events since its last call:
+// source.NVML (Xid critical errors, ECC and DRAM retirement events), or
+// source.FaultFile beside a replay (faults injected by hand).
+type FaultSource interface {
+	Faults(ctx context.Context, now time.Time) ([]source.Fault, error)
+}
+
 // Recorder keeps every sample the agent takes, with its job ids, for a later
 // replay: a source.Recorder.
 type Recorder interface {
@@ -35,6 +42,9 @@ type Recorder interface {
 const (
 	DefaultInterval = 10 * time.Second
 	DefaultWindow   = 10 * time.Minute
+	// DefaultMaxFaults is how many fault events an agent keeps: far more
+	// than a node gives between two reads of the controller.
+	DefaultMaxFaults = 256
 )
 
 // Config sets up an Agent. Node and Source are required; zero values take
@@ -52,6 +62,13 @@ type Config struct {
 	// StaleAfter is how old the last good sample may be before /healthz
 	// fails and the GPU gauges are withdrawn; 3 × Interval.
 	StaleAfter time.Duration
+
+	// Faults reports the GPUs' fault events, read every round; nil uses
+	// Source when it is a FaultSource (source.NVML is), else no faults.
+	Faults FaultSource
+	// MaxFaults bounds the fault events kept (and sent in a whole
+	// snapshot), the oldest dropped first; DefaultMaxFaults.
+	MaxFaults int
 
 	Procs    ProcReader   // where job ids come from; ProcFS{Root: "/proc"}
 	Recorder Recorder     // optional: gets every sample taken
@@ -89,6 +106,17 @@ type Agent struct {
 	// which a window was last started over (a GPU replaced), before which
 	// no cursor may get an increment.
 	round, replaced uint64
+	// faults are the fault events reported, oldest first, each with the
+	// round it arrived in (for cursors), at most MaxFaults.
+	faults []heldFault
+	// faultErr is the fault source's last error, logged when it changes.
+	faultErr string
+}
+
+// heldFault is one fault event and the round that reported it.
+type heldFault struct {
+	FaultEvent
+	round uint64
 }
 
 // New checks cfg, fills in its defaults and returns an Agent. Every problem
@@ -108,6 +136,14 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Procs == nil {
 		cfg.Procs = ProcFS{}
+	}
+	if cfg.Faults == nil {
+		if fs, ok := cfg.Source.(FaultSource); ok {
+			cfg.Faults = fs
+		}
+	}
+	if cfg.MaxFaults == 0 {
+		cfg.MaxFaults = DefaultMaxFaults
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -131,6 +167,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxSamples < 1 {
 		errs = append(errs, fmt.Errorf("max_samples: %d; want at least 1", cfg.MaxSamples))
+	}
+	if cfg.MaxFaults < 1 {
+		errs = append(errs, fmt.Errorf("max_faults: %d; want at least 1", cfg.MaxFaults))
 	}
 	if cfg.StaleAfter < cfg.Interval {
 		errs = append(errs, fmt.Errorf("stale_after: %s is shorter than the interval %s, so every sample would be stale", cfg.StaleAfter, cfg.Interval))
@@ -176,6 +215,9 @@ func (a *Agent) SampleOnce(ctx context.Context) error {
 	a.sampling.Lock()
 	defer a.sampling.Unlock()
 	now := a.cfg.Now().UTC()
+	// Faults first, and whatever the sample gives: a GPU that fell off
+	// the bus (Xid 79) fails the sample, and its Xid must still go out.
+	faults := a.readFaults(ctx, now)
 	samples, err := a.cfg.Source.Sample(ctx, now)
 	a.metrics.samples.Inc()
 	if err != nil {
@@ -186,6 +228,11 @@ func (a *Agent) SampleOnce(ctx context.Context) error {
 		a.mu.Lock()
 		changed := a.lastErr == nil || a.lastErr.Error() != err.Error()
 		a.lastErr, a.lastAttempt = err, now
+		if len(faults) > 0 {
+			// A round of its own, so that cursors give the faults.
+			a.round++
+			a.keepFaults(faults)
+		}
 		a.mu.Unlock()
 		if changed {
 			a.log.Warn("sample failed", "node", a.cfg.Node, "error", err)
@@ -207,6 +254,7 @@ func (a *Agent) SampleOnce(ctx context.Context) error {
 		a.started = now
 	}
 	a.round++
+	a.keepFaults(faults)
 	for _, s := range samples {
 		w := a.windows[s.GPU]
 		if w == nil || w.uuid != s.UUID {
@@ -232,6 +280,44 @@ func (a *Agent) SampleOnce(ctx context.Context) error {
 		a.log.Info("sample recovered", "node", a.cfg.Node, "gpus", len(samples))
 	}
 	return nil
+}
+
+// readFaults asks the fault source for what happened since the last
+// round; its error is logged when it changes, and the faults it did read
+// are kept all the same.
+func (a *Agent) readFaults(ctx context.Context, now time.Time) []source.Fault {
+	if a.cfg.Faults == nil {
+		return nil
+	}
+	faults, err := a.cfg.Faults.Faults(ctx, now)
+	msg := ""
+	if err != nil && ctx.Err() == nil {
+		msg = err.Error()
+	}
+	a.mu.Lock()
+	changed := msg != a.faultErr
+	a.faultErr = msg
+	a.mu.Unlock()
+	if changed && msg != "" {
+		a.log.Warn("reading GPU faults failed", "node", a.cfg.Node, "error", msg)
+	}
+	for _, f := range faults {
+		a.log.Error("GPU fault", "node", a.cfg.Node, "gpu_index", f.GPU, "uuid", f.UUID, "kind", string(f.Kind), "code", f.Code)
+		a.metrics.faults.WithLabelValues(string(f.Kind), strconv.Itoa(f.Code)).Inc()
+	}
+	return faults
+}
+
+// keepFaults adds the faults of the current round, dropping the oldest
+// beyond MaxFaults. a.mu is held.
+func (a *Agent) keepFaults(faults []source.Fault) {
+	for _, f := range faults {
+		a.faults = append(a.faults, heldFault{FaultEvent: FaultEvent{At: f.At.UTC(), GPU: f.GPU, UUID: f.UUID, Kind: string(f.Kind),
+			Code: f.Code}, round: a.round})
+	}
+	if n := len(a.faults) - a.cfg.MaxFaults; n > 0 {
+		a.faults = slices.Delete(a.faults, 0, n)
+	}
 }
 
 // mapJobs adds to each sample (and MIG instance) the jobs of its processes.
@@ -288,6 +374,7 @@ func (a *Agent) SnapshotAfter(after string) Snapshot {
 		WindowSeconds:   a.cfg.Window.Seconds(),
 		SourceOK:        a.lastErr == nil && !a.lastOK.IsZero(),
 		GPUs:            []GPUWindow{},
+		Faults:          []FaultEvent{},
 		Version:         SnapshotVersion,
 		Cursor:          a.instance + "." + strconv.FormatUint(a.round, 10),
 		MaxSamples:      a.cfg.MaxSamples,
@@ -309,6 +396,11 @@ func (a *Agent) SnapshotAfter(after string) Snapshot {
 	if !a.started.IsZero() {
 		t := a.started
 		s.StartedAt = &t
+	}
+	for _, f := range a.faults {
+		if f.round > from {
+			s.Faults = append(s.Faults, f.FaultEvent)
+		}
 	}
 	oldest := now.Add(-a.cfg.Window)
 	for _, i := range slices.Sorted(maps.Keys(a.windows)) {

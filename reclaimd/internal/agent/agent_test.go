@@ -107,6 +107,9 @@ func nvmlServer() *server.Server {
 		}
 		dev.GetFieldValuesFunc = func([]gonvml.FieldValue) gonvml.Return { return gonvml.ERROR_NOT_SUPPORTED }
 		dev.GpmQueryDeviceSupportFunc = func() (gonvml.GpmSupport, gonvml.Return) { return gonvml.GpmSupport{}, gonvml.SUCCESS }
+		dev.GetSupportedEventTypesFunc = func() (uint64, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+		dev.GetRetiredPagesPendingStatusFunc = func() (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+		dev.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 0, false, false, gonvml.ERROR_NOT_SUPPORTED }
 	}
 	busy := s.Devices[0].(*server.Device)
 	busy.MemoryInfo.Used = 30500 << 20
@@ -221,6 +224,7 @@ func TestAgentNVML(t *testing.T) {
 	want := Snapshot{
 		Node: "dgx01", TakenAt: at, IntervalSeconds: 10, WindowSeconds: 600, SourceOK: true, LastSampleAt: &at, StartedAt: &t0,
 		Version: SnapshotVersion, Cursor: strconv.FormatInt(t0.UnixNano(), 36) + ".2", Full: true, MaxSamples: 61,
+		Faults: []FaultEvent{},
 		GPUs: []GPUWindow{
 			{Index: 0, UUID: "GPU-00000000-0000-0000-0000-000000000000", Model: "Mock NVIDIA A100-SXM4-40GB", MemTotalMiB: 40960},
 			{Index: 1, UUID: "GPU-00000000-0000-0000-0000-000000000001", Model: "Mock NVIDIA A100-SXM4-40GB", MemTotalMiB: 40960, MIG: true},

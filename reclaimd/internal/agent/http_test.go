@@ -53,7 +53,7 @@ func TestSnapshotJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := func(m any) []string { return slices.Sorted(maps.Keys(m.(map[string]any))) }
-	wantTop := []string{"after", "cursor", "full", "gpus", "interval_seconds", "last_error", "last_sample_at", "max_samples", "node",
+	wantTop := []string{"after", "cursor", "faults", "full", "gpus", "interval_seconds", "last_error", "last_sample_at", "max_samples", "node",
 		"source_ok", "started_at", "taken_at", "version", "window_seconds"}
 	if got := keys(doc); !slices.Equal(got, wantTop) {
 		t.Errorf("top-level keys %v, want %v", got, wantTop)
@@ -84,7 +84,7 @@ func TestSnapshotBeforeFirstSample(t *testing.T) {
 	defer resp.Body.Close()
 	want := `{"node":"gpu01","taken_at":"2026-03-01T12:00:00Z","interval_seconds":10,"window_seconds":60,` +
 		`"source_ok":false,"last_error":"","last_sample_at":null,"gpus":[],"version":2,"cursor":"dgrfgbt3myo0.0","full":true,` +
-		`"after":"","max_samples":7,"started_at":null}` + "\n"
+		`"after":"","max_samples":7,"started_at":null,"faults":[]}` + "\n"
 	if got := string(readAll(t, resp.Body)); got != want {
 		t.Errorf("GET /v1/snapshot before any sample:\n%s\nwant\n%s", got, want)
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	samples prometheus.Counter
 	errors  prometheus.Counter
 	last    prometheus.Gauge
+	faults  *prometheus.CounterVec
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -38,8 +39,12 @@ func newMetrics(a *Agent) *metrics {
 			Name: "strata_reclaim_agent_last_sample_timestamp_seconds",
 			Help: "Unix time of the last good sampling round.",
 		}),
+		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_agent_gpu_faults_total",
+			Help: "GPU fault events reported, by kind (xid, ecc_uncorrectable, retired_pages_pending, row_remap_failure) and code (the Xid; 0 for the rest).",
+		}, []string{"kind", "code"}),
 	}
-	m.reg.MustRegister(m.samples, m.errors, m.last, gpuCollector{a})
+	m.reg.MustRegister(m.samples, m.errors, m.last, m.faults, gpuCollector{a})
 	return m
 }
 

@@ -52,6 +52,26 @@ const SnapshotVersion = 2
 //	  "started_at": "2026-03-01T11:00:00Z"     // this agent's first good sample; null before it
 //	}
 //
+// Fault events (since version 2, without a change of version: a reader
+// that does not know "faults" loses nothing it read before) are the
+// GPUs' Xid critical errors, uncorrectable ECC errors and DRAM
+// retirement (row remap) events, oldest first, each once per answer:
+//
+//	"faults": [{
+//	  "at": "2026-03-01T12:09:55Z",          // when the agent read it
+//	  "gpu": 3, "uuid": "GPU-…",             // NVML index; uuid "" when unknown
+//	  "kind": "xid",                         // xid | ecc_uncorrectable | retired_pages_pending | row_remap_failure
+//	  "code": 79                             // the Xid; 0 for the other kinds
+//	}]
+//
+// An answer after a cursor holds the faults read since that cursor; a
+// whole answer holds every fault the agent keeps (the newest
+// max_faults, by default 256, whatever their age), so a reader must take
+// the same fault twice as one (same node, gpu, kind, code and at). A
+// document without "faults" comes from an agent that reports none.
+// A new version is only for a change a reader that skips unknown keys
+// would misread; added keys like this one keep the version.
+//
 // A reader that keeps the windows itself asks with ?after= the cursor of
 // its last document and gets, with full false, only the samples taken
 // since (a few per GPU instead of the whole window); it appends them to
@@ -85,6 +105,18 @@ type Snapshot struct {
 	// StartedAt is when this agent's history begins: the controller
 	// refuses a snapshot with a sample older than it.
 	StartedAt *time.Time `json:"started_at"`
+
+	// Faults are the GPU fault events since After (all kept when Full).
+	Faults []FaultEvent `json:"faults"`
+}
+
+// FaultEvent is one fault of one GPU (source.Fault).
+type FaultEvent struct {
+	At   time.Time `json:"at"`
+	GPU  int       `json:"gpu"`
+	UUID string    `json:"uuid"`
+	Kind string    `json:"kind"`
+	Code int       `json:"code"`
 }
 
 // GPUWindow is one GPU's window, described as its latest sample found it.

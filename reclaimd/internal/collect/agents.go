@@ -22,6 +22,7 @@ import (
 
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+	"github.com/strata-hpc/strata/reclaimd/internal/source"
 )
 
 // Agents reads the node agents. It keeps each node's windows between
@@ -90,6 +91,37 @@ type Result struct {
 	// in MIG mode are left out (Slurm numbers their MIG devices), and so
 	// is every GPU of a source that has no such map (Prometheus): nil.
 	Holders map[decide.GPUKey][]int64
+	// Faults are the GPU fault events the agents reported in this
+	// collection (agent.FaultEvent), oldest first by node. A whole answer
+	// repeats the faults its agent keeps: the reader takes a fault seen
+	// twice (same node, GPU, kind, code and time) as one. A fault of an
+	// unknown kind (a newer agent), of no GPU index, or with a code out
+	// of range is left out. The Prometheus source gives none.
+	Faults []Fault
+}
+
+// Fault is one GPU fault event an agent reported.
+type Fault struct {
+	Node string
+	At   time.Time
+	GPU  int
+	UUID string
+	Kind source.FaultKind
+	Code int
+}
+
+// faultsOf returns the faults of an answer that can be believed.
+func faultsOf(node string, events []agent.FaultEvent) []Fault {
+	var out []Fault
+	for _, e := range events {
+		k := source.FaultKind(e.Kind)
+		if !k.Known() || e.GPU < 0 || e.GPU > 1023 || e.Code < 0 || e.Code > source.MaxFaultCode || e.At.IsZero() ||
+			(k == source.FaultXid) != (e.Code != 0) {
+			continue
+		}
+		out = append(out, Fault{Node: node, At: e.At, GPU: e.GPU, UUID: e.UUID, Kind: k, Code: e.Code})
+	}
+	return out
 }
 
 // Collect asks the agents of the given nodes for their windows, or for
@@ -161,12 +193,19 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 					res.Newest = last
 				}
 			}
+			res.Faults = append(res.Faults, faultsOf(node, snap.Faults)...)
 			for idx, jobs := range h.holders {
 				res.Holders[decide.GPUKey{Node: node, Index: idx}] = slices.Clone(jobs)
 			}
 		}(n)
 	}
 	wg.Wait()
+	slices.SortStableFunc(res.Faults, func(x, y Fault) int {
+		if c := strings.Compare(x.Node, y.Node); c != 0 {
+			return c
+		}
+		return x.At.Compare(y.At)
+	})
 	if len(res.Failed) == len(nodes) {
 		return res, fmt.Errorf("no node agent answered (%d nodes; e.g. %s)", len(nodes), firstFailure(res.Failed))
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
+	"github.com/strata-hpc/strata/reclaimd/internal/source"
 )
 
 // FuzzAgentSnapshot serves a fuzzed body as an agent's /v1/snapshot and
@@ -25,7 +26,8 @@ func FuzzAgentSnapshot(f *testing.F) {
 		GPUs: []agent.GPUWindow{{Index: 0, UUID: "GPU-0", Model: "H100", MemTotalMiB: 81559, Samples: []agent.Point{
 			{At: t0.Add(-10 * time.Second), Util: pct(0), MemActivity: pct(0), MemUsedMiB: 500, JobIDs: []int64{7}},
 			{At: t0, Util: pct(97), MemActivity: pct(40), MemUsedMiB: 70000, JobIDs: []int64{7}},
-		}}, {Index: 1, MIG: true, Samples: []agent.Point{{At: t0}}}}}
+		}}, {Index: 1, MIG: true, Samples: []agent.Point{{At: t0}}}},
+		Faults: []agent.FaultEvent{{At: t0, GPU: 3, UUID: "GPU-3", Kind: "xid", Code: 79}, {At: t0, GPU: 0, Kind: "ecc_uncorrectable"}}}
 	data, err := json.Marshal(good)
 	if err != nil {
 		f.Fatal(err)
@@ -33,7 +35,9 @@ func FuzzAgentSnapshot(f *testing.F) {
 	f.Add(data)
 	for _, s := range []string{`{}`, `{"node":"n2"}`, `{"node":"n1","gpus":[{"index":0,"samples":[{"at":"2026-12-01T12:00:00Z","util":-5,"mem_activity":0}]}]}`,
 		`{"gpus":[{"index":3,"samples":[{"at":"2026-12-01T12:00:01Z","util":1,"mem_activity":1},{"at":"2026-12-01T12:00:00Z","util":2,"mem_activity":2}]}]}`,
-		`{"interval_seconds":1e300}`, `[]`, `{"gpus":null}`, `{"gpus":[{"samples":[{"util":1e400}]}]}`} {
+		`{"interval_seconds":1e300}`, `[]`, `{"gpus":null}`, `{"gpus":[{"samples":[{"util":1e400}]}]}`,
+		`{"node":"n1","faults":[{"at":"2026-12-01T12:00:00Z","gpu":-1,"kind":"xid","code":79},{"at":"2026-12-01T12:00:00Z","gpu":1,"kind":"bogus"}]}`,
+		`{"faults":[{"at":"2026-12-01T12:00:00Z","gpu":1,"kind":"xid","code":0},{"gpu":1,"kind":"xid","code":79}]}`} {
 		f.Add([]byte(s))
 	}
 	// One agent for every input (a worker runs one input at a time): it
@@ -50,6 +54,12 @@ func FuzzAgentSnapshot(f *testing.F) {
 		res, _ := a.Collect(context.Background(), []string{"n1"})
 		if res.Interval < 0 {
 			t.Fatalf("interval %v", res.Interval)
+		}
+		for _, fl := range res.Faults {
+			if fl.Node != "n1" || !fl.Kind.Known() || fl.GPU < 0 || fl.GPU > 1023 || fl.Code < 0 || fl.Code > source.MaxFaultCode ||
+				fl.At.IsZero() || (fl.Kind == source.FaultXid) != (fl.Code != 0) {
+				t.Fatalf("fault %+v kept", fl)
+			}
 		}
 		for key, ss := range res.Samples {
 			if key.Node != "n1" {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/agent"
 )
 
 // snapshot is the part of an agent's Snapshot (agent/snapshot.go) that
@@ -28,6 +30,8 @@ type snapshot struct {
 	After           string      `json:"after"`
 	MaxSamples      int         `json:"max_samples"`
 	StartedAt       *time.Time  `json:"started_at"`
+	// Faults are few (none on a healthy node): decoded by encoding/json.
+	Faults []agent.FaultEvent `json:"faults"`
 }
 
 // gpuWindow is the part of agent.GPUWindow the controller reads.
@@ -264,7 +268,7 @@ func decodeSnapshot(body []byte) (snapshot, error) {
 	}{{"node", &s.Node}, {"taken_at", &s.TakenAt}, {"interval_seconds", &s.IntervalSeconds},
 		{"window_seconds", &s.WindowSeconds}, {"source_ok", &s.SourceOK}, {"last_error", &s.LastError},
 		{"version", &s.Version}, {"cursor", &s.Cursor}, {"full", &s.Full}, {"after", &s.After},
-		{"max_samples", &s.MaxSamples}, {"started_at", &s.StartedAt}}
+		{"max_samples", &s.MaxSamples}, {"started_at", &s.StartedAt}, {"faults", &s.Faults}}
 	err := sc.object("snapshot", func(key, v []byte) error {
 		if bytes.EqualFold(key, []byte("gpus")) {
 			return decodeGPUs(v, &s.GPUs)

@@ -15,7 +15,7 @@ import (
 func leanOf(s agent.Snapshot) snapshot {
 	l := snapshot{Node: s.Node, TakenAt: s.TakenAt, IntervalSeconds: s.IntervalSeconds, WindowSeconds: s.WindowSeconds,
 		SourceOK: s.SourceOK, LastError: s.LastError, Version: s.Version, Cursor: s.Cursor, Full: s.Full, After: s.After,
-		MaxSamples: s.MaxSamples, StartedAt: s.StartedAt}
+		MaxSamples: s.MaxSamples, StartedAt: s.StartedAt, Faults: s.Faults}
 	if s.GPUs != nil {
 		l.GPUs = []gpuWindow{}
 	}
@@ -48,6 +48,9 @@ var snapshotSeeds = []string{
 	`{"gpus":[{"samples":[{"at":"yesterday"}]}]}`, `{"gpus":[{"samples":[{"util":1e400}]}]}`, `{"gpus":[{"samples":[{"mem_used_mib":null}]}]}`,
 	`{"gpus":[{"samples":[{ "at" : "2026-12-01T12:00:00Z" , "util" : 0 , "job_ids" : [ ] } , { } ]}]}`,
 	`{"gpus":[{"samples":{"at":"2026-12-01T12:00:00Z"}}]}`, `{"gpus":[{"samples":[1]}]}`,
+	`{"faults":null}`, `{"faults":[]}`, `{"faults":[{"at":"2026-12-01T12:00:00Z","gpu":3,"uuid":"GPU-3","kind":"xid","code":79}]}`,
+	`{"FAULTS":[{"GPU":1,"Kind":"ecc_uncorrectable","extra":[1]}],"faults":[{"gpu":2}]}`, `{"faults":[{"code":"79"}]}`,
+	`{"faults":{}}`, `{"faults":[{"gpu":1.5}]}`,
 }
 
 // FuzzSnapshotDecode checks the controller's lean decode of an agent's
@@ -58,6 +61,7 @@ func FuzzSnapshotDecode(f *testing.F) {
 	pct := func(v float64) *float64 { return &v }
 	good, err := json.Marshal(agent.Snapshot{Node: "n1", TakenAt: t0, IntervalSeconds: 10, WindowSeconds: 600, SourceOK: true,
 		Version: 2, Cursor: "a.2", After: "a.1", MaxSamples: 60, StartedAt: &t0,
+		Faults: []agent.FaultEvent{{At: t0, GPU: 3, UUID: "GPU-3", Kind: "xid", Code: 79}, {At: t0, GPU: 1, Kind: "row_remap_failure"}},
 		GPUs: []agent.GPUWindow{{Index: 0, UUID: "GPU-0", Model: "H100", MemTotalMiB: 81559, Samples: []agent.Point{
 			{At: t0.Add(-10 * time.Second), Util: pct(0), MemActivity: pct(0.25), SMActive: pct(3), MemUsedMiB: 500, JobIDs: []int64{7}},
 			{At: t0, Util: pct(97), MemActivity: pct(40), MemUsedMiB: 70000, JobIDs: []int64{}},
@@ -90,17 +94,19 @@ func FuzzSnapshotDecode(f *testing.F) {
 // controller reads are errors, as they are for encoding/json.
 func TestSnapshotDecodeRefuses(t *testing.T) {
 	for name, body := range map[string]string{
-		"util string":    `{"gpus":[{"samples":[{"util":"5"}]}]}`,
-		"util bool":      `{"gpus":[{"samples":[{"util":true}]}]}`,
-		"job id float":   `{"gpus":[{"samples":[{"job_ids":[1.5]}]}]}`,
-		"at not a time":  `{"gpus":[{"samples":[{"at":"yesterday"}]}]}`,
-		"util too large": `{"gpus":[{"samples":[{"util":1e400}]}]}`,
-		"samples object": `{"gpus":[{"samples":{"at":"2026-12-01T12:00:00Z"}}]}`,
-		"sample number":  `{"gpus":[{"samples":[1]}]}`,
-		"not JSON":       `{"gpus":[`,
-		"index string":   `{"gpus":[{"index":"0"}]}`,
-		"node number":    `{"node":5}`,
-		"gpus object":    `{"gpus":{}}`,
+		"util string":       `{"gpus":[{"samples":[{"util":"5"}]}]}`,
+		"util bool":         `{"gpus":[{"samples":[{"util":true}]}]}`,
+		"job id float":      `{"gpus":[{"samples":[{"job_ids":[1.5]}]}]}`,
+		"at not a time":     `{"gpus":[{"samples":[{"at":"yesterday"}]}]}`,
+		"util too large":    `{"gpus":[{"samples":[{"util":1e400}]}]}`,
+		"samples object":    `{"gpus":[{"samples":{"at":"2026-12-01T12:00:00Z"}}]}`,
+		"sample number":     `{"gpus":[{"samples":[1]}]}`,
+		"not JSON":          `{"gpus":[`,
+		"index string":      `{"gpus":[{"index":"0"}]}`,
+		"node number":       `{"node":5}`,
+		"gpus object":       `{"gpus":{}}`,
+		"faults object":     `{"faults":{}}`,
+		"fault code string": `{"faults":[{"code":"79"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if s, err := decodeSnapshot([]byte(body)); err == nil {

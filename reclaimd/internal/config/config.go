@@ -15,12 +15,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/strictyaml"
+	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/notify"
+	"github.com/strata-hpc/strata/reclaimd/internal/source"
 )
 
 // Config of reclaimd (controller and agent).
@@ -44,6 +47,34 @@ type Config struct {
 	Prometheus Prometheus `yaml:"prometheus"`
 	Notify     Notify     `yaml:"notify"`
 	Agent      Agent      `yaml:"agent"`
+	Health     Health     `yaml:"health"`
+}
+
+// Health is GPU node health: drain a node whose GPU reports a fatal
+// fault, resume it once a health command passes on it, and never hold
+// more than a share of a partition drained.
+type Health struct {
+	Enabled bool `yaml:"enabled"`
+	// FatalXids are the Xids that drain a node; DrainOn the other fault
+	// kinds that do (ecc_uncorrectable, retired_pages_pending,
+	// row_remap_failure).
+	FatalXids []int    `yaml:"fatal_xids"`
+	DrainOn   []string `yaml:"drain_on"`
+	// MaxDrainedShare is the most of a partition's nodes Strata holds
+	// drained at once (0.1: one node in ten); a drain past it is not
+	// made, and admins are told.
+	MaxDrainedShare float64 `yaml:"max_drained_share"`
+	// MaxFaultAge is how old a fault may be and still drain a node.
+	MaxFaultAge time.Duration `yaml:"max_fault_age"`
+	// CheckCommand is argv with {node} for the node (no shell), run by the
+	// controller on a drained node once its jobs have ended, and every
+	// check_interval until it passes (exit 0), which resumes the node.
+	// Empty: Strata never resumes a node itself.
+	CheckCommand  []string      `yaml:"check_command"`
+	CheckInterval time.Duration `yaml:"check_interval"`
+	CheckTimeout  time.Duration `yaml:"check_timeout"`
+	// DryRun logs and records each drain it would make, and makes none.
+	DryRun bool `yaml:"dry_run"`
 }
 
 // Slurm reaches slurmrestd.
@@ -97,6 +128,9 @@ type Notify struct {
 	MailFrom     string `yaml:"mail_from"`
 	MailDomain   string `yaml:"mail_domain"`
 	MailTemplate string `yaml:"mail_template"`
+	// AdminMail are the addresses of the admins' notices (node drained,
+	// resumed, the drain cap hit), sent when mail is on.
+	AdminMail []string `yaml:"admin_mail"`
 }
 
 // Agent configures `reclaimd agent`.
@@ -107,6 +141,11 @@ type Agent struct {
 	Window   time.Duration `yaml:"window"`
 	// Replay plays a recording instead of reading NVML (demos, tests).
 	Replay string `yaml:"replay"`
+	// FaultsFile, beside a replay, is read every round for GPU faults
+	// injected by hand (source.FaultFile: lines "gpu,kind[,code]", such
+	// as "3,xid,79"), for demos and the test beds. With NVML the faults
+	// come from the driver's events, and this key is refused.
+	FaultsFile string `yaml:"faults_file"`
 	// Record appends every sample to this file, for a later replay.
 	Record string `yaml:"record"`
 	// ProcRoot is where /proc is (for job mapping).
@@ -120,6 +159,10 @@ type Agent struct {
 // secret they share.
 const DefaultAgentTokenFile = "/etc/strata/reclaimd-agent.token"
 
+// drainKinds are the fault kinds other than xid that health.drain_on
+// takes.
+var drainKinds = []string{string(source.FaultECC), string(source.FaultRetiredPages), string(source.FaultRowRemap)}
+
 // Default is the configuration used for keys the file leaves out.
 func Default() Config {
 	return Config{
@@ -132,9 +175,11 @@ func Default() Config {
 		Agents: Agents{URLTemplate: "http://{node}:9810", Timeout: 5 * time.Second, TokenFile: DefaultAgentTokenFile},
 		Prometheus: Prometheus{URL: "http://127.0.0.1:9090", Step: 30 * time.Second, Window: 2 * time.Hour, NodeLabel: "Hostname",
 			MemActivityMetric: "DCGM_FI_PROF_DRAM_ACTIVE", Timeout: 30 * time.Second, MaxResponseMiB: 64},
-		Notify: Notify{Sendmail: "/usr/sbin/sendmail", MailFrom: "reclaimd"},
+		Notify: Notify{Sendmail: "/usr/sbin/sendmail", MailFrom: "reclaimd", AdminMail: []string{}},
 		Agent: Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 2 * time.Hour, ProcRoot: "/proc",
 			TokenFile: DefaultAgentTokenFile},
+		Health: Health{FatalXids: slices.Clone(controller.DefaultFatalXids), DrainOn: slices.Clone(drainKinds),
+			MaxDrainedShare: 0.1, MaxFaultAge: 24 * time.Hour, CheckCommand: []string{}, CheckInterval: 10 * time.Minute, CheckTimeout: 15 * time.Minute},
 	}
 }
 
@@ -182,6 +227,9 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	}
 	if c.Slurm.URL == "" || c.Slurm.TokenFile == "" {
 		bad("slurm", "set slurm.url and slurm.token_file: reclaimd acts through slurmrestd", "url and token_file are required")
+	}
+	if c.Health.Enabled && c.Source != "agents" {
+		bad("health.enabled", "set source: agents: the GPU faults come from the node agents", "node health needs source: agents, not %s", c.Source)
 	}
 	if c.Source != "agents" && c.Source != "prometheus" {
 		hint := "agents reads reclaimd agent on every GPU node; prometheus reads dcgm-exporter's metrics"
@@ -253,6 +301,18 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	if c.Notify.Mail && c.Notify.Sendmail == "" {
 		bad("notify.sendmail", "give the sendmail program, such as /usr/sbin/sendmail, or set mail: false", "required when mail is on")
 	}
+	if c.Agent.FaultsFile != "" && c.Agent.Replay == "" {
+		bad("agent.faults_file", "leave it out: on a GPU node the faults come from NVML's events; faults_file is for a replay (agent.replay)",
+			"set without agent.replay")
+	} else if f := c.Agent.FaultsFile; f != "" && (!filepath.IsAbs(f) || filepath.Clean(f) != f) {
+		bad("agent.faults_file", "write an absolute path without . or .. parts, such as /run/strata/faults.csv", "%q is not an absolute clean path", f)
+	}
+	for i, a := range c.Notify.AdminMail {
+		if a == "" || strings.ContainsAny(a, ", \t\r\n<>") {
+			bad(fmt.Sprintf("notify.admin_mail[%d]", i), "give one address a list item, such as ops@example.org", "%q is not a mail address", a)
+		}
+	}
+	c.Health.validate(bad)
 	if c.Agent.Interval < time.Second {
 		bad("agent.interval", "give 1s or more (10s is usual)", "%s is shorter than 1s", c.Agent.Interval)
 	}
@@ -261,4 +321,59 @@ func (c Config) Validate() strictyaml.Diagnostics {
 			"%s keeps fewer than two samples of %s", c.Agent.Window, c.Agent.Interval)
 	}
 	return ds
+}
+
+// validate reports the problems of the health section.
+func (h Health) validate(bad func(path, hint, format string, args ...any)) {
+	seen := map[int]bool{}
+	for i, x := range h.FatalXids {
+		path := fmt.Sprintf("health.fatal_xids[%d]", i)
+		switch {
+		case x < 1 || x > source.MaxFaultCode:
+			bad(path, "give Xid codes from NVIDIA's Xid catalogue, such as 79 (GPU fell off the bus)", "%d is not an Xid", x)
+		case seen[x]:
+			bad(path, "list each Xid once", "Xid %d listed twice", x)
+		}
+		seen[x] = true
+	}
+	kinds := map[string]bool{}
+	for i, k := range h.DrainOn {
+		path := fmt.Sprintf("health.drain_on[%d]", i)
+		switch {
+		case k == string(source.FaultXid):
+			bad(path, "list the Xids that drain a node under health.fatal_xids", "xid is not a kind for drain_on")
+		case !slices.Contains(drainKinds, k):
+			hint := "the kinds are " + strings.Join(drainKinds, ", ")
+			if g := strictyaml.Closest(k, drainKinds); g != "" {
+				hint = "did you mean " + g + "?"
+			}
+			bad(path, hint, "%q is not a fault kind", k)
+		case kinds[k]:
+			bad(path, "list each kind once", "%s listed twice", k)
+		}
+		kinds[k] = true
+	}
+	if h.MaxDrainedShare <= 0 || h.MaxDrainedShare > 1 || h.MaxDrainedShare != h.MaxDrainedShare {
+		bad("health.max_drained_share", "give a share above 0 and at most 1, such as 0.1 (one node in ten of a partition)",
+			"%g is not a share of a partition's nodes", h.MaxDrainedShare)
+	}
+	if h.MaxFaultAge < time.Minute {
+		bad("health.max_fault_age", "give 1m or more (1d is usual): a fault older than it drains nothing", "%s is shorter than 1m", h.MaxFaultAge)
+	}
+	if len(h.CheckCommand) > 0 {
+		switch {
+		case h.CheckCommand[0] == "":
+			bad("health.check_command", "start with the program, such as [ssh, \"{node}\", dcgmi, diag, -r, \"1\"]", "the program is empty")
+		case !slices.ContainsFunc(h.CheckCommand, func(a string) bool { return strings.Contains(a, "{node}") }):
+			bad("health.check_command", "write {node} where the node's name goes, such as [ssh, \"{node}\", dcgmi, diag, -r, \"1\"]: "+
+				"the controller runs the command, so without {node} it checks its own host", "no {node} in %q", strings.Join(h.CheckCommand, " "))
+		}
+	}
+	if h.CheckInterval < time.Minute {
+		bad("health.check_interval", "give 1m or more (10m is usual)", "%s is shorter than 1m", h.CheckInterval)
+	}
+	if h.CheckTimeout < 10*time.Second || h.CheckTimeout > 6*time.Hour {
+		bad("health.check_timeout", "give 10s to 6h (dcgmi diag -r 1 takes about a minute, -r 3 up to half an hour)",
+			"%s is not from 10s to 6h", h.CheckTimeout)
+	}
 }

@@ -28,6 +28,15 @@ var goodFiles = map[string]func(c *Config){
 		c.Agent.Window = 36 * time.Hour
 		c.Agents.Timeout = 30 * time.Second
 	},
+	"health.good.yaml": func(c *Config) {
+		c.Notify.Mail = true
+		c.Notify.AdminMail = []string{"ops@example.org", "hpc-oncall@example.org"}
+		c.Health = Health{Enabled: true, FatalXids: []int{48, 79, 95}, DrainOn: []string{"ecc_uncorrectable", "row_remap_failure"},
+			MaxDrainedShare: 0.25, MaxFaultAge: 6 * time.Hour,
+			CheckCommand:  []string{"ssh", "-o", "BatchMode=yes", "{node}", "dcgmi", "diag", "-r", "1"},
+			CheckInterval: 5 * time.Minute, CheckTimeout: 10 * time.Minute}
+		c.Agent.Replay, c.Agent.FaultsFile = "/var/lib/strata/demo.csv", "/run/strata/faults.csv"
+	},
 }
 
 // TestFiles: every .good file loads to its goodFiles entry; every .bad

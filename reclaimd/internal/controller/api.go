@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,7 +26,8 @@ type JobReclaim struct {
 }
 
 // Handler serves the API: GET /v1/jobs/{id}/reclaim, GET
-// /v1/decisions?since=RFC3339&limit=N, /healthz and /metrics. staleAfter
+// /v1/decisions?since=RFC3339&limit=N, GET /v1/nodes/health[?node=NAME]
+// (node health: NodeHealthEntry), /healthz and /metrics. staleAfter
 // is how old the last cycle may be before /healthz fails.
 func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 	mux := http.NewServeMux()
@@ -90,6 +92,21 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 			recs = []store.Record{}
 		}
 		writeJSON(w, map[string]any{"decisions": recs})
+	})
+	mux.HandleFunc("GET /v1/nodes/health", func(w http.ResponseWriter, r *http.Request) {
+		if c.cfg.Health == nil {
+			httpError(w, http.StatusNotFound, "node health is off: set health.enabled: true in reclaimd.yaml")
+			return
+		}
+		nodes, err := c.NodesHealth(r.Context())
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "read node health: %v", err)
+			return
+		}
+		if name := r.URL.Query().Get("node"); name != "" {
+			nodes = slices.DeleteFunc(nodes, func(e NodeHealthEntry) bool { return e.Node != name })
+		}
+		writeJSON(w, map[string]any{"nodes": nodes})
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		st := c.LastStatus()

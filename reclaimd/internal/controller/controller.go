@@ -40,6 +40,9 @@ type Slurm interface {
 	SignalRef(ctx context.Context, ref slurmrest.JobRef, sig string, batchOnly bool) error
 	RequeueRef(ctx context.Context, ref slurmrest.JobRef, opt slurmrest.RequeueOptions) error
 	CancelRef(ctx context.Context, ref slurmrest.JobRef) error
+	// Node health (Config.Health) only.
+	Nodes(ctx context.Context) ([]slurmrest.Node, error)
+	UpdateNode(ctx context.Context, name, state, reason string) error
 }
 
 // Collector gives the samples of the GPUs on the given nodes.
@@ -63,6 +66,11 @@ type Notice struct {
 	Reason  string    `json:"reason"`
 	DryRun  bool      `json:"dry_run"`
 	At      time.Time `json:"at"`
+	// Admin is set on a notice to the admins (node health: NoticeDrained,
+	// NoticeResumed, NoticeCapHit), which names a node and no job.
+	Admin     bool   `json:"admin,omitempty"`
+	Node      string `json:"node,omitempty"`
+	Partition string `json:"partition,omitempty"`
 }
 
 // Config of the controller.
@@ -82,9 +90,11 @@ type Config struct {
 	// applies to rules whose signal mode is skip-unless-requested (a job
 	// that asked); modes batch and all-steps say where themselves.
 	SignalBatchOnly bool
-	Log             *slog.Logger
-	Metrics         *Metrics
-	Now             func() time.Time
+	// Health turns GPU node health on (health.go); nil leaves it off.
+	Health  *Health
+	Log     *slog.Logger
+	Metrics *Metrics
+	Now     func() time.Time
 }
 
 // Controller runs cycles.
@@ -105,6 +115,13 @@ type Controller struct {
 	drought map[string]time.Time
 	// accounted is the time up to which idle GPU time is counted.
 	accounted time.Time
+	// nodes are Slurm's nodes at the last cycle (node health only).
+	nodes []slurmrest.Node
+	// checking names the nodes whose health check runs; checks waits
+	// for them.
+	checking map[string]bool
+	checks   sync.WaitGroup
+	runCtx   context.Context // Run's: health checks end with it
 }
 
 // SkipEntry says why a job got no action in the last cycle.
@@ -146,6 +163,11 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
+	if h := cfg.Health; h != nil {
+		if h.MaxDrainedShare <= 0 || h.MaxDrainedShare > 1 || h.MaxFaultAge <= 0 || (len(h.Check) > 0 && (h.CheckInterval <= 0 || h.CheckTimeout <= 0)) {
+			return nil, errors.New("controller: Health needs 0 < MaxDrainedShare <= 1, a MaxFaultAge, and with a Check an interval and a timeout")
+		}
+	}
 	return &Controller{cfg: cfg, drought: map[string]time.Time{}}, nil
 }
 
@@ -160,11 +182,15 @@ func (c *Controller) LastStatus() Status {
 // beats the daemon's watchdog.
 func (c *Controller) Run(ctx context.Context, interval time.Duration) error {
 	c.interval = interval
+	c.mu.Lock()
+	c.runCtx = ctx
+	c.mu.Unlock()
 	if err := c.Recover(ctx); err != nil {
 		c.cfg.Log.Error("finishing open intents failed", "error", err)
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	defer c.WaitHealthChecks()
 	for {
 		if _, err := c.Cycle(ctx); err != nil && ctx.Err() == nil {
 			c.cfg.Log.Warn("reclaim cycle failed", "error", err)
@@ -266,6 +292,18 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			nodeSet[g.Node] = true
 		}
 	}
+	var slurmNodes []slurmrest.Node
+	if c.cfg.Health != nil {
+		// Node health reads every GPU node's agent, busy or not.
+		if slurmNodes, err = c.readNodes(ctx); err != nil {
+			cycleErr = append(cycleErr, "slurmrestd nodes: "+err.Error())
+		}
+		for _, n := range slurmNodes {
+			if n.GPUs > 0 {
+				nodeSet[n.Name] = true
+			}
+		}
+	}
 	nodes := make([]string, 0, len(nodeSet))
 	for n := range nodeSet {
 		nodes = append(nodes, n)
@@ -283,6 +321,12 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			continue
 		}
 		c.cfg.Log.Warn("no GPU samples for a node: its GPUs count as stale this cycle", "node", node, "error", why)
+	}
+	if c.cfg.Health != nil {
+		if err := c.health(ctx, res.Faults, slurmNodes, start); err != nil {
+			c.cfg.Log.Error("node health failed this cycle", "error", err)
+			cycleErr = append(cycleErr, "node health: "+err.Error())
+		}
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
 	snap.Mismatched = gpuMapMismatches(jobs, res.Holders)
@@ -657,7 +701,24 @@ func (c *Controller) Recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var nodes map[string]slurmrest.Node // read once, for the first node record
 	for _, rec := range pending {
+		if rec.Node != "" {
+			if nodes == nil {
+				list, err := c.cfg.Slurm.Nodes(ctx)
+				if err != nil {
+					return fmt.Errorf("list nodes: %w", err)
+				}
+				nodes = make(map[string]slurmrest.Node, len(list))
+				for _, n := range list {
+					nodes[n.Name] = n
+				}
+			}
+			if err := c.recoverNode(ctx, rec, nodes); err != nil {
+				return err
+			}
+			continue
+		}
 		var ev decide.Evidence
 		_ = json.Unmarshal(rec.Evidence, &ev)
 		a := decide.Action{JobID: rec.JobID, Kind: decide.Kind(rec.Kind), Rule: rec.Rule, Reason: rec.Reason, Evidence: ev}

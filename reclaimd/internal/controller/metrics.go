@@ -25,6 +25,14 @@ type Metrics struct {
 	// AgentRefusals counts the agent snapshots refused, by reason
 	// (collect.RefusedSignature, collect.RefusedHistory).
 	AgentRefusals *prometheus.CounterVec
+
+	// Node health (health.go).
+	NodesDrained *prometheus.GaugeVec   // by partition
+	Drains       *prometheus.CounterVec // by reason (xid_79, ecc_uncorrectable, ...)
+	Resumes      prometheus.Counter
+	DrainCapHit  *prometheus.CounterVec // by partition
+	HealthChecks *prometheus.CounterVec // by result
+	GPUFaults    *prometheus.CounterVec // by kind and code
 }
 
 // NewMetrics registers the metrics.
@@ -64,7 +72,32 @@ func NewMetrics() *Metrics {
 			Name: "strata_reclaim_agent_snapshots_refused_total",
 			Help: "Agent snapshots refused, by reason: signature (not signed with the shared secret for this request) or history (a sample older than the agent's start).",
 		}, []string{"reason"}),
+		NodesDrained: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strata_recovery_nodes_drained",
+			Help: "Nodes drained by Strata now (for a GPU fault, not yet resumed), by partition.",
+		}, []string{"partition"}),
+		Drains: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_recovery_drains_total",
+			Help: "Nodes drained by Strata, by reason (xid_79, ecc_uncorrectable, retired_pages_pending, row_remap_failure).",
+		}, []string{"reason"}),
+		Resumes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_recovery_resumes_total",
+			Help: "Nodes resumed by Strata after their health check passed.",
+		}),
+		DrainCapHit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_recovery_drain_cap_hit_total",
+			Help: "Drains not made because the partition already had its share of nodes drained by Strata (once per fault), by partition.",
+		}, []string{"partition"}),
+		HealthChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_recovery_health_checks_total",
+			Help: "Health checks of drained nodes, by result (pass, fail, timeout, error: the command could not run).",
+		}, []string{"result"}),
+		GPUFaults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_recovery_gpu_faults_total",
+			Help: "GPU faults the agents reported, each once, by kind (xid, ecc_uncorrectable, retired_pages_pending, row_remap_failure) and code (the Xid; 0 for the rest).",
+		}, []string{"kind", "code"}),
 	}
+	m.Registry.MustRegister(m.NodesDrained, m.Drains, m.Resumes, m.DrainCapHit, m.HealthChecks, m.GPUFaults)
 	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
 		m.AgentRefusals)
 	return m

@@ -59,7 +59,22 @@ type Mail struct {
 	From     string
 	Domain   string // appended to the user name: alice -> alice@Domain; empty leaves the local user
 	Template *template.Template
+	// Admins get the notices to admins (node drained, resumed, the drain
+	// cap hit; Notice.Admin), in AdminTemplate (DefaultAdminTemplate
+	// when nil). None: admin notices are not mailed.
+	Admins        []string
+	AdminTemplate *template.Template
 }
+
+// DefaultAdminTemplate is the mail of a notice to the admins.
+const DefaultAdminTemplate = `Subject: [strata] {{.Node}}: {{.Action}}
+
+reclaimd's GPU node health: {{.Action}} on node {{.Node}} (partition {{.Partition}}).
+
+{{.Reason}}
+
+GET /v1/nodes/health on reclaimd shows the node's faults and its last health check.
+`
 
 // DefaultTemplate is used when no template file is configured; the one in
 // etc/strata/reclaimd-mail.tmpl is the same text.
@@ -82,21 +97,24 @@ func ParseTemplate(text string) (*template.Template, error) {
 	return template.New("mail").Option("missingkey=error").Parse(text)
 }
 
-// Notify sends n to its user.
+// Notify sends n to its user, or a notice to admins to Admins.
 func (m Mail) Notify(ctx context.Context, n controller.Notice) error {
-	if n.User == "" {
+	t, deflt, to := m.Template, DefaultTemplate, n.User
+	if n.Admin {
+		if len(m.Admins) == 0 {
+			return nil
+		}
+		t, deflt, to = m.AdminTemplate, DefaultAdminTemplate, strings.Join(m.Admins, ", ")
+	} else if n.User == "" {
 		return errors.New("mail: the job has no user")
+	} else if m.Domain != "" {
+		to += "@" + m.Domain
 	}
-	t := m.Template
 	if t == nil {
 		var err error
-		if t, err = ParseTemplate(DefaultTemplate); err != nil {
+		if t, err = ParseTemplate(deflt); err != nil {
 			return err
 		}
-	}
-	to := n.User
-	if m.Domain != "" {
-		to += "@" + m.Domain
 	}
 	var msg bytes.Buffer
 	fmt.Fprintf(&msg, "To: %s\nFrom: %s\n", to, m.From)

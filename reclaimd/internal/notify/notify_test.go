@@ -68,3 +68,32 @@ func TestMail(t *testing.T) {
 		t.Errorf("a notice without a user was sent")
 	}
 }
+
+// A notice to admins goes to the admins' addresses, in the admin
+// template, and nowhere when none are given.
+func TestMailAdmins(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "message")
+	sm := filepath.Join(dir, "sendmail")
+	if err := os.WriteFile(sm, []byte("#!/bin/sh\ncat > "+out+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := controller.Notice{Admin: true, Action: controller.NoticeDrained, Node: "gpu3", Partition: "gpu",
+		Reason: "strata: Xid 79 on GPU 3 (GPU fell off the bus)"}
+	if err := (Mail{Sendmail: sm, From: "reclaimd", Domain: "example.org"}).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("an admin notice was mailed with no admins: %v", err)
+	}
+	if err := (Mail{Sendmail: sm, From: "reclaimd", Domain: "example.org", Admins: []string{"ops@example.org", "hpc@example.org"}}).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := os.ReadFile(out)
+	for _, want := range []string{"To: ops@example.org, hpc@example.org\n", "Subject: [strata] gpu3: node-drained\n",
+		"strata: Xid 79 on GPU 3 (GPU fell off the bus)"} {
+		if !strings.Contains(string(msg), want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+}

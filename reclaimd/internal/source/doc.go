@@ -11,6 +11,11 @@
 //     Recorder, or written by hand, in the CSV format described at
 //     ParseRecording. The demo and the controller's tests use it.
 //
+// Faults are the other half: NVML.Faults reports the Xid critical errors,
+// uncorrectable ECC errors and DRAM retirement (row remap) events of the
+// GPUs, and a FaultFile injects faults by hand beside a Replay (the
+// format is at FaultFile). The agent reads them every round.
+//
 // A value NVML cannot measure on a GPU is a nil pointer, never zero: zero
 // utilisation means idle to the controller, and an unknown must never look
 // idle.

@@ -102,3 +102,37 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// TestNVMLFaultsRealGPUs registers every GPU for fault events and reads
+// the event state: no error, and whatever stands (retired pages pending,
+// a failed row remap) or arrives is of a GPU NVML counts.
+func TestNVMLFaultsRealGPUs(t *testing.T) {
+	src, err := NewNVML(gonvml.New())
+	if err != nil {
+		t.Fatalf("NewNVML on this machine: %v", err)
+	}
+	defer src.Close()
+	count, ret := src.lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		t.Fatal(ret)
+	}
+	for k := range 2 {
+		faults, err := src.Faults(t.Context(), time.Now())
+		if err != nil {
+			t.Fatalf("Faults() #%d: %v", k, err)
+		}
+		for _, f := range faults {
+			t.Logf("fault: GPU %d %s %s code %d", f.GPU, f.UUID, f.Kind, f.Code)
+			if f.GPU < 0 || f.GPU >= count || !f.Kind.Known() {
+				t.Errorf("fault %+v: not of one of the %d GPUs", f, count)
+			}
+		}
+		if k == 1 && len(faults) > 0 {
+			t.Errorf("second call reported %d faults again: a standing fault is reported once", len(faults))
+		}
+	}
+	t.Logf("%d GPUs registered, event set %v", len(src.watch.registered), src.watch.set != nil)
+	if len(src.watch.registered) != count {
+		t.Errorf("%d of %d GPUs registered", len(src.watch.registered), count)
+	}
+}

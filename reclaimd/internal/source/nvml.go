@@ -41,6 +41,7 @@ type NVML struct {
 	mu     sync.Mutex
 	closed bool
 	gpus   map[string]*gpuState // by UUID
+	watch  faultWatch           // Faults' event set
 }
 
 // gpuState is what NVML keeps about one GPU between samples.
@@ -81,6 +82,7 @@ func (n *NVML) Close() error {
 		g.free(n.lib)
 	}
 	n.gpus = nil
+	n.watch.free()
 	if ret := n.lib.Shutdown(); ret != nvml.SUCCESS {
 		return fmt.Errorf("shut NVML down: %w", ret)
 	}

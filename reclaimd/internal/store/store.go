@@ -32,11 +32,14 @@ type GPU struct {
 
 // Record is one decision about one job.
 type Record struct {
-	ID        int64           `json:"id"`
-	JobID     int64           `json:"job_id"`
-	Tenant    string          `json:"tenant,omitempty"`
-	Account   string          `json:"account,omitempty"`
-	User      string          `json:"user,omitempty"`
+	ID      int64  `json:"id"`
+	JobID   int64  `json:"job_id"`
+	Tenant  string `json:"tenant,omitempty"`
+	Account string `json:"account,omitempty"`
+	User    string `json:"user,omitempty"`
+	// Node is the node a drain or resume acts on (JobID 0); "" for
+	// the reclaim actions on jobs.
+	Node      string          `json:"node,omitempty"`
 	Kind      string          `json:"action"`
 	Rule      string          `json:"rule,omitempty"`
 	Reason    string          `json:"reason"`
@@ -91,6 +94,37 @@ CREATE INDEX IF NOT EXISTS records_status ON records(status);
 INSERT INTO meta(key, value) VALUES('schema', 'see schema_migrations')
 	ON CONFLICT(key) DO UPDATE SET value=excluded.value;
 `},
+	// Node health: a record names the node it drains or resumes (job_id
+	// 0); the GPU faults the agents report, each kept once; and what
+	// Strata did to each node.
+	{Name: "node health: drains and resumes, GPU faults", SQL: `
+ALTER TABLE records ADD COLUMN node TEXT NOT NULL DEFAULT '';
+CREATE INDEX records_node ON records(node, id) WHERE node != '';
+CREATE TABLE gpu_faults (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	node        TEXT NOT NULL,
+	gpu         INTEGER NOT NULL,
+	uuid        TEXT NOT NULL DEFAULT '',
+	kind        TEXT NOT NULL,
+	code        INTEGER NOT NULL,
+	at          INTEGER NOT NULL,
+	received_at INTEGER NOT NULL,
+	UNIQUE(node, gpu, kind, code, at)
+);
+CREATE INDEX gpu_faults_time ON gpu_faults(at, id);
+CREATE TABLE node_health (
+	node         TEXT PRIMARY KEY,
+	drained      INTEGER NOT NULL DEFAULT 0,
+	reason       TEXT NOT NULL DEFAULT '',
+	fault_id     INTEGER NOT NULL DEFAULT 0,
+	drained_at   INTEGER,
+	resumed_at   INTEGER,
+	check_at     INTEGER,
+	check_ok     INTEGER,
+	check_output TEXT NOT NULL DEFAULT '',
+	held_fault   INTEGER NOT NULL DEFAULT 0
+);
+`},
 }
 
 // Open opens (and creates or upgrades) the database at path.
@@ -123,8 +157,8 @@ func (s *Store) Intent(ctx context.Context, r Record) (int64, error) {
 	if r.Status != StatusIntent {
 		done = r.DecidedAt.UnixMilli()
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO records(job_id, tenant, account, user, kind, rule, reason, evidence, gpus, status, decided_at, done_at)
-		VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`, r.JobID, r.Tenant, r.Account, r.User, r.Kind, r.Rule, r.Reason, string(ev), string(gpus),
+	res, err := s.db.ExecContext(ctx, `INSERT INTO records(job_id, node, tenant, account, user, kind, rule, reason, evidence, gpus, status, decided_at, done_at)
+		VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)`, r.JobID, r.Node, r.Tenant, r.Account, r.User, r.Kind, r.Rule, r.Reason, string(ev), string(gpus),
 		r.Status, r.DecidedAt.UnixMilli(), done)
 	if err != nil {
 		return 0, fmt.Errorf("record intent for job %d: %w", r.JobID, err)
@@ -146,7 +180,7 @@ func (s *Store) Finish(ctx context.Context, id int64, status, errText string, at
 	return nil
 }
 
-const columns = `id, job_id, tenant, account, user, kind, rule, reason, evidence, gpus, status, error, decided_at, done_at`
+const columns = `id, job_id, node, tenant, account, user, kind, rule, reason, evidence, gpus, status, error, decided_at, done_at`
 
 func scan(rows *sql.Rows) ([]Record, error) {
 	defer rows.Close()
@@ -156,7 +190,7 @@ func scan(rows *sql.Rows) ([]Record, error) {
 		var ev, gpus string
 		var decided int64
 		var done sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.JobID, &r.Tenant, &r.Account, &r.User, &r.Kind, &r.Rule, &r.Reason, &ev, &gpus,
+		if err := rows.Scan(&r.ID, &r.JobID, &r.Node, &r.Tenant, &r.Account, &r.User, &r.Kind, &r.Rule, &r.Reason, &ev, &gpus,
 			&r.Status, &r.Error, &decided, &done); err != nil {
 			return nil, err
 		}
@@ -185,7 +219,7 @@ func (s *Store) Pending(ctx context.Context) ([]Record, error) {
 
 // Job returns the records of one job, oldest first.
 func (s *Store) Job(ctx context.Context, jobID int64) ([]Record, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+columns+` FROM records WHERE job_id=? ORDER BY id`, jobID)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+columns+` FROM records WHERE job_id=? AND node='' ORDER BY id`, jobID)
 	if err != nil {
 		return nil, err
 	}
