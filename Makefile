@@ -24,6 +24,11 @@ BUILDINFO := github.com/strata-hpc/strata/internal/buildinfo
 LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
 GO_BUILD = $(GO) build -ldflags "$(LDFLAGS)"
 
+# go-nvml's cgo wrappers call NVML functions its header marks deprecated, so
+# every cgo build of it warns; the warnings are the library's, not ours.
+CGO_QUIET := -Wno-deprecated-declarations
+export CGO_CFLAGS := $(or $(CGO_CFLAGS),-O2 -g)$(if $(filter $(CGO_QUIET),$(CGO_CFLAGS)),, $(CGO_QUIET))
+
 # Packages (make packages): one deb and one RPM per part, into DIST. The
 # version is git describe's, made dpkg- and rpm-ready by version.sh.
 DIST = $(CURDIR)/dist
