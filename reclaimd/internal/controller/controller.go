@@ -255,6 +255,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	jobs, err := c.readJobs(ctx)
 	if err != nil {
 		snap.SlurmOK = false
+		c.cfg.Metrics.SlurmErrors.Inc()
 		cycleErr = append(cycleErr, "slurmrestd: "+err.Error())
 	}
 	byID := map[int64]slurmrest.Job{}
@@ -273,6 +274,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	res, err := c.cfg.Collector.Collect(ctx, nodes)
 	if err != nil {
 		snap.SourceOK = false
+		c.cfg.Metrics.SourceErrors.Inc()
 		cycleErr = append(cycleErr, "metrics: "+err.Error())
 	}
 	for node, why := range res.Failed {
@@ -282,6 +284,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			c.cfg.Log.Error("agent snapshot refused: its GPUs count as stale this cycle", "node", node, "reason", reason, "error", why)
 			continue
 		}
+		c.cfg.Metrics.AgentErrors.Inc()
 		c.cfg.Log.Warn("no GPU samples for a node: its GPUs count as stale this cycle", "node", node, "error", why)
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
@@ -331,6 +334,9 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		}
 	}
 	c.account(snap, d, byID, rules, start)
+	if snap.SlurmOK {
+		c.gauge(jobs, d.States)
+	}
 	for _, a := range d.Actions {
 		if ok := c.execute(ctx, a, byID[a.JobID]); !ok {
 			// Decide advanced the state as if the action had run; it did
@@ -348,6 +354,40 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		return d, errors.New(st.Error)
 	}
 	return d, nil
+}
+
+// gauge sets the gauges of the cycle's jobs: the running GPU jobs by
+// phase and their GPUs, and the pending jobs by tenant and reason.
+func (c *Controller) gauge(running []slurmrest.Job, states map[int64]decide.JobState) {
+	m := c.cfg.Metrics
+	phases := map[decide.Phase]int{decide.Observed: 0, decide.Warned: 0, decide.Signalled: 0, decide.Notified: 0,
+		decide.Recovered: 0, decide.Requeued: 0, decide.Cancelled: 0}
+	m.AllocatedGPUs.Reset()
+	for _, j := range running {
+		p := states[j.ID].Phase
+		if p == "" {
+			p = decide.Observed
+		}
+		phases[p]++
+		m.AllocatedGPUs.WithLabelValues(j.Partition, c.tenant(j.Account)).Add(float64(len(j.GPUs)))
+	}
+	for p, n := range phases {
+		m.Jobs.WithLabelValues(string(p)).Set(float64(n))
+	}
+	c.mu.Lock()
+	all := c.jobs
+	c.mu.Unlock()
+	m.Pending.Reset()
+	for _, j := range all {
+		if !j.State.Has("PENDING") {
+			continue
+		}
+		reason := j.StateReason
+		if reason == "" {
+			reason = "None"
+		}
+		m.Pending.WithLabelValues(c.tenant(j.Account), reason).Inc()
+	}
 }
 
 // noteSkips counts the cycle's skips by reason, keeps each job's for the
