@@ -118,7 +118,11 @@ packages-nfpm: $(NFPM)
 		| sed 's/^/  /'; done; done
 
 .PHONY: generate
-generate: generate-slurmrest ## regenerate all generated code
+generate: generate-slurmrest generate-dashboards ## regenerate all generated code
+
+.PHONY: generate-dashboards
+generate-dashboards: ## regenerate the Grafana dashboards in etc/grafana (from internal/dashboards)
+	$(GO) run ./internal/dashboards/cmd/dashgen -dir etc/grafana
 
 .PHONY: generate-slurmrest
 generate-slurmrest: $(OAPI_CODEGEN) ## regenerate the slurmrestd clients and their adapters (parsers: internal/slurmrest/adaptergen/parsers.go)
