@@ -362,22 +362,27 @@ func (c *Controller) gauge(running []slurmrest.Job, states map[int64]decide.JobS
 	m := c.cfg.Metrics
 	phases := map[decide.Phase]int{decide.Observed: 0, decide.Warned: 0, decide.Signalled: 0, decide.Notified: 0,
 		decide.Recovered: 0, decide.Requeued: 0, decide.Cancelled: 0}
-	m.AllocatedGPUs.Reset()
+	// Counted in maps first: a few label sets, however many jobs.
+	gpus := map[[2]string]int{}
 	for _, j := range running {
 		p := states[j.ID].Phase
 		if p == "" {
 			p = decide.Observed
 		}
 		phases[p]++
-		m.AllocatedGPUs.WithLabelValues(j.Partition, c.tenant(j.Account)).Add(float64(len(j.GPUs)))
+		gpus[[2]string{j.Partition, c.tenant(j.Account)}] += len(j.GPUs)
 	}
 	for p, n := range phases {
 		m.Jobs.WithLabelValues(string(p)).Set(float64(n))
 	}
+	m.AllocatedGPUs.Reset()
+	for k, n := range gpus {
+		m.AllocatedGPUs.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
 	c.mu.Lock()
 	all := c.jobs
 	c.mu.Unlock()
-	m.Pending.Reset()
+	pending := map[[2]string]int{}
 	for _, j := range all {
 		if !j.State.Has("PENDING") {
 			continue
@@ -386,7 +391,11 @@ func (c *Controller) gauge(running []slurmrest.Job, states map[int64]decide.JobS
 		if reason == "" {
 			reason = "None"
 		}
-		m.Pending.WithLabelValues(c.tenant(j.Account), reason).Inc()
+		pending[[2]string{c.tenant(j.Account), reason}]++
+	}
+	m.Pending.Reset()
+	for k, n := range pending {
+		m.Pending.WithLabelValues(k[0], k[1]).Set(float64(n))
 	}
 }
 
