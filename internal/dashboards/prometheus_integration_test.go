@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,18 +118,25 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	targets := map[string]string{"strata-reclaimd": ctlAddr, "strata-reclaimd-agent": agentAddr}
+	// The daemons of STRATA_DASHBOARD_TARGETS join this test's own.
+	targets := map[string][]string{"strata-reclaimd": {ctlAddr}, "strata-reclaimd-agent": {agentAddr}}
+	nTargets := 2
 	for _, kv := range strings.Fields(os.Getenv(TargetsVar)) {
 		job, addr, ok := strings.Cut(kv, "=")
 		if !ok {
 			t.Fatalf("%s: %q is not job=host:port", TargetsVar, kv)
 		}
-		targets[job] = addr
+		targets[job] = append(targets[job], addr)
+		nTargets++
 	}
 	var cfg strings.Builder
 	cfg.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n")
-	for job, addr := range targets {
-		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs: [{targets: [%q]}]\n", job, addr)
+	for job, addrs := range targets {
+		quoted := make([]string, len(addrs))
+		for i, a := range addrs {
+			quoted[i] = strconv.Quote(a)
+		}
+		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs: [{targets: [%s]}]\n", job, strings.Join(quoted, ", "))
 	}
 	for _, p := range []string{"nodes", "partitions", "jobs", "jobs-users-accts", "scheduler"} {
 		fmt.Fprintf(&cfg, "  - job_name: slurmctld-%s\n    metrics_path: %s/%s\n    static_configs: [{targets: [%q]}]\n",
@@ -152,7 +160,7 @@ agents:
 				n++
 			}
 		}
-		if err == nil && n == len(targets)+5 {
+		if err == nil && n == nTargets+5 {
 			break
 		}
 		if time.Now().After(deadline) {
