@@ -213,7 +213,7 @@ note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testb
   "  commands: $TB/{squeue,sinfo,sbatch,scontrol,scancel,sacctmgr,sshare,sacct}" \
   "  as a user: SLURM_JWT=\$($TB/scontrol token username=alice | cut -d= -f2) $TB/sbatch ..." \
   "  slurmrestd: $STRATA_TB_REST_URL, admin token $STRATA_TB_ADMIN_TOKEN_FILE" \
-  "  the demo's jobs sleep for 10 minutes: $TB/squeue to see them, $TB/scancel <id> to end one" \
+  "  the demo's jobs run for 10 minutes (alice's 8-GPU one 30): $TB/squeue to see them, $TB/scancel <id> to end one" \
   "policy: $POLICY; rendered: $OUT/{serving.json,tenants.json,reclaim-rules.json,k8s/resourcequotas.yaml,disk-quota.sh}" \
   "  job_submit.lua's data: $SLURM_DIR/strata/policy.lua" \
   "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config; the live run's configs and logs: $OUT/reclaimd-live" \
