@@ -24,6 +24,11 @@ BUILDINFO := github.com/strata-hpc/strata/internal/buildinfo
 LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
 GO_BUILD = $(GO) build -ldflags "$(LDFLAGS)"
 
+# go-nvml's cgo wrappers call NVML functions its header marks deprecated, so
+# every cgo build of it warns; the warnings are the library's, not ours.
+CGO_QUIET := -Wno-deprecated-declarations
+export CGO_CFLAGS := $(or $(CGO_CFLAGS),-O2 -g)$(if $(filter $(CGO_QUIET),$(CGO_CFLAGS)),, $(CGO_QUIET))
+
 # Packages (make packages): one deb and one RPM per part, into DIST. The
 # version is git describe's, made dpkg- and rpm-ready by version.sh.
 DIST = $(CURDIR)/dist
@@ -41,7 +46,7 @@ TB_STATE ?= /var/lib/strata/testbed
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
-DEB_PACKAGES := debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm xfsprogs
+DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm xfsprogs
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s
@@ -114,7 +119,11 @@ packages-nfpm: $(NFPM)
 		| sed 's/^/  /'; done; done
 
 .PHONY: generate
-generate: generate-slurmrest ## regenerate all generated code
+generate: generate-slurmrest generate-dashboards ## regenerate all generated code
+
+.PHONY: generate-dashboards
+generate-dashboards: ## regenerate the Grafana dashboards in etc/grafana (from internal/dashboards)
+	$(GO) run ./internal/dashboards/cmd/dashgen -dir etc/grafana
 
 .PHONY: generate-slurmrest
 generate-slurmrest: $(OAPI_CODEGEN) ## regenerate the slurmrestd clients and their adapters (parsers: internal/slurmrest/adaptergen/parsers.go)

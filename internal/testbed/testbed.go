@@ -49,6 +49,10 @@ type Bed struct {
 	Users       []string
 	JobDir      string // inside Root
 	SlurmConf   string
+	// MetricsURL is slurmctld's OpenMetrics (".../metrics"; its paths
+	// are /nodes, /partitions, /jobs, /jobs-users-accts, /scheduler);
+	// empty where the release has none (24.11).
+	MetricsURL string
 }
 
 // EnvVar names the environment files of the test beds.
@@ -104,6 +108,7 @@ func Load(path string) (*Bed, error) {
 		Logs: strings.Fields(kv["STRATA_TB_LOGS"]), Nodes: strings.Fields(kv["STRATA_TB_NODES"]),
 		GPUType: kv["STRATA_TB_GPU_TYPE"], Partition: kv["STRATA_TB_PARTITION"], Account: kv["STRATA_TB_ACCOUNT"],
 		Users: strings.Fields(kv["STRATA_TB_USERS"]), JobDir: kv["STRATA_TB_JOB_DIR"], SlurmConf: kv["SLURM_CONF"],
+		MetricsURL: kv["STRATA_TB_METRICS_URL"],
 	}
 	if _, err := fmt.Sscan(kv["STRATA_TB_GPUS_PER_NODE"], &b.GPUsPerNode); err != nil {
 		return nil, fmt.Errorf("%s: STRATA_TB_GPUS_PER_NODE: %w", path, err)

@@ -22,7 +22,7 @@ INST=$(dirname "$1")
 BIN=${BIN:-$REPO/bin}
 TB_STATE=${TB_STATE:-/var/lib/strata/testbed}
 KUBE_NAME=${KUBE_NAME:-k8s}
-POLICY=test/demo/policy.yaml
+POLICY=${POLICY:-test/demo/policy.yaml} # another cluster's copy, to run the demo on a bed of another name
 TB=$STRATA_TB_BIN
 OUT=$INST/demo                        # rendered files, topogen inputs, the bridge's config and store
 SLURM_DIR=$(dirname "$SLURM_CONF")    # beside slurm.conf: job_submit.lua reads strata/policy.lua here
@@ -97,7 +97,9 @@ step "job_submit.lua enforces the policy at sbatch: a refusal, defaults filled i
 out=$(AS=bob run sbatch -A acme-llm --gres=gpu:1 --wrap 'sleep 600' 2>&1) && die "bob's job in acme-llm was accepted: $out"
 echo "$out"
 grep -q 'strata: user bob is not a member of account acme-llm' <<<"$out" || die "sbatch did not say why bob was refused"
-BIG=$(AS=alice run sbatch --parsable -J train-8gpu --comment=strata:class=train --gres=gpu:8 -D "$STRATA_TB_JOB_DIR" --wrap 'sleep 600')
+# strata:signal: the job traps reclaimd's checkpoint signal (step 7 sends it).
+BIG=$(AS=alice run sbatch --parsable -J train-8gpu --comment=strata:class=train,strata:signal --gres=gpu:8 -D "$STRATA_TB_JOB_DIR" \
+  -o "$STRATA_TB_JOB_DIR/train-8gpu-%j.out" --wrap 'trap "echo checkpoint asked at \$(date +%T)" USR1; for i in $(seq 1800); do sleep 1; done')
 echo "$BIG"
 wait_job "$BIG" %T RUNNING
 PENDING=$(AS=alice run sbatch --parsable -J one-more --gres=gpu:1 -D "$STRATA_TB_JOB_DIR" --wrap 'sleep 600')
@@ -195,16 +197,26 @@ tenants_file: $ABS_OUT/tenants.json
 EOF
 run "$BIN/reclaimd" --config "$OUT/reclaimd.yaml" check-config
 
+# --- 7 ---------------------------------------------------------------------
+step "reclaimd live: alice's idle 8-GPU job $BIG warned, signalled and requeued; a busy job beside it untouched; job $PENDING starts"
+note "the controller and one agent per node, as the packages run them; the agents replay samples (no real GPUs here):" \
+  "job $BIG's GPUs at 0%, every other job's busy. The rules are the shipped train rule in seconds instead of minutes."
+run "$BIN/strata-demo" -env "$1" -reclaim -idle-job "$BIG" -waiting-job "$PENDING" -reclaimd "$BIN/reclaimd" \
+  -tenants "$ABS_OUT/tenants.json" -work "$ABS_OUT/reclaimd-live"
+run "$TB/squeue" -o "$SQUEUE_FORMAT"
+note "job $BIG's own output ($STRATA_TB_JOB_DIR/train-8gpu-$BIG.out):"
+sed 's/^/   /' "$STRATA_TB_ROOT$STRATA_TB_JOB_DIR/train-8gpu-$BIG.out" 2>/dev/null || true
+
 # ---------------------------------------------------------------------------
 step "Where things are"
 note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testbed.sh logs)" \
   "  commands: $TB/{squeue,sinfo,sbatch,scontrol,scancel,sacctmgr,sshare,sacct}" \
   "  as a user: SLURM_JWT=\$($TB/scontrol token username=alice | cut -d= -f2) $TB/sbatch ..." \
   "  slurmrestd: $STRATA_TB_REST_URL, admin token $STRATA_TB_ADMIN_TOKEN_FILE" \
-  "  the demo's jobs sleep for 10 minutes: $TB/squeue to see them, $TB/scancel <id> to end one" \
+  "  the demo's jobs run for 10 minutes (alice's 8-GPU one 30): $TB/squeue to see them, $TB/scancel <id> to end one" \
   "policy: $POLICY; rendered: $OUT/{serving.json,tenants.json,reclaim-rules.json,k8s/resourcequotas.yaml,disk-quota.sh}" \
   "  job_submit.lua's data: $SLURM_DIR/strata/policy.lua" \
-  "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config" \
+  "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config; the live run's configs and logs: $OUT/reclaimd-live" \
   "bridge: $BIN/strata-bridge -c $OUT/bridge/bridge.yaml status $MODEL" \
   "Kubernetes: kubeconfig $STRATA_KUBECONFIG (logs: bash test/testbed/k8s/testbed.sh logs)" \
   "topogen: $OUT/topogen.yaml" \

@@ -2,6 +2,8 @@
 // `make demo` starts: its nodes and fake GPUs, a GPU job submitted as a
 // normal user through slurmrestd, the GPU indices Slurm gave it, and how to
 // look at it; test/demo/demo.sh shows the rest of the suite after it.
+// With -reclaim it runs reclaimd live on the same bed (reclaim.go): an
+// idle job reclaimed and a waiting job started, the last step of the demo.
 package main
 
 import (
@@ -91,19 +93,48 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	user := fs.String("user", "alice", "user to submit the GPU job as")
 	gpus := fs.Int("gpus", 2, "GPUs to ask for")
 	topoDir := fs.String("topogen-dir", "", "write a generated fabric of the test bed's nodes and a topogen config here")
+	var ro reclaimOpts
+	reclaim := fs.Bool("reclaim", false, "run reclaimd live instead: reclaim -idle-job and see -waiting-job start")
+	fs.Int64Var(&ro.idle, "idle-job", 0, "with -reclaim: the running job whose GPUs the agents replay as idle")
+	fs.Int64Var(&ro.waiting, "waiting-job", 0, "with -reclaim: the job pending on its project's GPU limit")
+	fs.StringVar(&ro.reclaimd, "reclaimd", "bin/reclaimd", "with -reclaim: the reclaimd binary")
+	fs.StringVar(&ro.tenants, "tenants", "", "with -reclaim: tenants.json (strata-policy render)")
+	fs.StringVar(&ro.work, "work", "", "with -reclaim: folder for reclaimd's configs, replays, logs and state")
+	fs.StringVar(&ro.busyUser, "busy-user", "bob", "with -reclaim: user of the busy job submitted beside the idle one")
+	fs.StringVar(&ro.busyAcct, "busy-account", "globex-rl", "with -reclaim: account of the busy job")
+	fs.DurationVar(&ro.timeout, "reclaim-timeout", 4*time.Minute, "with -reclaim: how long the whole reclaim may take")
 	if err := parseArgs(fs, args); err != nil {
 		return err
+	}
+	if *reclaim && (ro.idle == 0 || ro.waiting == 0 || ro.tenants == "" || ro.work == "") {
+		return cliexit.Usagef("strata-demo: -reclaim needs -idle-job, -waiting-job, -tenants and -work")
 	}
 	b, err := testbed.Load(*envFile)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := slog.LevelInfo
+	if *reclaim {
+		level = slog.LevelWarn // the reclaim prints what happens itself
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg := b.Config()
 	cfg.Logger = log
 	admin, err := slurmrest.New(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if *reclaim {
+		signer, err := slurmrest.NewKeySigner(b.JWTKey, 10*time.Minute)
+		if err != nil {
+			return err
+		}
+		cfg.Tokens = signer
+		asUser, err := slurmrest.New(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return liveReclaim(ctx, b, admin, asUser, ro, out)
 	}
 	info := admin.Info()
 	fmt.Fprintf(out, "\n== Cluster %s: Slurm %s, slurmrestd at %s (data parser %s; offered %s)\n\n",

@@ -26,7 +26,8 @@ func TestArgs(t *testing.T) {
 		"env and -env disagree": {[]string{"-env", "/x/env", missing}, cliexit.ExitUsage, `the ENV "` + missing + `" and --env "/x/env" disagree`},
 		"two envs": {[]string{missing, "extra"}, cliexit.ExitUsage,
 			`strata-demo: unexpected argument "extra": strata-demo takes at most 1 argument, [ENV] (usage: strata-demo [options] [ENV])`},
-		"unknown flag": {[]string{"-gpu", "1"}, cliexit.ExitUsage, "flag provided but not defined: -gpu"},
+		"unknown flag":             {[]string{"-gpu", "1"}, cliexit.ExitUsage, "flag provided but not defined: -gpu"},
+		"reclaim without its jobs": {[]string{"-reclaim", "-idle-job", "4", missing}, cliexit.ExitUsage, "-reclaim needs -idle-job, -waiting-job, -tenants and -work"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer

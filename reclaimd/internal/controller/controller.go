@@ -281,6 +281,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	jobs, err := c.readJobs(ctx)
 	if err != nil {
 		snap.SlurmOK = false
+		c.cfg.Metrics.SlurmErrors.Inc()
 		cycleErr = append(cycleErr, "slurmrestd: "+err.Error())
 	}
 	byID := map[int64]slurmrest.Job{}
@@ -311,6 +312,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	res, err := c.cfg.Collector.Collect(ctx, nodes)
 	if err != nil {
 		snap.SourceOK = false
+		c.cfg.Metrics.SourceErrors.Inc()
 		cycleErr = append(cycleErr, "metrics: "+err.Error())
 	}
 	for node, why := range res.Failed {
@@ -320,6 +322,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			c.cfg.Log.Error("agent snapshot refused: its GPUs count as stale this cycle", "node", node, "reason", reason, "error", why)
 			continue
 		}
+		c.cfg.Metrics.AgentErrors.Inc()
 		c.cfg.Log.Warn("no GPU samples for a node: its GPUs count as stale this cycle", "node", node, "error", why)
 	}
 	if c.cfg.Health != nil {
@@ -375,6 +378,9 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		}
 	}
 	c.account(snap, d, byID, rules, start)
+	if snap.SlurmOK {
+		c.gauge(jobs, d.States)
+	}
 	for _, a := range d.Actions {
 		if ok := c.execute(ctx, a, byID[a.JobID]); !ok {
 			// Decide advanced the state as if the action had run; it did
@@ -392,6 +398,49 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		return d, errors.New(st.Error)
 	}
 	return d, nil
+}
+
+// gauge sets the gauges of the cycle's jobs: the running GPU jobs by
+// phase and their GPUs, and the pending jobs by tenant and reason.
+func (c *Controller) gauge(running []slurmrest.Job, states map[int64]decide.JobState) {
+	m := c.cfg.Metrics
+	phases := map[decide.Phase]int{decide.Observed: 0, decide.Warned: 0, decide.Signalled: 0, decide.Notified: 0,
+		decide.Recovered: 0, decide.Requeued: 0, decide.Cancelled: 0}
+	// Counted in maps first: a few label sets, however many jobs.
+	gpus := map[[2]string]int{}
+	for _, j := range running {
+		p := states[j.ID].Phase
+		if p == "" {
+			p = decide.Observed
+		}
+		phases[p]++
+		gpus[[2]string{j.Partition, c.tenant(j.Account)}] += len(j.GPUs)
+	}
+	for p, n := range phases {
+		m.Jobs.WithLabelValues(string(p)).Set(float64(n))
+	}
+	m.AllocatedGPUs.Reset()
+	for k, n := range gpus {
+		m.AllocatedGPUs.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
+	c.mu.Lock()
+	all := c.jobs
+	c.mu.Unlock()
+	pending := map[[2]string]int{}
+	for _, j := range all {
+		if !j.State.Has("PENDING") {
+			continue
+		}
+		reason := j.StateReason
+		if reason == "" {
+			reason = "None"
+		}
+		pending[[2]string{c.tenant(j.Account), reason}]++
+	}
+	m.Pending.Reset()
+	for k, n := range pending {
+		m.Pending.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
 }
 
 // noteSkips counts the cycle's skips by reason, keeps each job's for the

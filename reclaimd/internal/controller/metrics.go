@@ -2,6 +2,8 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
 
 // Metrics are the controller's Prometheus metrics, in a private registry.
@@ -33,6 +35,19 @@ type Metrics struct {
 	DrainCapHit  *prometheus.CounterVec // by partition
 	HealthChecks *prometheus.CounterVec // by result
 	GPUFaults    *prometheus.CounterVec // by kind and code
+	// SlurmErrors counts the cycles whose job list slurmrestd did not
+	// give; SourceErrors those whose GPU samples could not be read at
+	// all; AgentErrors each node, each cycle, whose samples were missing
+	// (refusals are counted in AgentRefusals).
+	SlurmErrors  prometheus.Counter
+	SourceErrors prometheus.Counter
+	AgentErrors  prometheus.Counter
+	// Jobs is the running GPU jobs of the last cycle by reclaim phase;
+	// AllocatedGPUs their GPUs by partition and tenant; Pending the
+	// pending jobs by tenant and Slurm's pending reason.
+	Jobs          *prometheus.GaugeVec
+	AllocatedGPUs *prometheus.GaugeVec
+	Pending       *prometheus.GaugeVec
 }
 
 // NewMetrics registers the metrics.
@@ -96,9 +111,36 @@ func NewMetrics() *Metrics {
 			Name: "strata_recovery_gpu_faults_total",
 			Help: "GPU faults the agents reported, each once, by kind (xid, ecc_uncorrectable, retired_pages_pending, row_remap_failure) and code (the Xid; 0 for the rest).",
 		}, []string{"kind", "code"}),
+		SlurmErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_reclaim_slurm_errors_total",
+			Help: "Cycles whose job list slurmrestd did not give (the cycle acted on nothing).",
+		}),
+		SourceErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_reclaim_source_errors_total",
+			Help: "Cycles whose GPU samples could not be read at all (no agent answered, or Prometheus failed).",
+		}),
+		AgentErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_reclaim_agent_errors_total",
+			Help: "Nodes whose GPU samples were missing in a cycle, once per node and cycle; their GPUs count as stale.",
+		}),
+		Jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strata_reclaim_jobs",
+			Help: "Running GPU jobs of the last cycle by reclaim phase (observed, warned, signalled, notified, recovered, requeued, cancelled).",
+		}, []string{"phase"}),
+		AllocatedGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strata_reclaim_allocated_gpus",
+			Help: "GPUs held by running jobs in the last cycle, by partition and tenant.",
+		}, []string{"partition", "tenant"}),
+		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strata_reclaim_pending_jobs",
+			Help: "Pending jobs in the last cycle, by tenant and Slurm's pending reason (None when Slurm gives none).",
+		}, []string{"tenant", "reason"}),
+	}
+	for _, p := range []decide.Phase{decide.Observed, decide.Warned, decide.Signalled, decide.Notified, decide.Recovered, decide.Requeued, decide.Cancelled} {
+		m.Jobs.WithLabelValues(string(p))
 	}
 	m.Registry.MustRegister(m.NodesDrained, m.Drains, m.Resumes, m.DrainCapHit, m.HealthChecks, m.GPUFaults)
 	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
-		m.AgentRefusals)
+		m.AgentRefusals, m.SlurmErrors, m.SourceErrors, m.AgentErrors, m.Jobs, m.AllocatedGPUs, m.Pending)
 	return m
 }

@@ -173,6 +173,10 @@ render_conf() { # writes every config file for this instance into $R/etc
     echo "NodeName=gpu$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(p_slurmd "$i") CPUs=16 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=64000 Gres=gpu:h100:$TB_GPUS State=UNKNOWN"
   done >>"$e/slurm.conf"
   echo "PartitionName=gpu Nodes=$nodes Default=YES MaxTime=1-0 DefaultTime=1:00:00 State=UP OverSubscribe=NO" >>"$e/slurm.conf"
+  if [ "$SLURM_VERSION" = 26.05 ]; then # 24.11 has no metrics plugin
+    { echo "# OpenMetrics on slurmctld's own port (/metrics/nodes, /metrics/partitions, ...), for the dashboards"
+      echo "MetricsType=metrics/openmetrics"; } >>"$e/slurm.conf"
+  fi
   {
     echo "AutoDetect=off"
     for i in $(seq 1 "$TB_NODES"); do
@@ -322,6 +326,7 @@ STRATA_TB_SLURM_VERSION=$SLURM_VERSION
 STRATA_TB_SLURM_RELEASE=$release
 STRATA_TB_CLUSTER=$CLUSTER
 STRATA_TB_REST_URL=http://127.0.0.1:$P_REST
+STRATA_TB_METRICS_URL=$([ "$SLURM_VERSION" = 26.05 ] && echo "http://127.0.0.1:$P_CTLD/metrics")
 STRATA_TB_PARSERS="$parsers"
 STRATA_TB_API_VERSION=${parsers##* }
 STRATA_TB_ADMIN_USER=root
