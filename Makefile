@@ -113,11 +113,15 @@ packages-nfpm: $(NFPM)
 		| sed 's/^/  /'; done; done
 
 .PHONY: generate
-generate: generate-slurmrest ## regenerate all generated code
+generate: generate-slurmrest generate-portal ## regenerate all generated code
 
 .PHONY: generate-slurmrest
 generate-slurmrest: $(OAPI_CODEGEN) ## regenerate the slurmrestd clients and their adapters (parsers: internal/slurmrest/adaptergen/parsers.go)
 	$(GO) run ./internal/slurmrest/cmd/adaptergen -dir internal/slurmrest -oapi-codegen $(OAPI_CODEGEN)
+
+.PHONY: generate-portal
+generate-portal: $(OAPI_CODEGEN) ## regenerate the portal API's server interface and types from portal-api/openapi.yaml
+	cd portal-api/internal/api && $(OAPI_CODEGEN) -config oapi-codegen.yaml ../../openapi.yaml
 
 .PHONY: test-unit
 test-unit: $(OAPI_CODEGEN) ## unit tests: no network, no services (race detector on)
