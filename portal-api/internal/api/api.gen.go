@@ -187,6 +187,18 @@ type Error struct {
 // ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, internal.
 type ErrorCode string
 
+// Health defines model for Health.
+type Health struct {
+	Clusters map[string]struct {
+		AgeSeconds *float32 `json:"age_seconds,omitempty"`
+		Healthy    bool     `json:"healthy"`
+		Stale      bool     `json:"stale"`
+	} `json:"clusters"`
+
+	// Fresh Clusters served from a fresh snapshot.
+	Fresh int `json:"fresh"`
+}
+
 // Job defines model for Job.
 type Job struct {
 	Account     string     `json:"account"`
@@ -368,6 +380,9 @@ type ControlNodeJSONRequestBody = NodeActionRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetHealth Whether the server serves at least one cluster from a fresh snapshot.
+	// (GET /healthz)
+	GetHealth(w http.ResponseWriter, r *http.Request)
 	// ListClusters The clusters, each with the health of its snapshot.
 	// (GET /v1/clusters)
 	ListClusters(w http.ResponseWriter, r *http.Request)
@@ -405,6 +420,20 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// GetHealth operation middleware
+func (siw *ServerInterfaceWrapper) GetHealth(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetHealth(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // ListClusters operation middleware
 func (siw *ServerInterfaceWrapper) ListClusters(w http.ResponseWriter, r *http.Request) {
@@ -875,6 +904,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	}
 
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/openapi.yaml", wrapper.GetSpec)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/healthz", wrapper.GetHealth)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/me", wrapper.GetMe)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/clusters", wrapper.ListClusters)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
