@@ -121,6 +121,18 @@ func (a *apiV0042) submit(ctx context.Context, s JobSpec) (SubmitResult, error) 
 	if s.CPUsPerTask > 0 {
 		d.CpusPerTask = ptr(int64(s.CPUsPerTask))
 	}
+	if s.TasksPerNode > 0 {
+		d.TasksPerNode = ptr(int64(s.TasksPerNode))
+	}
+	if s.MemoryPerNode > 0 {
+		d.MemoryPerNode = setNoVal[gen.V0042Uint64NoValStruct](s.MemoryPerNode)
+	}
+	if s.Array != "" {
+		d.Array = ptr(s.Array)
+	}
+	if s.Switches > 0 {
+		d.RequiredSwitches = setNoVal[gen.V0042Uint32NoValStruct](int64(s.Switches))
+	}
 	if s.TimeLimit > 0 {
 		d.TimeLimit = setNoVal[gen.V0042Uint32NoValStruct](minutesUp(s.TimeLimit))
 	}

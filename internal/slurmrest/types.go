@@ -166,9 +166,18 @@ type JobSpec struct {
 	TRESPerNode string // "gres/gpu:2", "gres/gpu:h100:4"
 	Nodes       string // node count or range, e.g. "2" or "1-2"
 	// NodeList asks for these nodes (sbatch --nodelist), as a host list.
-	NodeList    string
-	Tasks       int
-	CPUsPerTask int
+	NodeList string
+	Tasks    int
+	// TasksPerNode is --ntasks-per-node.
+	TasksPerNode int
+	CPUsPerTask  int
+	// MemoryPerNode is --mem, in MiB.
+	MemoryPerNode int64
+	// Array is --array: "0-15", "1,3,5", "0-99%8".
+	Array string
+	// Switches is --switches: the most leaf switches the job's nodes
+	// may span.
+	Switches    int
 	TimeLimit   time.Duration // rounded up to whole minutes
 	WorkDir     string
 	StdOut      string

@@ -260,7 +260,7 @@ func (d *decoder) value(path string, t reflect.Type) {
 		d.doc.offsets[path] = off
 	}
 	if tok == nil {
-		if t.Kind() != reflect.Slice {
+		if k := t.Kind(); k != reflect.Slice && k != reflect.Map && k != reflect.Pointer {
 			d.errorAt(off, path, "null: give a value or leave the field out")
 		}
 		return
@@ -297,11 +297,11 @@ func (d *decoder) value(path string, t reflect.Type) {
 		if _, isBool := tok.(bool); !isBool {
 			d.mismatch(off, path, "true or false", tok)
 		}
-	case t.Kind() == reflect.Int:
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		n, isNumber := tok.(json.Number)
 		if !isNumber {
 			d.mismatch(off, path, "a whole number", tok)
-		} else if _, err := strconv.ParseInt(string(n), 10, strconv.IntSize); err != nil {
+		} else if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
 			d.errorAt(off, path, fmt.Sprintf("want a whole number, got %s", n))
 		}
 	case t.Kind() == reflect.Float64:
@@ -329,6 +329,16 @@ func (d *decoder) value(path string, t reflect.Type) {
 			return
 		}
 		d.object(path, t)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		if tok != json.Delim('{') {
+			d.mismatch(off, path, "an object", tok)
+			return
+		}
+		d.mapping(path, t.Elem())
+	case t.Kind() == reflect.Pointer:
+		// An optional value: null (above) or the value itself. The token
+		// is read: step back by walking it as the element's.
+		d.pointed(tok, off, path, t.Elem())
 	default:
 		panic("strictjson: no JSON rule for " + t.String())
 	}
@@ -362,6 +372,62 @@ func (d *decoder) object(path string, t reflect.Type) {
 		}
 	}
 	d.token() // }
+}
+
+// mapping reads the entries of an object whose keys are names (a map
+// keyed by string), each value of type elem; its { is read.
+func (d *decoder) mapping(path string, elem reflect.Type) {
+	seen := map[string]int64{}
+	for d.dec.More() {
+		tok, off, ok := d.token()
+		if !ok {
+			return
+		}
+		key, _ := tok.(string)
+		fp := join(path, key)
+		if first, dup := seen[key]; dup {
+			line, col := d.doc.lineCol(first)
+			d.errorAt(off, fp, fmt.Sprintf("given twice (first at %d:%d)", line, col))
+			d.skipValue()
+		} else {
+			seen[key] = off
+			d.value(fp, elem)
+		}
+		if d.fatal {
+			return
+		}
+	}
+	d.token() // }
+}
+
+// pointed checks a value of type t whose first token, tok at off, the
+// caller has read (a pointer's element).
+func (d *decoder) pointed(tok json.Token, off int64, path string, t reflect.Type) {
+	switch t.Kind() {
+	case reflect.Struct:
+		if tok != json.Delim('{') {
+			d.mismatch(off, path, "an object", tok)
+			return
+		}
+		d.object(path, t)
+	case reflect.String:
+		if _, isString := tok.(string); !isString {
+			d.mismatch(off, path, "a string", tok)
+		}
+	case reflect.Bool:
+		if _, isBool := tok.(bool); !isBool {
+			d.mismatch(off, path, "true or false", tok)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, isNumber := tok.(json.Number)
+		if !isNumber {
+			d.mismatch(off, path, "a whole number", tok)
+		} else if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
+			d.errorAt(off, path, fmt.Sprintf("want a whole number, got %s", n))
+		}
+	default:
+		panic("strictjson: no JSON rule for a pointer to " + t.String())
+	}
 }
 
 // fields lists the JSON names of struct type t in order, and their types;

@@ -174,3 +174,60 @@ func TestUnique(t *testing.T) {
 		})
 	}
 }
+
+// named holds the other kinds a contract may use: maps keyed by name,
+// optional values behind pointers, 64-bit counts.
+type named struct {
+	Limits map[string]item `json:"limits"`
+	Lines  map[string]int  `json:"lines"`
+	Best   *item           `json:"best,omitempty"`
+	Most   *int            `json:"most,omitempty"`
+	Total  int64           `json:"total"`
+}
+
+func TestDecodeMapsAndPointers(t *testing.T) {
+	seven := 7
+	for name, tc := range map[string]struct {
+		in       string
+		want     named
+		wantErrs []string
+	}{
+		"good": {
+			in:   `{"limits": {"a.b": {"id": "x", "tags": []}}, "lines": {"u": 3}, "best": {"id": "y", "tags": null}, "most": 7, "total": 9007199254740993}`,
+			want: named{Limits: map[string]item{"a.b": {ID: "x", Tags: []string{}}}, Lines: map[string]int{"u": 3}, Best: &item{ID: "y"}, Most: &seven, Total: 9007199254740993},
+		},
+		"null for a map and a pointer": {in: `{"limits": null, "best": null}`, want: named{}},
+		"every problem at once": {
+			in: "{\n  \"limits\": {\"a\": {\"idd\": 1}, \"a\": {}},\n  \"lines\": {\"u\": \"3\"},\n  \"best\": 3,\n  \"most\": 1.5,\n  \"total\": 99999999999999999999\n}",
+			wantErrs: []string{
+				`2:20: limits.a.idd: unknown field; the fields here are id, tags`,
+				`2:31: limits.a: given twice (first at 2:14)`,
+				`3:18: lines.u: want a whole number, got "3"`,
+				`4:11: best: want an object, got 3`,
+				`5:11: most: want a whole number, got 1.5`,
+				`6:12: total: want a whole number, got 99999999999999999999`,
+			},
+		},
+		"a list for a map": {in: `{"lines": [1]}`, wantErrs: []string{`1:11: lines: want an object, got a list`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got named
+			_, err := strictjson.Decode([]byte(tc.in), &got, "want a named")
+			if tc.wantErrs == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if diff := cmp.Diff(tc.wantErrs, strings.Split(err.Error(), "\n")); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

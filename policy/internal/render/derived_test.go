@@ -35,8 +35,8 @@ var derivedPolicies = map[string]struct {
 	path  string
 	files []string
 }{
-	"example":         {"../../../etc/strata/policy.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh", "tenants.json"}},
-	"minimal":         {"testdata/derived/minimal.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh", "tenants.json"}},
+	"example":         {"../../../etc/strata/policy.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh", "tenants.json", "jobpolicy.json"}},
+	"minimal":         {"testdata/derived/minimal.yaml", []string{"partitions.conf", "resourcequotas.yaml", "disk-quota.sh", "tenants.json", "jobpolicy.json"}},
 	"partitions-edge": {"testdata/derived/partitions-edge.yaml", []string{"partitions.conf"}},
 	"quotas-edge":     {"testdata/derived/quotas-edge.yaml", []string{"resourcequotas.yaml", "disk-quota.sh"}},
 	"bed-partitions":  {"testdata/derived/bed-partitions.yaml", []string{"partitions.conf"}},
@@ -49,6 +49,7 @@ var derivedFiles = map[string]func(*spec.Policy) ([]byte, error){
 	"resourcequotas.yaml": ResourceQuotasYAML,
 	"disk-quota.sh":       DiskQuotaScript,
 	"tenants.json":        TenantsJSON,
+	"jobpolicy.json":      JobPolicyJSON,
 }
 
 func loadDerived(t *testing.T, name string) *spec.Policy {

@@ -1,16 +1,20 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/luastr"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
 func init() {
 	register(File{Name: "strata/policy.lua", Dir: DirSlurm, Mode: 0o644, Doc: "data for slurm's job_submit.lua", Render: JobSubmitData})
+	register(File{Name: "strata/" + jobpolicy.FileName, Dir: DirSlurm, Mode: 0o644,
+		Doc: "the same job_submit data as JSON, for the portal's check before it submits", Render: JobPolicyJSON})
 }
 
 // JobSubmitFormat is the version of the data file's layout. job_submit.lua
@@ -23,75 +27,18 @@ const JobSubmitFormat = 1
 // admins keep the policy. The renderer is given the policy, not its path.
 const jobSubmitSource = "policy.yaml"
 
-// JobSubmit is what job_submit.lua knows of a policy; [JobSubmitData]
-// writes it as a Lua table. Times are in minutes (Slurm's unit), 0 for no
-// rule; lines are lines of the policy file (0 when unknown), for messages.
-type JobSubmit struct {
-	Cluster      string
-	DefaultClass string
-	ClassesLine  int
-	Classes      map[string]JobSubmitClass
-	// Partitions maps a partition to the class of jobs that name only the
-	// partition: the default class when it runs there, else the first
-	// class of the file that does.
-	Partitions map[string]string
-	// Accounts are the project accounts ("<tenant>-<project>").
-	Accounts map[string]JobSubmitAccount
-	// Users maps a user to their default account.
-	Users map[string]string
-}
-
-// JobSubmitClass is a workload class as the plugin applies it.
-type JobSubmitClass struct {
-	Partition      string
-	DefaultTime    int64
-	MaxTime        int64
-	Requeue        bool
-	WholeNodes     bool
-	Switches       int
-	MaxGPUsPerJob  int
-	Line           int
-	MaxTimeLine    int
-	MaxGPUsLine    int
-	WholeNodesLine int
-}
-
-// JobSubmitAccount is a project account.
-type JobSubmitAccount struct {
-	Tenant, Project string
-	Line            int
-	// Classes are the classes the project may use.
-	Classes     []string
-	ClassesLine int
-	// GPUs is the tightest GPU limit of the project and its tenant (nil:
-	// none); GPUsByType the tightest per GPU type, where 0 forbids it.
-	GPUs       *JobSubmitLimit
-	GPUsByType map[string]JobSubmitLimit
-	// Members may submit under the account; Viewers (user -> line) may
-	// not.
-	Members []string
-	Viewers map[string]int
-}
-
-// JobSubmitLimit is a GPU limit and where it comes from: Owner is
-// "account acme-llm" or "tenant acme".
-type JobSubmitLimit struct {
-	Limit int
-	Owner string
-	Line  int
-}
-
 // JobSubmitModel computes what job_submit.lua needs of a policy that
-// spec.Parse accepted. It reads the policy as given (ApplyDefaults has run
+// spec.Parse accepted: the contract both policy.lua and jobpolicy.json
+// are written from. It reads the policy as given (ApplyDefaults has run
 // in Parse) and fills nothing in it.
-func JobSubmitModel(p *spec.Policy) *JobSubmit {
-	m := &JobSubmit{Cluster: p.Cluster.Name, DefaultClass: p.Cluster.DefaultClass, ClassesLine: p.Positions.At("classes").Line,
-		Classes: map[string]JobSubmitClass{}, Partitions: map[string]string{}, Accounts: map[string]JobSubmitAccount{}, Users: map[string]string{}}
+func JobSubmitModel(p *spec.Policy) *jobpolicy.Policy {
+	m := &jobpolicy.Policy{APIVersion: jobpolicy.APIVersion, Kind: jobpolicy.Kind, Source: jobSubmitSource, Cluster: p.Cluster.Name, DefaultClass: p.Cluster.DefaultClass, ClassesLine: p.Positions.At("classes").Line,
+		Classes: map[string]jobpolicy.Class{}, Partitions: map[string]string{}, Accounts: map[string]jobpolicy.Account{}, Users: map[string]string{}}
 	all := make([]string, 0, len(p.Classes))
 	for i, c := range p.Classes {
 		path := fmt.Sprintf("classes[%d]", i)
 		line := func(key string) int { return lineOf(p, c.Line, path+"."+key, path) }
-		m.Classes[c.Name] = JobSubmitClass{Partition: c.Partition, DefaultTime: c.DefaultTime.Minutes(), MaxTime: c.MaxTime.Minutes(),
+		m.Classes[c.Name] = jobpolicy.Class{Partition: c.Partition, DefaultTime: c.DefaultTime.Minutes(), MaxTime: c.MaxTime.Minutes(),
 			Requeue: c.Requeueable(), WholeNodes: c.WholeNodes, Switches: c.Switches, MaxGPUsPerJob: c.MaxGPUsPerJob,
 			Line: lineOf(p, c.Line, path), MaxTimeLine: line("max_time"), MaxGPUsLine: line("max_gpus_per_job"), WholeNodesLine: line("whole_nodes")}
 		if _, ok := m.Partitions[c.Partition]; !ok {
@@ -108,7 +55,7 @@ func JobSubmitModel(p *spec.Policy) *JobSubmit {
 		for pi, pr := range t.Projects {
 			ppath := fmt.Sprintf("%s.projects[%d]", tpath, pi)
 			name := p.Account(t.Name, pr.Name)
-			a := JobSubmitAccount{Tenant: t.Name, Project: pr.Name, Line: lineOf(p, pr.Line, ppath), Viewers: map[string]int{}, GPUsByType: map[string]JobSubmitLimit{}}
+			a := jobpolicy.Account{Tenant: t.Name, Project: pr.Name, Line: lineOf(p, pr.Line, ppath), Viewers: map[string]int{}, GPUsByType: map[string]jobpolicy.Limit{}}
 			switch {
 			case len(pr.Classes) > 0:
 				a.Classes = pr.Classes
@@ -125,11 +72,11 @@ func JobSubmitModel(p *spec.Policy) *JobSubmit {
 				limitOf(pr.Limits.GPUs, "account "+name, lineOf(p, a.Line, ppath+".limits.gpus", ppath)),
 				limitOf(t.Limits.GPUs, "tenant "+t.Name, lineOf(p, t.Line, tpath+".limits.gpus", tpath)))
 			for typ, n := range t.Limits.GPUsByType {
-				a.GPUsByType[typ] = JobSubmitLimit{Limit: n, Owner: "tenant " + t.Name, Line: lineOf(p, t.Line, tpath+".limits.gpus_by_type."+typ, tpath)}
+				a.GPUsByType[typ] = jobpolicy.Limit{Limit: n, Owner: "tenant " + t.Name, Line: lineOf(p, t.Line, tpath+".limits.gpus_by_type."+typ, tpath)}
 			}
 			for typ, n := range pr.Limits.GPUsByType {
 				if old, ok := a.GPUsByType[typ]; !ok || n <= old.Limit {
-					a.GPUsByType[typ] = JobSubmitLimit{Limit: n, Owner: "account " + name, Line: lineOf(p, a.Line, ppath+".limits.gpus_by_type."+typ, ppath)}
+					a.GPUsByType[typ] = jobpolicy.Limit{Limit: n, Owner: "account " + name, Line: lineOf(p, a.Line, ppath+".limits.gpus_by_type."+typ, ppath)}
 				}
 			}
 			for mi, mem := range pr.Members {
@@ -174,16 +121,16 @@ func lineOf(p *spec.Policy, line int, paths ...string) int {
 	return line
 }
 
-func limitOf(n int, owner string, line int) *JobSubmitLimit {
+func limitOf(n int, owner string, line int) *jobpolicy.Limit {
 	if n <= 0 {
 		return nil // 0 is no limit
 	}
-	return &JobSubmitLimit{Limit: n, Owner: owner, Line: line}
+	return &jobpolicy.Limit{Limit: n, Owner: owner, Line: line}
 }
 
 // tighter returns the smaller of two limits; a project's wins a tie, so
 // the message names the account the job asked for.
-func tighter(project, tenant *JobSubmitLimit) *JobSubmitLimit {
+func tighter(project, tenant *jobpolicy.Limit) *jobpolicy.Limit {
 	switch {
 	case project == nil:
 		return tenant
@@ -218,7 +165,7 @@ func JobSubmitData(p *spec.Policy) ([]byte, error) {
 	w.line(0, "-- *_line fields are lines of the policy file. The layout is in slurm-plugins/README.md.")
 	w.line(0, "return {")
 	w.field(1, "version", luaInt(JobSubmitFormat))
-	w.field(1, "source", luastr.Quote(jobSubmitSource))
+	w.field(1, "source", luastr.Quote(m.Source))
 	w.field(1, "cluster", luastr.Quote(m.Cluster))
 	if m.DefaultClass != "" {
 		w.field(1, "default_class", luastr.Quote(m.DefaultClass))
@@ -264,6 +211,17 @@ func JobSubmitData(p *spec.Policy) ([]byte, error) {
 	luaTable(w, 1, "users", m.Users, luastr.Quote)
 	w.line(0, "}")
 	return []byte(w.b.String()), nil
+}
+
+// JobPolicyJSON renders [JobSubmitModel] as jobpolicy.json, validated:
+// the data policy.lua holds, for the Go twin of job_submit.lua's check
+// (jobpolicy.Policy.Check).
+func JobPolicyJSON(p *spec.Policy) ([]byte, error) {
+	m := JobSubmitModel(p)
+	if errs := m.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("rendered job policy is invalid: %w", errors.Join(errs...))
+	}
+	return m.Marshal()
 }
 
 // luaWriter writes a Lua table constructor, one field a line, indented by
@@ -342,7 +300,7 @@ func luaSet(names []string) string {
 	return "{ " + strings.Join(parts, ", ") + " }"
 }
 
-func luaLimit(l JobSubmitLimit) string {
+func luaLimit(l jobpolicy.Limit) string {
 	return fmt.Sprintf("{ limit = %d, owner = %s, line = %d }", l.Limit, luastr.Quote(l.Owner), l.Line)
 }
 

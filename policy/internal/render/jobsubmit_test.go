@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/strata-hpc/strata/internal/jobpolicy"
+
 	"github.com/strata-hpc/strata/internal/luastr"
 	"github.com/strata-hpc/strata/internal/luatest"
 	"github.com/strata-hpc/strata/policy/internal/spec"
@@ -116,8 +118,8 @@ func TestJobSubmitModel(t *testing.T) {
 		"classes of globex-rl": {m.Accounts["globex-rl"].Classes, []string{"batch", "interactive", "train"}},
 		// acme-llm's own 48 is below acme's 64; globex-rl has no limit of
 		// its own, so globex's 32 holds.
-		"GPUs of acme-llm":  {*m.Accounts["acme-llm"].GPUs, JobSubmitLimit{48, "account acme-llm", m.Accounts["acme-llm"].GPUs.Line}},
-		"GPUs of globex-rl": {*m.Accounts["globex-rl"].GPUs, JobSubmitLimit{32, "tenant globex", m.Accounts["globex-rl"].GPUs.Line}},
+		"GPUs of acme-llm":  {*m.Accounts["acme-llm"].GPUs, jobpolicy.Limit{Limit: 48, Owner: "account acme-llm", Line: m.Accounts["acme-llm"].GPUs.Line}},
+		"GPUs of globex-rl": {*m.Accounts["globex-rl"].GPUs, jobpolicy.Limit{Limit: 32, Owner: "tenant globex", Line: m.Accounts["globex-rl"].GPUs.Line}},
 		// vision limits a100 to 24 itself and inherits acme's h100: 48;
 		// globex forbids h100 (0).
 		"types of acme-vision": {limits(m.Accounts["acme-vision"].GPUsByType), map[string]string{"a100": "24 account acme-vision", "h100": "48 tenant acme"}},
@@ -145,7 +147,7 @@ func TestJobSubmitModel(t *testing.T) {
 	}
 }
 
-func limits(m map[string]JobSubmitLimit) map[string]string {
+func limits(m map[string]jobpolicy.Limit) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
 		out[k] = fmt.Sprintf("%d %s", v.Limit, v.Owner)
@@ -172,8 +174,8 @@ func TestJobSubmitModelInCode(t *testing.T) {
 		"viewer line": {m.Accounts["t-a"].Viewers, map[string]int{"v": 22}},
 		"class line":  {m.Classes["big"].MaxGPUsLine, 9},
 		// The tenant's 8 holds for t-a; t-b's own 8 ties and wins.
-		"gpus of t-a": {*m.Accounts["t-a"].GPUs, JobSubmitLimit{8, "tenant t", 0}},
-		"gpus of t-b": {*m.Accounts["t-b"].GPUs, JobSubmitLimit{8, "account t-b", 30}},
+		"gpus of t-a": {*m.Accounts["t-a"].GPUs, jobpolicy.Limit{Limit: 8, Owner: "tenant t", Line: 0}},
+		"gpus of t-b": {*m.Accounts["t-b"].GPUs, jobpolicy.Limit{Limit: 8, Owner: "account t-b", Line: 30}},
 	} {
 		if diff := cmp.Diff(tc.want, tc.got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
@@ -236,7 +238,7 @@ func TestJobSubmitGoldenIsLua(t *testing.T) {
 }
 
 // flatten writes a model as luaDump prints the rendered file.
-func flatten(m *JobSubmit) []string {
+func flatten(m *jobpolicy.Policy) []string {
 	var out []string
 	add := func(path string, v any) { out = append(out, fmt.Sprintf("%s=%v", path, v)) }
 	add("version", JobSubmitFormat)
@@ -263,7 +265,7 @@ func flatten(m *JobSubmit) []string {
 	for part, c := range m.Partitions {
 		add("partitions."+part, c)
 	}
-	limit := func(pre string, l JobSubmitLimit) {
+	limit := func(pre string, l jobpolicy.Limit) {
 		add(pre+".limit", l.Limit)
 		add(pre+".owner", l.Owner)
 		add(pre+".line", l.Line)
@@ -405,4 +407,31 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestJobPolicyJSON: jobpolicy.json, registered beside policy.lua, is the
+// same model policy.lua is written from, and jobpolicy.Parse (what the
+// portal reads it with) reads it back to that model.
+func TestJobPolicyJSON(t *testing.T) {
+	p, _ := loadExample(t)
+	out, err := JobPolicyJSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := jobpolicy.Parse(out)
+	if err != nil {
+		t.Fatalf("the portal cannot read what policy renders: %v\n%s", err, out)
+	}
+	if diff := cmp.Diff(flatten(JobSubmitModel(p)), flatten(got)); diff != "" {
+		t.Errorf("jobpolicy.json differs from the model of policy.lua (-model +json):\n%s", diff)
+	}
+	var found bool
+	for _, f := range Files() {
+		if f.Name == "strata/jobpolicy.json" && f.Dir == DirSlurm && f.Mode == 0o644 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("strata/jobpolicy.json is not registered beside policy.lua")
+	}
 }
