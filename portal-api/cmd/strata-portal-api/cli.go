@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strconv"
 	"text/tabwriter"
@@ -16,9 +17,11 @@ import (
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/duration"
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/config"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 const description = `strata-portal-api serves one JSON API (portal-api/openapi.yaml, also at
@@ -124,6 +127,14 @@ func cmdCheck(c *cli.Context) error {
 		if err := checkKey(nil, cl.JWTKeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
 		}
+		if cl.JobPolicyFile != "" {
+			if _, err := jobpolicy.Load(cl.JobPolicyFile); err != nil {
+				errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
+			}
+		}
+	}
+	if _, err := templates.Load(cfg.TemplatesDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -22,6 +25,7 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/config"
 	"github.com/strata-hpc/strata/portal-api/internal/service"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 // checkKey holds a cluster's jwt key to the rule of every secret file
@@ -73,14 +77,39 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			log.Info("tenant map reloaded", "cluster", name, "file", file, "tenants", len(m.Tenants))
 		})
 		reload = append(reload, tenants)
+		policy := func() *jobpolicy.Policy { return nil }
+		if cl.JobPolicyFile != "" {
+			pv, err := daemon.Load(ctx, "job policy of "+cl.Name, func(context.Context) (*jobpolicy.Policy, error) {
+				return jobpolicy.Load(cl.JobPolicyFile)
+			})
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", cl.Name, err)
+			}
+			reload = append(reload, pv)
+			policy = pv.Get
+		} else {
+			log.Warn("cluster takes no submissions through the portal: no job_policy_file", "cluster", cl.Name)
+		}
 		p := cluster.New(cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics,
 			Slurm: slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}})
 		pollers = append(pollers, p)
-		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get})
+		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy})
 	}
+	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
+		set, err := templates.Load(cfg.TemplatesDir)
+		if errors.Is(err, fs.ErrNotExist) {
+			log.Warn("no job templates: the folder does not exist", "templates_dir", cfg.TemplatesDir)
+			return nil, nil
+		}
+		return set, err
+	})
+	if err != nil {
+		return err
+	}
+	reload = append(reload, tmpl)
 	a := auth.New(auth.Config{Issuer: cfg.Auth.OIDC.Issuer, Audience: cfg.Auth.OIDC.Audience, UserClaim: cfg.Auth.OIDC.UserClaim,
 		Tokens: st, TokenPrefix: store.TokenPrefix, Proxies: cfg.TrustedProxies(), Header: cfg.Auth.Proxy.Header})
-	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, RatePerSecond: cfg.Limits.RatePerSecond,
+	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, Templates: tmpl.Get, RatePerSecond: cfg.Limits.RatePerSecond,
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Log: log})
 

@@ -20,6 +20,7 @@ const (
 	Forbidden       ErrorCode = "forbidden"
 	Internal        ErrorCode = "internal"
 	NotFound        ErrorCode = "not_found"
+	PolicyRefused   ErrorCode = "policy_refused"
 	RateLimited     ErrorCode = "rate_limited"
 	SlurmRefused    ErrorCode = "slurm_refused"
 	TooLarge        ErrorCode = "too_large"
@@ -37,6 +38,8 @@ func (e ErrorCode) Valid() bool {
 	case Internal:
 		return true
 	case NotFound:
+		return true
+	case PolicyRefused:
 		return true
 	case RateLimited:
 		return true
@@ -137,6 +140,30 @@ func (e NodeAction) Valid() bool {
 	}
 }
 
+// Defines values for TemplateParamType.
+const (
+	Enum    TemplateParamType = "enum"
+	Integer TemplateParamType = "integer"
+	Path    TemplateParamType = "path"
+	String  TemplateParamType = "string"
+)
+
+// Valid indicates whether the value is a known member of the TemplateParamType enum.
+func (e TemplateParamType) Valid() bool {
+	switch e {
+	case Enum:
+		return true
+	case Integer:
+		return true
+	case Path:
+		return true
+	case String:
+		return true
+	default:
+		return false
+	}
+}
+
 // ActionResult defines model for ActionResult.
 type ActionResult struct {
 	Action string `json:"action"`
@@ -176,15 +203,21 @@ type ClusterList struct {
 
 // Error defines model for Error.
 type Error struct {
-	// Code Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, internal.
+	// Code Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, internal.
 	Code ErrorCode `json:"code"`
+
+	// Details Every problem, when there are several (one per refused parameter).
+	Details *[]string `json:"details,omitempty"`
 
 	// Hint What to do next.
 	Hint    *string `json:"hint,omitempty"`
 	Message string  `json:"message"`
+
+	// PolicyLine The policy file's line that refuses a submission, file:line.
+	PolicyLine *string `json:"policy_line,omitempty"`
 }
 
-// ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, internal.
+// ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, internal.
 type ErrorCode string
 
 // Health defines model for Health.
@@ -348,6 +381,61 @@ type Reason struct {
 	Text *string `json:"text,omitempty"`
 }
 
+// Submission defines model for Submission.
+type Submission struct {
+	Account *string `json:"account,omitempty"`
+	AuditId int64   `json:"audit_id"`
+	Cluster string  `json:"cluster"`
+	JobId   int64   `json:"job_id"`
+
+	// Message What job_submit told the user, if anything.
+	Message      *string `json:"message,omitempty"`
+	SubmissionId int64   `json:"submission_id"`
+	Template     string  `json:"template"`
+}
+
+// SubmissionRequest defines model for SubmissionRequest.
+type SubmissionRequest struct {
+	// Account The project account to charge; the caller's default project when absent.
+	Account *string `json:"account,omitempty"`
+	Cluster string  `json:"cluster"`
+
+	// Params Parameter values, as strings.
+	Params   *map[string]string `json:"params,omitempty"`
+	Template string             `json:"template"`
+}
+
+// Template defines model for Template.
+type Template struct {
+	Class       string          `json:"class"`
+	Description string          `json:"description"`
+	Name        string          `json:"name"`
+	Parameters  []TemplateParam `json:"parameters"`
+	Type        string          `json:"type"`
+}
+
+// TemplateList defines model for TemplateList.
+type TemplateList struct {
+	Templates []Template `json:"templates"`
+}
+
+// TemplateParam defines model for TemplateParam.
+type TemplateParam struct {
+	Default     *string           `json:"default,omitempty"`
+	Description *string           `json:"description,omitempty"`
+	Max         *int64            `json:"max,omitempty"`
+	Min         *int64            `json:"min,omitempty"`
+	Name        string            `json:"name"`
+	Pattern     *string           `json:"pattern,omitempty"`
+	Required    bool              `json:"required"`
+	Roots       *[]string         `json:"roots,omitempty"`
+	Type        TemplateParamType `json:"type"`
+	Values      *[]string         `json:"values,omitempty"`
+}
+
+// TemplateParamType defines model for TemplateParam.Type.
+type TemplateParamType string
+
 // ClusterName defines model for ClusterName.
 type ClusterName = string
 
@@ -377,6 +465,9 @@ type GetQueueParams struct {
 
 // ControlNodeJSONRequestBody defines body for ControlNode for application/json ContentType.
 type ControlNodeJSONRequestBody = NodeActionRequest
+
+// SubmitJobJSONRequestBody defines body for SubmitJob for application/json ContentType.
+type SubmitJobJSONRequestBody = SubmissionRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -410,6 +501,12 @@ type ServerInterface interface {
 	// GetQueue Pending jobs the caller may see, by cluster, tenant and project, with counts by reason.
 	// (GET /v1/queue)
 	GetQueue(w http.ResponseWriter, r *http.Request, params GetQueueParams)
+	// SubmitJob Submit a template with parameter values, in Slurm as the caller.
+	// (POST /v1/submissions)
+	SubmitJob(w http.ResponseWriter, r *http.Request)
+	// ListTemplates The job templates the site's admins locked down.
+	// (GET /v1/templates)
+	ListTemplates(w http.ResponseWriter, r *http.Request)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -783,6 +880,34 @@ func (siw *ServerInterfaceWrapper) GetQueue(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// SubmitJob operation middleware
+func (siw *ServerInterfaceWrapper) SubmitJob(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SubmitJob(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListTemplates operation middleware
+func (siw *ServerInterfaceWrapper) ListTemplates(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListTemplates(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -911,6 +1036,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/{action}", wrapper.ControlJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/queue", wrapper.GetQueue)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/templates", wrapper.ListTemplates)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/submissions", wrapper.SubmitJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/nodes/{cluster}", wrapper.ListNodes)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/nodes/{cluster}/{node}/{action}", wrapper.ControlNode)
 

@@ -37,10 +37,13 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	TLS    TLS    `yaml:"tls"`
 	// Database is the SQLite file of tokens, the audit log and submissions.
-	Database string    `yaml:"database"`
-	Auth     Auth      `yaml:"auth"`
-	Limits   Limits    `yaml:"limits"`
-	Clusters []Cluster `yaml:"clusters"`
+	Database string `yaml:"database"`
+	// TemplatesDir holds the job templates, one YAML file each; a
+	// missing folder is no templates.
+	TemplatesDir string    `yaml:"templates_dir"`
+	Auth         Auth      `yaml:"auth"`
+	Limits       Limits    `yaml:"limits"`
+	Clusters     []Cluster `yaml:"clusters"`
 }
 
 // TLS serves HTTPS when both files are given.
@@ -117,6 +120,10 @@ type Cluster struct {
 	TokenLifetime time.Duration `yaml:"token_lifetime"`
 	// TenantsFile is the cluster's tenants.json (strata-policy render).
 	TenantsFile string `yaml:"tenants_file"`
+	// JobPolicyFile is the cluster's jobpolicy.json (strata-policy
+	// render), against which a submission is checked as job_submit.lua
+	// checks it; without it the cluster takes no submissions.
+	JobPolicyFile string `yaml:"job_policy_file"`
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
@@ -131,8 +138,9 @@ type Cluster struct {
 func Default() Config {
 	return Config{
 		APIVersion: APIVersion, Kind: Kind,
-		Listen:   "127.0.0.1:8470",
-		Database: "/var/lib/strata/portal-api/portal.db",
+		Listen:       "127.0.0.1:8470",
+		Database:     "/var/lib/strata/portal-api/portal.db",
+		TemplatesDir: "/etc/strata/templates",
 		Auth: Auth{
 			OIDC:   OIDC{UserClaim: "preferred_username"},
 			Proxy:  Proxy{Trusted: []string{}, Header: "X-Remote-User"},
@@ -223,6 +231,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	ps.absFile("tls.cert_file", c.TLS.CertFile, false, "")
 	ps.absFile("tls.key_file", c.TLS.KeyFile, false, "")
 	ps.absFile("database", c.Database, true, "the SQLite file of tokens, audit log and submissions")
+	ps.absFile("templates_dir", c.TemplatesDir, true, "the folder of the job templates")
 
 	o := c.Auth.OIDC
 	if o.Issuer != "" {
@@ -278,6 +287,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.url(p+".slurmrestd_url", cl.SlurmrestdURL, true, "slurmrestd's URL, such as http://127.0.0.1:6820")
 		ps.absFile(p+".jwt_key_file", cl.JWTKeyFile, true, "the cluster's jwt_hs256.key, to mint tokens for users")
 		ps.absFile(p+".tenants_file", cl.TenantsFile, true, "the cluster's tenants.json, which strata-policy render writes")
+		ps.absFile(p+".job_policy_file", cl.JobPolicyFile, false, "")
 		if cl.PollUser == "" {
 			ps.bad(p+".poll_user", "give an operator, to see every user's jobs", "required")
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	portalapi "github.com/strata-hpc/strata/portal-api"
@@ -25,6 +26,7 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 // The jobs of the two fake clusters: gpu1 replays Slurm 26.05, gpu2 24.11.
@@ -69,6 +71,14 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	policy, err := jobpolicy.Load("testdata/jobpolicy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := templates.Load("testdata/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
 	h.metrics = cluster.NewMetrics(reg)
 	var clusters []Cluster
@@ -83,7 +93,12 @@ func newHarness(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 		h.beds[c.name], h.pollers[c.name] = bed, p
-		clusters = append(clusters, Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }})
+		cl := Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }}
+		if c.name == "gpu1" {
+			// gpu2 has no job policy: it takes no submissions.
+			cl.Policy = func() *jobpolicy.Policy { return policy }
+		}
+		clusters = append(clusters, cl)
 	}
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "portal.db"))
 	if err != nil {
@@ -99,7 +114,7 @@ func newHarness(t *testing.T) *harness {
 		h.tokens[u] = tok
 	}
 	a := auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix})
-	s := New(Config{Clusters: clusters, Auth: a, Store: st, RatePerSecond: 1e6, Burst: 1e6, Registry: reg, Now: func() time.Time { return h.now }})
+	s := New(Config{Clusters: clusters, Auth: a, Store: st, Templates: func() *templates.Set { return set }, RatePerSecond: 1e6, Burst: 1e6, Registry: reg, Now: func() time.Time { return h.now }})
 	h.srv = httptest.NewServer(s)
 	t.Cleanup(h.srv.Close)
 

@@ -26,12 +26,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	portalapi "github.com/strata-hpc/strata/portal-api"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 // Cluster is one cluster the portal serves.
@@ -39,6 +41,9 @@ type Cluster struct {
 	Poller *cluster.Poller
 	// Tenants is the cluster's tenant map now (reloaded on SIGHUP).
 	Tenants func() *tenantmap.Map
+	// Policy is the cluster's job policy (jobpolicy.json) now; nil, or a
+	// nil answer: the cluster takes no submissions through the portal.
+	Policy func() *jobpolicy.Policy
 }
 
 // Config is what the server needs.
@@ -46,6 +51,8 @@ type Config struct {
 	Clusters []Cluster
 	Auth     *auth.Authenticator
 	Store    *store.Store
+	// Templates are the job templates now; nil: none.
+	Templates func() *templates.Set
 	// RatePerSecond and Burst limit each user's requests.
 	RatePerSecond float64
 	Burst         int

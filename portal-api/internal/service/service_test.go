@@ -173,6 +173,12 @@ func TestTenantIsolation(t *testing.T) {
 					h.noForeign(user, "POST "+path+"/"+action, body, j.id)
 				}
 			}
+			// Submission to acme's llm.
+			code, body = h.do(user, "POST", "/v1/submissions", map[string]any{"cluster": "gpu1", "template": "small", "account": "acme-llm"})
+			if want := map[string]int{"mem": 201, "view": 403, "tadmin": 403, "ops": 403}[user]; code != want && !(want == 0 && code == 404) {
+				t.Errorf("POST /v1/submissions to acme-llm = %d: %s", code, body)
+			}
+			h.noForeign(user, "POST /v1/submissions", body, 0)
 			// Operators' routes.
 			for _, c := range []string{"gpu1", "gpu2"} {
 				code, body := h.do(user, "GET", "/v1/nodes/"+c, nil)
@@ -195,7 +201,7 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	var controls int
 	for _, b := range h.beds {
-		for _, c := range b.Controls() {
+		for _, c := range append(b.Controls(), b.Submits()...) {
 			controls++
 			if !slices.Contains(users, c.User) || c.User == "nobody" || c.User == "view" {
 				t.Errorf("control %s %s sent as %q", c.Method, c.Path, c.User)

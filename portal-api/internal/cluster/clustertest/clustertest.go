@@ -59,7 +59,11 @@ type Bed struct {
 	update   int64 // the listing's last_update
 	down     bool
 	controls []Control
+	submits  []Control
+	nextID   int64
 }
+
+var submitPath = regexp.MustCompile(`^/slurm/v0\.0\.\d+/job/submit$`)
 
 var jobPath = regexp.MustCompile(`^/slurm/v0\.0\.\d+/job/\d+(/requeue)?$`)
 
@@ -91,6 +95,10 @@ func New(t testing.TB, release string, jobs ...Job) *Bed {
 		b.mu.Unlock()
 		if down {
 			slurmresttest.Drop().ServeHTTP(w, r)
+			return
+		}
+		if r.Method == "POST" && submitPath.MatchString(r.URL.Path) {
+			b.submit(w, r)
 			return
 		}
 		if (r.Method == "DELETE" || r.Method == "POST" || r.Method == "GET") && jobPath.MatchString(r.URL.Path) &&
@@ -145,6 +153,34 @@ func (b *Bed) Controls() []Control {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]Control(nil), b.controls...)
+}
+
+// Submits returns the submissions served so far.
+func (b *Bed) Submits() []Control {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Control(nil), b.submits...)
+}
+
+// submit accepts a submission as slurmrestd's captured answer does, with
+// a job id of its own for each.
+func (b *Bed) submit(w http.ResponseWriter, r *http.Request) {
+	var body bytes.Buffer
+	body.ReadFrom(r.Body)
+	b.mu.Lock()
+	b.submits = append(b.submits, Control{User: r.Header.Get("X-SLURM-USER-NAME"), Method: r.Method, Path: r.URL.Path, Body: body.Bytes()})
+	if b.nextID == 0 {
+		b.nextID = 930000
+	}
+	b.nextID++
+	id := b.nextID
+	b.mu.Unlock()
+	rec, _ := b.Replay.Record("submit")
+	var m map[string]any
+	json.Unmarshal(rec.Response, &m)
+	m["job_id"] = id
+	m["step_id"] = "batch"
+	writeJSON(w, m)
 }
 
 // JobsRequests counts the job listings served.
