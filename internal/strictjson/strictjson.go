@@ -265,6 +265,9 @@ func (d *decoder) value(path string, t reflect.Type) {
 		}
 		return
 	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional value: present, it is its element
+	}
 	switch {
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		// A scalar of its own (a role, a duration): a string its

@@ -25,14 +25,19 @@ func (l *level) UnmarshalText(b []byte) error {
 }
 
 type doc struct {
-	Name   string  `json:"name"`
-	Count  int     `json:"count,omitempty"`
-	Ratio  float64 `json:"ratio"`
-	On     bool    `json:"on"`
-	Level  level   `json:"level"`
-	Items  []item  `json:"items"`
-	hidden int     //nolint:unused // an unexported field, which the decoder must treat as unknown
-	Skip   string  `json:"-"`
+	Name  string  `json:"name"`
+	Count int     `json:"count,omitempty"`
+	Ratio float64 `json:"ratio"`
+	On    bool    `json:"on"`
+	Level level   `json:"level"`
+	Items []item  `json:"items"`
+	// Size, Limit and ByType: an optional value, a 64-bit count, and an
+	// object keyed by names of its own.
+	Size   int64           `json:"size,omitempty"`
+	Limit  *item           `json:"limit,omitempty"`
+	ByType map[string]item `json:"by_type,omitempty"`
+	hidden int             //nolint:unused // an unexported field, which the decoder must treat as unknown
+	Skip   string          `json:"-"`
 }
 
 type item struct {
@@ -61,10 +66,27 @@ func TestDecode(t *testing.T) {
 				`7:25: items[0].idd: unknown field; the fields here are id, tags`,
 				`7:36: items[1]: want an object, got 3`,
 				`8:3: name: given twice (first at 2:3)`,
-				`9:3: Skip: unknown field; the fields here are name, count, ratio, on, level, items`,
-				`10:3: hidden: unknown field; the fields here are name, count, ratio, on, level, items`,
+				`9:3: Skip: unknown field; the fields here are name, count, ratio, on, level, items, size, limit, by_type`,
+				`10:3: hidden: unknown field; the fields here are name, count, ratio, on, level, items, size, limit, by_type`,
 			},
 		},
+		"optional, 64-bit and keyed values": {
+			in: `{"size": 9007199254740993, "limit": {"id": "l"}, "by_type": {"h100": {"id": "h"}, "a100": {"id": "a", "tags": ["x"]}}}`,
+			want: doc{Size: 9007199254740993, Limit: &item{ID: "l"},
+				ByType: map[string]item{"h100": {ID: "h"}, "a100": {ID: "a", Tags: []string{"x"}}}},
+		},
+		"problems in optional, 64-bit and keyed values": {
+			in: "{\"size\": 1.5, \"limit\": {\"idd\": 1},\n \"by_type\": {\"h100\": {\"id\": 2}, \"h100\": {}, \"a100\": 3}, \"limit\": null}",
+			wantErrs: []string{
+				`1:10: size: want a whole number, got 1.5`,
+				`1:25: limit.idd: unknown field; the fields here are id, tags`,
+				`2:29: by_type.h100.id: want a string, got 2`,
+				`2:33: by_type.h100: given twice (first at 2:14)`,
+				`2:53: by_type.a100: want an object, got 3`,
+				`2:57: limit: given twice (first at 1:15)`,
+			},
+		},
+		"a map for a list":               {in: `{"by_type": []}`, wantErrs: []string{`1:13: by_type: want an object, got a list`}},
 		"number for a scalar of its own": {in: `{"level": 3}`, wantErrs: []string{`1:11: level: want a string, got 3: "3": want low or high`}},
 		"unquoted good value":            {in: `{"level": true}`, wantErrs: []string{`1:11: level: want a string, got true: "true": want low or high`}},
 		"null for a scalar":              {in: `{"name": null}`, wantErrs: []string{`1:10: name: null: give a value or leave the field out`}},

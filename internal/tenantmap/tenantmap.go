@@ -10,13 +10,28 @@
 // roles. Parse is strict and reports every problem at once, each with its
 // line, column and JSON path.
 //
+// It also holds what explains a limit in the policy's own words, so that a
+// part that never reads policy.yaml (the portal API) explains a pending job
+// exactly as strata-policy explain does: the policy file it was rendered
+// from, the workload classes with their per-job limits, each tenant's and
+// project's limits in the policy's units (for a project, gpus_per_user is
+// the one its members get: its own, else its tenant's), and the source of
+// every entry and limit (line and path in the policy file). These fields
+// are optional: a map written before them still parses, and then says
+// nothing of limits.
+//
 //	{
 //	  "apiVersion": "strata/v1",
 //	  "kind": "TenantMap",
 //	  "cluster": "gpu1",
 //	  "admins": ["root-ops"],
+//	  "policy": "/etc/strata/policy.yaml",
+//	  "classes": [{"name": "train", "source": {"line": 12, "path": "classes[0]"},
+//	    "max_time": {"value": "7d", "source": {"line": 15, "path": "classes[0].max_time"}}}],
 //	  "tenants": [{
 //	    "name": "acme", "account": "acme", "admins": ["alice"],
+//	    "source": {"line": 40, "path": "tenants[0]"},
+//	    "limits": {"gpus": {"value": 64, "source": {"line": 44, "path": "tenants[0].limits.gpus"}}},
 //	    "projects": [{
 //	      "name": "llm", "account": "acme-llm", "classes": ["train", "batch"],
 //	      "members": [{"user": "alice", "role": "tenant-admin", "default": true}]
@@ -33,6 +48,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/strata-hpc/strata/internal/duration"
 	"github.com/strata-hpc/strata/internal/strictjson"
 )
 
@@ -49,7 +65,12 @@ type Map struct {
 	// Cluster is the Slurm ClusterName the map describes.
 	Cluster string `json:"cluster"`
 	// Admins are the cluster-admin users.
-	Admins  []string `json:"admins"`
+	Admins []string `json:"admins"`
+	// Policy names the policy file the map was rendered from, as the
+	// sources' lines refer to it ("" in a map that holds no sources).
+	Policy string `json:"policy,omitempty"`
+	// Classes are the policy's workload classes, each a Slurm QOS.
+	Classes []Class  `json:"classes,omitempty"`
 	Tenants []Tenant `json:"tenants"`
 
 	owners map[string]Owner // account → owner; built by Parse
@@ -62,7 +83,12 @@ type Tenant struct {
 	// Account is the tenant's own Slurm account.
 	Account string `json:"account"`
 	// Admins are the tenant-admin users (Slurm coordinators of Account).
-	Admins   []string  `json:"admins"`
+	Admins []string `json:"admins"`
+	// Source is the tenant's entry in the policy; Limits are the limits of
+	// its account (GrpTRES, GrpTRESMins, GrpJobs). gpus_per_user here is
+	// the tenant's default for its projects.
+	Source   *Source   `json:"source,omitempty"`
+	Limits   *Limits   `json:"limits,omitempty"`
 	Projects []Project `json:"projects"`
 }
 
@@ -72,6 +98,11 @@ type Project struct {
 	Account string `json:"account"`
 	// Classes are the workload classes the project's jobs may use.
 	Classes []string `json:"classes"`
+	// Source is the project's entry in the policy; Limits are the limits of
+	// its account, and gpus_per_user the one on each member's association
+	// (the project's own, else its tenant's: Source says which).
+	Source  *Source  `json:"source,omitempty"`
+	Limits  *Limits  `json:"limits,omitempty"`
 	Members []Member `json:"members"`
 }
 
@@ -81,6 +112,59 @@ type Member struct {
 	Role Role   `json:"role"`
 	// Default: this project's account is the user's default account.
 	Default bool `json:"default,omitempty"`
+	// Source is the member's entry in the policy; DefaultSource, of a
+	// default member, is what makes the project the default.
+	Source        *Source `json:"source,omitempty"`
+	DefaultSource *Source `json:"default_source,omitempty"`
+}
+
+// Source is where an entry or a value is in the policy file ([Map.Policy]).
+type Source struct {
+	// Line is 0 when unknown (a policy built in code).
+	Line int `json:"line"`
+	// Path is the value's path in the file ("tenants[0].limits.gpus").
+	Path string `json:"path"`
+}
+
+// Limits are the limits of an association in the policy's units, each
+// with its source; a limit left out is no limit.
+type Limits struct {
+	// GPUs is GrpTRES gres/gpu.
+	GPUs *Limit `json:"gpus,omitempty"`
+	// GPUsByType is GrpTRES gres/gpu:<type>; 0 forbids the type.
+	GPUsByType map[string]Limit `json:"gpus_by_type,omitempty"`
+	// CPUs is GrpTRES cpu.
+	CPUs *Limit `json:"cpus,omitempty"`
+	// MemoryGB is GrpTRES mem, in GiB.
+	MemoryGB *Limit `json:"memory_gb,omitempty"`
+	// RunningJobs is GrpJobs.
+	RunningJobs *Limit `json:"running_jobs,omitempty"`
+	// GPUHours is the GPU-hour budget, GrpTRESMins gres/gpu.
+	GPUHours *Limit `json:"gpu_hours,omitempty"`
+	// GPUsPerUser is GrpTRES gres/gpu on a user's association.
+	GPUsPerUser *Limit `json:"gpus_per_user,omitempty"`
+}
+
+// Limit is one limit's value and where the policy sets it.
+type Limit struct {
+	Value  int64   `json:"value"`
+	Source *Source `json:"source,omitempty"`
+}
+
+// Class is a workload class: its Slurm QOS and its per-job limits.
+type Class struct {
+	Name   string  `json:"name"`
+	Source *Source `json:"source,omitempty"`
+	// MaxGPUsPerJob is the QOS's MaxTRESPerJob gres/gpu.
+	MaxGPUsPerJob *Limit `json:"max_gpus_per_job,omitempty"`
+	// MaxTime is the QOS's MaxWall.
+	MaxTime *TimeLimit `json:"max_time,omitempty"`
+}
+
+// TimeLimit is a time limit and where the policy sets it.
+type TimeLimit struct {
+	Value  duration.Duration `json:"value"`
+	Source *Source           `json:"source,omitempty"`
 }
 
 // Role is what a member may do in a project.

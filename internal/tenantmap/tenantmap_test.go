@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/strata-hpc/strata/internal/duration"
 	"github.com/strata-hpc/strata/internal/strictjson"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 )
@@ -37,6 +39,40 @@ func full() *tenantmap.Map {
 	}
 }
 
+// withLimits is testdata/limits.good.json: a map with the policy's
+// classes, limits and sources.
+func withLimits() *tenantmap.Map {
+	src := func(line int, path string) *tenantmap.Source { return &tenantmap.Source{Line: line, Path: path} }
+	lim := func(v int64, s *tenantmap.Source) *tenantmap.Limit { return &tenantmap.Limit{Value: v, Source: s} }
+	perUser := lim(16, src(21, "tenants[0].limits.gpus_per_user"))
+	return &tenantmap.Map{
+		APIVersion: "strata/v1", Kind: "TenantMap", Cluster: "gpu1", Admins: []string{"ops"}, Policy: "/etc/strata/policy.yaml",
+		Classes: []tenantmap.Class{{Name: "train", Source: src(6, "classes[0]"),
+			MaxGPUsPerJob: lim(256, src(9, "classes[0].max_gpus_per_job")),
+			MaxTime:       &tenantmap.TimeLimit{Value: duration.Duration(7 * 24 * time.Hour), Source: src(8, "classes[0].max_time")}},
+			{Name: "batch"}},
+		Tenants: []tenantmap.Tenant{{
+			Name: "acme", Account: "acme", Admins: []string{}, Source: src(12, "tenants[0]"),
+			Limits: &tenantmap.Limits{
+				GPUs: lim(64, src(15, "tenants[0].limits.gpus")),
+				GPUsByType: map[string]tenantmap.Limit{"h100": *lim(48, src(17, "tenants[0].limits.gpus_by_type.h100")),
+					"v100": {Value: 0}},
+				CPUs: lim(2048, nil), MemoryGB: lim(16384, nil), RunningJobs: lim(200, nil),
+				GPUHours: lim(50000, src(22, "tenants[0].limits.gpu_hours")), GPUsPerUser: perUser,
+			},
+			Projects: []tenantmap.Project{{
+				Name: "llm", Account: "acme-llm", Classes: []string{"train"}, Source: src(24, "tenants[0].projects[0]"),
+				Limits: &tenantmap.Limits{GPUsPerUser: perUser},
+				Members: []tenantmap.Member{
+					{User: "alice", Role: tenantmap.RoleMember, Default: true, Source: src(28, "tenants[0].projects[0].members[0]"),
+						DefaultSource: src(29, "tenants[0].projects[0].members[0].default")},
+					{User: "dave", Role: tenantmap.RoleViewer, Source: src(30, "tenants[0].projects[0].members[1]")},
+				},
+			}},
+		}},
+	}
+}
+
 var cmpMap = cmpopts.IgnoreUnexported(tenantmap.Map{})
 
 // fileTests covers every file in testdata (TestFiles fails on a file
@@ -49,7 +85,26 @@ var fileTests = map[string]struct {
 	"minimal.good.json": {want: func() *tenantmap.Map {
 		return &tenantmap.Map{APIVersion: "strata/v1", Kind: "TenantMap", Cluster: "gpu1", Admins: []string{}, Tenants: []tenantmap.Tenant{}}
 	}},
-	"full.good.json": {want: full},
+	"full.good.json":   {want: full},
+	"limits.good.json": {want: withLimits},
+	"limits-types.bad.json": {wantErrs: []string{
+		`3:55: classes[0].max_time.value: want a string, got 1800: "1800" is not a duration: add a unit, such as "1800m" (Slurm reads a bare number as minutes) or "1800s"`,
+		`6:55: tenants[0].limits.gpus_by_type.a100: given twice (first at 6:33)`,
+		`6:96: tenants[0].limits.cpus.value: want a whole number, got "8"`,
+		`6:125: tenants[0].limits.memory_gb.value: want a whole number, got 1.5`,
+		"6:131: tenants[0].limits.gpu: unknown field; the fields here are gpus, gpus_by_type, cpus, memory_gb, running_jobs, gpu_hours, gpus_per_user",
+	}},
+	"limits.bad.json": {wantErrs: []string{
+		"3:55: classes[0].max_time.value: 0s: want a positive time limit (leave max_time out for none)",
+		`3:72: classes[1].name: "train" is also classes[0]: names must be unique`,
+		"3:100: classes[1].source.line: -1: want a line number, or 0 for none",
+		"3:112: classes[1].source.path: required: the value's path in the policy file",
+		"3:127: classes[2].name: required",
+		"6:34: tenants[0].limits.gpus.value: 0: want at least 1 (leave the limit out for none)",
+		"6:73: tenants[0].limits.gpus_by_type.h100.value: -1: want 0 or more",
+		"8:98: tenants[0].projects[0].limits.gpus_per_user.value: -4: want at least 1 (leave the limit out for none)",
+		"9:71: tenants[0].projects[0].members[0].default_source: set on a member that is not the default",
+	}},
 	"every-problem-at-once.bad.json": {wantErrs: []string{
 		`2:17: apiVersion: "strata/v2" is not supported: use strata/v1`,
 		`3:11: kind: "Tenants": want TenantMap`,
@@ -77,9 +132,9 @@ var fileTests = map[string]struct {
 		`3:131: tenants[0].projects[0].members[1].role: want a string, got 3: "3" is not a role: use member, viewer, tenant-admin`,
 	}},
 	"unknown-field.bad.json": {wantErrs: []string{
-		"2:20: tenants[0].acount: unknown field; the fields here are name, account, admins, projects",
-		"2:68: tenants[0].serving: unknown field; the fields here are name, account, admins, projects",
-		"3:2: members: unknown field; the fields here are apiVersion, kind, cluster, admins, tenants",
+		"2:20: tenants[0].acount: unknown field; the fields here are name, account, admins, source, limits, projects",
+		"2:68: tenants[0].serving: unknown field; the fields here are name, account, admins, source, limits, projects",
+		"3:2: members: unknown field; the fields here are apiVersion, kind, cluster, admins, policy, classes, tenants",
 	}},
 	"duplicate-field.bad.json": {wantErrs: []string{
 		"1:69: cluster: given twice (first at 1:50)",
@@ -214,6 +269,19 @@ func TestMarshal(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	if diff := cmp.Diff(full(), back, cmpMap); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestMarshalLimits: the limits, classes and sources come back as they
+// were written, a GPU type's 0 and a time limit included.
+func TestMarshalLimits(t *testing.T) {
+	b := mustMarshal(t, withLimits())
+	back, err := tenantmap.Parse(b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if diff := cmp.Diff(withLimits(), back, cmpMap); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/compile"
-	"github.com/strata-hpc/strata/policy/internal/explain"
+	"github.com/strata-hpc/strata/policy/internal/render"
 )
 
 const explainDoc = `Explains, from the policy file and what Slurm reports now:
@@ -74,10 +74,6 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := compile.Compile(p)
-	if err != nil {
-		return failure(err)
-	}
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
 		Tokens: &slurmrest.FileToken{Path: c.String("token-file")}, Logger: log})
 	if err != nil {
@@ -87,7 +83,9 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return failure(err)
 	}
-	in := explain.Input{Policy: p, File: c.String("policy"), State: st, Live: live}
+	// The tenant map render writes, built in memory: the portal explains
+	// from the same map read from tenants.json.
+	in := explain.Input{Tenants: render.Tenants(p), Live: live}
 	var report any
 	switch c.Command.Name {
 	case "user":

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
-	"github.com/strata-hpc/strata/policy/internal/explain"
 )
 
 const explainPolicy = `apiVersion: strata/v1

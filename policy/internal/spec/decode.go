@@ -54,7 +54,7 @@ func Parse(file string, data []byte) (*Policy, error) { return parse(file, data,
 func parse(file string, data []byte, opts strictyaml.Options) (*Policy, error) {
 	var p Policy
 	r := strictyaml.Decode(file, data, &p, opts)
-	p.Positions = r.Pos
+	p.Positions, p.File = r.Pos, file
 	r.Add(p.Validate(file))
 	if err := r.Err(); err != nil {
 		return nil, err

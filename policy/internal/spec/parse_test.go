@@ -23,9 +23,9 @@ func hours(h float64) spec.Duration { return spec.Duration(time.Duration(h * flo
 
 func ruleDur(d time.Duration) reclaimrules.Duration { return reclaimrules.Duration(d) }
 
-// ignorePositions leaves Positions out of comparisons: TestPositions
-// checks them.
-var ignorePositions = cmpopts.IgnoreFields(spec.Policy{}, "Positions")
+// ignorePositions leaves Positions and File out of comparisons:
+// TestPositions and TestParseUnchanged check them.
+var ignorePositions = cmpopts.IgnoreFields(spec.Policy{}, "Positions", "File")
 
 // minimal is what minimal.good.yaml parses to, its defaults filled in.
 func minimal() *spec.Policy {
@@ -528,6 +528,9 @@ func TestParseUnchanged(t *testing.T) {
 	}
 	if diff := cmp.Diff(full(), p, ignorePositions); diff != "" {
 		t.Errorf("policy changed with its input (-want +got):\n%s", diff)
+	}
+	if p.File != "full.good.yaml" {
+		t.Errorf("File = %q, want the name Parse was given (sources name it)", p.File)
 	}
 }
 

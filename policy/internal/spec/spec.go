@@ -65,6 +65,9 @@ type Policy struct {
 	// report its own problems at the line and column of the value that
 	// caused them. Nil for a policy built in code.
 	Positions Positions `yaml:"-" json:"-"`
+	// File names the file [Parse] read, as Positions' lines refer to it
+	// ("" for a policy built in code).
+	File string `yaml:"-" json:"-"`
 }
 
 // Reclaim holds the settings of reclaimd's rules as a whole.

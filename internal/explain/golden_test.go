@@ -7,20 +7,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/compile"
-	"github.com/strata-hpc/strata/policy/internal/explain"
-	"github.com/strata-hpc/strata/policy/internal/spec"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// exampleInput is the shipped example policy (etc/strata/policy.yaml) on
-// a cluster of 8 nodes with 8 h100 each, as apply leaves slurmdbd, at a
-// busy moment:
+// exampleInput is the shipped example policy (etc/strata/policy.yaml) as
+// the tenant contract holds it (testdata/example.tenants.json, rendered by
+// strata-policy: its tests keep it current) on a cluster of 8 nodes with 8
+// h100 each, as apply leaves slurmdbd, at a busy moment:
 //
 //   - alice runs two 8-GPU train jobs in acme-llm (16, her per-user limit
 //     from acme's gpus_per_user) and waits with a third: AssocGrpGRES;
@@ -32,44 +33,39 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 //     acme-llm's 40000 used.
 func exampleInput(t *testing.T) explain.Input {
 	t.Helper()
-	const file = "../../../etc/strata/policy.yaml"
-	p, err := spec.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := compile.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadMap(t, "testdata/example.tenants.json")
 	live := explain.Snapshot{Partitions: []slurmrest.Partition{{Name: "gpu", MaxTime: 7 * 24 * time.Hour}}}
 	live.Associations = append(live.Associations, slurmrest.Association{Cluster: "gpu", Account: "root"})
-	for _, a := range st.Accounts {
-		as := slurmrest.Association{Cluster: "gpu", Account: a.Name, Parent: a.Parent, Fairshare: a.Fairshare}
-		for k, v := range a.GrpTRES {
-			as.GrpTRES = append(as.GrpTRES, tresOf(k, v))
-		}
-		for k, v := range a.GrpTRESMins {
-			as.GrpTRESMin = append(as.GrpTRESMin, tresOf(k, v))
-		}
-		if a.GrpJobs > 0 {
-			as.MaxJobs = i64(a.GrpJobs)
-		}
-		live.Associations = append(live.Associations, as)
-	}
-	for _, u := range st.Users {
-		live.Users = append(live.Users, slurmrest.User{Name: u.Name, DefaultAccount: u.DefaultAccount})
-		for acct, gpus := range u.Accounts {
-			as := slurmrest.Association{Cluster: "gpu", Account: acct, User: u.Name}
-			if gpus > 0 {
-				as.GrpTRES = tres(fmt.Sprintf("gres/gpu=%d", gpus))
+	defaults := map[string]string{}
+	for _, tn := range m.Tenants {
+		live.Associations = append(live.Associations, applied(tn.Account, "root", tn.Limits))
+		for _, pr := range tn.Projects {
+			live.Associations = append(live.Associations, applied(pr.Account, tn.Account, pr.Limits))
+			for _, mb := range pr.Members {
+				if mb.Role == tenantmap.RoleViewer {
+					continue
+				}
+				as := slurmrest.Association{Cluster: "gpu", Account: pr.Account, User: mb.User}
+				if l := pr.Limits.GPUsPerUser; l != nil {
+					as.GrpTRES = tres(fmt.Sprintf("gres/gpu=%d", l.Value))
+				}
+				live.Associations = append(live.Associations, as)
+				if _, seen := defaults[mb.User]; !seen || mb.Default {
+					defaults[mb.User] = pr.Account
+				}
 			}
-			live.Associations = append(live.Associations, as)
 		}
 	}
-	for _, q := range st.QOS {
-		lq := slurmrest.QOS{Name: q.Name, MaxWall: q.MaxWall}
-		for k, v := range q.MaxTRESPerJob {
-			lq.MaxTRESPerJob = append(lq.MaxTRESPerJob, tresOf(k, v))
+	for u, acct := range defaults {
+		live.Users = append(live.Users, slurmrest.User{Name: u, DefaultAccount: acct})
+	}
+	for _, c := range m.Classes {
+		lq := slurmrest.QOS{Name: c.Name}
+		if c.MaxTime != nil {
+			lq.MaxWall = c.MaxTime.Value.Std()
+		}
+		if c.MaxGPUsPerJob != nil {
+			lq.MaxTRESPerJob = tres(fmt.Sprintf("gres/gpu=%d", c.MaxGPUsPerJob.Value))
 		}
 		live.QOS = append(live.QOS, lq)
 	}
@@ -116,12 +112,31 @@ func exampleInput(t *testing.T) explain.Input {
 		{Account: "globex", Parent: "root", Shares: 40, SharesNorm: 0.4, RawUsage: 27200000, EffectiveUsage: 0.28, LevelFS: 0.4 / 0.28,
 			TRESUsage: h(6000), TRESRunSecs: run(8 * 48)},
 	}
-	return explain.Input{Policy: p, File: "/etc/strata/policy.yaml", State: st, Live: live}
+	return explain.Input{Tenants: m, Live: live}
 }
 
-func tresOf(key string, n int64) slurmrest.TRES {
-	l := tres(fmt.Sprintf("%s=%d", key, n))
-	return l[0]
+// applied is an account's association as apply sets it from the policy's
+// limits: Slurm's units, memory in MiB and budgets in minutes.
+func applied(acct, parent string, l *tenantmap.Limits) slurmrest.Association {
+	as := slurmrest.Association{Cluster: "gpu", Account: acct, Parent: parent}
+	var grp, mins []string
+	add := func(list *[]string, key string, v *tenantmap.Limit, scale int64) {
+		if v != nil {
+			*list = append(*list, fmt.Sprintf("%s=%d", key, v.Value*scale))
+		}
+	}
+	add(&grp, "gres/gpu", l.GPUs, 1)
+	for typ, v := range l.GPUsByType {
+		add(&grp, "gres/gpu:"+typ, &v, 1)
+	}
+	add(&grp, "cpu", l.CPUs, 1)
+	add(&grp, "mem", l.MemoryGB, 1024)
+	add(&mins, "gres/gpu", l.GPUHours, 60)
+	as.GrpTRES, as.GrpTRESMin = tres(strings.Join(grp, ",")), tres(strings.Join(mins, ","))
+	if l.RunningJobs != nil {
+		as.MaxJobs = i64(l.RunningJobs.Value)
+	}
+	return as
 }
 
 // TestGolden renders the reports of the example at its busy moment: the

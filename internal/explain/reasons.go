@@ -419,14 +419,13 @@ func (x *index) whyQOSTRES(w *Why, j slurmrest.Job, c check, family string) {
 		l := Limit{Name: slurmName + " " + key, Slurm: slurmName + " " + key + " (QOS " + j.QOS + ")", Unit: tresUnit(key),
 			Live: ptr(tresScale(key, t.Count)), Used: ptr(tresScale(key, use.tres[key]))}
 		level := "QOS " + j.QOS
-		if ci, ok := x.classes[j.QOS]; ok && c == checkQOSJob && key == "gres/gpu" {
+		if cl, ok := x.classes[j.QOS]; ok && c == checkQOSJob && key == "gres/gpu" {
 			// The policy's max_gpus_per_job is the class QOS's MaxTRESPerJob.
-			c := x.in.Policy.Classes[ci]
-			level, l.Name = "class "+c.Name, "max_gpus_per_job"
-			if c.MaxGPUsPerJob > 0 {
-				l.Policy = ptr(float64(c.MaxGPUsPerJob))
-				l.Source = x.source(fmt.Sprintf("classes[%d].max_gpus_per_job", ci), 0)
-				l.Drift = int64(c.MaxGPUsPerJob) != t.Count
+			level, l.Name = "class "+cl.Name, "max_gpus_per_job"
+			if m := cl.MaxGPUsPerJob; m != nil && m.Value > 0 {
+				l.Policy = ptr(float64(m.Value))
+				l.Source = x.source(m.Source)
+				l.Drift = m.Value != t.Count
 			}
 		}
 		b := &Blocker{Level: level, Limit: l, Ask: tresScale(key, n)}
@@ -461,13 +460,12 @@ func (x *index) whyQOSWall(w *Why, j slurmrest.Job) {
 	}
 	l := Limit{Name: "MaxWall", Slurm: "MaxWall (QOS " + j.QOS + ")", Unit: "minutes", Live: ptr(q.MaxWall.Minutes())}
 	level := "QOS " + j.QOS
-	if ci, ok := x.classes[j.QOS]; ok {
-		c := x.in.Policy.Classes[ci]
+	if c, ok := x.classes[j.QOS]; ok {
 		level, l.Name = "class "+c.Name, "max_time"
-		if c.MaxTime.Std() > 0 {
-			l.Policy = ptr(c.MaxTime.Std().Minutes())
-			l.Source = x.source(fmt.Sprintf("classes[%d].max_time", ci), 0)
-			l.Drift = c.MaxTime.Std() != q.MaxWall
+		if m := c.MaxTime; m != nil && m.Value.Std() > 0 {
+			l.Policy = ptr(m.Value.Std().Minutes())
+			l.Source = x.source(m.Source)
+			l.Drift = m.Value.Std() != q.MaxWall
 		}
 	}
 	w.Limit = &Blocker{Level: level, Limit: l, Ask: j.TimeLimit.Minutes()}

@@ -6,10 +6,12 @@
 // words with the numbers behind it ("project acme-llm uses 60 of its 64
 // GPUs; this job asks for 8").
 //
-// It is pure: [User], [Account] and [Job] take the policy, its compiled
-// state and a [Snapshot] of Slurm the caller read, and return a report;
-// [Text] renders one for people, and every report marshals to JSON for the
-// portal.
+// It is pure: [User], [Account] and [Job] take the policy as the tenant
+// contract holds it (a [tenantmap.Map]: strata-policy builds it in memory
+// from policy.yaml, the portal API reads the tenants.json that
+// strata-policy render writes, so both explain alike) and a [Snapshot] of
+// Slurm the caller read, and return a report; [Text] renders one for
+// people, and every report marshals to JSON for the portal.
 //
 // What Slurm enforces is the live value, so the numbers of an explanation
 // are Slurm's limits and the usage of its running jobs; the policy value
@@ -24,17 +26,16 @@ import (
 	"strings"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/compile"
-	"github.com/strata-hpc/strata/policy/internal/spec"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 )
 
 // Input is what an explanation is made of.
 type Input struct {
-	Policy *spec.Policy
-	// File names the policy file in sources ("policy.yaml:57").
-	File  string
-	State *compile.State
-	Live  Snapshot
+	// Tenants is the policy: its tenants, projects, members, classes and
+	// limits with their sources; its Policy names the file in sources
+	// ("policy.yaml:57"). Nil is an empty policy.
+	Tenants *tenantmap.Map
+	Live    Snapshot
 }
 
 // Snapshot is Slurm's state as the caller read it.
@@ -281,55 +282,89 @@ func (l lim) order() string {
 
 type key struct{ account, user string }
 
-// ref locates an account in the policy: tenant index, and project index or
-// -1 for the tenant's own account.
-type ref struct{ tenant, project int }
+// account is an account the policy declares: a tenant's (project nil) or
+// a project's, with its association limits in Slurm's units.
+type account struct {
+	tenant  *tenantmap.Tenant
+	project *tenantmap.Project
+	limits  map[lim]policyValue
+}
+
+// policyValue is a limit of the policy in Slurm's units (memory in MiB,
+// budgets in minutes), as apply sets it, and where it comes from.
+type policyValue struct {
+	raw int64
+	src *tenantmap.Source
+}
+
+// user is a user with associations the policy declares: the projects the
+// user is a member of (not a viewer), and the default one.
+type user struct {
+	accounts       map[string]bool
+	defaultAccount string
+}
 
 // index is an Input looked up by name.
 type index struct {
 	in       Input
-	accounts map[string]*compile.Account
-	users    map[string]*compile.User
-	refs     map[string]ref
-	classes  map[string]int // QOS name to class index
+	accounts map[string]*account
+	users    map[string]*user
+	classes  map[string]*tenantmap.Class // by QOS name
 	assoc    map[key]*slurmrest.Association
 	parent   map[string]string
 	shares   map[key]*slurmrest.Share
 	qos      map[string]*slurmrest.QOS
 	liveUser map[string]*slurmrest.User
+	// noLimits: the map holds no limits (written before tenants.json
+	// carried them), so no policy value is known and none is drift.
+	noLimits bool
 }
 
 func newIndex(in Input) *index {
-	x := &index{in: in, accounts: map[string]*compile.Account{}, users: map[string]*compile.User{}, refs: map[string]ref{},
-		classes: map[string]int{}, assoc: map[key]*slurmrest.Association{}, parent: map[string]string{},
+	x := &index{in: in, accounts: map[string]*account{}, users: map[string]*user{},
+		classes: map[string]*tenantmap.Class{}, assoc: map[key]*slurmrest.Association{}, parent: map[string]string{},
 		shares: map[key]*slurmrest.Share{}, qos: map[string]*slurmrest.QOS{}, liveUser: map[string]*slurmrest.User{}}
-	if in.Policy == nil {
-		x.in.Policy = &spec.Policy{}
+	if in.Tenants == nil {
+		x.in.Tenants = &tenantmap.Map{}
 	}
-	if in.State == nil {
-		x.in.State = &compile.State{}
-	}
-	for i := range x.in.State.Accounts {
-		a := &x.in.State.Accounts[i]
-		x.accounts[a.Name] = a
-		x.parent[a.Name] = a.Parent
-	}
-	for i := range x.in.State.Users {
-		x.users[x.in.State.Users[i].Name] = &x.in.State.Users[i]
-	}
-	p := x.in.Policy
-	for ti, t := range p.Tenants {
-		x.refs[t.Name] = ref{ti, -1}
-		for pi, pr := range t.Projects {
-			x.refs[p.Account(t.Name, pr.Name)] = ref{ti, pi}
+	m := x.in.Tenants
+	for ti := range m.Tenants {
+		t := &m.Tenants[ti]
+		x.accounts[t.Account] = &account{tenant: t, limits: accountLimits(t.Limits)}
+		x.parent[t.Account] = "root"
+		for pi := range t.Projects {
+			pr := &t.Projects[pi]
+			x.accounts[pr.Account] = &account{tenant: t, project: pr, limits: accountLimits(pr.Limits)}
+			x.parent[pr.Account] = t.Account
+			for _, mb := range pr.Members {
+				if mb.Role == tenantmap.RoleViewer {
+					continue // viewers see, they do not submit
+				}
+				u := x.users[mb.User]
+				if u == nil {
+					u = &user{accounts: map[string]bool{}, defaultAccount: pr.Account} // the first project, unless one is the default
+					x.users[mb.User] = u
+				}
+				u.accounts[pr.Account] = true
+			}
 		}
 	}
-	for i, c := range p.Classes {
-		x.classes[c.Name] = i
+	for _, t := range m.Tenants {
+		for _, pr := range t.Projects {
+			for _, mb := range pr.Members {
+				if mb.Default && mb.Role != tenantmap.RoleViewer {
+					x.users[mb.User].defaultAccount = pr.Account
+				}
+			}
+		}
 	}
+	for i := range m.Classes {
+		x.classes[m.Classes[i].Name] = &m.Classes[i]
+	}
+	x.noLimits = len(m.Tenants) > 0 && !slices.ContainsFunc(m.Tenants, func(t tenantmap.Tenant) bool { return t.Limits != nil })
 	for i := range in.Live.Associations {
 		a := &in.Live.Associations[i]
-		if a.Partition != "" || (x.in.State.Cluster != "" && a.Cluster != "" && a.Cluster != x.in.State.Cluster) {
+		if a.Partition != "" || (m.Cluster != "" && a.Cluster != "" && a.Cluster != m.Cluster) {
 			continue // partition rows and other clusters are not what the policy manages
 		}
 		x.assoc[key{a.Account, a.User}] = a
@@ -352,51 +387,56 @@ func newIndex(in Input) *index {
 	return x
 }
 
-func (x *index) source(path string, line int) *Source {
-	if path == "" {
-		return nil
+// accountLimits are an account's limits as apply sets them on its
+// association.
+func accountLimits(l *tenantmap.Limits) map[lim]policyValue {
+	out := map[lim]policyValue{}
+	if l == nil {
+		return out
 	}
-	if line == 0 {
-		line = x.in.Policy.Positions.At(path).Line
+	set := func(k lim, v *tenantmap.Limit, scale int64) {
+		if v != nil && v.Value > 0 {
+			out[k] = policyValue{v.Value * scale, v.Source}
+		}
 	}
-	return &Source{File: x.in.File, Line: line, Path: path}
+	set(lim{grpTRES, "gres/gpu"}, l.GPUs, 1)
+	for typ, v := range l.GPUsByType {
+		out[lim{grpTRES, "gres/gpu:" + typ}] = policyValue{v.Value, v.Source} // 0 forbids the type
+	}
+	set(lim{grpTRES, "cpu"}, l.CPUs, 1)
+	set(lim{grpTRES, "mem"}, l.MemoryGB, 1024)
+	set(lim{grpMins, "gres/gpu"}, l.GPUHours, 60)
+	set(lim{grpJobs, ""}, l.RunningJobs, 1)
+	return out
 }
 
-// basePath is the policy path of an account's tenant or project entry.
-func (x *index) basePath(acct string) (string, bool) {
-	r, ok := x.refs[acct]
-	if !ok {
-		return "", false
+// source is where a value of the policy is, in the file the map names.
+func (x *index) source(s *tenantmap.Source) *Source {
+	if s == nil {
+		return nil
 	}
-	base := fmt.Sprintf("tenants[%d]", r.tenant)
-	if r.project >= 0 {
-		base += fmt.Sprintf(".projects[%d]", r.project)
-	}
-	return base, true
+	return &Source{File: x.in.Tenants.Policy, Line: s.Line, Path: s.Path}
 }
 
 // entrySource is where an account's tenant or project is declared.
 func (x *index) entrySource(acct string) *Source {
-	base, ok := x.basePath(acct)
-	if !ok {
+	a, ok := x.accounts[acct]
+	switch {
+	case !ok:
 		return nil
+	case a.project != nil:
+		return x.source(a.project.Source)
 	}
-	r := x.refs[acct]
-	t := x.in.Policy.Tenants[r.tenant]
-	line := t.Line
-	if r.project >= 0 {
-		line = t.Projects[r.project].Line
-	}
-	return x.source(base, line)
+	return x.source(a.tenant.Source)
 }
 
 // kind says whether an account is a tenant, a project or neither.
 func (x *index) kind(acct string) string {
-	r, ok := x.refs[acct]
+	a, ok := x.accounts[acct]
 	switch {
 	case !ok:
 		return kindAccount
-	case r.project < 0:
+	case a.project == nil:
 		return kindTenant
 	}
 	return kindProject
@@ -405,46 +445,41 @@ func (x *index) kind(acct string) string {
 // tenantProject names the tenant and project of an account ("" when the
 // policy does not declare it).
 func (x *index) tenantProject(acct string) (string, string) {
-	r, ok := x.refs[acct]
-	if !ok {
+	a, ok := x.accounts[acct]
+	switch {
+	case !ok:
 		return "", ""
+	case a.project == nil:
+		return a.tenant.Name, ""
 	}
-	t := x.in.Policy.Tenants[r.tenant]
-	if r.project < 0 {
-		return t.Name, ""
-	}
-	return t.Name, t.Projects[r.project].Name
+	return a.tenant.Name, a.project.Name
 }
 
-// perUserPath is the policy value a user's GPU limit in acct comes from:
-// the project's gpus_per_user, else its tenant's (as compile does).
-func (x *index) perUserPath(acct string) string {
-	r, ok := x.refs[acct]
-	if !ok || r.project < 0 {
-		return ""
+// perUser is the GPU limit of each member's association in acct (the
+// project's gpus_per_user, else its tenant's), nil for none.
+func (x *index) perUser(acct string) *tenantmap.Limit {
+	a, ok := x.accounts[acct]
+	if !ok || a.project == nil || a.project.Limits == nil {
+		return nil
 	}
-	t := x.in.Policy.Tenants[r.tenant]
-	if t.Projects[r.project].Limits.GPUsPerUser > 0 {
-		return fmt.Sprintf("tenants[%d].projects[%d].limits.gpus_per_user", r.tenant, r.project)
+	if l := a.project.Limits.GPUsPerUser; l != nil && l.Value > 0 {
+		return l
 	}
-	if t.Limits.GPUsPerUser > 0 {
-		return fmt.Sprintf("tenants[%d].limits.gpus_per_user", r.tenant)
-	}
-	return ""
+	return nil
 }
 
 // member finds a user's entry in a project of the policy.
-func (x *index) member(acct, user string) (spec.Member, string, bool) {
-	r, ok := x.refs[acct]
-	if !ok || r.project < 0 {
-		return spec.Member{}, "", false
+func (x *index) member(acct, user string) (tenantmap.Member, bool) {
+	a, ok := x.accounts[acct]
+	if !ok || a.project == nil {
+		return tenantmap.Member{}, false
 	}
-	for mi, m := range x.in.Policy.Tenants[r.tenant].Projects[r.project].Members {
+	for _, m := range a.project.Members {
 		if m.User == user {
-			return m, fmt.Sprintf("tenants[%d].projects[%d].members[%d]", r.tenant, r.project, mi), true
+			return m, true
 		}
 	}
-	return spec.Member{}, "", false
+	return tenantmap.Member{}, false
 }
 
 // inSubtree reports whether acct is top or lies below it.
@@ -492,29 +527,17 @@ func (x *index) usage(acct, user string) usage {
 // limits lists the limits of an association (user "" for the account's
 // own), policy and live, with what is used.
 func (x *index) limits(acct, user string) []Limit {
-	pol, liv := map[lim]int64{}, map[lim]int64{}
-	owned := x.accounts[acct] != nil
+	pol, liv := map[lim]policyValue{}, map[lim]int64{}
+	owned := x.accounts[acct] != nil && !x.noLimits
 	if user == "" {
 		if a := x.accounts[acct]; a != nil {
-			for k, v := range a.GrpTRES {
-				pol[lim{grpTRES, k}] = v
-			}
-			for k, v := range a.GrpTRESMins {
-				pol[lim{grpMins, k}] = v
-			}
-			if a.GrpJobs > 0 {
-				pol[lim{grpJobs, ""}] = a.GrpJobs
-			}
+			pol = a.limits
 		}
 	} else {
 		u := x.users[user]
-		owned = owned && u != nil
-		if u != nil {
-			if _, member := u.Accounts[acct]; !member {
-				owned = false
-			} else if n := u.Accounts[acct]; n > 0 {
-				pol[lim{grpTRES, "gres/gpu"}] = n
-			}
+		owned = owned && u != nil && u.accounts[acct]
+		if n := x.perUser(acct); owned && n != nil {
+			pol[lim{grpTRES, "gres/gpu"}] = policyValue{n.Value, n.Source}
 		}
 	}
 	if a := x.assoc[key{acct, user}]; a != nil {
@@ -546,7 +569,7 @@ func (x *index) limits(acct, user string) []Limit {
 	return out
 }
 
-func (x *index) limit(acct, user string, l lim, pol, liv map[lim]int64, owned bool, use usage) Limit {
+func (x *index) limit(acct, user string, l lim, pol map[lim]policyValue, liv map[lim]int64, owned bool, use usage) Limit {
 	out := Limit{Name: l.name(), Slurm: l.slurm(), Unit: l.unit()}
 	if user != "" && l == (lim{grpTRES, "gres/gpu"}) {
 		out.Name, out.Slurm = "gpus_per_user", out.Slurm+" (user association)"
@@ -554,19 +577,13 @@ func (x *index) limit(acct, user string, l lim, pol, liv map[lim]int64, owned bo
 	p, inPol := pol[l]
 	v, inLive := liv[l]
 	if inPol {
-		out.Policy = ptr(l.scale(p))
-		path := ""
-		if user != "" {
-			path = x.perUserPath(acct)
-		} else if base, ok := x.basePath(acct); ok && !strings.HasPrefix(out.Name, "Grp") {
-			path = base + ".limits." + out.Name
-		}
-		out.Source = x.source(path, 0)
+		out.Policy = ptr(l.scale(p.raw))
+		out.Source = x.source(p.src)
 	}
 	if inLive {
 		out.Live = ptr(l.scale(v))
 	}
-	out.Drift = owned && (inPol != inLive || p != v)
+	out.Drift = owned && (inPol != inLive || p.raw != v)
 	switch l.kind {
 	case grpTRES:
 		out.Used = ptr(tresScale(l.key, use.tres[l.key]))
@@ -594,10 +611,10 @@ func (x *index) level(acct, user string) Level {
 	_, lv.InSlurm = x.assoc[key{acct, user}]
 	if user != "" {
 		lv.Kind = kindUser
-		m, path, ok := x.member(acct, user)
-		lv.InPolicy = ok && m.Role != spec.RoleViewer
+		m, ok := x.member(acct, user)
+		lv.InPolicy = ok && m.Role != tenantmap.RoleViewer
 		if ok {
-			lv.Source = x.source(path, m.Line)
+			lv.Source = x.source(m.Source)
 		}
 	} else {
 		lv.Source = x.entrySource(acct)
@@ -669,13 +686,11 @@ func (x *index) budget(acct string) *Budget {
 		}
 	}
 	if a := x.accounts[acct]; a != nil {
-		if n, ok := a.GrpTRESMins["gres/gpu"]; ok {
+		if n, ok := a.limits[l]; ok {
 			if b == nil {
-				b = &Budget{Hours: l.scale(n)}
+				b = &Budget{Hours: l.scale(n.raw)}
 			}
-			if base, ok := x.basePath(acct); ok {
-				b.Source = x.source(base+".limits.gpu_hours", 0)
-			}
+			b.Source = x.source(n.src)
 		}
 	}
 	if b == nil {
@@ -706,6 +721,15 @@ func usageOf(u usage) Usage {
 		}
 	}
 	return out
+}
+
+// mapNote is what a report says of a tenant map without limits.
+func (x *index) mapNote() []string {
+	if !x.noLimits {
+		return nil
+	}
+	return []string{"the tenant map holds no limits or policy lines (an older strata-policy wrote it): " +
+		"Slurm's values are shown alone until `strata-policy render` writes it again"}
 }
 
 func ptr[T any](v T) *T { return &v }

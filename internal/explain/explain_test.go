@@ -2,67 +2,34 @@ package explain_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/compile"
-	"github.com/strata-hpc/strata/policy/internal/explain"
-	"github.com/strata-hpc/strata/policy/internal/spec"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 )
 
-// smallPolicy is the policy of the hand-built snapshots. Line numbers
-// matter: expected sources name them (line 1 is "apiVersion").
-const smallPolicy = `apiVersion: strata/v1
-kind: Policy
-cluster:
-  name: gpu
-classes:
-  - name: train
-    partition: gpu
-    max_time: 2d
-    max_gpus_per_job: 16
-tenants:
-  - name: acme
-    shares: 60
-    limits:
-      gpus: 64
-      cpus: 256
-      memory_gb: 1024
-      gpu_hours: 1000
-    projects:
-      - name: llm
-        shares: 70
-        limits:
-          gpus: 48
-          gpus_per_user: 16
-          running_jobs: 10
-        members:
-          - user: alice
-            default: true
-          - user: bob
-          - user: dave
-            role: viewer
-      - name: cv
-        members:
-          - user: bob
-          - user: carol
-`
-
+// smallInput is the hand-built snapshots' policy, testdata/small.policy.yaml,
+// as the tenant contract holds it (testdata/small.tenants.json, rendered by
+// strata-policy: its tests keep it current). Line numbers matter: expected
+// sources name them (line 1 is "apiVersion").
 func smallInput(t *testing.T) explain.Input {
 	t.Helper()
-	p, err := spec.Parse("policy.yaml", []byte(smallPolicy))
+	return explain.Input{Tenants: loadMap(t, "testdata/small.tenants.json"), Live: smallLive()}
+}
+
+func loadMap(t testing.TB, path string) *tenantmap.Map {
+	t.Helper()
+	m, err := tenantmap.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := compile.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return explain.Input{Policy: p, File: "policy.yaml", State: st, Live: smallLive()}
+	return m
 }
 
 func tres(s string) slurmrest.TRESList {
@@ -75,7 +42,7 @@ func tres(s string) slurmrest.TRESList {
 
 func i64(n int64) *int64 { return &n }
 
-// smallLive is Slurm as apply leaves it for smallPolicy (limits in Slurm's
+// smallLive is Slurm as apply leaves it for the small policy (limits in Slurm's
 // units: memory in MiB, budgets in minutes), plus alice's association
 // under testbed, an account the policy does not have.
 func smallLive() explain.Snapshot {
@@ -525,5 +492,56 @@ func TestNotFound(t *testing.T) {
 	r, err := explain.Account(in, "acme-cv")
 	if err != nil || r.InSlurm || len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not in Slurm yet") {
 		t.Errorf("account before apply = %+v, %v", r, err)
+	}
+}
+
+// TestMapWithoutLimits: a tenants.json from before the map carried limits
+// still explains: Slurm's values alone, no drift claimed, and a note that
+// says why the policy's side is missing.
+func TestMapWithoutLimits(t *testing.T) {
+	in := smallInput(t)
+	old := *in.Tenants
+	old.Policy, old.Classes = "", nil
+	old.Tenants = slices.Clone(old.Tenants)
+	for i := range old.Tenants {
+		tn := &old.Tenants[i]
+		tn.Source, tn.Limits = nil, nil
+		tn.Projects = slices.Clone(tn.Projects)
+		for j := range tn.Projects {
+			tn.Projects[j].Source, tn.Projects[j].Limits = nil, nil
+		}
+	}
+	in.Tenants = &old
+	in.Live.Jobs = []slurmrest.Job{pending(3, "alice", "acme-llm", "gres/gpu=24", "AssocGrpGRES")}
+	r, err := explain.Account(in, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Limits) == 0 {
+		t.Fatal("no limits: Slurm's values must still be shown")
+	}
+	for _, l := range r.Limits {
+		if l.Policy != nil || l.Source != nil || l.Drift || l.Live == nil {
+			t.Errorf("limit %+v: want Slurm's value alone, no drift", l)
+		}
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "holds no limits") {
+		t.Errorf("notes = %q, want one that says the map holds no limits", r.Notes)
+	}
+	j, err := explain.Job(in, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Why == nil || j.Why.Limit == nil || j.Why.Limit.Level != "user alice in acme-llm" || j.Why.Limit.Limit.Source != nil ||
+		len(j.Notes) == 0 || !strings.Contains(j.Notes[0], "holds no limits") {
+		t.Errorf("job = %+v (why %+v): want the per-user limit from Slurm, no policy line, and the note", j, j.Why)
+	}
+	// The map as render writes it has the policy's side.
+	full, err := explain.Account(smallInput(t), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Limits[0].Source == nil || len(full.Notes) != 0 {
+		t.Errorf("full map: limits %+v, notes %q", full.Limits, full.Notes)
 	}
 }

@@ -7,8 +7,11 @@ import (
 	"strings"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/policy/internal/spec"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 )
+
+// roleClusterAdmin is how a cluster admin's role reads in a report.
+const roleClusterAdmin = "cluster-admin"
 
 // AccountReport explains one account.
 type AccountReport struct {
@@ -142,9 +145,9 @@ func Account(in Input, name string) (*AccountReport, error) {
 			users[k.user] = true
 		}
 	}
-	for _, u := range x.users {
-		if _, ok := u.Accounts[name]; ok {
-			users[u.Name] = true
+	for n, u := range x.users {
+		if u.accounts[name] {
+			users[n] = true
 		}
 	}
 	for u := range users {
@@ -157,7 +160,7 @@ func Account(in Input, name string) (*AccountReport, error) {
 
 // notes says what a reader should know about an account before its numbers.
 func (x *index) notes(inPolicy, inSlurm bool, name string, limits []Limit) []string {
-	var out []string
+	out := x.mapNote()
 	switch {
 	case !inSlurm:
 		out = append(out, fmt.Sprintf("%s is in the policy but not in Slurm yet: `strata-policy apply --apply` creates it", name))
@@ -182,10 +185,10 @@ func (x *index) notes(inPolicy, inSlurm bool, name string, limits []Limit) []str
 // User explains a user.
 func User(in Input, name string) (*UserReport, error) {
 	x := newIndex(in)
-	p := x.in.Policy
+	p := x.in.Tenants
 	r := &UserReport{User: name, Accounts: []Member{}, Jobs: []JobSummary{}}
 	if slices.Contains(p.Admins, name) {
-		r.Roles = append(r.Roles, spec.RoleClusterAdmin)
+		r.Roles = append(r.Roles, roleClusterAdmin)
 	}
 	for _, t := range p.Tenants {
 		if slices.Contains(t.Admins, name) {
@@ -196,8 +199,8 @@ func User(in Input, name string) (*UserReport, error) {
 	seen := map[string]bool{}
 	for _, t := range p.Tenants {
 		for _, pr := range t.Projects {
-			acct := p.Account(t.Name, pr.Name)
-			m, path, ok := x.member(acct, name)
+			acct := pr.Account
+			m, ok := x.member(acct, name)
 			if !ok {
 				continue
 			}
@@ -205,12 +208,12 @@ func User(in Input, name string) (*UserReport, error) {
 			seen[acct] = true
 			role := m.Role
 			if role == "" {
-				role = spec.RoleMember
+				role = tenantmap.RoleMember
 			}
 			_, inSlurm := x.assoc[key{acct, name}]
-			mem := Member{Account: acct, Tenant: t.Name, Project: pr.Name, Role: role, InPolicy: true, InSlurm: inSlurm,
-				Source: x.source(path, m.Line)}
-			if role != spec.RoleViewer {
+			mem := Member{Account: acct, Tenant: t.Name, Project: pr.Name, Role: string(role), InPolicy: true, InSlurm: inSlurm,
+				Source: x.source(m.Source)}
+			if role != tenantmap.RoleViewer {
 				mem.Levels, mem.FairShare = x.chain(acct, name), x.fairShare(acct, name)
 			}
 			r.Accounts = append(r.Accounts, mem)
@@ -234,12 +237,12 @@ func User(in Input, name string) (*UserReport, error) {
 		return nil, &NotFoundError{Kind: "user", Name: name}
 	}
 	if u := x.users[name]; u != nil {
-		r.DefaultAccount = u.DefaultAccount
-		if m, path, ok := x.member(u.DefaultAccount, name); ok {
-			if m.Default {
-				path += ".default"
+		r.DefaultAccount = u.defaultAccount
+		if m, ok := x.member(u.defaultAccount, name); ok {
+			r.DefaultSource = x.source(m.Source)
+			if m.Default && m.DefaultSource != nil {
+				r.DefaultSource = x.source(m.DefaultSource)
 			}
-			r.DefaultSource = x.source(path, 0)
 		}
 	}
 	if lu != nil {
@@ -265,6 +268,7 @@ func User(in Input, name string) (*UserReport, error) {
 		r.Jobs = append(r.Jobs, s)
 	}
 	sort.Slice(r.Jobs, func(i, j int) bool { return r.Jobs[i].ID < r.Jobs[j].ID })
+	r.Notes = x.mapNote()
 	switch {
 	case !r.InSlurm:
 		r.Notes = append(r.Notes, name+" is in the policy but not in Slurm yet: `strata-policy apply --apply` adds the user")
@@ -293,14 +297,14 @@ func Job(in Input, id int64) (*JobReport, error) {
 		State: j.State.Base(), Nodes: j.NodeList, Ask: askOf(j), Levels: x.chain(j.Account, j.User),
 		FairShare: x.fairShare(j.Account, j.User)}
 	r.Tenant, r.Project = x.tenantProject(j.Account)
-	if ci, ok := x.classes[j.QOS]; ok {
-		c := x.in.Policy.Classes[ci]
-		r.Class, r.ClassSource = c.Name, x.source(fmt.Sprintf("classes[%d]", ci), c.Line)
+	if c, ok := x.classes[j.QOS]; ok {
+		r.Class, r.ClassSource = c.Name, x.source(c.Source)
 	}
 	if j.State.Has("PENDING") {
 		r.Why = x.why(j)
 	}
-	if _, ok := x.refs[j.Account]; !ok {
+	r.Notes = x.mapNote()
+	if _, ok := x.accounts[j.Account]; !ok {
 		r.Notes = append(r.Notes, "account "+j.Account+" is not in the policy: its limits are Slurm's alone")
 	}
 	if x.in.Live.SharesUnavailable != "" {
