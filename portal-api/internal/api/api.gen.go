@@ -371,13 +371,19 @@ type Reason struct {
 	// Detail Slurm's own words beside the code.
 	Detail *string `json:"detail,omitempty"`
 
-	// PolicyLine The policy file's line that sets the limit, file:line.
+	// Hint What would let the job start.
+	Hint *string `json:"hint,omitempty"`
+
+	// Meaning What the code means in general.
+	Meaning *string `json:"meaning,omitempty"`
+
+	// PolicyLine The policy file's line that sets the limit holding the job, file:line.
 	PolicyLine *string `json:"policy_line,omitempty"`
 
 	// Slurm Slurm's reason code, such as Priority or QOSGrpGRES.
 	Slurm string `json:"slurm"`
 
-	// Text The reason in plain words, where it is known.
+	// Text This job's case in plain words, with its numbers ("project acme-llm uses 60 of its 64 GPUs; this job asks for 8"); on GET /v1/jobs/{cluster}/{id} only.
 	Text *string `json:"text,omitempty"`
 }
 

@@ -35,6 +35,11 @@ type Snapshot struct {
 	Nodes      []slurmrest.Node
 	Partitions []slurmrest.Partition
 	Shares     []slurmrest.Share
+	// Associations, QOS and Users are slurmdbd's, read every SlowEvery
+	// polls: what explains a pending job's limits.
+	Associations []slurmrest.Association
+	QOS          []slurmrest.QOS
+	Users        []slurmrest.User
 	// updated is the jobs' last update time, for the next conditional list.
 	updated time.Time
 }
@@ -60,9 +65,12 @@ type Config struct {
 	Slurm      slurmrest.Config
 	Interval   time.Duration
 	StaleAfter time.Duration
-	Log        *slog.Logger
-	Metrics    *Metrics
-	Now        func() time.Time
+	// SlowEvery: associations, QOS and users are read every this many
+	// polls (and at the first); default 4.
+	SlowEvery int
+	Log       *slog.Logger
+	Metrics   *Metrics
+	Now       func() time.Time
 }
 
 // Poller polls one cluster.
@@ -76,6 +84,7 @@ type Poller struct {
 	mu      sync.Mutex
 	lastErr string
 	polled  bool
+	polls   int // successful polls so far
 }
 
 // New makes a poller; it reaches slurmrestd only when it polls.
@@ -88,6 +97,9 @@ func New(cfg Config) *Poller {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 15 * time.Second
+	}
+	if cfg.SlowEvery <= 0 {
+		cfg.SlowEvery = 4
 	}
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = 4 * cfg.Interval
@@ -201,6 +213,7 @@ func (p *Poller) poll(ctx context.Context) error {
 	if prev != nil {
 		since = prev.updated
 		next.Jobs, next.Partitions, next.Shares = prev.Jobs, prev.Partitions, prev.Shares
+		next.Associations, next.QOS, next.Users = prev.Associations, prev.QOS, prev.Users
 	}
 	list, err := c.Jobs(ctx, since)
 	if err != nil {
@@ -227,9 +240,38 @@ func (p *Poller) poll(ctx context.Context) error {
 	} else {
 		p.cfg.Log.Warn("shares unread: keeping the last ones", "cluster", p.cfg.Name, "error", err)
 	}
+	p.mu.Lock()
+	slow := p.polls%p.cfg.SlowEvery == 0
+	p.mu.Unlock()
+	if slow {
+		p.slow(ctx, c, next)
+	}
 	next.At = p.cfg.Now()
 	p.snap.Store(next)
+	p.mu.Lock()
+	p.polls++
+	p.mu.Unlock()
 	return nil
+}
+
+// slow reads what changes only when admins change the policy; a failure
+// keeps the last ones.
+func (p *Poller) slow(ctx context.Context, c *slurmrest.Client, next *Snapshot) {
+	if a, err := c.Associations(ctx, slurmrest.AssociationFilter{}); err == nil {
+		next.Associations = a
+	} else {
+		p.cfg.Log.Warn("associations unread: keeping the last ones", "cluster", p.cfg.Name, "error", err)
+	}
+	if q, err := c.QOS(ctx); err == nil {
+		next.QOS = q
+	} else {
+		p.cfg.Log.Warn("QOS unread: keeping the last ones", "cluster", p.cfg.Name, "error", err)
+	}
+	if u, err := c.Users(ctx); err == nil {
+		next.Users = u
+	} else {
+		p.cfg.Log.Warn("users unread: keeping the last ones", "cluster", p.cfg.Name, "error", err)
+	}
 }
 
 // counting counts the requests sent to slurmrestd.

@@ -39,7 +39,8 @@ func TestPoll(t *testing.T) {
 			if len(s.Jobs) != 2 || s.Jobs[1].StateReason != "Priority" || s.Jobs[0].User != "alice" || len(s.Jobs[0].GPUs) != 2 {
 				t.Fatalf("jobs = %+v", s.Jobs)
 			}
-			if len(s.Nodes) == 0 || len(s.Partitions) == 0 || len(s.Shares) == 0 || s.Info.Parser == "" {
+			if len(s.Nodes) == 0 || len(s.Partitions) == 0 || len(s.Shares) == 0 || s.Info.Parser == "" ||
+				len(s.Associations) == 0 || len(s.QOS) == 0 || len(s.Users) == 0 {
 				t.Errorf("snapshot lacks nodes, partitions, shares or info: %+v", s)
 			}
 			// Unchanged: the jobs are kept.

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
@@ -134,13 +136,41 @@ func (s *Server) jobOf(v view) api.Job {
 	return out
 }
 
-// reason is why a pending job waits, as Slurm says it.
+// reason is why a pending job waits: Slurm's code and what it means.
 func (s *Server) reason(j *slurmrest.Job) *api.Reason {
 	r := &api.Reason{Slurm: cmp.Or(j.StateReason, "None")}
 	if j.StateDesc != "" {
 		r.Detail = ptr(j.StateDesc)
 	}
+	if m := explain.Meaning(j.StateReason); m != "" {
+		r.Meaning = ptr(m)
+	}
 	return r
+}
+
+// explained adds to a pending job's reason its case in plain words, the
+// limit that holds it and that limit's policy line (internal/explain, as
+// strata-policy explain says it), from the cluster's snapshot and tenant
+// map. It costs a pass over the snapshot: one job's route only.
+func explained(r *api.Reason, m *tenantmap.Map, snap *cluster.Snapshot, id int64) {
+	rep, err := explain.Job(explain.Input{Tenants: m, Live: explain.Snapshot{Associations: snap.Associations, Users: snap.Users,
+		QOS: snap.QOS, Jobs: snap.Jobs, Partitions: snap.Partitions, Nodes: snap.Nodes, Shares: snap.Shares}}, id)
+	if err != nil || rep.Why == nil {
+		return
+	}
+	w := rep.Why
+	if w.Meaning != "" {
+		r.Meaning = ptr(w.Meaning)
+	}
+	if w.Detail != "" {
+		r.Text = ptr(w.Detail)
+	}
+	if w.Hint != "" {
+		r.Hint = ptr(w.Hint)
+	}
+	if w.Limit != nil && w.Limit.Limit.Source != nil {
+		r.PolicyLine = ptr(w.Limit.Limit.Source.String())
+	}
 }
 
 func newest(a, b view) int {
@@ -236,11 +266,17 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request, clusterName string
 
 // GetJob returns one job.
 func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, id api.JobID) {
-	v, _, ok := s.find(w, r, clusterName, id)
+	v, c, ok := s.find(w, r, clusterName, id)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.jobOf(v))
+	out := s.jobOf(v)
+	if out.Reason != nil {
+		if snap := c.Poller.Snapshot(); snap != nil {
+			explained(out.Reason, c.Tenants(), snap, id)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // ControlJob cancels, holds, releases or requeues a job as the caller.

@@ -266,6 +266,21 @@ func TestJob(t *testing.T) {
 	if r, _ := j["reason"].(map[string]any); r["slurm"] != "Priority" {
 		t.Errorf("pending job's reason = %s", body)
 	}
+	// A pending job's reason in words, from internal/explain.
+	_, body = h.do("gmem", "GET", "/v1/jobs/gpu1/910105", nil)
+	var pj struct {
+		Reason struct{ Slurm, Meaning, Text, Hint string }
+	}
+	json.Unmarshal(body, &pj)
+	if pj.Reason.Slurm != "Resources" || !strings.Contains(pj.Reason.Meaning, "in use") ||
+		!strings.Contains(pj.Reason.Text, "GPUs of partition gpu are free now") || pj.Reason.Hint == "" {
+		t.Errorf("explained reason = %+v", pj.Reason)
+	}
+	// The list gives the meaning, not the per-job case.
+	_, body = h.do("gmem", "GET", "/v1/jobs?state=PENDING", nil)
+	if !strings.Contains(string(body), `"meaning":"the resources the job asks for are in use`) || strings.Contains(string(body), "are free now") {
+		t.Errorf("listed reason: %s", body)
+	}
 	code, _ = h.do("mem", "GET", "/v1/jobs/nope/910101", nil)
 	if code != 404 {
 		t.Errorf("unknown cluster = %d", code)
