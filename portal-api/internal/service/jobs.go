@@ -2,6 +2,7 @@ package service
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -513,16 +514,57 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// ControlNode drains or resumes a node.
+// ControlNode drains or resumes a node, as the caller, with their reason
+// marked "strata: " as everything Strata writes into Slurm; audited.
 func (s *Server) ControlNode(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, node string, action api.NodeAction) {
 	c, ok := s.byName[clusterName]
 	if !ok || !action.Valid() {
 		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q or action %q", clusterName, action), "")
 		return
 	}
-	if !rbac.Allowed(c.Tenants(), identity(r.Context()).User, rbac.DrainNodes, rbac.Target{}) {
+	who := identity(r.Context())
+	if !rbac.Allowed(c.Tenants(), who.User, rbac.DrainNodes, rbac.Target{}) {
 		writeError(w, http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", "")
 		return
 	}
-	writeError(w, http.StatusNotImplemented, api.Unavailable, "node drain and resume are not available yet", "use scontrol update nodename=... state=drain reason=\"strata: ...\"")
+	var req api.NodeActionRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 200 {
+		writeError(w, http.StatusBadRequest, api.BadRequest, "give a reason of 1 to 200 characters", `send {"reason": "..."}`)
+		return
+	}
+	snap := c.Poller.Snapshot()
+	if snap == nil || !slices.ContainsFunc(snap.Nodes, func(n slurmrest.Node) bool { return n.Name == node }) {
+		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no node %q on cluster %q", node, clusterName), "GET /v1/nodes/{cluster} lists them")
+		return
+	}
+	client, err := c.Poller.Client(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", clusterName), "try again shortly")
+		return
+	}
+	reason := "strata: " + strings.TrimPrefix(strings.TrimSpace(req.Reason), "strata: ")
+	aid, err := s.cfg.Store.Intent(r.Context(), store.Audit{User: who.User, Via: who.Via, Cluster: clusterName, Action: string(action), Target: node, Detail: reason})
+	if err != nil {
+		s.log.Error("audit record not written: action not taken", "cluster", clusterName, "node", node, "action", action, "error", err)
+		writeError(w, http.StatusInternalServerError, api.Internal, "the action could not be recorded, so it was not taken", "try again; tell the portal's admins if it persists")
+		return
+	}
+	state := slurmrest.NodeDrain
+	if action == api.Resume {
+		state = slurmrest.NodeResume
+	}
+	err = client.As(who.User).SetNodeState(r.Context(), node, state, reason)
+	if ferr := s.cfg.Store.Finish(r.Context(), aid, err); ferr != nil {
+		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
+	}
+	s.log.Info("node action", "cluster", clusterName, "node", node, "action", action, "user", who.User, "reason", reason,
+		"audit_id", aid, "ok", err == nil, "error", errString(err))
+	if err != nil {
+		code, ec, hint := slurmStatus(err)
+		writeError(w, code, ec, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, err), hint)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ActionResult{Cluster: clusterName, Target: node, Action: string(action), AuditId: aid})
 }

@@ -398,3 +398,44 @@ func TestRateLimit(t *testing.T) {
 		t.Errorf("another user: %d", code)
 	}
 }
+
+// TestNodes: a cluster admin drains and resumes a node as themselves, the
+// reason marked "strata: ", audited; a node that does not exist, or no
+// reason, is refused before Slurm is asked.
+func TestNodes(t *testing.T) {
+	h := newHarness(t)
+	code, body := h.do("ops", "POST", "/v1/nodes/gpu2/gpu3/drain", map[string]string{"reason": "bad DIMM"})
+	if code != 200 {
+		t.Fatalf("drain = %d %s", code, body)
+	}
+	code, _ = h.do("ops", "POST", "/v1/nodes/gpu2/gpu3/resume", map[string]string{"reason": "strata: DIMM replaced"})
+	if code != 200 {
+		t.Fatalf("resume = %d", code)
+	}
+	got := h.beds["gpu2"].Controls()
+	if len(got) != 2 || got[0].User != "ops" || got[0].Path != "/slurm/v0.0.42/node/gpu3" ||
+		string(got[0].Body) != `{"reason":"strata: bad DIMM","state":["DRAIN"]}` || string(got[1].Body) != `{"reason":"strata: DIMM replaced","state":["RESUME"]}` {
+		t.Errorf("sent to Slurm: %+v", got)
+	}
+	for name, c := range map[string]struct {
+		path string
+		body any
+		code int
+	}{
+		"no such node": {"/v1/nodes/gpu2/gpu99/drain", map[string]string{"reason": "x"}, 404},
+		"no reason":    {"/v1/nodes/gpu2/gpu3/drain", map[string]string{"reason": " "}, 400},
+		"no body":      {"/v1/nodes/gpu2/gpu3/drain", nil, 400},
+		"bad action":   {"/v1/nodes/gpu2/gpu3/reboot", map[string]string{"reason": "x"}, 404},
+	} {
+		if code, body := h.do("ops", "POST", c.path, c.body); code != c.code {
+			t.Errorf("%s: %d %s, want %d", name, code, body, c.code)
+		}
+	}
+	if n := len(h.beds["gpu2"].Controls()); n != 2 {
+		t.Errorf("%d requests reached Slurm, want 2", n)
+	}
+	log, _ := h.store.AuditLog(t.Context(), 10)
+	if len(log) != 2 || log[1].Action != "drain" || log[1].Target != "gpu3" || log[1].Detail != "strata: bad DIMM" || log[1].Result != "ok" {
+		t.Errorf("audit = %+v", log)
+	}
+}

@@ -65,6 +65,8 @@ type Bed struct {
 
 var submitPath = regexp.MustCompile(`^/slurm/v0\.0\.\d+/job/submit$`)
 
+var nodePath = regexp.MustCompile(`^/slurm/v0\.0\.\d+/node/[^/]+$`)
+
 var jobPath = regexp.MustCompile(`^/slurm/v0\.0\.\d+/job/\d+(/requeue)?$`)
 
 // New starts a bed replaying release ("26.05", "24.11") with jobs.
@@ -95,6 +97,10 @@ func New(t testing.TB, release string, jobs ...Job) *Bed {
 		b.mu.Unlock()
 		if down {
 			slurmresttest.Drop().ServeHTTP(w, r)
+			return
+		}
+		if r.Method == "POST" && nodePath.MatchString(r.URL.Path) {
+			b.control(w, r)
 			return
 		}
 		if r.Method == "POST" && submitPath.MatchString(r.URL.Path) {
@@ -148,7 +154,7 @@ func (b *Bed) set(down bool) {
 	b.mu.Unlock()
 }
 
-// Controls returns the job control requests served so far.
+// Controls returns the job and node control requests served so far.
 func (b *Bed) Controls() []Control {
 	b.mu.Lock()
 	defer b.mu.Unlock()
