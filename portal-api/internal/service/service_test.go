@@ -3,6 +3,7 @@ package service
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -437,5 +438,43 @@ func TestNodes(t *testing.T) {
 	log, _ := h.store.AuditLog(t.Context(), 10)
 	if len(log) != 2 || log[1].Action != "drain" || log[1].Target != "gpu3" || log[1].Detail != "strata: bad DIMM" || log[1].Result != "ok" {
 		t.Errorf("audit = %+v", log)
+	}
+}
+
+// TestMetrics: requests by route and code, latency by route, each
+// cluster's snapshot age and slurmrestd requests; no user or job id in
+// any label.
+func TestMetrics(t *testing.T) {
+	h := newHarness(t)
+	h.do("mem", "GET", "/v1/jobs", nil)
+	h.do("mem", "GET", "/v1/jobs/gpu1/910104", nil)
+	h.do("", "GET", "/v1/jobs", nil)
+	resp, err := h.srv.Client().Get(h.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	if _, err := io.Copy(&b, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{
+		`strata_portal_http_requests_total{code="200",route="GET /v1/jobs"} 1`,
+		`strata_portal_http_requests_total{code="401",route="GET /v1/jobs"} 1`,
+		`strata_portal_http_requests_total{code="404",route="GET /v1/jobs/{cluster}/{id}"} 1`,
+		`strata_portal_http_request_duration_seconds_bucket{route="GET /v1/jobs",le="0.05"}`,
+		`strata_portal_snapshot_age_seconds{cluster="gpu1"} 0`,
+		`strata_portal_slurmrestd_requests_total{cluster="gpu2"}`,
+		`strata_portal_polls_total{cluster="gpu1",result="ok"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	for _, leak := range []string{"mem", "910104"} {
+		if strings.Contains(text, leak) {
+			t.Errorf("/metrics names %q", leak)
+		}
 	}
 }
