@@ -164,7 +164,7 @@ func cmdTokenCreate(ctx context.Context, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // read-only use, or the write is committed
 	if ttl <= 0 || ttl > cfg.Auth.Tokens.MaxLifetime {
 		return cliexit.Usagef("--expires %s: give a lifetime up to auth.tokens.max_lifetime (%s)", c.String("expires"), duration.Format(cfg.Auth.Tokens.MaxLifetime))
 	}
@@ -182,7 +182,7 @@ func cmdTokenList(ctx context.Context, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // read-only use, or the write is committed
 	list, err := st.Tokens(ctx, c.String("user"))
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func cmdTokenRevoke(ctx context.Context, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // read-only use, or the write is committed
 	if err := st.RevokeToken(ctx, id); err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // after daemon.Run has waited for every loop and request
 	reg := prometheus.NewRegistry()
 	buildinfo.Register(reg, "portal-api")
 	metrics := cluster.NewMetrics(reg)
@@ -136,7 +136,7 @@ func listen(cfg *config.Config) (net.Listener, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 	if err != nil {
-		ln.Close()
+		_ = ln.Close() // nothing was served on it
 		return nil, fmt.Errorf("tls: %w", err)
 	}
 	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil

@@ -75,7 +75,7 @@ func (m tokens) LookupToken(_ context.Context, tok string) (string, error) {
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 func request(auth, header, remote string) *http.Request {
-	r := httptest.NewRequest("GET", "/v1/jobs", nil)
+	r := httptest.NewRequest(http.MethodGet, "/v1/jobs", nil)
 	if auth != "" {
 		r.Header.Set("Authorization", auth)
 	}

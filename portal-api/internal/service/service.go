@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -271,5 +270,3 @@ func nonZeroTime(t time.Time) *time.Time {
 	t = t.UTC()
 	return &t
 }
-
-func trimSpace(s string) string { return strings.TrimSpace(s) }

@@ -125,7 +125,7 @@ func TestTenantIsolation(t *testing.T) {
 				ids = append(ids, j.ID)
 			}
 			slices.Sort(ids)
-			if want := readable[user]; !slices.Equal(ids, want) && !(len(ids) == 0 && len(want) == 0) || page.Total != len(readable[user]) {
+			if want := readable[user]; !slices.Equal(ids, want) && (len(ids) != 0 || len(want) != 0) || page.Total != len(readable[user]) {
 				t.Errorf("GET /v1/jobs: %v (total %d), want %v", ids, page.Total, readable[user])
 			}
 			h.noForeign(user, "GET /v1/jobs", body, 0)
@@ -176,7 +176,7 @@ func TestTenantIsolation(t *testing.T) {
 			}
 			// Submission to acme's llm.
 			code, body = h.do(user, "POST", "/v1/submissions", map[string]any{"cluster": "gpu1", "template": "small", "account": "acme-llm"})
-			if want := map[string]int{"mem": 201, "view": 403, "tadmin": 403, "ops": 403}[user]; code != want && !(want == 0 && code == 404) {
+			if want := map[string]int{"mem": 201, "view": 403, "tadmin": 403, "ops": 403}[user]; code != want && (want != 0 || code != 404) {
 				t.Errorf("POST /v1/submissions to acme-llm = %d: %s", code, body)
 			}
 			h.noForeign(user, "POST /v1/submissions", body, 0)

@@ -99,16 +99,16 @@ func New(t testing.TB, release string, jobs ...Job) *Bed {
 			slurmresttest.Drop().ServeHTTP(w, r)
 			return
 		}
-		if r.Method == "POST" && nodePath.MatchString(r.URL.Path) {
+		if r.Method == http.MethodPost && nodePath.MatchString(r.URL.Path) {
 			b.control(w, r)
 			return
 		}
-		if r.Method == "POST" && submitPath.MatchString(r.URL.Path) {
+		if r.Method == http.MethodPost && submitPath.MatchString(r.URL.Path) {
 			b.submit(w, r)
 			return
 		}
-		if (r.Method == "DELETE" || r.Method == "POST" || r.Method == "GET") && jobPath.MatchString(r.URL.Path) &&
-			(r.Method != "GET" || bytes.HasSuffix([]byte(r.URL.Path), []byte("/requeue"))) {
+		if (r.Method == http.MethodDelete || r.Method == http.MethodPost || r.Method == http.MethodGet) && jobPath.MatchString(r.URL.Path) &&
+			(r.Method != http.MethodGet || bytes.HasSuffix([]byte(r.URL.Path), []byte("/requeue"))) {
 			b.control(w, r)
 			return
 		}
@@ -172,7 +172,7 @@ func (b *Bed) Submits() []Control {
 // a job id of its own for each.
 func (b *Bed) submit(w http.ResponseWriter, r *http.Request) {
 	var body bytes.Buffer
-	body.ReadFrom(r.Body)
+	_, _ = body.ReadFrom(r.Body) // a body cut short is recorded as it came
 	b.mu.Lock()
 	b.submits = append(b.submits, Control{User: r.Header.Get("X-SLURM-USER-NAME"), Method: r.Method, Path: r.URL.Path, Body: body.Bytes()})
 	if b.nextID == 0 {
@@ -183,7 +183,7 @@ func (b *Bed) submit(w http.ResponseWriter, r *http.Request) {
 	b.mu.Unlock()
 	rec, _ := b.Replay.Record("submit")
 	var m map[string]any
-	json.Unmarshal(rec.Response, &m)
+	mustUnmarshal(rec.Response, &m)
 	m["job_id"] = id
 	m["step_id"] = "batch"
 	writeJSON(w, m)
@@ -194,7 +194,7 @@ func (b *Bed) JobsRequests() int { return b.Replay.Count("GET", "/slurm/"+b.Pars
 
 func (b *Bed) control(w http.ResponseWriter, r *http.Request) {
 	var body bytes.Buffer
-	body.ReadFrom(r.Body)
+	_, _ = body.ReadFrom(r.Body) // a body cut short is recorded as it came
 	b.mu.Lock()
 	b.controls = append(b.controls, Control{User: r.Header.Get("X-SLURM-USER-NAME"), Method: r.Method, Path: r.URL.Path,
 		Query: r.URL.RawQuery, Body: body.Bytes()})
@@ -220,7 +220,7 @@ func (b *Bed) serveJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, _ := b.Replay.Record("jobs")
 	var list map[string]any
-	json.Unmarshal(rec.Response, &list)
+	mustUnmarshal(rec.Response, &list)
 	var jobs []any
 	for _, j := range b.jobs {
 		jobs = append(jobs, b.record(j))
@@ -236,7 +236,7 @@ func (b *Bed) serveJobs(w http.ResponseWriter, r *http.Request) {
 func (b *Bed) record(j Job) map[string]any {
 	raw, _ := json.Marshal(b.template)
 	var m map[string]any
-	json.Unmarshal(raw, &m)
+	mustUnmarshal(raw, &m)
 	m["job_id"] = j.ID
 	if j.User != "" {
 		m["user_name"] = j.User
@@ -279,5 +279,12 @@ func (b *Bed) record(j Job) map[string]any {
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // the client may be gone
+}
+
+// mustUnmarshal decodes a captured record, which is JSON by construction.
+func mustUnmarshal(data []byte, v any) {
+	if err := json.Unmarshal(data, v); err != nil {
+		panic("clustertest: a captured record does not decode: " + err.Error())
+	}
 }
