@@ -17,7 +17,7 @@ import (
 )
 
 // readResponse is the body slurmrestd answered in a captured record.
-func readResponse(f *testing.F, path string) []byte {
+func readResponse(f testing.TB, path string) []byte {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		f.Fatal(err)

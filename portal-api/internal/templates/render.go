@@ -154,6 +154,9 @@ func (s *Set) Render(name string, values map[string]string, user User) (slurmres
 	if !ok {
 		return slurmrest.JobSpec{}, fmt.Errorf("template %q: %w", name, ErrUnknownTemplate)
 	}
+	if user.Name == "" {
+		return slurmrest.JobSpec{}, errors.New("render template " + name + ": no user: a job runs as the user it is rendered for")
+	}
 	var errs []error
 	for _, k := range sortedKeys(values) {
 		if !slices.ContainsFunc(t.Parameters, func(p Param) bool { return p.Name == k }) {

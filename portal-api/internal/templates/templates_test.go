@@ -299,6 +299,9 @@ func TestParamErrors(t *testing.T) {
 	if _, err := set.Render("nope", nil, alice); !errors.Is(err, ErrUnknownTemplate) {
 		t.Errorf("an unknown template: %v", err)
 	}
+	if _, err := set.Render("note", map[string]string{"note": "x"}, User{}); err == nil || !strings.Contains(err.Error(), "no user") {
+		t.Errorf("no user: %v", err)
+	}
 }
 
 func mustRead(t *testing.T, path string) string {
