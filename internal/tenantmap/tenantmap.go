@@ -18,7 +18,9 @@
 // the one its members get: its own, else its tenant's), and the source of
 // every entry and limit (line and path in the policy file). These fields
 // are optional: a map written before them still parses, and then says
-// nothing of limits.
+// nothing of limits. Decoding is strict, so a reader built before them
+// refuses a map that has them: update reclaimd and the portal API before
+// strata-policy renders with them.
 //
 //	{
 //	  "apiVersion": "strata/v1",

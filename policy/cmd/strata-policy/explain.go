@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -79,7 +77,7 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return failure(err)
 	}
-	live, err := readSnapshot(ctx, client, log)
+	live, err := explain.Read(ctx, client, log)
 	if err != nil {
 		return failure(err)
 	}
@@ -104,40 +102,4 @@ func cmdExplain(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return enc.Encode(report)
 	}
 	return explain.Text(c.App.Writer, report)
-}
-
-// readSnapshot reads what explain needs from slurmrestd. The fair-share
-// tree is optional: without it the report says what is unavailable.
-func readSnapshot(ctx context.Context, c *slurmrest.Client, log *slog.Logger) (explain.Snapshot, error) {
-	var s explain.Snapshot
-	var err error
-	if s.Associations, err = c.Associations(ctx, slurmrest.AssociationFilter{}); err != nil {
-		return s, err
-	}
-	if s.Users, err = c.Users(ctx); err != nil {
-		return s, err
-	}
-	if s.QOS, err = c.QOS(ctx); err != nil {
-		return s, err
-	}
-	jobs, err := c.Jobs(ctx, time.Time{})
-	if err != nil {
-		return s, err
-	}
-	s.Jobs = jobs.Jobs
-	if s.Partitions, err = c.Partitions(ctx); err != nil {
-		return s, err
-	}
-	if s.Nodes, err = c.Nodes(ctx); err != nil {
-		return s, err
-	}
-	if s.Shares, err = c.Shares(ctx); err != nil {
-		var auth *slurmrest.AuthError
-		if errors.As(err, &auth) {
-			return s, err
-		}
-		log.Warn("fair-share tree unavailable", "error", err)
-		s.Shares, s.SharesUnavailable = nil, err.Error()
-	}
-	return s, nil
 }
