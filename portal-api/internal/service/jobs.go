@@ -69,10 +69,11 @@ func (s *Server) visible(only, user string) ([]view, []string) {
 			continue
 		}
 		m := c.Tenants()
+		grants := rbac.Grants(m, user)
 		for i := range snap.Jobs {
 			j := &snap.Jobs[i]
 			o := owner(m, j)
-			if !rbac.Allowed(m, user, rbac.ReadJobs, o) {
+			if !rbac.AllowedBy(grants, user, rbac.ReadJobs, o) {
 				continue
 			}
 			out = append(out, view{cluster: name, job: j, owner: o, class: classOf(j)})
