@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,7 +94,8 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		p := cluster.New(cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics,
 			Slurm: slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}})
 		pollers = append(pollers, p)
-		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy})
+		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
+			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/")})
 	}
 	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
 		set, err := templates.Load(cfg.TemplatesDir)

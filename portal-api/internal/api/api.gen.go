@@ -387,6 +387,18 @@ type Reason struct {
 	Text *string `json:"text,omitempty"`
 }
 
+// Reclaim defines model for Reclaim.
+type Reclaim struct {
+	Decisions []map[string]interface{} `json:"decisions"`
+	JobId     int64                    `json:"job_id"`
+
+	// Skipped Why the last cycle took no action on the job.
+	Skipped *map[string]interface{} `json:"skipped,omitempty"`
+
+	// State reclaimd's state of the job (its GPUs' idle windows, warnings sent).
+	State *map[string]interface{} `json:"state,omitempty"`
+}
+
 // Submission defines model for Submission.
 type Submission struct {
 	Account *string `json:"account,omitempty"`
@@ -489,6 +501,9 @@ type ServerInterface interface {
 	// GetJob One job.
 	// (GET /v1/jobs/{cluster}/{id})
 	GetJob(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
+	// GetJobReclaim What reclaimd did to the job and why, from the cluster's reclaimd.
+	// (GET /v1/jobs/{cluster}/{id}/reclaim)
+	GetJobReclaim(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
 	// ControlJob Cancel, hold, release or requeue a job, in Slurm as the caller.
 	// (POST /v1/jobs/{cluster}/{id}/{action})
 	ControlJob(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID, action JobAction)
@@ -702,6 +717,41 @@ func (siw *ServerInterfaceWrapper) GetJob(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetJob(w, r, cluster, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetJobReclaim operation middleware
+func (siw *ServerInterfaceWrapper) GetJobReclaim(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id JobID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetJobReclaim(w, r, cluster, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1040,6 +1090,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/clusters", wrapper.ListClusters)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/reclaim", wrapper.GetJobReclaim)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/{action}", wrapper.ControlJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/queue", wrapper.GetQueue)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/templates", wrapper.ListTemplates)

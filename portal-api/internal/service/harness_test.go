@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,8 @@ type harness struct {
 	router  routers.Router
 	now     time.Time
 	metrics *cluster.Metrics
+
+	reclaimdRequests atomic.Int64
 }
 
 func newHarness(t *testing.T) *harness {
@@ -96,8 +99,9 @@ func newHarness(t *testing.T) *harness {
 		h.beds[c.name], h.pollers[c.name] = bed, p
 		cl := Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }}
 		if c.name == "gpu1" {
-			// gpu2 has no job policy: it takes no submissions.
+			// gpu2 has no job policy: it takes no submissions; nor a reclaimd.
 			cl.Policy = func() *jobpolicy.Policy { return policy }
+			cl.ReclaimdURL = h.reclaimd().URL
 		}
 		clusters = append(clusters, cl)
 	}
@@ -132,6 +136,24 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// reclaimd is reclaimd's API at the network edge: a record for job
+// 910101 in reclaimd's shape, none for the others.
+func (h *harness) reclaimd() *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.reclaimdRequests.Add(1)
+		if r.URL.Path != "/v1/jobs/910101/reclaim" {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error": "reclaimd has no record of job"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"job_id": 910101, "state": {"phase": "warned"}, "decisions": [{"rule": "train-idle", "action": "warn",
+			"reason": "GPUs gpu1:0 and gpu1:1 idle for 30m", "outcome": "sent"}]}`))
+	}))
+	h.t.Cleanup(srv.Close)
+	return srv
 }
 
 // do sends a request as user ("" for none) and validates the answer

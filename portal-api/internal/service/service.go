@@ -43,6 +43,8 @@ type Cluster struct {
 	// Policy is the cluster's job policy (jobpolicy.json) now; nil, or a
 	// nil answer: the cluster takes no submissions through the portal.
 	Policy func() *jobpolicy.Policy
+	// ReclaimdURL is the cluster's reclaimd API; "": none.
+	ReclaimdURL string
 }
 
 // Config is what the server needs.
@@ -61,6 +63,8 @@ type Config struct {
 	Metrics http.Handler
 	Log     *slog.Logger
 	Now     func() time.Time
+	// HTTPClient reaches the clusters' reclaimd; nil: 10 s timeout.
+	HTTPClient *http.Client
 }
 
 // Server is the portal API.
@@ -84,6 +88,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20

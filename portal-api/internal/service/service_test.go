@@ -149,6 +149,11 @@ func TestTenantIsolation(t *testing.T) {
 					t.Errorf("GET %s = %d, want read %v", path, code, wantRead)
 				}
 				h.noForeign(user, "GET "+path, body, j.id)
+				code, body = h.do(user, "GET", path+"/reclaim", nil)
+				if !wantRead && code != 404 || wantRead && code == 404 && j.id == 910101 {
+					t.Errorf("GET %s/reclaim = %d, want read %v", path, code, wantRead)
+				}
+				h.noForeign(user, "GET "+path+"/reclaim", body, j.id)
 				if !wantRead {
 					// A foreign job reads exactly as a missing one.
 					_, missing := h.do(user, "GET", fmt.Sprintf("/v1/jobs/%s/%d", j.cluster, 999999), nil)
@@ -476,5 +481,28 @@ func TestMetrics(t *testing.T) {
 		if strings.Contains(text, leak) {
 			t.Errorf("/metrics names %q", leak)
 		}
+	}
+}
+
+// TestReclaim: reclaimd's record of a job, for a caller who may read the
+// job; reclaimd is not asked about a job the caller may not read.
+func TestReclaim(t *testing.T) {
+	h := newHarness(t)
+	code, body := h.do("mem", "GET", "/v1/jobs/gpu1/910101/reclaim", nil)
+	if code != 200 || !strings.Contains(string(body), `"action":"warn"`) || !strings.Contains(string(body), `"job_id":910101`) {
+		t.Errorf("reclaim = %d %s", code, body)
+	}
+	if code, _ := h.do("mem", "GET", "/v1/jobs/gpu1/910102/reclaim", nil); code != 404 {
+		t.Errorf("no record = %d", code)
+	}
+	if code, _ := h.do("mem", "GET", "/v1/jobs/gpu2/920201/reclaim", nil); code != 503 {
+		t.Errorf("no reclaimd = %d", code)
+	}
+	before := h.reclaimdRequests.Load()
+	if code, _ := h.do("gmem", "GET", "/v1/jobs/gpu1/910101/reclaim", nil); code != 404 {
+		t.Errorf("foreign = %d", code)
+	}
+	if h.reclaimdRequests.Load() != before {
+		t.Error("reclaimd was asked about a job the caller may not read")
 	}
 }
