@@ -217,6 +217,10 @@ bench-policy: deps ## strata-policy apply against per-object sacctmgr on a priva
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkPolicyApply -benchtime 1x -timeout 0 ./policy/cmd/strata-policy/ || rc=$$?; \
 		bash $(TESTBED) down $(BENCH_TB_OPTS) --purge; exit $$rc
 
+.PHONY: bench-portal
+bench-portal: ## portal-api under load: 2 replayed clusters x 2000 jobs, 500 users, 500 req/s for 60 s a phase (STRATA_BENCH_RATE, STRATA_BENCH_SECONDS)
+	$(GO) test -run '^$$' -bench BenchmarkPortalLoad -benchtime 1x -timeout 0 ./portal-api/internal/service/
+
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and the Kubernetes test bed, and show every part working
 	$(GO_BUILD) -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge
