@@ -194,3 +194,20 @@ func Markdown() string {
 	}
 	return b.String()
 }
+
+// ReachesOwn reports whether some role's scope of a is Own: only then
+// does a job's user change the answer for a job of a project, so a caller
+// that checks a project once need not check each of its jobs otherwise.
+func ReachesOwn(a Action) bool {
+	for _, row := range Table {
+		if row.Action != a {
+			continue
+		}
+		for _, s := range row.Scopes {
+			if s == Own {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -64,19 +64,8 @@ func (s *Server) visible(only, user string) ([]view, []string) {
 		if c.Poller.Health().Stale {
 			stale = append(stale, name)
 		}
-		snap := c.Poller.Snapshot()
-		if snap == nil {
-			continue
-		}
-		m := c.Tenants()
-		grants := rbac.Grants(m, user)
-		for i := range snap.Jobs {
-			j := &snap.Jobs[i]
-			o := owner(m, j)
-			if !rbac.AllowedBy(grants, user, rbac.ReadJobs, o) {
-				continue
-			}
-			out = append(out, view{cluster: name, job: j, owner: o, class: classOf(j)})
+		if x := s.indexes.of(c); x != nil {
+			out = x.readable(out, name, user)
 		}
 	}
 	return out, stale

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +75,7 @@ type Server struct {
 	byName   map[string]Cluster
 	mux      *http.ServeMux
 	limiters limiters
+	indexes  indexes
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	log      *slog.Logger
@@ -103,8 +105,10 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, clusters: cfg.Clusters, byName: map[string]Cluster{}, log: cfg.Log,
 		limiters: limiters{m: map[string]*rate.Limiter{}, r: rate.Limit(cfg.RatePerSecond), b: cfg.Burst}}
+	s.indexes = indexes{}
 	for _, c := range cfg.Clusters {
 		s.byName[c.Poller.Name()] = c
+		s.indexes[c.Poller.Name()] = &atomic.Pointer[index]{}
 	}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_portal_http_requests_total",
 		Help: "API requests by route and status code."}, []string{"route", "code"})
