@@ -2,6 +2,7 @@ package service
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -21,11 +22,15 @@ type index struct {
 	accounts []string
 	owner    map[string]rbac.Target
 	jobs     map[string][]int
+	// why memoises explained reasons by job id: an explanation reads the
+	// whole snapshot. It is kept while the job list is the same (a poll
+	// that found no job changed), as are the owners.
+	why *sync.Map
 }
 
 func newIndex(snap *cluster.Snapshot, m *tenantmap.Map) *index {
 	x := &index{snap: snap, tenants: m, owners: make([]rbac.Target, len(snap.Jobs)), classes: make([]string, len(snap.Jobs)),
-		owner: map[string]rbac.Target{}, jobs: map[string][]int{}}
+		owner: map[string]rbac.Target{}, jobs: map[string][]int{}, why: &sync.Map{}}
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		o := owner(m, j)
@@ -52,10 +57,18 @@ func (xs indexes) of(c Cluster) *index {
 	}
 	m := c.Tenants()
 	p := xs[c.Poller.Name()]
-	if x := p.Load(); x != nil && x.snap == snap && x.tenants == m {
+	x := p.Load()
+	switch {
+	case x != nil && x.snap == snap && x.tenants == m:
 		return x
+	case x != nil && x.tenants == m && sameJobs(x.snap, snap):
+		// A poll that found no job changed: the same jobs, newer nodes.
+		nx := *x
+		nx.snap = snap
+		p.Store(&nx)
+		return &nx
 	}
-	x := newIndex(snap, m)
+	x = newIndex(snap, m)
 	p.Store(x)
 	return x
 }
@@ -80,4 +93,11 @@ func (x *index) readable(out []view, cluster, user string) []view {
 		}
 	}
 	return out
+}
+
+// sameJobs reports whether two snapshots hold the very same job list (the
+// poller keeps the list of the last poll when slurmctld says nothing
+// changed).
+func sameJobs(a, b *cluster.Snapshot) bool {
+	return len(a.Jobs) == len(b.Jobs) && (len(a.Jobs) == 0 || &a.Jobs[0] == &b.Jobs[0])
 }

@@ -263,8 +263,13 @@ func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, clusterName api.
 	}
 	out := s.jobOf(v)
 	if out.Reason != nil {
-		if snap := c.Poller.Snapshot(); snap != nil {
-			explained(out.Reason, c.Tenants(), snap, id)
+		if x := s.indexes.of(c); x != nil {
+			if r, ok := x.why.Load(id); ok {
+				out.Reason = r.(*api.Reason)
+			} else {
+				explained(out.Reason, x.tenants, x.snap, id)
+				x.why.Store(id, out.Reason)
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
