@@ -165,7 +165,7 @@ func BenchmarkPortalLoad(b *testing.B) {
 					resp.Body.Close()
 				}
 				d := time.Since(t0)
-				if err != nil || resp.StatusCode != 200 {
+				if err != nil || resp.StatusCode != http.StatusOK {
 					failed.Add(1)
 					return
 				}
