@@ -89,6 +89,7 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO_BUILD) -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
 	$(GO_BUILD) -o $(BIN)/strata-policy ./policy/cmd/strata-policy
 	$(GO_BUILD) -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
+	$(GO_BUILD) -o $(BIN)/strata-portal-api ./portal-api/cmd/strata-portal-api
 	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: packages
