@@ -201,6 +201,24 @@ type ClusterList struct {
 	Clusters []Cluster `json:"clusters"`
 }
 
+// ClusterOverview defines model for ClusterOverview.
+type ClusterOverview struct {
+	Cluster string `json:"cluster"`
+
+	// GpusAllocated GPUs held by the running jobs the caller oversees.
+	GpusAllocated int `json:"gpus_allocated"`
+
+	// GpusTotal The cluster's GPUs (cluster admins only).
+	GpusTotal *int `json:"gpus_total,omitempty"`
+
+	// NodesUnavailable Nodes down or drained, with their reasons (cluster admins only).
+	NodesUnavailable *[]UnavailableNode `json:"nodes_unavailable,omitempty"`
+	Pending          int                `json:"pending"`
+	Running          int                `json:"running"`
+	Stale            bool               `json:"stale"`
+	Tenants          []TenantOverview   `json:"tenants"`
+}
+
 // Error defines model for Error.
 type Error struct {
 	// Code Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, internal.
@@ -337,6 +355,11 @@ type NodeList struct {
 	Stale *bool  `json:"stale,omitempty"`
 }
 
+// Overview defines model for Overview.
+type Overview struct {
+	Clusters []ClusterOverview `json:"clusters"`
+}
+
 // Queue defines model for Queue.
 type Queue struct {
 	Groups        []QueueGroup `json:"groups"`
@@ -385,6 +408,12 @@ type Reason struct {
 
 	// Text This job's case in plain words, with its numbers ("project acme-llm uses 60 of its 64 GPUs; this job asks for 8"); on GET /v1/jobs/{cluster}/{id} only.
 	Text *string `json:"text,omitempty"`
+}
+
+// ReasonCount defines model for ReasonCount.
+type ReasonCount struct {
+	Count  int    `json:"count"`
+	Reason string `json:"reason"`
 }
 
 // Reclaim defines model for Reclaim.
@@ -454,6 +483,22 @@ type TemplateParam struct {
 // TemplateParamType defines model for TemplateParam.Type.
 type TemplateParamType string
 
+// TenantOverview defines model for TenantOverview.
+type TenantOverview struct {
+	GpusAllocated int           `json:"gpus_allocated"`
+	Pending       int           `json:"pending"`
+	Running       int           `json:"running"`
+	Tenant        string        `json:"tenant"`
+	TopReasons    []ReasonCount `json:"top_reasons"`
+}
+
+// UnavailableNode defines model for UnavailableNode.
+type UnavailableNode struct {
+	Name   string   `json:"name"`
+	Reason *string  `json:"reason,omitempty"`
+	State  []string `json:"state"`
+}
+
 // ClusterName defines model for ClusterName.
 type ClusterName = string
 
@@ -519,6 +564,9 @@ type ServerInterface interface {
 	// GetSpec This document.
 	// (GET /v1/openapi.yaml)
 	GetSpec(w http.ResponseWriter, r *http.Request)
+	// GetOverview Operators' view of each cluster (cluster admins; a tenant's admins see their tenant).
+	// (GET /v1/overview)
+	GetOverview(w http.ResponseWriter, r *http.Request)
 	// GetQueue Pending jobs the caller may see, by cluster, tenant and project, with counts by reason.
 	// (GET /v1/queue)
 	GetQueue(w http.ResponseWriter, r *http.Request, params GetQueueParams)
@@ -903,6 +951,20 @@ func (siw *ServerInterfaceWrapper) GetSpec(w http.ResponseWriter, r *http.Reques
 	handler.ServeHTTP(w, r)
 }
 
+// GetOverview operation middleware
+func (siw *ServerInterfaceWrapper) GetOverview(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetOverview(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetQueue operation middleware
 func (siw *ServerInterfaceWrapper) GetQueue(w http.ResponseWriter, r *http.Request) {
 
@@ -1093,6 +1155,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/reclaim", wrapper.GetJobReclaim)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/{action}", wrapper.ControlJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/queue", wrapper.GetQueue)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/overview", wrapper.GetOverview)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/templates", wrapper.ListTemplates)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/submissions", wrapper.SubmitJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/nodes/{cluster}", wrapper.ListNodes)

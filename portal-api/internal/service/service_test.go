@@ -179,6 +179,17 @@ func TestTenantIsolation(t *testing.T) {
 					h.noForeign(user, "POST "+path+"/"+action, body, j.id)
 				}
 			}
+			// The operators' overview.
+			code, body = h.do(user, "GET", "/v1/overview", nil)
+			if want := map[bool]int{true: 200, false: 403}[user == "ops" || user == "tadmin"]; code != want {
+				t.Errorf("GET /v1/overview = %d, want %d", code, want)
+			}
+			if user != "ops" {
+				h.noForeign(user, "GET /v1/overview", body, 0)
+				if strings.Contains(string(body), "gpus_total") || strings.Contains(string(body), "nodes_unavailable") {
+					t.Errorf("GET /v1/overview as %s shows the cluster's nodes: %s", user, body)
+				}
+			}
 			// Submission to acme's llm.
 			code, body = h.do(user, "POST", "/v1/submissions", map[string]any{"cluster": "gpu1", "template": "small", "account": "acme-llm"})
 			if want := map[string]int{"mem": 201, "view": 403, "tadmin": 403, "ops": 403}[user]; code != want && (want != 0 || code != 404) {
@@ -504,5 +515,29 @@ func TestReclaim(t *testing.T) {
 	}
 	if h.reclaimdRequests.Load() != before {
 		t.Error("reclaimd was asked about a job the caller may not read")
+	}
+}
+
+// TestOverview: a cluster admin's view of a cluster, and a tenant
+// admin's of their tenant.
+func TestOverview(t *testing.T) {
+	h := newHarness(t)
+	_, body := h.do("ops", "GET", "/v1/overview", nil)
+	var o struct {
+		Clusters []struct {
+			Cluster                         string
+			Running, Pending, GpusAllocated int
+			GpusTotal                       *int `json:"gpus_total"`
+			Tenants                         []struct{ Tenant string }
+		}
+	}
+	json.Unmarshal(body, &o)
+	if len(o.Clusters) != 2 || o.Clusters[0].Running != 3 || o.Clusters[0].Pending != 3 || o.Clusters[0].GpusTotal == nil ||
+		*o.Clusters[0].GpusTotal == 0 || len(o.Clusters[0].Tenants) != 3 {
+		t.Errorf("ops overview = %s", body)
+	}
+	_, body = h.do("tadmin", "GET", "/v1/overview", nil)
+	if !strings.Contains(string(body), `"tenant":"acme"`) || strings.Contains(string(body), "globex") || !strings.Contains(string(body), `"reason":"QOSGrpGRES"`) {
+		t.Errorf("tadmin overview = %s", body)
 	}
 }
