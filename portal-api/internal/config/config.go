@@ -124,6 +124,10 @@ type Cluster struct {
 	// render), against which a submission is checked as job_submit.lua
 	// checks it; without it the cluster takes no submissions.
 	JobPolicyFile string `yaml:"job_policy_file"`
+	// WorkDir is a submitted job's working directory (Slurm requires
+	// one) unless its template sets it; {user} is the user's name, as in
+	// /home/{user}.
+	WorkDir string `yaml:"work_dir"`
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
@@ -152,7 +156,7 @@ func Default() Config {
 
 // ClusterDefaults fill what a cluster entry leaves out.
 func ClusterDefaults() Cluster {
-	return Cluster{PollUser: "root", TokenLifetime: 5 * time.Minute, PollInterval: 15 * time.Second, StaleAfter: time.Minute}
+	return Cluster{PollUser: "root", WorkDir: "/tmp", TokenLifetime: 5 * time.Minute, PollInterval: 15 * time.Second, StaleAfter: time.Minute}
 }
 
 // Load reads and validates a file.
@@ -197,6 +201,9 @@ func (c *Cluster) defaults() {
 	}
 	if c.StaleAfter == 0 {
 		c.StaleAfter = d.StaleAfter
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = d.WorkDir
 	}
 }
 
@@ -288,6 +295,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.absFile(p+".jwt_key_file", cl.JWTKeyFile, true, "the cluster's jwt_hs256.key, to mint tokens for users")
 		ps.absFile(p+".tenants_file", cl.TenantsFile, true, "the cluster's tenants.json, which strata-policy render writes")
 		ps.absFile(p+".job_policy_file", cl.JobPolicyFile, false, "")
+		ps.absFile(p+".work_dir", strings.ReplaceAll(cl.WorkDir, "{user}", "user"), true, "a directory every user may work in, such as /home/{user}")
 		if cl.PollUser == "" {
 			ps.bad(p+".poll_user", "give an operator, to see every user's jobs", "required")
 		}

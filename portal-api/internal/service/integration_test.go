@@ -18,12 +18,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/internal/testbed"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 // switchable is a reverse proxy in front of a test bed's slurmrestd that
@@ -221,5 +223,90 @@ func TestIntegrationClusters(t *testing.T) {
 	}
 	if code, body := do(alice, "GET", "/v1/jobs"); code != 200 || !strings.Contains(body, `"stale_clusters":["`+first+`"]`) {
 		t.Errorf("jobs with a stopped cluster: %d %s", code, body)
+	}
+}
+
+// TestIntegrationSubmit: alice submits a template through the portal and
+// the job runs in Slurm as alice with the template's options; over the
+// project's GPU limit she is refused with the policy line before Slurm is
+// asked; bob, of another tenant, cannot submit to her project.
+func TestIntegrationSubmit(t *testing.T) {
+	beds := testbed.All(t)
+	b := beds[0]
+	alice, bob := b.Users[0], b.Users[1]
+	st, err := store.Open(testbed.Context(t), filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tokens := map[string]string{}
+	for _, u := range []string{alice, bob} {
+		tok, _, err := st.CreateToken(testbed.Context(t), u, "", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[u] = tok
+	}
+	policy, err := jobpolicy.Parse([]byte(fmt.Sprintf(`{"apiVersion": "strata/v1", "kind": "JobPolicy", "source": "policy.yaml",
+	  "cluster": %q, "default_class": "batch", "classes_line": 10,
+	  "classes": {"batch": {"partition": %q, "default_time": 10, "max_time": 120, "requeue": true, "whole_nodes": false,
+	    "switches": 0, "max_gpus_per_job": 0, "line": 20, "max_time_line": 22, "max_gpus_line": 20, "whole_nodes_line": 20}},
+	  "partitions": {%q: "batch"},
+	  "accounts": {%q: {"tenant": "lab", "project": "main", "line": 50, "classes": ["batch"], "classes_line": 51,
+	    "gpus": {"limit": 4, "owner": "account %s", "line": 52}, "gpus_by_type": {}, "members": [%q], "viewers": {}}},
+	  "users": {%q: %q}}`, b.Cluster, b.Partition, b.Partition, b.Account, b.Account, alice, alice, b.Account)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := templates.Load("testdata/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := slurmrest.NewKeySigner(b.JWTKey, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cluster.New(cluster.Config{Name: "c1", Slurm: slurmrest.Config{URL: b.URL, User: b.AdminUser, Tokens: signer}, Interval: time.Second})
+	m := tenantsOf(t, b, alice, bob)
+	srv := httptest.NewServer(New(Config{Clusters: []Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m },
+		Policy: func() *jobpolicy.Policy { return policy }, WorkDir: b.JobDir}}, Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}),
+		Store: st, Templates: func() *templates.Set { return set }}))
+	defer srv.Close()
+	submit := func(user string, params map[string]string) (int, string) {
+		t.Helper()
+		data, _ := json.Marshal(map[string]any{"cluster": "c1", "template": "small", "params": params})
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/submissions", strings.NewReader(string(data)))
+		req.Header.Set("Authorization", "Bearer "+tokens[user])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, body := submit(alice, map[string]string{"gpus": "1", "steps": "3", "tag": "it"})
+	if code != 201 {
+		t.Fatalf("alice's submission = %d %s", code, body)
+	}
+	var sub struct {
+		JobID int64 `json:"job_id"`
+	}
+	json.Unmarshal([]byte(body), &sub)
+	j := testbed.WaitJob(t, b.Client(t), sub.JobID, time.Minute, "known", func(slurmrest.Job) bool { return true })
+	if j.User != alice || j.Account != b.Account || j.Partition != b.Partition || j.TimeLimit != time.Hour || j.WorkDir != b.JobDir {
+		t.Errorf("the job in Slurm: user %s, account %s, partition %s, time limit %s, work dir %s", j.User, j.Account, j.Partition, j.TimeLimit, j.WorkDir)
+	}
+	b.Client(t).Cancel(testbed.Context(t), sub.JobID)
+	code, body = submit(alice, map[string]string{"gpus": "6"})
+	if code != 403 || !strings.Contains(body, `"policy_line":"policy.yaml:52"`) {
+		t.Errorf("over the limit = %d %s", code, body)
+	}
+	if code, body := submit(bob, map[string]string{"gpus": "1"}); code == 201 {
+		t.Errorf("bob submitted: %s", body)
+	}
+	if recs, _ := st.Submissions(testbed.Context(t), alice, 10); len(recs) != 1 || recs[0].JobID != sub.JobID {
+		t.Errorf("recorded submissions = %+v", recs)
 	}
 }

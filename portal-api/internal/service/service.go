@@ -46,6 +46,9 @@ type Cluster struct {
 	Policy func() *jobpolicy.Policy
 	// ReclaimdURL is the cluster's reclaimd API; "": none.
 	ReclaimdURL string
+	// WorkDir is a submitted job's working directory unless its template
+	// sets one; {user} is the user's name. "": /tmp.
+	WorkDir string
 }
 
 // Config is what the server needs.

@@ -1,11 +1,13 @@
 package service
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -127,7 +129,8 @@ func (s *Server) SubmitJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	params := deref(req.Params)
-	spec, err := set.WithPolicy(policy).Render(req.Template, params, templates.User{Name: who.User, Account: account})
+	spec, err := set.WithPolicy(policy).Render(req.Template, params, templates.User{Name: who.User, Account: account,
+		WorkDir: strings.ReplaceAll(cmp.Or(c.WorkDir, "/tmp"), "{user}", who.User)})
 	var refusal *jobpolicy.Refusal
 	switch {
 	case errors.Is(err, templates.ErrUnknownTemplate):
