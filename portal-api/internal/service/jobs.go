@@ -349,6 +349,12 @@ func slurmStatus(err error) (int, api.ErrorCode, string) {
 	case errors.Is(err, slurmrest.ErrJobPending):
 		return http.StatusConflict, api.SlurmRefused, "the job is pending"
 	}
+	var apiErr *slurmrest.APIError
+	if errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500 {
+		// Slurm judged the request (a job_submit refusal, a bad state):
+		// the caller's to change, not a failure of the cluster.
+		return http.StatusUnprocessableEntity, api.SlurmRefused, "Slurm's message says why"
+	}
 	return http.StatusBadGateway, api.SlurmRefused, "see the message; try again shortly if it says the cluster did not answer"
 }
 
