@@ -95,6 +95,7 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO_BUILD) -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
 	$(GO_BUILD) -o $(BIN)/strata-policy ./policy/cmd/strata-policy
 	$(GO_BUILD) -o $(BIN)/strata-bridge ./bridge/cmd/strata-bridge
+	$(GO_BUILD) -o $(BIN)/strata-portal-api ./portal-api/cmd/strata-portal-api
 	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: packages
@@ -119,7 +120,7 @@ packages-nfpm: $(NFPM)
 		| sed 's/^/  /'; done; done
 
 .PHONY: generate
-generate: generate-slurmrest generate-dashboards ## regenerate all generated code
+generate: generate-slurmrest generate-portal generate-dashboards ## regenerate all generated code
 
 .PHONY: generate-dashboards
 generate-dashboards: ## regenerate the Grafana dashboards in etc/grafana (from internal/dashboards)
@@ -128,6 +129,10 @@ generate-dashboards: ## regenerate the Grafana dashboards in etc/grafana (from i
 .PHONY: generate-slurmrest
 generate-slurmrest: $(OAPI_CODEGEN) ## regenerate the slurmrestd clients and their adapters (parsers: internal/slurmrest/adaptergen/parsers.go)
 	$(GO) run ./internal/slurmrest/cmd/adaptergen -dir internal/slurmrest -oapi-codegen $(OAPI_CODEGEN)
+
+.PHONY: generate-portal
+generate-portal: $(OAPI_CODEGEN) ## regenerate the portal API's server interface and types from portal-api/openapi.yaml
+	cd portal-api/internal/api && $(OAPI_CODEGEN) -config oapi-codegen.yaml ../../openapi.yaml
 
 .PHONY: test-unit
 test-unit: $(OAPI_CODEGEN) ## unit tests: no network, no services (race detector on)
@@ -222,6 +227,10 @@ bench-policy: deps ## strata-policy apply against per-object sacctmgr on a priva
 		STRATA_BENCH_SACCTMGR_SAMPLES="$(BENCH_POLICY_SACCTMGR_SAMPLES)" \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkPolicyApply -benchtime 1x -timeout 0 ./policy/cmd/strata-policy/ || rc=$$?; \
 		bash $(TESTBED) down $(BENCH_TB_OPTS) --purge; exit $$rc
+
+.PHONY: bench-portal
+bench-portal: ## portal-api under load: 2 replayed clusters x 2000 jobs, 500 users, 500 req/s for 60 s a phase (STRATA_BENCH_RATE, STRATA_BENCH_SECONDS)
+	$(GO) test -run '^$$' -bench BenchmarkPortalLoad -benchtime 1x -timeout 0 ./portal-api/internal/service/
 
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and the Kubernetes test bed, and show every part working

@@ -59,6 +59,7 @@ var configWant = map[string]string{ // etc/strata/... -> group
 	"bridge/runtimes/triton.yaml":  "strata-bridge",
 	"bridge/runtimes/vllm.yaml":    "strata-bridge",
 	"policy.yaml":                  "root",
+	"portal-api.yaml":              "strata-portal-api",
 	"reclaim-rules.json":           "strata-reclaimd",
 	"reclaimd-mail.tmpl":           "strata-reclaimd",
 	"reclaimd.yaml":                "strata-reclaimd",

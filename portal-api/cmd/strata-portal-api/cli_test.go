@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/strata-hpc/strata/internal/cliexit"
+)
+
+// setup writes a config whose database, tenant map and jwt key are in a
+// temporary folder.
+func setup(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	tenants, err := os.ReadFile("../../internal/service/testdata/tenants.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tenants.json"), tenants, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "jwt.key"), []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `apiVersion: strata/v1
+kind: PortalConfig
+database: ` + filepath.Join(dir, "portal.db") + `
+clusters:
+  - name: gpu1
+    slurmrestd_url: http://127.0.0.1:6820
+    jwt_key_file: ` + filepath.Join(dir, "jwt.key") + `
+    tenants_file: ` + filepath.Join(dir, "tenants.json") + `
+`
+	path := filepath.Join(dir, "portal-api.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), append([]string{"strata-portal-api"}, args...), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// TestToken: create prints a token once; list shows its record and never
+// the token; revoke revokes it once; bad input is a usage error.
+func TestToken(t *testing.T) {
+	cfg := setup(t)
+	out, stderr, err := runCLI(t, "--config", cfg, "token", "create", "--user", "alice", "--expires", "30d", "--note", "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(out)
+	if !regexp.MustCompile(`^strata_pat_[A-Za-z0-9_-]{43}$`).MatchString(tok) || !strings.Contains(stderr, "shown only now") {
+		t.Fatalf("token create printed %q / %q", out, stderr)
+	}
+	out, _, err = runCLI(t, "--config", cfg, "token", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "alice") || !strings.Contains(out, "valid") || !strings.Contains(out, "laptop") || strings.Contains(out, tok[12:]) {
+		t.Errorf("token list:\n%s", out)
+	}
+	if out, _, err := runCLI(t, "--config", cfg, "token", "revoke", "1"); err != nil || !strings.Contains(out, "revoked") {
+		t.Errorf("revoke: %q %v", out, err)
+	}
+	if out, _, _ := runCLI(t, "--config", cfg, "token", "list", "--user", "alice"); !strings.Contains(out, "revoked") {
+		t.Errorf("after revoke:\n%s", out)
+	}
+	if _, _, err := runCLI(t, "--config", cfg, "token", "revoke", "1"); err == nil || cliexit.CodeOf(err) != 1 {
+		t.Errorf("second revoke: %v", err)
+	}
+	for name, args := range map[string][]string{
+		"too long":     {"token", "create", "--user", "bob", "--expires", "1000d"},
+		"bare number":  {"token", "create", "--user", "bob", "--expires", "30"},
+		"no user":      {"token", "create"},
+		"not an id":    {"token", "revoke", "one"},
+		"extra arg":    {"token", "revoke", "1", "2"},
+		"unknown verb": {"tokens"},
+	} {
+		if _, _, err := runCLI(t, append([]string{"--config", cfg}, args...)...); cliexit.CodeOf(err) != cliexit.ExitUsage && (name != "no user" || err == nil) {
+			t.Errorf("%s: err = %v (exit %d), want a usage error", name, err, cliexit.CodeOf(err))
+		}
+	}
+}
+
+// TestCheckConfig: a good config with its files passes; an exposed jwt
+// key and a bad tenant map are both reported.
+func TestCheckConfig(t *testing.T) {
+	cfg := setup(t)
+	if out, _, err := runCLI(t, "check-config", cfg); err != nil || !strings.Contains(out, "ok (1 clusters)") {
+		t.Fatalf("check-config = %q, %v", out, err)
+	}
+	dir := filepath.Dir(cfg)
+	os.Chmod(filepath.Join(dir, "jwt.key"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tenants.json"), []byte(`{"apiVersion": "strata/v1"}`), 0o644)
+	_, _, err := runCLI(t, "check-config", cfg)
+	if err == nil || !strings.Contains(err.Error(), "jwt_key_file") || !strings.Contains(err.Error(), "tenants.json") {
+		t.Errorf("check-config = %v; want both problems", err)
+	}
+}
+
+// TestShippedConfig: the example in etc/ is a valid config.
+func TestShippedConfig(t *testing.T) {
+	_, _, err := runCLI(t, "check-config", "../../../etc/strata/portal-api.yaml")
+	// Its tenant maps and keys are on a real host only: the config itself
+	// must pass, so the problems are only about those files.
+	if err != nil && (strings.Contains(err.Error(), "portal-api.yaml:") || !strings.Contains(err.Error(), "cluster gpu1")) {
+		t.Errorf("check-config of the example: %v", err)
+	}
+}

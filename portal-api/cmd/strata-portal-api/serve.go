@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/internal/buildinfo"
+	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/jobpolicy"
+	"github.com/strata-hpc/strata/internal/secretfile"
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster"
+	"github.com/strata-hpc/strata/portal-api/internal/config"
+	"github.com/strata-hpc/strata/portal-api/internal/service"
+	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
+)
+
+// checkKey holds a cluster's jwt key to the rule of every secret file
+// (internal/secretfile): others may not read or write it.
+func checkKey(log *slog.Logger, path string) error {
+	warning, err := secretfile.Rule{}.Check(path)
+	if err != nil {
+		return fmt.Errorf("jwt_key_file: %w", err)
+	}
+	if warning != "" && log != nil {
+		log.Warn("jwt key readable by another group", "file", path, "warning", warning)
+	}
+	return nil
+}
+
+func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
+	cfg, err := config.Load(c.String("config"))
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.Database)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }() // after daemon.Run has waited for every loop and request
+	reg := prometheus.NewRegistry()
+	buildinfo.Register(reg, "portal-api")
+	metrics := cluster.NewMetrics(reg)
+
+	var clusters []service.Cluster
+	var pollers []*cluster.Poller
+	var reload []daemon.Reloader
+	for _, cl := range cfg.Clusters {
+		if err := checkKey(log, cl.JWTKeyFile); err != nil {
+			return fmt.Errorf("cluster %s: %w", cl.Name, err)
+		}
+		signer, err := slurmrest.NewKeySigner(cl.JWTKeyFile, cl.TokenLifetime)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", cl.Name, err)
+		}
+		tenants, err := daemon.Load(ctx, "tenant map of "+cl.Name, func(context.Context) (*tenantmap.Map, error) {
+			return tenantmap.Load(cl.TenantsFile)
+		})
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", cl.Name, err)
+		}
+		name, file := cl.Name, cl.TenantsFile
+		tenants.OnReload(func(m *tenantmap.Map) {
+			log.Info("tenant map reloaded", "cluster", name, "file", file, "tenants", len(m.Tenants))
+		})
+		reload = append(reload, tenants)
+		policy := func() *jobpolicy.Policy { return nil }
+		if cl.JobPolicyFile != "" {
+			pv, err := daemon.Load(ctx, "job policy of "+cl.Name, func(context.Context) (*jobpolicy.Policy, error) {
+				return jobpolicy.Load(cl.JobPolicyFile)
+			})
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", cl.Name, err)
+			}
+			reload = append(reload, pv)
+			policy = pv.Get
+		} else {
+			log.Warn("cluster takes no submissions through the portal: no job_policy_file", "cluster", cl.Name)
+		}
+		p := cluster.New(cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics,
+			Slurm: slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}})
+		pollers = append(pollers, p)
+		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
+			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir})
+	}
+	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
+		set, err := templates.Load(cfg.TemplatesDir)
+		if errors.Is(err, fs.ErrNotExist) {
+			log.Warn("no job templates: the folder does not exist", "templates_dir", cfg.TemplatesDir)
+			return nil, nil
+		}
+		return set, err
+	})
+	if err != nil {
+		return err
+	}
+	reload = append(reload, tmpl)
+	a := auth.New(auth.Config{Issuer: cfg.Auth.OIDC.Issuer, Audience: cfg.Auth.OIDC.Audience, UserClaim: cfg.Auth.OIDC.UserClaim,
+		Tokens: st, TokenPrefix: store.TokenPrefix, Proxies: cfg.TrustedProxies(), Header: cfg.Auth.Proxy.Header})
+	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, Templates: tmpl.Get, RatePerSecond: cfg.Limits.RatePerSecond,
+		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Log: log})
+
+	ln, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	if !cfg.TLS.Enabled() && !cfg.ListenLoopback() {
+		log.Warn("API reachable from other hosts without TLS: tokens cross the network in clear", "listen", cfg.Listen)
+	}
+	log.Info("strata-portal-api starting", "listen", cfg.Listen, "tls", cfg.TLS.Enabled(), "clusters", len(cfg.Clusters),
+		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database)
+	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: srv, Loops: cluster.NewSet(pollers...).Loops(),
+		Reload: reload, ShutdownTimeout: 20 * time.Second})
+}
+
+func listen(cfg *config.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	if !cfg.TLS.Enabled() {
+		return ln, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	if err != nil {
+		_ = ln.Close() // nothing was served on it
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+}

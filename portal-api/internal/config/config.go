@@ -1,0 +1,370 @@
+// Package config reads /etc/strata/portal-api.yaml, the configuration of
+// strata-portal-api, with internal/strictyaml: strict YAML over defaults
+// in code, durations in internal/duration's grammar, and a Validate whose
+// problems carry their key's path, so that every problem of a file comes
+// at once as "file:line:col: message (hint: ...)".
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/strictyaml"
+)
+
+// APIVersion and Kind head the file.
+const (
+	APIVersion = "strata/v1"
+	Kind       = "PortalConfig"
+)
+
+// DefaultPath is where strata-portal-api looks for its configuration.
+const DefaultPath = "/etc/strata/portal-api.yaml"
+
+// Config is the portal API's configuration.
+type Config struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	// Listen is the address of the API, /healthz and /metrics.
+	Listen string `yaml:"listen"`
+	TLS    TLS    `yaml:"tls"`
+	// Database is the SQLite file of tokens, the audit log and submissions.
+	Database string `yaml:"database"`
+	// TemplatesDir holds the job templates, one YAML file each; a
+	// missing folder is no templates.
+	TemplatesDir string    `yaml:"templates_dir"`
+	Auth         Auth      `yaml:"auth"`
+	Limits       Limits    `yaml:"limits"`
+	Clusters     []Cluster `yaml:"clusters"`
+}
+
+// TLS serves HTTPS when both files are given.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Enabled reports whether TLS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// Auth says who a caller is.
+type Auth struct {
+	OIDC  OIDC  `yaml:"oidc"`
+	Proxy Proxy `yaml:"proxy"`
+	// Tokens are the personal API tokens of `strata-portal-api token create`.
+	Tokens Tokens `yaml:"tokens"`
+}
+
+// OIDC verifies bearer ID tokens of one issuer; empty Issuer turns it off.
+type OIDC struct {
+	// Issuer is the issuer URL; its discovery document and JWKS are read
+	// from it.
+	Issuer string `yaml:"issuer"`
+	// Audience is the client ID tokens must be issued to.
+	Audience string `yaml:"audience"`
+	// UserClaim holds the Slurm user name (as slurm.conf's
+	// userclaimfield): preferred_username, email's local part is not
+	// guessed.
+	UserClaim string `yaml:"user_claim"`
+}
+
+// Enabled reports whether OIDC is configured.
+func (o OIDC) Enabled() bool { return o.Issuer != "" }
+
+// Proxy trusts a user header set by a reverse proxy, only on requests
+// from its addresses.
+type Proxy struct {
+	// Trusted are the proxies' addresses or networks (10.0.0.5,
+	// 10.0.0.0/24); empty turns the header off.
+	Trusted []string `yaml:"trusted"`
+	// Header carries the user name.
+	Header string `yaml:"header"`
+}
+
+// Tokens tunes personal API tokens.
+type Tokens struct {
+	// MaxLifetime bounds --expires of token create.
+	MaxLifetime time.Duration `yaml:"max_lifetime"`
+}
+
+// Limits bound what one caller may ask.
+type Limits struct {
+	// RatePerSecond and Burst are each user's request rate.
+	RatePerSecond float64 `yaml:"rate_per_second"`
+	Burst         int     `yaml:"burst"`
+	// MaxBodyBytes caps a request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// Cluster is one Slurm cluster the portal serves.
+type Cluster struct {
+	// Name is how the API names the cluster (in /v1/jobs/{cluster}/...).
+	Name string `yaml:"name"`
+	// SlurmrestdURL reaches the cluster's slurmrestd.
+	SlurmrestdURL string `yaml:"slurmrestd_url"`
+	// JWTKeyFile is the cluster's jwt_hs256.key: the portal mints
+	// short-lived tokens for the poller's user and for every user it acts for.
+	JWTKeyFile string `yaml:"jwt_key_file"`
+	// PollUser is who the poller reads jobs, nodes and shares as: an
+	// operator, to see every user's jobs.
+	PollUser string `yaml:"poll_user"`
+	// TokenLifetime of the minted tokens.
+	TokenLifetime time.Duration `yaml:"token_lifetime"`
+	// TenantsFile is the cluster's tenants.json (strata-policy render).
+	TenantsFile string `yaml:"tenants_file"`
+	// JobPolicyFile is the cluster's jobpolicy.json (strata-policy
+	// render), against which a submission is checked as job_submit.lua
+	// checks it; without it the cluster takes no submissions.
+	JobPolicyFile string `yaml:"job_policy_file"`
+	// WorkDir is a submitted job's working directory (Slurm requires
+	// one) unless its template sets it; {user} is the user's name, as in
+	// /home/{user}.
+	WorkDir string `yaml:"work_dir"`
+	// PollInterval between two polls.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// StaleAfter: a snapshot older than this is shown as stale.
+	StaleAfter    time.Duration `yaml:"stale_after"`
+	ReclaimdURL   string        `yaml:"reclaimd_url"`
+	BridgeURL     string        `yaml:"bridge_url"`
+	PrometheusURL string        `yaml:"prometheus_url"`
+}
+
+// Default is the configuration used for keys the file leaves out. It is
+// not valid alone: it names no cluster.
+func Default() Config {
+	return Config{
+		APIVersion: APIVersion, Kind: Kind,
+		Listen:       "127.0.0.1:8470",
+		Database:     "/var/lib/strata/portal-api/portal.db",
+		TemplatesDir: "/etc/strata/templates",
+		Auth: Auth{
+			OIDC:   OIDC{UserClaim: "preferred_username"},
+			Proxy:  Proxy{Trusted: []string{}, Header: "X-Remote-User"},
+			Tokens: Tokens{MaxLifetime: 90 * 24 * time.Hour},
+		},
+		Limits: Limits{RatePerSecond: 20, Burst: 40, MaxBodyBytes: 1 << 20},
+	}
+}
+
+// ClusterDefaults fill what a cluster entry leaves out.
+func ClusterDefaults() Cluster {
+	return Cluster{PollUser: "root", WorkDir: "/tmp", TokenLifetime: 5 * time.Minute, PollInterval: 15 * time.Second, StaleAfter: time.Minute}
+}
+
+// Load reads and validates a file.
+func Load(path string) (*Config, error) {
+	c, err := strictyaml.LoadWithDefaults(path, Default(), decodeOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Parse decodes data over the defaults and validates it; name names the
+// file in diagnostics.
+func Parse(name string, data []byte) (*Config, error) {
+	c, err := strictyaml.ParseWithDefaults(name, data, Default(), decodeOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+var decodeOptions = strictyaml.Options{
+	What: "a portal API config",
+	Nouns: map[reflect.Type]string{
+		reflect.TypeFor[Config]():  "the portal API config",
+		reflect.TypeFor[Cluster](): "a cluster",
+	},
+	Example: "start with apiVersion: " + APIVersion + " and kind: " + Kind + " (see " + DefaultPath + ")",
+}
+
+// defaults fills what a cluster entry leaves out.
+func (c *Cluster) defaults() {
+	d := ClusterDefaults()
+	if c.PollUser == "" {
+		c.PollUser = d.PollUser
+	}
+	if c.TokenLifetime == 0 {
+		c.TokenLifetime = d.TokenLifetime
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = d.PollInterval
+	}
+	if c.StaleAfter == 0 {
+		c.StaleAfter = d.StaleAfter
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = d.WorkDir
+	}
+}
+
+type problems strictyaml.Diagnostics
+
+func (ps *problems) bad(path, hint, format string, args ...any) {
+	*ps = append(*ps, strictyaml.Diagnostic{Path: path, Msg: path + ": " + fmt.Sprintf(format, args...), Hint: hint})
+}
+
+var clusterName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
+
+// Validate returns every problem with its key's path, after filling each
+// cluster's defaults.
+func (c *Config) Validate() strictyaml.Diagnostics {
+	var ps problems
+	if c.APIVersion != APIVersion {
+		ps.bad("apiVersion", "use apiVersion: "+APIVersion, "%q is not supported", c.APIVersion)
+	}
+	if c.Kind != Kind {
+		ps.bad("kind", "use kind: "+Kind, "%q is not a portal API config", c.Kind)
+	}
+	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
+		ps.bad("listen", "write host:port, such as 127.0.0.1:8470", "%q is not host:port", c.Listen)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		ps.bad("listen", "give a port from 1 to 65535", "%q: port %q is not a port number", c.Listen, port)
+	} else if host == "" {
+		ps.bad("listen", fmt.Sprintf("write 0.0.0.0:%s if that is meant, or 127.0.0.1:%s", port, port), "%q listens on every address", c.Listen)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		ps.bad("tls", "give both cert_file and key_file, or neither", "only one of cert_file and key_file is set")
+	}
+	ps.absFile("tls.cert_file", c.TLS.CertFile, false, "")
+	ps.absFile("tls.key_file", c.TLS.KeyFile, false, "")
+	ps.absFile("database", c.Database, true, "the SQLite file of tokens, audit log and submissions")
+	ps.absFile("templates_dir", c.TemplatesDir, true, "the folder of the job templates")
+
+	o := c.Auth.OIDC
+	if o.Issuer != "" {
+		if u, err := url.Parse(o.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			ps.bad("auth.oidc.issuer", "give the issuer URL, such as https://login.example.org/realms/hpc", "%q is not an http(s) URL", o.Issuer)
+		}
+		if o.Audience == "" {
+			ps.bad("auth.oidc.audience", "give the client ID the portal's tokens are issued to", "required with an issuer")
+		}
+		if o.UserClaim == "" {
+			ps.bad("auth.oidc.user_claim", "name the claim that holds the Slurm user name, such as preferred_username", "required with an issuer")
+		}
+	}
+	for i, t := range c.Auth.Proxy.Trusted {
+		if _, err := netip.ParsePrefix(t); err != nil {
+			if _, err := netip.ParseAddr(t); err != nil {
+				ps.bad(fmt.Sprintf("auth.proxy.trusted[%d]", i), "give an address or a network, such as 10.0.0.5 or 10.0.0.0/24",
+					"%q is neither an address nor a network", t)
+			}
+		}
+	}
+	if len(c.Auth.Proxy.Trusted) > 0 && c.Auth.Proxy.Header == "" {
+		ps.bad("auth.proxy.header", "name the header the proxy sets, such as X-Remote-User", "required with trusted proxies")
+	}
+	if c.Auth.Tokens.MaxLifetime < time.Hour {
+		ps.bad("auth.tokens.max_lifetime", "give 1h or more (90d is usual)", "%s is shorter than 1h", c.Auth.Tokens.MaxLifetime)
+	}
+	if c.Limits.RatePerSecond <= 0 {
+		ps.bad("limits.rate_per_second", "give each user's request rate, such as 20", "%g is not a rate", c.Limits.RatePerSecond)
+	}
+	if c.Limits.Burst < 1 {
+		ps.bad("limits.burst", "give 1 or more (twice the rate is usual)", "%d is too few", c.Limits.Burst)
+	}
+	if c.Limits.MaxBodyBytes < 1024 {
+		ps.bad("limits.max_body_bytes", "give 1024 or more (1048576 is usual)", "%d is too small for a submission", c.Limits.MaxBodyBytes)
+	}
+
+	if len(c.Clusters) == 0 {
+		ps.bad("clusters", "list the clusters the portal serves, each with name, slurmrestd_url, jwt_key_file and tenants_file", "required")
+	}
+	seen := map[string]int{}
+	for i := range c.Clusters {
+		cl := &c.Clusters[i]
+		cl.defaults()
+		p := fmt.Sprintf("clusters[%d]", i)
+		if !clusterName.MatchString(cl.Name) {
+			ps.bad(p+".name", "use lowercase letters, digits, '-' and '_', up to 40", "%q is not a cluster name", cl.Name)
+		} else if j, dup := seen[cl.Name]; dup {
+			ps.bad(p+".name", "give each cluster its own name", "%q is also clusters[%d]", cl.Name, j)
+		} else {
+			seen[cl.Name] = i
+		}
+		ps.url(p+".slurmrestd_url", cl.SlurmrestdURL, true, "slurmrestd's URL, such as http://127.0.0.1:6820")
+		ps.absFile(p+".jwt_key_file", cl.JWTKeyFile, true, "the cluster's jwt_hs256.key, to mint tokens for users")
+		ps.absFile(p+".tenants_file", cl.TenantsFile, true, "the cluster's tenants.json, which strata-policy render writes")
+		ps.absFile(p+".job_policy_file", cl.JobPolicyFile, false, "")
+		ps.absFile(p+".work_dir", strings.ReplaceAll(cl.WorkDir, "{user}", "user"), true, "a directory every user may work in, such as /home/{user}")
+		if cl.PollUser == "" {
+			ps.bad(p+".poll_user", "give an operator, to see every user's jobs", "required")
+		}
+		if cl.TokenLifetime < time.Minute || cl.TokenLifetime > time.Hour {
+			ps.bad(p+".token_lifetime", "give 1m to 1h (5m is usual): the tokens act for users", "%s is out of range", cl.TokenLifetime)
+		}
+		if cl.PollInterval < 2*time.Second {
+			ps.bad(p+".poll_interval", "give 2s or more (15s is usual)", "%s is shorter than 2s", cl.PollInterval)
+		}
+		if cl.StaleAfter < cl.PollInterval {
+			ps.bad(p+".stale_after", "give more than poll_interval (four polls is usual)", "%s is shorter than poll_interval %s", cl.StaleAfter, cl.PollInterval)
+		}
+		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
+		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
+		ps.url(p+".prometheus_url", cl.PrometheusURL, false, "Prometheus's URL")
+	}
+	return strictyaml.Diagnostics(ps)
+}
+
+func (ps *problems) url(path, value string, required bool, what string) {
+	if value == "" {
+		if required {
+			ps.bad(path, "give "+what, "required")
+		}
+		return
+	}
+	if u, err := url.Parse(value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		ps.bad(path, "give "+what, "%q is not an http:// or https:// URL", value)
+	}
+}
+
+func (ps *problems) absFile(path, value string, required bool, what string) {
+	switch {
+	case value == "" && required:
+		ps.bad(path, "give "+what, "required")
+	case value != "" && (!filepath.IsAbs(value) || filepath.Clean(value) != value || value == "/"):
+		ps.bad(path, "write an absolute path without . or .. parts", "%q is not an absolute clean path", value)
+	}
+}
+
+// Cluster returns the cluster named name.
+func (c *Config) Cluster(name string) (*Cluster, bool) {
+	for i := range c.Clusters {
+		if c.Clusters[i].Name == name {
+			return &c.Clusters[i], true
+		}
+	}
+	return nil, false
+}
+
+// TrustedProxies are the parsed proxy networks (an address is a /32 or /128).
+func (c *Config) TrustedProxies() []netip.Prefix {
+	var out []netip.Prefix
+	for _, t := range c.Auth.Proxy.Trusted {
+		if p, err := netip.ParsePrefix(t); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(t); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out
+}
+
+// ListenLoopback reports whether only local clients reach the API.
+func (c *Config) ListenLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback())
+}

@@ -1,0 +1,72 @@
+package config
+
+import (
+	"flag"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/strictyaml/strictyamltest"
+)
+
+var update = flag.Bool("update", false, "rewrite the .golden files of testdata/*.bad.yaml")
+
+// TestFiles: each testdata/*.good.yaml loads; each *.bad.yaml fails with
+// the diagnostics of its .golden file, all at once (-update rewrites them).
+func TestFiles(t *testing.T) {
+	strictyamltest.Files(t, "testdata", *update, func(path string) error {
+		_, err := Load(path)
+		return err
+	})
+}
+
+// TestMinimal: a file that names one cluster gets every other value from
+// the defaults, the cluster's included.
+func TestMinimal(t *testing.T) {
+	cfg, err := Load("testdata/minimal.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	cl := ClusterDefaults()
+	cl.Name, cl.SlurmrestdURL = "gpu1", "http://127.0.0.1:6820"
+	cl.JWTKeyFile, cl.TenantsFile = "/etc/strata/clusters/gpu1/jwt_hs256.key", "/etc/strata/clusters/gpu1/tenants.json"
+	want.Clusters = []Cluster{cl}
+	if diff := cmp.Diff(&want, cfg); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if cfg.Auth.OIDC.Enabled() || cfg.TLS.Enabled() || len(cfg.TrustedProxies()) != 0 || !cfg.ListenLoopback() {
+		t.Errorf("a minimal config enables OIDC, TLS or a proxy, or listens beyond loopback: %+v", cfg)
+	}
+	if cl.PollInterval != 15*time.Second || cl.StaleAfter != time.Minute || cl.PollUser != "root" {
+		t.Errorf("cluster defaults = %+v", cl)
+	}
+}
+
+// TestTrustedProxies: an address is a network of one.
+func TestTrustedProxies(t *testing.T) {
+	cfg, err := Load("testdata/two-clusters.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.5/32"), netip.MustParsePrefix("10.1.0.0/24")}
+	if diff := cmp.Diff(want, cfg.TrustedProxies(), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if c, ok := cfg.Cluster("gpu2"); !ok || c.SlurmrestdURL != "https://10.0.1.10:6820" {
+		t.Errorf("Cluster(gpu2) = %+v, %v", c, ok)
+	}
+}
+
+// TestShippedExample: etc/strata/portal-api.yaml loads.
+func TestShippedExample(t *testing.T) {
+	cfg, err := Load("../../../etc/strata/portal-api.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Clusters) < 2 {
+		t.Errorf("the example serves %d clusters; it shows two", len(cfg.Clusters))
+	}
+}

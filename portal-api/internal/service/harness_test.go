@@ -1,0 +1,228 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strata-hpc/strata/internal/jobpolicy"
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
+	portalapi "github.com/strata-hpc/strata/portal-api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
+	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
+)
+
+// The jobs of the two fake clusters: gpu1 replays Slurm 26.05, gpu2 24.11.
+var (
+	gpu1Jobs = []clustertest.Job{
+		{ID: 910101, User: "mem", Account: "acme-llm", Name: "llm-train", QOS: "train"},
+		{ID: 910102, User: "mem2", Account: "acme-llm", State: "PENDING", Reason: "Priority", QOS: "batch"},
+		{ID: 910103, User: "vmem", Account: "acme-vision", State: "PENDING", Reason: "QOSGrpGRES", Name: "vision-secret"},
+		{ID: 910104, User: "gmem", Account: "globex-rl", Name: "globex-secret"},
+		{ID: 910105, User: "gmem", Account: "globex-rl", State: "PENDING", Reason: "Resources"},
+		{ID: 910106, User: "stranger", Account: "orphan", Name: "orphan-job"},
+	}
+	gpu2Jobs = []clustertest.Job{
+		{ID: 920201, User: "mem", Account: "acme-llm", State: "PENDING", Reason: "Priority"},
+		{ID: 920202, User: "gmem", Account: "globex-rl"},
+	}
+)
+
+// users of the tenant map (testdata/tenants.json): ops is a cluster
+// admin, tadmin administers acme, mem and mem2 are members of acme's llm,
+// view its viewer, vmem a member of acme's vision, gmem of globex's rl;
+// nobody is in no project.
+var users = []string{"ops", "tadmin", "mem", "view", "vmem", "gmem", "nobody"}
+
+type harness struct {
+	t       *testing.T
+	srv     *httptest.Server
+	beds    map[string]*clustertest.Bed
+	pollers map[string]*cluster.Poller
+	store   *store.Store
+	tokens  map[string]string
+	router  routers.Router
+	now     time.Time
+	metrics *cluster.Metrics
+
+	reclaimdRequests atomic.Int64
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, beds: map[string]*clustertest.Bed{}, pollers: map[string]*cluster.Poller{}, tokens: map[string]string{},
+		now: time.Unix(1795983872, 0)}
+	m, err := tenantmap.Load("testdata/tenants.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := jobpolicy.Load("testdata/jobpolicy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := templates.Load("testdata/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	h.metrics = cluster.NewMetrics(reg)
+	var clusters []Cluster
+	for _, c := range []struct {
+		name, release string
+		jobs          []clustertest.Job
+	}{{"gpu1", "26.05", gpu1Jobs}, {"gpu2", "24.11", gpu2Jobs}} {
+		bed := clustertest.New(t, c.release, c.jobs...)
+		p := cluster.New(cluster.Config{Name: c.name, Slurm: slurmrest.Config{URL: bed.URL, Tokens: slurmrest.StaticToken("t")},
+			Interval: time.Second, StaleAfter: time.Minute, Metrics: h.metrics, Now: func() time.Time { return h.now }})
+		if err := p.Poll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		h.beds[c.name], h.pollers[c.name] = bed, p
+		cl := Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }}
+		if c.name == "gpu1" {
+			// gpu2 has no job policy: it takes no submissions; nor a reclaimd.
+			cl.Policy = func() *jobpolicy.Policy { return policy }
+			cl.ReclaimdURL = h.reclaimd().URL
+		}
+		clusters = append(clusters, cl)
+	}
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h.store = st
+	for _, u := range users {
+		tok, _, err := st.CreateToken(t.Context(), u, "", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.tokens[u] = tok
+	}
+	a := auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix})
+	s := New(Config{Clusters: clusters, Auth: a, Store: st, Templates: func() *templates.Set { return set }, RatePerSecond: 1e6, Burst: 1e6, Registry: reg,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Now: func() time.Time { return h.now }})
+	h.srv = httptest.NewServer(s)
+	t.Cleanup(h.srv.Close)
+
+	doc, err := openapi3.NewLoader().LoadFromData(portalapi.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	doc.Servers = nil
+	if h.router, err = legacy.NewRouter(doc); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// reclaimd is reclaimd's API at the network edge: a record for job
+// 910101 in reclaimd's shape, none for the others.
+func (h *harness) reclaimd() *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.reclaimdRequests.Add(1)
+		if r.URL.Path != "/v1/jobs/910101/reclaim" {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error": "reclaimd has no record of job"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"job_id": 910101, "state": {"phase": "warned"}, "decisions": [{"rule": "train-idle", "action": "warn",
+			"reason": "GPUs gpu1:0 and gpu1:1 idle for 30m", "outcome": "sent"}]}`))
+	}))
+	h.t.Cleanup(srv.Close)
+	return srv
+}
+
+// do sends a request as user ("" for none) and validates the answer
+// against openapi.yaml: every status, header and body of every route.
+func (h *harness) do(user, method, path string, body any) (int, []byte) {
+	h.t.Helper()
+	var rd io.Reader
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, h.srv.URL+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+h.tokens[user])
+	}
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.validate(req, raw, resp, got)
+	return resp.StatusCode, got
+}
+
+func (h *harness) validate(req *http.Request, reqBody []byte, resp *http.Response, body []byte) {
+	h.t.Helper()
+	vreq := req.Clone(context.Background())
+	vreq.URL.Scheme, vreq.URL.Host = "", ""
+	route, params, err := h.router.FindRoute(vreq)
+	if err != nil {
+		if resp.StatusCode != http.StatusNotFound {
+			h.t.Errorf("%s %s: not a route of the spec (%v), answered %d", req.Method, req.URL.Path, err, resp.StatusCode)
+		}
+		h.checkError(req, resp, body)
+		return
+	}
+	if reqBody != nil {
+		vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		h.t.Errorf("%s %s → %d does not follow openapi.yaml: %v\n%s", req.Method, req.URL.Path, resp.StatusCode, err, body)
+	}
+	if resp.StatusCode >= 400 {
+		h.checkError(req, resp, body)
+	}
+}
+
+// checkError: every error is JSON with a code and a message.
+func (h *harness) checkError(req *http.Request, resp *http.Response, body []byte) {
+	h.t.Helper()
+	var e struct{ Code, Message string }
+	if err := json.Unmarshal(body, &e); err != nil || e.Code == "" || e.Message == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		h.t.Errorf("%s %s → %d: not a JSON error with code and message: %s", req.Method, req.URL.Path, resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,571 @@
+package service
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/explain"
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster"
+	"github.com/strata-hpc/strata/portal-api/internal/rbac"
+	"github.com/strata-hpc/strata/portal-api/internal/store"
+)
+
+// view is a job of a snapshot with whose it is.
+type view struct {
+	cluster string
+	job     *slurmrest.Job
+	owner   rbac.Target
+	class   string
+}
+
+func owner(m *tenantmap.Map, j *slurmrest.Job) rbac.Target {
+	t := rbac.Target{User: j.User}
+	if o, ok := m.Lookup(j.Account); ok {
+		t.Tenant, t.Project = o.Tenant, o.Project
+	} else {
+		// An account outside the policy: its own tenant, no project, so
+		// that only a cluster admin sees it.
+		t.Tenant = "account:" + j.Account
+	}
+	return t
+}
+
+// classOf is the job's workload class: the one it asked for with
+// --comment=strata:class=<name>, else its QOS, which job_submit sets to
+// the class.
+func classOf(j *slurmrest.Job) string {
+	for _, f := range strings.FieldsFunc(j.Comment, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if c, ok := strings.CutPrefix(f, "strata:class="); ok {
+			return c
+		}
+	}
+	return j.QOS
+}
+
+// visible are the jobs of the clusters (all when only is "") that user
+// may read.
+func (s *Server) visible(only, user string) ([]view, []string) {
+	var out []view
+	var stale []string
+	for _, c := range s.clusters {
+		name := c.Poller.Name()
+		if only != "" && name != only {
+			continue
+		}
+		if c.Poller.Health().Stale {
+			stale = append(stale, name)
+		}
+		if x := s.indexes.of(c); x != nil {
+			out = x.readable(out, name, user)
+		}
+	}
+	return out, stale
+}
+
+func (s *Server) jobOf(v view) api.Job {
+	j := v.job
+	out := api.Job{
+		Cluster: v.cluster, Id: j.ID, Name: j.Name, User: j.User, Account: j.Account,
+		Tenant: v.owner.Tenant, Project: v.owner.Project, Partition: j.Partition, Class: v.class,
+		State: j.State.Base(), Held: j.Held, RestartCount: j.RestartCount, Gpus: []string{},
+		SubmitTime: nonZeroTime(j.SubmitTime), StartTime: nonZeroTime(j.StartTime), EndTime: nonZeroTime(j.EndTime),
+	}
+	if strings.HasPrefix(out.Tenant, "account:") {
+		out.Tenant = ""
+	}
+	if j.QOS != "" {
+		out.Qos = ptr(j.QOS)
+	}
+	if len(j.State) > 1 {
+		out.StateFlags = ptr([]string(slices.Clone(j.State[1:])))
+	}
+	for _, g := range j.GPUs {
+		out.Gpus = append(out.Gpus, g.String())
+	}
+	if len(j.Nodes) > 0 {
+		out.Nodes = ptr(slices.Clone(j.Nodes))
+	}
+	if j.WorkDir != "" {
+		out.WorkDir = ptr(j.WorkDir)
+	}
+	if j.ArrayJobID > 0 {
+		out.ArrayJobId = ptr(j.ArrayJobID)
+		if j.ArrayTaskID >= 0 {
+			out.ArrayTaskId = ptr(j.ArrayTaskID)
+		}
+	}
+	now := s.cfg.Now()
+	if j.TimeLimit > 0 {
+		out.TimeLimitSeconds = ptr(int64(j.TimeLimit / time.Second))
+	}
+	if !j.StartTime.IsZero() && j.StartTime.Unix() > 0 {
+		end := now
+		if !j.Running() && !j.EndTime.IsZero() && j.EndTime.Unix() > 0 {
+			end = j.EndTime
+		}
+		used := max(end.Sub(j.StartTime), 0)
+		out.TimeUsedSeconds = ptr(int64(used / time.Second))
+		if j.Running() && j.TimeLimit > 0 {
+			out.TimeLeftSeconds = ptr(int64(max(j.TimeLimit-used, 0) / time.Second))
+		}
+	}
+	if !j.Running() && !j.State.Has("PENDING") {
+		out.ExitCode = ptr(j.ExitCode)
+	}
+	if j.State.Has("PENDING") {
+		out.Reason = s.reason(j)
+	}
+	return out
+}
+
+// reason is why a pending job waits: Slurm's code and what it means.
+func (s *Server) reason(j *slurmrest.Job) *api.Reason {
+	r := &api.Reason{Slurm: cmp.Or(j.StateReason, "None")}
+	if j.StateDesc != "" {
+		r.Detail = ptr(j.StateDesc)
+	}
+	if m := explain.Meaning(j.StateReason); m != "" {
+		r.Meaning = ptr(m)
+	}
+	return r
+}
+
+// explained adds to a pending job's reason its case in plain words, the
+// limit that holds it and that limit's policy line (internal/explain, as
+// strata-policy explain says it), from the cluster's snapshot and tenant
+// map. It costs a pass over the snapshot: one job's route only.
+func explained(r *api.Reason, m *tenantmap.Map, snap *cluster.Snapshot, id int64) {
+	rep, err := explain.Job(explain.Input{Tenants: m, Live: explain.Snapshot{Associations: snap.Associations, Users: snap.Users,
+		QOS: snap.QOS, Jobs: snap.Jobs, Partitions: snap.Partitions, Nodes: snap.Nodes, Shares: snap.Shares}}, id)
+	if err != nil || rep.Why == nil {
+		return
+	}
+	w := rep.Why
+	if w.Meaning != "" {
+		r.Meaning = ptr(w.Meaning)
+	}
+	if w.Detail != "" {
+		r.Text = ptr(w.Detail)
+	}
+	if w.Hint != "" {
+		r.Hint = ptr(w.Hint)
+	}
+	if w.Limit != nil && w.Limit.Limit.Source != nil {
+		r.PolicyLine = ptr(w.Limit.Limit.Source.String())
+	}
+}
+
+func newest(a, b view) int {
+	if c := b.job.SubmitTime.Compare(a.job.SubmitTime); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.job.ID, a.job.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.cluster, b.cluster)
+}
+
+// ListJobs lists the jobs the caller may read.
+func (s *Server) ListJobs(w http.ResponseWriter, r *http.Request, p api.ListJobsParams) {
+	id := identity(r.Context())
+	only := deref(p.Cluster)
+	if only != "" {
+		if _, ok := s.byName[only]; !ok {
+			writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", only), "GET /v1/clusters lists them")
+			return
+		}
+	}
+	views, stale := s.visible(only, id.User)
+	match := views[:0:0]
+	for _, v := range views {
+		if p.Tenant != nil && v.owner.Tenant != *p.Tenant ||
+			p.Project != nil && v.owner.Project != *p.Project ||
+			p.User != nil && v.job.User != *p.User ||
+			p.State != nil && !strings.EqualFold(v.job.State.Base(), *p.State) ||
+			p.Class != nil && v.class != *p.Class {
+			continue
+		}
+		match = append(match, v)
+	}
+	slices.SortFunc(match, newest)
+	limit, offset := 100, 0
+	if p.Limit != nil {
+		limit = *p.Limit
+	}
+	if p.Offset != nil {
+		offset = *p.Offset
+	}
+	if limit < 1 || limit > 1000 || offset < 0 {
+		writeError(w, http.StatusBadRequest, api.BadRequest, "limit must be 1 to 1000 and offset 0 or more", "")
+		return
+	}
+	page := api.JobPage{Jobs: []api.Job{}, Total: len(match)}
+	for i := offset; i < len(match) && i < offset+limit; i++ {
+		page.Jobs = append(page.Jobs, s.jobOf(match[i]))
+	}
+	if offset+limit < len(match) {
+		page.NextOffset = ptr(offset + limit)
+	}
+	if len(stale) > 0 {
+		page.StaleClusters = &stale
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// find returns the job of a cluster the caller may read; the error
+// answer is the same whether the job does not exist or is not theirs.
+func (s *Server) find(w http.ResponseWriter, r *http.Request, clusterName string, jobID int64) (view, Cluster, bool) {
+	c, ok := s.byName[clusterName]
+	notFound := func() {
+		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no job %d on cluster %q", jobID, clusterName),
+			"GET /v1/jobs lists the jobs you may see; a job just submitted shows after the next poll")
+	}
+	if !ok {
+		notFound()
+		return view{}, Cluster{}, false
+	}
+	snap := c.Poller.Snapshot()
+	if snap == nil {
+		notFound()
+		return view{}, Cluster{}, false
+	}
+	m := c.Tenants()
+	user := identity(r.Context()).User
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if j.ID != jobID {
+			continue
+		}
+		o := owner(m, j)
+		if !rbac.Allowed(m, user, rbac.ReadJobs, o) {
+			break
+		}
+		return view{cluster: clusterName, job: j, owner: o, class: classOf(j)}, c, true
+	}
+	notFound()
+	return view{}, Cluster{}, false
+}
+
+// GetJob returns one job.
+func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, id api.JobID) {
+	v, c, ok := s.find(w, r, clusterName, id)
+	if !ok {
+		return
+	}
+	out := s.jobOf(v)
+	if out.Reason != nil {
+		if x := s.indexes.of(c); x != nil {
+			if r, ok := x.why.Load(id); ok {
+				out.Reason = r.(*api.Reason)
+			} else {
+				explained(out.Reason, x.tenants, x.snap, id)
+				x.why.Store(id, out.Reason)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ControlJob cancels, holds, releases or requeues a job as the caller.
+func (s *Server) ControlJob(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, id api.JobID, action api.JobAction) {
+	if !action.Valid() {
+		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no action %q", action), "use cancel, hold, release or requeue")
+		return
+	}
+	v, c, ok := s.find(w, r, clusterName, id)
+	if !ok {
+		return
+	}
+	who := identity(r.Context())
+	m := c.Tenants()
+	if !rbac.CanControl(m, who.User, v.owner) {
+		writeError(w, http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s job %d", action, id),
+			"only the job's user, or an admin of its tenant, may")
+		return
+	}
+	client, err := c.Poller.Client(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", clusterName), "try again shortly")
+		return
+	}
+	target := string(v.job.Ref())
+	aid, err := s.cfg.Store.Intent(r.Context(), store.Audit{User: who.User, Via: who.Via, Cluster: clusterName, Action: string(action), Target: target})
+	if err != nil {
+		s.log.Error("audit record not written: action not taken", "cluster", clusterName, "job_id", target, "action", action, "error", err)
+		writeError(w, http.StatusInternalServerError, api.Internal, "the action could not be recorded, so it was not taken", "try again; tell the portal's admins if it persists")
+		return
+	}
+	as := client.As(who.User)
+	ref := v.job.Ref()
+	switch action {
+	case api.Cancel:
+		err = as.CancelRef(r.Context(), ref)
+	case api.Hold:
+		err = as.UpdateRef(r.Context(), slurmrest.RefOf(v.job.ID), slurmrest.JobUpdate{Hold: ptr(true)})
+	case api.Release:
+		err = as.UpdateRef(r.Context(), slurmrest.RefOf(v.job.ID), slurmrest.JobUpdate{Hold: ptr(false)})
+	case api.Requeue:
+		err = as.RequeueRef(r.Context(), ref, slurmrest.RequeueOptions{Reason: "strata: requeued by " + who.User + " through the portal"})
+	}
+	if ferr := s.cfg.Store.Finish(r.Context(), aid, err); ferr != nil {
+		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
+	}
+	s.log.Info("job action", "cluster", clusterName, "job_id", target, "action", action, "user", who.User, "via", who.Via,
+		"audit_id", aid, "ok", err == nil, "error", errString(err))
+	if err != nil {
+		code, ec, hint := slurmStatus(err)
+		writeError(w, code, ec, fmt.Sprintf("Slurm did not %s job %d: %s", action, id, err), hint)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ActionResult{Cluster: clusterName, Target: target, Action: string(action), AuditId: aid})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// slurmStatus maps what slurmrestd said to an answer.
+func slurmStatus(err error) (int, api.ErrorCode, string) {
+	var ae *slurmrest.AuthError
+	switch {
+	case errors.As(err, &ae), errors.Is(err, slurmrest.ErrPermission):
+		return http.StatusForbidden, api.SlurmRefused, "Slurm refused it for your user"
+	case errors.Is(err, slurmrest.ErrNotFound):
+		return http.StatusNotFound, api.NotFound, "the job may have ended; GET /v1/jobs shows it after the next poll"
+	case errors.Is(err, slurmrest.ErrUnsupported):
+		return http.StatusNotImplemented, api.Unavailable, "this cluster's Slurm has no REST requeue: use scontrol requeue"
+	case errors.Is(err, slurmrest.ErrJobPending):
+		return http.StatusConflict, api.SlurmRefused, "the job is pending"
+	}
+	var apiErr *slurmrest.APIError
+	if errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500 {
+		// Slurm judged the request (a job_submit refusal, a bad state):
+		// the caller's to change, not a failure of the cluster.
+		return http.StatusUnprocessableEntity, api.SlurmRefused, "Slurm's message says why"
+	}
+	return http.StatusBadGateway, api.SlurmRefused, "see the message; try again shortly if it says the cluster did not answer"
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// GetQueue groups the pending jobs the caller may read.
+func (s *Server) GetQueue(w http.ResponseWriter, r *http.Request, p api.GetQueueParams) {
+	only := deref(p.Cluster)
+	if only != "" {
+		if _, ok := s.byName[only]; !ok {
+			writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", only), "GET /v1/clusters lists them")
+			return
+		}
+	}
+	views, stale := s.visible(only, identity(r.Context()).User)
+	type key struct{ cluster, tenant, project string }
+	groups := map[key]*api.QueueGroup{}
+	counts := map[key]map[string]int{}
+	var order []key
+	for _, v := range views {
+		if !v.job.State.Has("PENDING") {
+			continue
+		}
+		tenant := v.owner.Tenant
+		if strings.HasPrefix(tenant, "account:") {
+			tenant = ""
+		}
+		k := key{v.cluster, tenant, v.owner.Project}
+		g, ok := groups[k]
+		if !ok {
+			g = &api.QueueGroup{Cluster: k.cluster, Tenant: k.tenant, Project: k.project, Jobs: &[]api.QueueJob{}}
+			groups[k], counts[k] = g, map[string]int{}
+			order = append(order, k)
+		}
+		reason := cmp.Or(v.job.StateReason, "None")
+		g.Pending++
+		counts[k][reason]++
+		*g.Jobs = append(*g.Jobs, api.QueueJob{Id: v.job.ID, User: v.job.User, Reason: reason, Class: ptr(v.class),
+			SubmitTime: nonZeroTime(v.job.SubmitTime), EligibleTime: nonZeroTime(v.job.EligibleTime)})
+	}
+	slices.SortFunc(order, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.project, b.project))
+	})
+	out := api.Queue{Groups: []api.QueueGroup{}}
+	for _, k := range order {
+		g := groups[k]
+		for reason, n := range counts[k] {
+			g.Reasons = append(g.Reasons, struct {
+				Count  int    `json:"count"`
+				Reason string `json:"reason"`
+			}{n, reason})
+		}
+		slices.SortFunc(g.Reasons, func(a, b struct {
+			Count  int    `json:"count"`
+			Reason string `json:"reason"`
+		}) int {
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Reason, b.Reason))
+		})
+		slices.SortFunc(*g.Jobs, func(a, b api.QueueJob) int { return cmp.Compare(a.Id, b.Id) })
+		out.Groups = append(out.Groups, *g)
+	}
+	if len(stale) > 0 {
+		out.StaleClusters = &stale
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ListClusters lists the clusters with their health, and how many of
+// their jobs the caller may read.
+func (s *Server) ListClusters(w http.ResponseWriter, r *http.Request) {
+	user := identity(r.Context()).User
+	out := api.ClusterList{Clusters: []api.Cluster{}}
+	for _, c := range s.clusters {
+		h := c.Poller.Health()
+		ac := api.Cluster{Name: c.Poller.Name(), Healthy: h.Healthy, Stale: h.Stale}
+		if h.Err != "" {
+			ac.Error = ptr(h.Err)
+		}
+		if snap := c.Poller.Snapshot(); snap != nil {
+			ac.AgeSeconds = ptr(float32(h.Age.Seconds()))
+			ac.SnapshotTime = nonZeroTime(snap.At)
+			ac.SlurmRelease, ac.Parser = ptr(snap.Info.Release), ptr(snap.Info.Parser)
+			views, _ := s.visible(c.Poller.Name(), user)
+			ac.Jobs = ptr(len(views))
+		}
+		out.Clusters = append(out.Clusters, ac)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// GetMe says who the caller is and what roles they hold.
+func (s *Server) GetMe(w http.ResponseWriter, r *http.Request) {
+	id := identity(r.Context())
+	out := api.Me{User: id.User, Via: api.MeVia(id.Via), Clusters: []api.Membership{}}
+	for _, c := range s.clusters {
+		mb := api.Membership{Cluster: c.Poller.Name(), Projects: []struct {
+			Project string                     `json:"project"`
+			Role    api.MembershipProjectsRole `json:"role"`
+			Tenant  string                     `json:"tenant"`
+		}{}}
+		for _, g := range rbac.Grants(c.Tenants(), id.User) {
+			switch {
+			case g.Role == rbac.ClusterAdmin:
+				mb.ClusterAdmin = true
+			case g.Project != "":
+				mb.Projects = append(mb.Projects, struct {
+					Project string                     `json:"project"`
+					Role    api.MembershipProjectsRole `json:"role"`
+					Tenant  string                     `json:"tenant"`
+				}{g.Project, api.MembershipProjectsRole(g.Role), g.Tenant})
+			}
+		}
+		out.Clusters = append(out.Clusters, mb)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ListNodes lists a cluster's nodes, for operators.
+func (s *Server) ListNodes(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName) {
+	c, ok := s.byName[clusterName]
+	if !ok {
+		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", clusterName), "GET /v1/clusters lists them")
+		return
+	}
+	if !rbac.Allowed(c.Tenants(), identity(r.Context()).User, rbac.OperatorViews, rbac.Target{}) {
+		writeError(w, http.StatusForbidden, api.Forbidden, "the nodes are for the cluster's admins", "")
+		return
+	}
+	out := api.NodeList{Nodes: []api.Node{}, Stale: ptr(c.Poller.Health().Stale)}
+	if snap := c.Poller.Snapshot(); snap != nil {
+		for _, n := range snap.Nodes {
+			an := api.Node{Name: n.Name, State: nonNil(n.State), Gpus: n.GPUs, GpusUsed: n.GPUsUsed, Cpus: ptr(n.CPUs), AllocCpus: ptr(n.AllocCPUs)}
+			if n.Reason != "" {
+				an.Reason = ptr(n.Reason)
+			}
+			if n.GPUType != "" {
+				an.GpuType = ptr(n.GPUType)
+			}
+			if len(n.Partitions) > 0 {
+				an.Partitions = ptr(slices.Clone(n.Partitions))
+			}
+			out.Nodes = append(out.Nodes, an)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ControlNode drains or resumes a node, as the caller, with their reason
+// marked "strata: " as everything Strata writes into Slurm; audited.
+func (s *Server) ControlNode(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, node string, action api.NodeAction) {
+	c, ok := s.byName[clusterName]
+	if !ok || !action.Valid() {
+		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q or action %q", clusterName, action), "")
+		return
+	}
+	who := identity(r.Context())
+	if !rbac.Allowed(c.Tenants(), who.User, rbac.DrainNodes, rbac.Target{}) {
+		writeError(w, http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", "")
+		return
+	}
+	var req api.NodeActionRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 200 {
+		writeError(w, http.StatusBadRequest, api.BadRequest, "give a reason of 1 to 200 characters", `send {"reason": "..."}`)
+		return
+	}
+	snap := c.Poller.Snapshot()
+	if snap == nil || !slices.ContainsFunc(snap.Nodes, func(n slurmrest.Node) bool { return n.Name == node }) {
+		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no node %q on cluster %q", node, clusterName), "GET /v1/nodes/{cluster} lists them")
+		return
+	}
+	client, err := c.Poller.Client(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", clusterName), "try again shortly")
+		return
+	}
+	reason := "strata: " + strings.TrimPrefix(strings.TrimSpace(req.Reason), "strata: ")
+	aid, err := s.cfg.Store.Intent(r.Context(), store.Audit{User: who.User, Via: who.Via, Cluster: clusterName, Action: string(action), Target: node, Detail: reason})
+	if err != nil {
+		s.log.Error("audit record not written: action not taken", "cluster", clusterName, "node", node, "action", action, "error", err)
+		writeError(w, http.StatusInternalServerError, api.Internal, "the action could not be recorded, so it was not taken", "try again; tell the portal's admins if it persists")
+		return
+	}
+	state := slurmrest.NodeDrain
+	if action == api.Resume {
+		state = slurmrest.NodeResume
+	}
+	err = client.As(who.User).UpdateNode(r.Context(), node, state, reason)
+	if ferr := s.cfg.Store.Finish(r.Context(), aid, err); ferr != nil {
+		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
+	}
+	s.log.Info("node action", "cluster", clusterName, "node", node, "action", action, "user", who.User, "reason", reason,
+		"audit_id", aid, "ok", err == nil, "error", errString(err))
+	if err != nil {
+		code, ec, hint := slurmStatus(err)
+		writeError(w, code, ec, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, err), hint)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ActionResult{Cluster: clusterName, Target: node, Action: string(action), AuditId: aid})
+}

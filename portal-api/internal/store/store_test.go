@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func open(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "portal.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// TestTokens: a token is shown once, only its hash is stored, and it stops
+// working when it expires or is revoked.
+func TestTokens(t *testing.T) {
+	s, path := open(t)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return now })
+	tok, rec, err := s.CreateToken(t.Context(), "alice", "laptop", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tok, TokenPrefix) || len(tok) < len(TokenPrefix)+40 {
+		t.Errorf("token %q is not a prefixed 256-bit token", tok)
+	}
+	tok2, _, err := s.CreateToken(t.Context(), "bob", "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok2 == tok {
+		t.Fatal("two tokens are the same")
+	}
+	for token, want := range map[string]string{tok: "alice", tok2: "bob"} {
+		if got, err := s.LookupToken(t.Context(), token); err != nil || got != want {
+			t.Errorf("LookupToken = %q, %v; want %s", got, err, want)
+		}
+	}
+	for name, bad := range map[string]string{"unknown": TokenPrefix + "x", "no prefix": "abc", "empty": ""} {
+		if _, err := s.LookupToken(t.Context(), bad); !errors.Is(err, ErrTokenInvalid) {
+			t.Errorf("%s: LookupToken = %v, want ErrTokenInvalid", name, err)
+		}
+	}
+	// Only the hash is on disk.
+	s.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetClock(func() time.Time { return now })
+	if strings.Contains(string(data), tok[len(TokenPrefix):]) {
+		t.Error("the token itself is in the database")
+	}
+	list, err := s.Tokens(t.Context(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Token{rec}, list); diff != "" {
+		t.Errorf("Tokens (-want +got):\n%s", diff)
+	}
+	// Expiry.
+	now = now.Add(25 * time.Hour)
+	if _, err := s.LookupToken(t.Context(), tok); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("expired: %v", err)
+	}
+	// Revocation.
+	now = now.Add(-25 * time.Hour)
+	if err := s.RevokeToken(t.Context(), rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LookupToken(t.Context(), tok); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("revoked: %v", err)
+	}
+	if err := s.RevokeToken(t.Context(), rec.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second revoke: %v", err)
+	}
+	if all, _ := s.Tokens(t.Context(), ""); len(all) != 2 || all[0].RevokedAt.IsZero() {
+		t.Errorf("Tokens(all) = %+v", all)
+	}
+}
+
+// TestAudit: an intent is there before its result, and survives a
+// restart without one.
+func TestAudit(t *testing.T) {
+	s, path := open(t)
+	id, err := s.Intent(t.Context(), Audit{User: "alice", Via: "token", Cluster: "gpu1", Action: "cancel", Target: "42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := s.AuditLog(t.Context(), 10)
+	if err != nil || len(log) != 1 || log[0].Result != "" {
+		t.Fatalf("before Finish: %+v, %v", log, err)
+	}
+	// A crash here: the intent is on disk.
+	s.Close()
+	s, err = Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if log, _ := s.AuditLog(t.Context(), 10); len(log) != 1 || log[0].Action != "cancel" || log[0].Target != "42" {
+		t.Fatalf("after restart: %+v", log)
+	}
+	if err := s.Finish(t.Context(), id, errors.New("slurm said no")); err != nil {
+		t.Fatal(err)
+	}
+	id2, _ := s.Intent(t.Context(), Audit{User: "bob", Via: "oidc", Cluster: "gpu1", Action: "hold", Target: "43"})
+	ctx, cancel := contextCanceled(t)
+	cancel()
+	// The request that asked is gone: the result is written anyway.
+	if err := s.Finish(ctx, id2, nil); err != nil {
+		t.Fatal(err)
+	}
+	log, _ = s.AuditLog(t.Context(), 10)
+	if len(log) != 2 || log[0].Result != ResultOK || log[1].Result != ResultFailed || log[1].Error != "slurm said no" || log[0].FinishedAt.IsZero() {
+		t.Errorf("log = %+v", log)
+	}
+}
+
+// TestSubmissions: a submission is recorded with its template, parameters,
+// job and audit record.
+func TestSubmissions(t *testing.T) {
+	s, _ := open(t)
+	aid, err := s.Intent(t.Context(), Audit{User: "alice", Via: "token", Cluster: "gpu1", Action: "submit", Target: "finetune"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordSubmission(t.Context(), Submission{User: "alice", Cluster: "gpu1", Template: "finetune", Params: `{"epochs":3}`, JobID: 77, AuditID: aid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordSubmission(t.Context(), Submission{User: "bob", Cluster: "gpu1", Template: "eval", Params: `{}`, AuditID: aid}); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := s.Submissions(t.Context(), "alice", 10)
+	if err != nil || len(subs) != 1 || subs[0].JobID != 77 || subs[0].Params != `{"epochs":3}` || subs[0].AuditID != aid {
+		t.Errorf("Submissions = %+v, %v", subs, err)
+	}
+	if all, _ := s.Submissions(t.Context(), "", 10); len(all) != 2 || all[0].JobID != 0 {
+		t.Errorf("all = %+v", all)
+	}
+}
+
+func contextCanceled(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithCancel(t.Context())
+}
