@@ -73,6 +73,10 @@ type Rules struct {
 	Rules  []Rule     `json:"rules" yaml:"rules"`
 	Exempt Exemptions `json:"exempt" yaml:"exempt"`
 	Limits Limits     `json:"limits" yaml:"limits"`
+	// Recovery are the retry policies of failed jobs, tried in order like
+	// Rules (see [Rules.RecoveryFor]); a job none matches is never
+	// retried.
+	Recovery []Recovery `json:"recovery,omitempty" yaml:"recovery,omitempty"`
 }
 
 // Rule says which jobs it applies to, when their GPUs count as idle, and
