@@ -146,11 +146,8 @@ func (r Recovery) retryField(class string) (*Retry, bool) {
 // class that is never retried (cancelled, reclaimed, or unknown) gets
 // zero retries.
 func (r Recovery) Retry(class string) Retry {
-	got, ok := r.retryField(class)
+	got, _ := r.retryField(class)
 	d := DefaultRetry(class)
-	if !ok {
-		return d
-	}
 	if got == nil {
 		got = &Retry{}
 	}
@@ -260,7 +257,8 @@ func (v *validator) retry(p, class string, r Retry, maxRetries int) {
 	}
 	switch r.OnExhausted {
 	case "", ExhaustedLeave:
-		if r.HoldReason != "" {
+		held := r.OnExhausted == "" && retries > 0 // the default: hold
+		if r.HoldReason != "" && !held {
 			v.bad(p+".hold_reason", "set, but the job is not held: set on_exhausted: hold, or remove hold_reason")
 		}
 	case ExhaustedHold:

@@ -250,8 +250,12 @@ func (d *decoder) errorAt(off int64, path, msg string) {
 	d.errs = append(d.errs, &FieldError{Path: path, Line: line, Col: col, Msg: msg})
 }
 
-// value reads one value of type t at path.
+// value reads one value of type t at path. A pointer field (an optional
+// value whose zero means something: retries: 0) reads as its element.
 func (d *decoder) value(path string, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	tok, off, ok := d.token()
 	if !ok {
 		return
