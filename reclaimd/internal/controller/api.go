@@ -25,7 +25,8 @@ type JobReclaim struct {
 }
 
 // Handler serves the API: GET /v1/jobs/{id}/reclaim, GET
-// /v1/decisions?since=RFC3339&limit=N, /healthz and /metrics. staleAfter
+// /v1/decisions?since=RFC3339&limit=N, recovery's GET
+// /v1/jobs/{id}/attempts and /v1/failures?since=, /healthz and /metrics. staleAfter
 // is how old the last cycle may be before /healthz fails.
 func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 	mux := http.NewServeMux()
@@ -91,6 +92,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		}
 		writeJSON(w, map[string]any{"decisions": recs})
 	})
+	c.recoveryRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		st := c.LastStatus()
 		switch {

@@ -40,6 +40,9 @@ type Slurm interface {
 	SignalRef(ctx context.Context, ref slurmrest.JobRef, sig string, batchOnly bool) error
 	RequeueRef(ctx context.Context, ref slurmrest.JobRef, opt slurmrest.RequeueOptions) error
 	CancelRef(ctx context.Context, ref slurmrest.JobRef) error
+	// Nodes and Accounts are read by recovery only, when a job failed.
+	Nodes(ctx context.Context) ([]slurmrest.Node, error)
+	Accounts(ctx context.Context) ([]slurmrest.Account, error)
 }
 
 // Collector gives the samples of the GPUs on the given nodes.
@@ -63,6 +66,13 @@ type Notice struct {
 	Reason  string    `json:"reason"`
 	DryRun  bool      `json:"dry_run"`
 	At      time.Time `json:"at"`
+	// FailureClass, Evidence and StderrTail are set on recovery's notices
+	// (actions retry, retry-hold, not-retried).
+	FailureClass string          `json:"failure_class,omitempty"`
+	Evidence     json.RawMessage `json:"evidence,omitempty"`
+	StderrTail   []string        `json:"stderr_tail,omitempty"`
+	// Admins: the notice is for the cluster's admins, not the owner.
+	Admins bool `json:"admins,omitempty"`
 }
 
 // Config of the controller.
@@ -85,6 +95,8 @@ type Config struct {
 	Log             *slog.Logger
 	Metrics         *Metrics
 	Now             func() time.Time
+	// Recovery classifies and retries failed jobs.
+	Recovery Recovery
 }
 
 // Controller runs cycles.
@@ -105,6 +117,7 @@ type Controller struct {
 	drought map[string]time.Time
 	// accounted is the time up to which idle GPU time is counted.
 	accounted time.Time
+	rec       recoveryState
 }
 
 // SkipEntry says why a job got no action in the last cycle.
@@ -337,6 +350,14 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			// not, so the job keeps its previous state and the next cycle
 			// decides again.
 			c.revertState(ctx, a.JobID, snap.States, start)
+		}
+	}
+	if snap.SlurmOK {
+		c.mu.Lock()
+		all := c.jobs
+		c.mu.Unlock()
+		if err := c.recoverFailures(ctx, all, rules, start); err != nil {
+			c.cfg.Log.Warn("recovery: some failed jobs were not handled this cycle; they are tried again next cycle", "error", err)
 		}
 	}
 	st := Status{At: start, SlurmOK: snap.SlurmOK, Source: snap.SourceOK, Jobs: len(snap.Jobs), Actions: len(d.Actions),
@@ -658,6 +679,12 @@ func (c *Controller) Recover(ctx context.Context) error {
 		return err
 	}
 	for _, rec := range pending {
+		if rec.Kind == KindRetry || rec.Kind == KindHold {
+			if err := c.recoverIntent(ctx, rec); err != nil {
+				return err
+			}
+			continue
+		}
 		var ev decide.Evidence
 		_ = json.Unmarshal(rec.Evidence, &ev)
 		a := decide.Action{JobID: rec.JobID, Kind: decide.Kind(rec.Kind), Rule: rec.Rule, Reason: rec.Reason, Evidence: ev}

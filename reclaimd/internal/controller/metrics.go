@@ -25,6 +25,12 @@ type Metrics struct {
 	// AgentRefusals counts the agent snapshots refused, by reason
 	// (collect.RefusedSignature, collect.RefusedHistory).
 	AgentRefusals *prometheus.CounterVec
+	// Recovery: failures classified by tenant and class; retries by
+	// class and result (requeued, exhausted, refused, failed); time from
+	// a failure to the job running again.
+	RecoveryFailures      *prometheus.CounterVec
+	RecoveryRetries       *prometheus.CounterVec
+	RecoveryTimeToRunning prometheus.Histogram
 }
 
 // NewMetrics registers the metrics.
@@ -65,6 +71,20 @@ func NewMetrics() *Metrics {
 			Help: "Agent snapshots refused, by reason: signature (not signed with the shared secret for this request) or history (a sample older than the agent's start).",
 		}, []string{"reason"}),
 	}
+	m.RecoveryFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_recovery_failures_total",
+		Help: "Job runs that ended other than COMPLETED, classified once, by tenant and failure class.",
+	}, []string{"tenant", "class"})
+	m.RecoveryRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_recovery_retries_total",
+		Help: "Recovery decisions by failure class and result: requeued (retried), exhausted (retries used up: held or left), refused (not retried: the class is not, the job was cancelled, its account is gone), failed (the requeue failed).",
+	}, []string{"class", "result"})
+	m.RecoveryTimeToRunning = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strata_recovery_time_to_running_seconds",
+		Help:    "Time from a failed run's end to the job running again after a retry or a release.",
+		Buckets: []float64{30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600},
+	})
+	m.Registry.MustRegister(m.RecoveryFailures, m.RecoveryRetries, m.RecoveryTimeToRunning)
 	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
 		m.AgentRefusals)
 	return m

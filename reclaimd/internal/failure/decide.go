@@ -58,6 +58,13 @@ type Job struct {
 	Past []Past
 	// ExcludedNodes are the nodes already in its ExcNodeList.
 	ExcludedNodes []string
+	// NotRequeueable: the job ended and was submitted with --no-requeue;
+	// Slurm requeues a finished job only when it is requeueable, and a
+	// finished job can no longer be updated.
+	NotRequeueable bool
+	// HetComponent: one component of a heterogeneous job, which Slurm
+	// requeues only whole.
+	HetComponent bool
 }
 
 // Decide decides what happens to a job after a failure. It never retries
@@ -81,6 +88,14 @@ func Decide(res Result, j Job) Decision {
 	retries := *rule.Retries
 	if j.AccountGone {
 		d.Action, d.Reason = Leave, fmt.Sprintf("account %s no longer exists: not retried", j.Account)
+		return d
+	}
+	if retries > 0 && j.NotRequeueable {
+		d.Action, d.Reason = Leave, fmt.Sprintf("%s, but the job was submitted with --no-requeue: not retried", res.Class)
+		return d
+	}
+	if retries > 0 && j.HetComponent {
+		d.Action, d.Reason = Leave, fmt.Sprintf("%s in a component of a heterogeneous job, which Slurm requeues only whole: not retried", res.Class)
 		return d
 	}
 	// The same failure on SameFailureNodes distinct nodes: the job, not

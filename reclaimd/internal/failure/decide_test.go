@@ -43,7 +43,7 @@ func TestDecide(t *testing.T) {
 		},
 		"retries exhausted on the same node: held with the class's reason": {
 			res: xid, job: failure.Job{Rule: rule, HasRule: true, Past: []failure.Past{retryGPU("gpu3"), retryGPU("gpu3"), retryGPU("gpu3")}},
-			want: failure.Decision{Action: failure.Hold, Reason: "retries exhausted (3/3 after gpu_fault): retries exhausted after gpu_fault",
+			want: failure.Decision{Action: failure.Hold, Reason: "retries exhausted (3/3 after gpu_fault): held until its owner or an admin releases or cancels it",
 				Owner: true, Admins: true, Rule: "train"},
 		},
 		"nccl by default: once, excluding its nodes, after a minute": {
@@ -53,7 +53,7 @@ func TestDecide(t *testing.T) {
 		},
 		"nccl a second time: held": {
 			res: ncclFail, job: failure.Job{Rule: rule, HasRule: true, Past: []failure.Past{{Class: failure.NCCL, Nodes: []string{"gpu1"}, Action: failure.Retry}}},
-			want: failure.Decision{Action: failure.Hold, Reason: "retries exhausted (1/1 after nccl): retries exhausted after nccl", Owner: true, Rule: "train"},
+			want: failure.Decision{Action: failure.Hold, Reason: "retries exhausted (1/1 after nccl): held until its owner or an admin releases or cancels it", Owner: true, Rule: "train"},
 		},
 		"user error: never retried by default": {
 			res: userErr, job: failure.Job{Rule: rule, HasRule: true},
@@ -71,6 +71,11 @@ func TestDecide(t *testing.T) {
 			res: xid, job: failure.Job{Rule: rule, HasRule: true, AccountGone: true, Account: "llm"},
 			want: failure.Decision{Action: failure.Leave, Reason: "account llm no longer exists: not retried", Owner: true, Admins: true, Rule: "train"},
 		},
+		"--no-requeue job that ended": {
+			res: xid, job: failure.Job{Rule: rule, HasRule: true, NotRequeueable: true},
+			want: failure.Decision{Action: failure.Leave, Reason: "gpu_fault, but the job was submitted with --no-requeue: not retried",
+				Owner: true, Admins: true, Rule: "train"},
+		},
 		"no rule": {
 			res: xid, job: failure.Job{},
 			want: failure.Decision{Action: failure.Leave, Reason: "no recovery rule matches the job: not retried"},
@@ -78,7 +83,7 @@ func TestDecide(t *testing.T) {
 		"over the job's budget for all classes": {
 			res: ncclFail, job: failure.Job{Rule: reclaimrules.Recovery{Name: "train", MaxRetries: 2}, HasRule: true,
 				Past: []failure.Past{retryGPU("gpu5"), retryGPU("gpu6")}},
-			want: failure.Decision{Action: failure.Hold, Reason: "retries exhausted (2 in all, the most the job's rule allows): retries exhausted after nccl",
+			want: failure.Decision{Action: failure.Hold, Reason: "retries exhausted (2 in all, the most the job's rule allows): held until its owner or an admin releases or cancels it",
 				Owner: true, Rule: "train"},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestWebhook(t *testing.T) {
 	if err := (Webhook{URL: srv.URL}).Notify(context.Background(), notice); err != nil {
 		t.Fatal(err)
 	}
-	if got != notice {
+	if !reflect.DeepEqual(got, notice) {
 		t.Errorf("webhook got %+v, want %+v", got, notice)
 	}
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "nope", http.StatusTeapot) }))

@@ -91,6 +91,7 @@ CREATE INDEX IF NOT EXISTS records_status ON records(status);
 INSERT INTO meta(key, value) VALUES('schema', 'see schema_migrations')
 	ON CONFLICT(key) DO UPDATE SET value=excluded.value;
 `},
+	recoveryMigration,
 }
 
 // Open opens (and creates or upgrades) the database at path.
