@@ -168,7 +168,7 @@ func (r Recovery) Retry(class string) Retry {
 		}
 	}
 	if out.OnExhausted == ExhaustedHold && out.HoldReason == "" {
-		out.HoldReason = "retries exhausted after " + class
+		out.HoldReason = "held until its owner or an admin releases or cancels it"
 	}
 	if out.Notify == nil {
 		out.Notify = []string{NotifyOwner}

@@ -41,8 +41,8 @@ func TestRecoveryParse(t *testing.T) {
 		return got{*x.Retries, x.Backoff.Std(), *x.ExcludeNode, x.OnExhausted, x.HoldReason, x.Notify}
 	}
 	tests := map[string]got{
-		"gpu_fault":  {3, 0, true, reclaimrules.ExhaustedHold, "retries exhausted after gpu_fault", []string{"owner", "admins"}},
-		"node_fail":  {2, 0, true, reclaimrules.ExhaustedHold, "retries exhausted after node_fail", []string{"owner"}},
+		"gpu_fault":  {3, 0, true, reclaimrules.ExhaustedHold, "held until its owner or an admin releases or cancels it", []string{"owner", "admins"}},
+		"node_fail":  {2, 0, true, reclaimrules.ExhaustedHold, "held until its owner or an admin releases or cancels it", []string{"owner"}},
 		"nccl":       {1, 5 * time.Minute, true, reclaimrules.ExhaustedLeave, "", []string{"owner"}},
 		"user_error": {0, 0, false, reclaimrules.ExhaustedLeave, "", []string{"owner"}},
 		"oom":        {0, 0, false, reclaimrules.ExhaustedLeave, "", []string{"owner"}},

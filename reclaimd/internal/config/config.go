@@ -44,6 +44,7 @@ type Config struct {
 	Prometheus Prometheus `yaml:"prometheus"`
 	Notify     Notify     `yaml:"notify"`
 	Agent      Agent      `yaml:"agent"`
+	Recovery   Recovery   `yaml:"recovery"`
 }
 
 // Slurm reaches slurmrestd.
@@ -135,6 +136,7 @@ func Default() Config {
 		Notify: Notify{Sendmail: "/usr/sbin/sendmail", MailFrom: "reclaimd"},
 		Agent: Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 2 * time.Hour, ProcRoot: "/proc",
 			TokenFile: DefaultAgentTokenFile},
+		Recovery: defaultRecovery(),
 	}
 }
 
@@ -260,5 +262,6 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("agent.window", "keep at least the longest rule window, and two samples or more",
 			"%s keeps fewer than two samples of %s", c.Agent.Window, c.Agent.Interval)
 	}
+	c.validateRecovery(bad)
 	return ds
 }
