@@ -104,7 +104,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		notifiers = append(notifiers, notify.Webhook{URL: cfg.Notify.Webhook})
 	}
 	if cfg.Notify.Mail {
-		m := notify.Mail{Sendmail: cfg.Notify.Sendmail, From: cfg.Notify.MailFrom, Domain: cfg.Notify.MailDomain}
+		m := notify.Mail{Sendmail: cfg.Notify.Sendmail, From: cfg.Notify.MailFrom, Domain: cfg.Notify.MailDomain, Admins: cfg.Notify.MailAdmins}
 		if cfg.Notify.MailTemplate != "" {
 			text, err := os.ReadFile(cfg.Notify.MailTemplate)
 			if err != nil {

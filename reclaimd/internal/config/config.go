@@ -98,6 +98,9 @@ type Notify struct {
 	MailFrom     string `yaml:"mail_from"`
 	MailDomain   string `yaml:"mail_domain"`
 	MailTemplate string `yaml:"mail_template"`
+	// MailAdmins is the admins' address, for the notices meant for them
+	// (a job held after failing on several nodes); empty: not mailed.
+	MailAdmins string `yaml:"mail_admins"`
 }
 
 // Agent configures `reclaimd agent`.

@@ -59,7 +59,27 @@ type Mail struct {
 	From     string
 	Domain   string // appended to the user name: alice -> alice@Domain; empty leaves the local user
 	Template *template.Template
+	// Admins is the address of the cluster's admins, for the notices
+	// meant for them (Notice.Admins); empty: those are not mailed.
+	Admins string
 }
+
+// RecoveryTemplate is the mail of recovery's notices (a failed job
+// retried, held, or not retried), whatever Template is: those say what
+// failed, not what was idle.
+const RecoveryTemplate = `Subject: [strata] job {{.JobID}} failed ({{.FailureClass}}): {{.Action}}
+
+{{if .Admins}}Admins,{{else}}Hello {{.User}},{{end}}
+
+{{if .Admins}}Job {{.JobID}} of {{.User}}{{else}}Your job {{.JobID}}{{end}} (account {{.Account}}) ended with a failure of class {{.FailureClass}}.
+What happened: {{.Action}}
+Why: {{.Reason}}
+{{if .StderrTail}}
+The end of its stderr:
+{{range .StderrTail}}    {{.}}
+{{end}}{{end}}
+The evidence, as reclaimd recorded it: {{printf "%s" .Evidence}}
+`
 
 // DefaultTemplate is used when no template file is configured; the one in
 // etc/strata/reclaimd-mail.tmpl is the same text.
@@ -88,15 +108,25 @@ func (m Mail) Notify(ctx context.Context, n controller.Notice) error {
 		return errors.New("mail: the job has no user")
 	}
 	t := m.Template
-	if t == nil {
+	if t == nil || n.FailureClass != "" {
+		text := DefaultTemplate
+		if n.FailureClass != "" {
+			text = RecoveryTemplate
+		}
 		var err error
-		if t, err = ParseTemplate(DefaultTemplate); err != nil {
+		if t, err = ParseTemplate(text); err != nil {
 			return err
 		}
 	}
 	to := n.User
 	if m.Domain != "" {
 		to += "@" + m.Domain
+	}
+	if n.Admins {
+		if m.Admins == "" {
+			return nil // no admins' address configured
+		}
+		to = m.Admins
 	}
 	var msg bytes.Buffer
 	fmt.Fprintf(&msg, "To: %s\nFrom: %s\n", to, m.From)
