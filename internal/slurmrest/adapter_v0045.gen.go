@@ -91,7 +91,7 @@ func jobV0045(j gen.V0045JobInfo) (Job, error) {
 		SubmitTime: noValTime(j.SubmitTime), EligibleTime: noValTime(j.EligibleTime),
 		StartTime: noValTime(j.StartTime), EndTime: noValTime(j.EndTime),
 		WorkDir: deref(j.CurrentWorkingDirectory), StdOut: deref(j.StandardOutput), BatchHost: deref(j.BatchHost),
-		StdErr: deref(j.StandardError), ExcludedNodes: deref(j.ExcludedNodes),
+		StdErr: deref(j.StandardError), ExcludedNodes: deref(j.ExcludedNodes), RequiredNodes: deref(j.RequiredNodes),
 	}
 	if j.ExitCode != nil {
 		out.ExitCode = int(deref(noValPtr(j.ExitCode.ReturnCode)))

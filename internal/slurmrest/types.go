@@ -95,6 +95,9 @@ type Job struct {
 	// ExcludedNodes is the job's ExcNodeList, comma-separated as
 	// slurmrestd shows it ("" when none).
 	ExcludedNodes string
+	// RequiredNodes is the job's ReqNodeList (sbatch --nodelist), as
+	// slurmrestd shows it ("" when none).
+	RequiredNodes string
 	BatchHost     string
 	// TRESReq is all the job asks for (tres_req_str): for a pending job,
 	// what Slurm checks against its limits.

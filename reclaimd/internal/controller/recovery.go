@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/userfile"
@@ -110,19 +111,16 @@ func (c *Controller) recoverFailures(ctx context.Context, jobs []slurmrest.Job, 
 		return err
 	}
 	var errs []error
+	if err := c.seenRunning(ctx, jobs, now); err != nil {
+		errs = append(errs, err)
+	}
 	var down []string
 	downRead := false
 	for _, j := range jobs {
-		if j.StartTime.IsZero() {
-			continue // never ran
+		if j.StartTime.IsZero() || j.Running() {
+			continue // never ran, or running
 		}
 		key := runKey{j.ID, j.StartTime.Unix()}
-		if j.Running() {
-			if err := c.seenRunning(ctx, j, now); err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
 		if c.rec.done[key] || j.State.Has("COMPLETED") || j.State.Has("COMPLETING") {
 			continue
 		}
@@ -158,25 +156,39 @@ func (c *Controller) recoverFailures(ctx context.Context, jobs []slurmrest.Job, 
 	return errors.Join(errs...)
 }
 
-// seenRunning remembers a run and closes the failures it ends.
-func (c *Controller) seenRunning(ctx context.Context, j slurmrest.Job, now time.Time) error {
-	start := j.StartTime.UTC().Truncate(time.Second)
-	if r, ok := c.rec.runs[j.ID]; ok && r.Start.Equal(start) {
+// seenRunning remembers the runs seen running for the first time (in
+// one transaction: a cluster's first cycle sees thousands) and closes
+// the failures they end.
+func (c *Controller) seenRunning(ctx context.Context, jobs []slurmrest.Job, now time.Time) error {
+	var fresh []store.Run
+	byID := map[int64]slurmrest.Job{}
+	for _, j := range jobs {
+		if !j.Running() || j.StartTime.IsZero() {
+			continue
+		}
+		start := j.StartTime.UTC().Truncate(time.Second)
+		if r, ok := c.rec.runs[j.ID]; ok && r.Start.Equal(start) {
+			continue
+		}
+		r := store.Run{JobID: j.ID, Start: start, Restarts: j.RestartCount, Nodes: j.Nodes}
+		for _, g := range j.GPUs {
+			r.GPUs = append(r.GPUs, store.GPU{Node: g.Node, Index: g.Index})
+		}
+		fresh = append(fresh, r)
+		byID[j.ID] = j
+	}
+	if len(fresh) == 0 {
 		return nil
 	}
-	r := store.Run{JobID: j.ID, Start: start, Restarts: j.RestartCount, Nodes: j.Nodes}
-	for _, g := range j.GPUs {
-		r.GPUs = append(r.GPUs, store.GPU{Node: g.Node, Index: g.Index})
-	}
-	if err := c.cfg.Store.SaveRun(ctx, r, now); err != nil {
-		return err
-	}
-	c.rec.runs[j.ID] = r
-	again, err := c.cfg.Store.RunningAgain(ctx, j.ID, start, now)
+	again, err := c.cfg.Store.SaveRuns(ctx, fresh, now)
 	if err != nil {
 		return err
 	}
+	for _, r := range fresh {
+		c.rec.runs[r.JobID] = r
+	}
 	for _, f := range again {
+		j := byID[f.JobID]
 		c.cfg.Metrics.RecoveryTimeToRunning.Observe(j.StartTime.Sub(f.FailedAt).Seconds())
 		c.cfg.Log.Info("job running again after a failure", "job_id", j.ID, "class", f.Class, "node", strings.Join(j.Nodes, ","),
 			"after", j.StartTime.Sub(f.FailedAt).Round(time.Second).String())
@@ -242,7 +254,10 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 	if err != nil {
 		return err
 	}
-	fj := failure.Job{Rule: rule, HasRule: hasRule, Account: j.Account, Past: past, ExcludedNodes: splitNodes(j.ExcludedNodes),
+	required, _ := hostlist.Expand(j.RequiredNodes)
+	excluded, _ := hostlist.Expand(j.ExcludedNodes)
+	fj := failure.Job{Rule: rule, HasRule: hasRule, Account: j.Account, Past: past, ExcludedNodes: excluded,
+		RequiredNodes:  required,
 		NotRequeueable: !requeued && !j.Requeue, HetComponent: j.HetComponent()}
 	dec := failure.Decide(res, fj)
 	if dec.Action != failure.Leave {
@@ -450,16 +465,6 @@ func (c *Controller) accountGone(ctx context.Context, account string) (bool, err
 		return false, err
 	}
 	return !slices.ContainsFunc(accts, func(a slurmrest.Account) bool { return a.Name == account }), nil
-}
-
-func splitNodes(s string) []string {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // stderrTail reads the last lines of the job's stderr (its stdout when

@@ -155,9 +155,15 @@ func TestRecoveryNCCLRetriedThenHeldOnBed(t *testing.T) {
 	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
 		ctx := testbed.Context(t)
 		r := newRecoveryCtl(t, b)
-		node := b.Nodes[0]
-		id := submitScript(t, r.c, b, testbed.Unique("nccl"), ncclScript, node, 1)
+		id := submitScript(t, r.c, b, testbed.Unique("nccl"), ncclScript, "", 1)
 		fs := r.cycleUntil(t, id, 1, 2*time.Minute)
+		var ev struct {
+			Nodes []string `json:"nodes"`
+		}
+		if err := json.Unmarshal(fs[0].Evidence, &ev); err != nil || len(ev.Nodes) != 1 {
+			t.Fatalf("evidence %s: %v", fs[0].Evidence, err)
+		}
+		node := ev.Nodes[0]
 		if fs[0].Class != "nccl" || fs[0].Action != "retry" {
 			t.Fatalf("failure %+v, want nccl retried", fs[0])
 		}
@@ -229,9 +235,9 @@ func TestRecoveryNodeFailOnBed(t *testing.T) {
 	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		ctx := testbed.Context(t)
 		r := newRecoveryCtl(t, b)
-		node := b.Nodes[1]
-		id := submitScript(t, r.c, b, testbed.Unique("nodefail"), "#!/bin/sh\nsleep 600\n", node, 2)
-		testbed.WaitJob(t, r.c, id, time.Minute, "running", slurmrest.Job.Running)
+		id := submitScript(t, r.c, b, testbed.Unique("nodefail"), "#!/bin/sh\nsleep 600\n", "", 2)
+		running := testbed.WaitJob(t, r.c, id, time.Minute, "running", slurmrest.Job.Running)
+		node := running.Nodes[0]
 		if _, err := r.ctl.Cycle(ctx); err != nil { // the run is seen on its node
 			t.Logf("cycle: %v", err)
 		}

@@ -58,6 +58,9 @@ type Job struct {
 	Past []Past
 	// ExcludedNodes are the nodes already in its ExcNodeList.
 	ExcludedNodes []string
+	// RequiredNodes are the nodes it asked for by name (--nodelist): one
+	// of them excluded, the job could never start again.
+	RequiredNodes []string
 	// NotRequeueable: the job ended and was submitted with --no-requeue;
 	// Slurm requeues a finished job only when it is requeueable, and a
 	// finished job can no longer be updated.
@@ -147,12 +150,21 @@ func Decide(res Result, j Job) Decision {
 	d.Reason = fmt.Sprintf("retry %d/%d after %s on %s", d.Attempt, d.Of, res.Class, res.Where())
 	if *rule.ExcludeNode {
 		ex := slices.Clone(j.ExcludedNodes)
+		var kept []string
 		for _, n := range failedNodes(res) {
-			if !slices.Contains(ex, n) {
+			switch {
+			case slices.Contains(j.RequiredNodes, n):
+				kept = append(kept, n)
+			case !slices.Contains(ex, n):
 				ex = append(ex, n)
 			}
 		}
-		d.Exclude = ex
+		if len(ex) > len(j.ExcludedNodes) {
+			d.Exclude = ex
+		}
+		if len(kept) > 0 {
+			d.Reason += fmt.Sprintf(" (%s not excluded: the job asks for it by name)", strings.Join(kept, ","))
+		}
 	}
 	return d
 }

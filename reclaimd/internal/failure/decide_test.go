@@ -71,6 +71,11 @@ func TestDecide(t *testing.T) {
 			res: xid, job: failure.Job{Rule: rule, HasRule: true, AccountGone: true, Account: "llm"},
 			want: failure.Decision{Action: failure.Leave, Reason: "account llm no longer exists: not retried", Owner: true, Admins: true, Rule: "train"},
 		},
+		"a node the job asks for by name is not excluded": {
+			res: ncclFail, job: failure.Job{Rule: rule, HasRule: true, RequiredNodes: []string{"gpu1"}},
+			want: failure.Decision{Action: failure.Retry, Reason: "retry 1/1 after nccl on gpu1 (gpu1 not excluded: the job asks for it by name)",
+				Attempt: 1, Of: 1, Backoff: time.Minute, Owner: true, Rule: "train"},
+		},
 		"--no-requeue job that ended": {
 			res: xid, job: failure.Job{Rule: rule, HasRule: true, NotRequeueable: true},
 			want: failure.Decision{Action: failure.Leave, Reason: "gpu_fault, but the job was submitted with --no-requeue: not retried",

@@ -77,16 +77,36 @@ type Failure struct {
 	RunningAgain *time.Time `json:"running_again_at,omitempty"`
 }
 
-// SaveRun records a run seen running (again the same run: nothing).
-func (s *Store) SaveRun(ctx context.Context, r Run, at time.Time) error {
-	nodes, _ := json.Marshal(r.Nodes)
-	gpus, _ := json.Marshal(r.GPUs)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO recovery_runs(job_id, start, restarts, nodes, gpus, seen_at) VALUES(?,?,?,?,?,?)
-		ON CONFLICT(job_id, start) DO NOTHING`, r.JobID, r.Start.Unix(), r.Restarts, string(nodes), string(gpus), at.UnixMilli())
+// SaveRuns records runs seen running (the same run again: nothing), in
+// one transaction, and marks the failures they end (the job's failures
+// of earlier runs that led to a retry or hold) as over at `at`; it
+// returns those.
+func (s *Store) SaveRuns(ctx context.Context, runs []Run, at time.Time) ([]Failure, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("save run of job %d: %w", r.JobID, err)
+		return nil, err
 	}
-	return nil
+	defer func() { _ = tx.Rollback() }()
+	var again []Failure
+	for _, r := range runs {
+		nodes, _ := json.Marshal(r.Nodes)
+		gpus, _ := json.Marshal(r.GPUs)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO recovery_runs(job_id, start, restarts, nodes, gpus, seen_at) VALUES(?,?,?,?,?,?)
+			ON CONFLICT(job_id, start) DO NOTHING`, r.JobID, r.Start.Unix(), r.Restarts, string(nodes), string(gpus), at.UnixMilli()); err != nil {
+			return nil, fmt.Errorf("save run of job %d: %w", r.JobID, err)
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE failures SET running_again=? WHERE job_id=? AND start<? AND running_again IS NULL
+			AND action IN ('retry', 'hold') RETURNING `+failureColumns, at.UnixMilli(), r.JobID, r.Start.Unix())
+		if err != nil {
+			return nil, err
+		}
+		fs, err := scanFailures(rows)
+		if err != nil {
+			return nil, err
+		}
+		again = append(again, fs...)
+	}
+	return again, tx.Commit()
 }
 
 // Runs returns the runs seen since t (by when they were first seen),
@@ -145,18 +165,6 @@ func (s *Store) AddFailure(ctx context.Context, f Failure) (int64, bool, error) 
 func (s *Store) SetFailureRecord(ctx context.Context, id, recordID int64) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE failures SET record_id=? WHERE id=?`, recordID, id)
 	return err
-}
-
-// RunningAgain marks the job's open failures (those whose job has not run
-// again) as over at t, for runs that started before start, and returns
-// them.
-func (s *Store) RunningAgain(ctx context.Context, jobID int64, start, at time.Time) ([]Failure, error) {
-	rows, err := s.db.QueryContext(ctx, `UPDATE failures SET running_again=? WHERE job_id=? AND start<? AND running_again IS NULL
-		AND action IN ('retry', 'hold') RETURNING `+failureColumns, at.UnixMilli(), jobID, start.Unix())
-	if err != nil {
-		return nil, err
-	}
-	return scanFailures(rows)
 }
 
 // Classified reports which of the given runs (job id → run start) have a
