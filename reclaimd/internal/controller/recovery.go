@@ -285,7 +285,7 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 		if res.Class != failure.Reclaimed {
 			c.cfg.Metrics.RecoveryRetries.WithLabelValues(string(res.Class), retryResult(dec)).Inc()
 		}
-		if res.Class != failure.Reclaimed && res.Class != failure.Cancelled && dec.Rule != "" {
+		if res.Class != failure.Reclaimed && res.Class != failure.Cancelled && dec.Rule != "" && !rules.DryRun {
 			c.recoveryNotice(ctx, j, tenant, NoticeNotRetried, res, dec, in.StderrTail)
 		}
 		return nil
@@ -301,6 +301,11 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 	}
 	rec := store.Record{JobID: j.ID, Tenant: tenant, Account: j.Account, User: j.User, Kind: kind, Rule: dec.Rule, Reason: dec.Reason,
 		Evidence: raw, DecidedAt: now}
+	if rules.DryRun {
+		// The rules' dry run holds for recovery too: decided and
+		// recorded, nothing done, nobody told.
+		rec.Status = store.StatusDryRun
+	}
 	id, err := c.cfg.Store.Intent(ctx, rec)
 	if err != nil {
 		return fmt.Errorf("record the intent: %w", err)
@@ -308,6 +313,10 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 	f.RecordID = &id
 	if _, _, err := c.cfg.Store.AddFailure(ctx, f); err != nil {
 		return err
+	}
+	if rules.DryRun {
+		log.Info("recovery action (dry run: not carried out)", "exclude", strings.Join(dec.Exclude, ","), "log_line", res.Evidence.LogLine)
+		return nil
 	}
 	c.carryOutRecovery(ctx, id, j, ev, rec, in.StderrTail)
 	return nil

@@ -270,6 +270,21 @@ func TestRecoveryExhaustedHeld(t *testing.T) {
 	}
 }
 
+func TestRecoveryDryRun(t *testing.T) {
+	b := newRecoveryBed(t, "26.05", ncclLine+"\n", failed)
+	b.rules.DryRun = true
+	b.mustTick()
+	if got := b.changes(); len(got) != 0 {
+		t.Errorf("changes %q in a dry run", got)
+	}
+	if diff := cmp.Diff([]string{"retry:dry-run"}, b.outcomes(jobID)); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if got := b.recoveryNotices(); len(got) != 0 {
+		t.Errorf("notices %q in a dry run", got)
+	}
+}
+
 func TestRecoveryOwnerCancelledNeverRetried(t *testing.T) {
 	for _, release := range releases {
 		t.Run(release, func(t *testing.T) {
