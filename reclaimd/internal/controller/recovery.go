@@ -110,6 +110,16 @@ func (c *Controller) recoverFailures(ctx context.Context, jobs []slurmrest.Job, 
 	if err := c.loadRecovery(ctx, now); err != nil {
 		return err
 	}
+	// A job Slurm requeued itself (a node failure) shows the time it may
+	// start again as its start, and may already run again when the next
+	// cycle comes: its ended run is the one seen before, found by the
+	// restart count.
+	before := map[int64]store.Run{}
+	for _, j := range jobs {
+		if r, ok := c.rec.runs[j.ID]; ok && j.RestartCount > r.Restarts && (j.Running() || j.State.Has("PENDING")) {
+			before[j.ID] = r
+		}
+	}
 	var errs []error
 	if err := c.seenRunning(ctx, jobs, now); err != nil {
 		errs = append(errs, err)
@@ -117,20 +127,22 @@ func (c *Controller) recoverFailures(ctx context.Context, jobs []slurmrest.Job, 
 	var down []string
 	downRead := false
 	for _, j := range jobs {
-		if j.StartTime.IsZero() || j.Running() {
-			continue // never ran, or running
+		seen, requeued := before[j.ID]
+		if !requeued && (j.StartTime.IsZero() || j.Running() || j.State.Has("PENDING")) {
+			continue // never ran, running its own run, or waiting
 		}
-		key := runKey{j.ID, j.StartTime.Unix()}
-		if c.rec.done[key] || j.State.Has("COMPLETED") || j.State.Has("COMPLETING") {
+		if j.State.Has("COMPLETED") || j.State.Has("COMPLETING") {
 			continue
 		}
-		seen, haveSeen := c.rec.runs[j.ID]
-		sameRun := haveSeen && seen.Start.Equal(j.StartTime.UTC().Truncate(time.Second))
-		requeued := j.State.Has("PENDING") && sameRun && j.RestartCount > seen.Restarts
-		if j.State.Has("PENDING") && !requeued {
+		start := j.StartTime
+		if requeued {
+			start = seen.Start
+		}
+		key := runKey{j.ID, start.Unix()}
+		if c.rec.done[key] {
 			continue
 		}
-		classified, err := c.cfg.Store.Classified(ctx, j.ID, j.StartTime)
+		classified, err := c.cfg.Store.Classified(ctx, j.ID, start)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -138,6 +150,12 @@ func (c *Controller) recoverFailures(ctx context.Context, jobs []slurmrest.Job, 
 		if classified {
 			c.rec.done[key] = true
 			continue
+		}
+		if !requeued {
+			seen, _ = c.rec.runs[j.ID]
+			if !seen.Start.Equal(start.UTC().Truncate(time.Second)) {
+				seen = store.Run{} // the run ended unseen: the record's nodes are its
+			}
 		}
 		if !downRead {
 			down, err = c.downNodes(ctx)
@@ -147,7 +165,7 @@ func (c *Controller) recoverFailures(ctx context.Context, jobs []slurmrest.Job, 
 			}
 			downRead = true
 		}
-		if err := c.recoverOne(ctx, j, seen, sameRun, requeued, down, rules, now); err != nil {
+		if err := c.recoverOne(ctx, j, seen, start, requeued, down, rules, now); err != nil {
 			errs = append(errs, fmt.Errorf("job %d: %w", j.ID, err))
 			continue
 		}
@@ -215,14 +233,18 @@ func (c *Controller) downNodes(ctx context.Context) ([]string, error) {
 
 // recoverOne classifies one ended run, records it, and carries out the
 // decision.
-func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store.Run, sameRun, requeued bool, down []string,
+func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store.Run, start time.Time, requeued bool, down []string,
 	rules reclaimrules.Rules, now time.Time) error {
 	run := failure.Run{JobID: j.ID, State: j.State, StateReason: j.StateReason, ExitCode: j.ExitCode, ExitSignal: j.ExitSignal,
-		Nodes: j.Nodes, Start: j.StartTime, End: j.EndTime, AdminComment: j.AdminComment, Requeued: requeued}
+		Nodes: j.Nodes, Start: start, End: j.EndTime, AdminComment: j.AdminComment, Requeued: requeued}
+	runningAgain := requeued && j.Running()
+	if runningAgain {
+		run.State, run.Nodes = slurmrest.JobState{"PENDING"}, nil // as it was between its runs
+	}
 	for _, g := range j.GPUs {
 		run.GPUs = append(run.GPUs, failure.GPU{Node: g.Node, Index: g.Index})
 	}
-	if sameRun && (len(run.Nodes) == 0 || requeued) {
+	if !seen.Start.IsZero() && (len(run.Nodes) == 0 || requeued) {
 		run.Nodes = seen.Nodes
 		run.GPUs = nil
 		for _, g := range seen.GPUs {
@@ -260,6 +282,12 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 		RequiredNodes:  required,
 		NotRequeueable: !requeued && !j.Requeue, HetComponent: j.HetComponent()}
 	dec := failure.Decide(res, fj)
+	if runningAgain && dec.Action != failure.Leave {
+		// Slurm requeued it and it started again before a cycle saw it
+		// waiting: it was retried; its failed node is down.
+		dec = failure.Decision{Action: failure.Leave, Rule: dec.Rule, Owner: dec.Owner, Admins: dec.Admins,
+			Reason: fmt.Sprintf("requeued by Slurm after %s on %s and running again on %s", res.Class, res.Where(), strings.Join(j.Nodes, ","))}
+	}
 	if dec.Action != failure.Leave {
 		gone, err := c.accountGone(ctx, j.Account)
 		if err != nil {
@@ -273,7 +301,7 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 	c.cfg.Metrics.RecoveryFailures.WithLabelValues(tenant, string(res.Class)).Inc()
 	evRaw, _ := json.Marshal(res.Evidence)
 	decRaw, _ := json.Marshal(dec)
-	f := store.Failure{JobID: j.ID, Start: j.StartTime, Tenant: tenant, Account: j.Account, User: j.User, Class: string(res.Class),
+	f := store.Failure{JobID: j.ID, Start: start, Tenant: tenant, Account: j.Account, User: j.User, Class: string(res.Class),
 		Evidence: evRaw, Decision: decRaw, Action: string(dec.Action), Reason: dec.Reason, FailedAt: run.End, ClassifiedAt: now}
 	log := c.cfg.Log.With("job_id", j.ID, "class", res.Class, "where", res.Where(), "state", j.State.String(), "exit_code", j.ExitCode,
 		"decision", dec.Action, "reason", dec.Reason)
@@ -283,7 +311,11 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 		}
 		log.Info("job failure classified: left as it is", "log_line", res.Evidence.LogLine)
 		if res.Class != failure.Reclaimed {
-			c.cfg.Metrics.RecoveryRetries.WithLabelValues(string(res.Class), retryResult(dec)).Inc()
+			result := retryResult(dec)
+			if runningAgain {
+				result = "requeued"
+			}
+			c.cfg.Metrics.RecoveryRetries.WithLabelValues(string(res.Class), result).Inc()
 		}
 		if res.Class != failure.Reclaimed && res.Class != failure.Cancelled && dec.Rule != "" && !rules.DryRun {
 			c.recoveryNotice(ctx, j, tenant, NoticeNotRetried, res, dec, in.StderrTail)
@@ -292,7 +324,7 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 	}
 	// A retry or hold: the intent first, then the failure that names it,
 	// then the action; a crash between any two is settled by Recover.
-	ev := recoveryEvidence{Failure: res, Decision: dec, RunStart: j.StartTime, Restarts: j.RestartCount, SlurmRequeued: requeued,
+	ev := recoveryEvidence{Failure: res, Decision: dec, RunStart: start, Restarts: j.RestartCount, SlurmRequeued: requeued,
 		FailedAt: run.End}
 	raw, _ := json.Marshal(ev)
 	kind := KindRetry
@@ -411,7 +443,9 @@ func (c *Controller) recoverIntent(ctx context.Context, rec store.Record) error 
 		return c.settle(ctx, rec, store.StatusAbandoned, "job gone after a restart")
 	case err != nil:
 		return fmt.Errorf("re-read job %d: %w", rec.JobID, err)
-	case !j.StartTime.Equal(ev.RunStart) || j.Running():
+	case j.Running() && j.RestartCount > ev.Restarts:
+		return c.settle(ctx, rec, store.StatusDone, "found running again after a restart")
+	case j.Running():
 		return c.settle(ctx, rec, store.StatusAbandoned, "the job ran again before the restart")
 	case j.State.Has("PENDING") && (j.RestartCount > ev.Restarts || ev.SlurmRequeued):
 		// Requeued (by this intent, or by Slurm before it): the steps
@@ -421,6 +455,9 @@ func (c *Controller) recoverIntent(ctx context.Context, rec store.Record) error 
 			return c.settle(ctx, rec, store.StatusFailed, err.Error())
 		}
 		return c.settle(ctx, rec, store.StatusDone, "found requeued after a restart; marked and released")
+	}
+	if !j.StartTime.Equal(ev.RunStart) {
+		return c.settle(ctx, rec, store.StatusAbandoned, "the job ran again before the restart")
 	}
 	c.cfg.Log.Info("finishing an open recovery intent after a restart", "job_id", rec.JobID, "kind", rec.Kind)
 	c.carryOutRecovery(ctx, rec.ID, j, ev, rec, nil)

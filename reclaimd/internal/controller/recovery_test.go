@@ -426,3 +426,71 @@ func TestRecoveryAPI(t *testing.T) {
 	}
 	get("/v1/failures?since=yesterday", http.StatusBadRequest)
 }
+
+// A node goes down under a requeueable job: Slurm requeues it itself (the
+// record, pending, shows its next start and no nodes); reclaimd, which
+// saw the run on gpu1, classes it node_fail, holds it, excludes gpu1 and
+// releases it.
+func TestRecoveryNodeFailRequeuedBySlurm(t *testing.T) {
+	for _, release := range releases {
+		t.Run(release, func(t *testing.T) {
+			b := newRecoveryBed(t, release, "", func(map[string]any) {}) // running, as captured
+			b.mustTick()                                                 // the run is seen on gpu1
+			b.serveJob(func(j map[string]any) {
+				j["job_state"] = []any{"PENDING"}
+				j["state_reason"] = "BeginTime"
+				j["restart_cnt"] = 1
+				j["nodes"] = ""
+				j["gres_detail"] = []any{}
+				j["start_time"] = map[string]any{"set": true, "infinite": false, "number": b.clock().Add(10 * time.Second).Unix()}
+			})
+			nodes := b.record("nodes")
+			var resp map[string]any
+			if err := json.Unmarshal(nodes.Response, &resp); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range resp["nodes"].([]any) {
+				if n.(map[string]any)["name"] == jobNode {
+					n.(map[string]any)["state"] = []any{"DOWN", "NOT_RESPONDING"}
+				}
+			}
+			nodes.Response, _ = json.Marshal(resp)
+			b.srv.Handle(http.MethodGet, nodes.Path, slurmresttest.Reply(nodes))
+			b.mustTick()
+			want := []string{"update hold=true", "update excluded_nodes=[gpu1] admin_comment=strata: retry 1/2 after node_fail on gpu1",
+				"update hold=false"}
+			if diff := cmp.Diff(want, b.changes()); diff != "" {
+				t.Errorf("changes (-want +got):\n%s\nlog:\n%s", diff, b.logs.String())
+			}
+			fs := b.failures()
+			if len(fs) != 1 || fs[0].Class != "node_fail" || !fs[0].Start.Equal(b.start.UTC().Truncate(time.Second)) {
+				t.Fatalf("failures %+v, want one node_fail of the run seen", fs)
+			}
+		})
+	}
+}
+
+// Slurm requeued the job and it runs again before a cycle saw it wait:
+// the node_fail is recorded, and nothing is done to the running job.
+func TestRecoveryNodeFailRunningAgainUnseen(t *testing.T) {
+	b := newRecoveryBed(t, "26.05", "", func(map[string]any) {})
+	b.mustTick()
+	b.serveJob(func(j map[string]any) {
+		j["restart_cnt"] = 1
+		j["start_time"] = map[string]any{"set": true, "infinite": false, "number": b.clock().Unix()}
+	})
+	nodes := b.record("nodes")
+	nodes.Response = []byte(strings.Replace(string(nodes.Response), `"MIXED"`, `"DOWN"`, 1))
+	b.srv.Handle(http.MethodGet, nodes.Path, slurmresttest.Reply(nodes))
+	b.mustTick()
+	if got := b.changes(); len(got) != 0 {
+		t.Errorf("changes %q to a running job", got)
+	}
+	fs := b.failures()
+	if len(fs) != 1 || fs[0].Class != "node_fail" || fs[0].Action != "leave" || !strings.HasPrefix(fs[0].Reason, "requeued by Slurm after node_fail on gpu1") {
+		t.Fatalf("failures %+v", fs)
+	}
+	if n := counter(t, b.metrics.RecoveryRetries.WithLabelValues("node_fail", "requeued")); n != 1 {
+		t.Errorf("retries{requeued} %v, want 1", n)
+	}
+}
