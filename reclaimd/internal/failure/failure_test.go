@@ -21,15 +21,16 @@ import (
 // timeout and exited 1, ran out of time, were cancelled by their owner,
 // lost their node with and without --requeue) through the real client,
 // so the classification sees what the controller sees.
-func records(t *testing.T) map[string]slurmrest.Job {
+func records(t *testing.T, release string) map[string]slurmrest.Job {
 	t.Helper()
-	srv := slurmresttest.NewServer(t, "testdata/slurm-26.05")
+	dir := "testdata/slurm-" + release
+	srv := slurmresttest.NewServer(t, dir)
 	c, err := slurmrest.New(t.Context(), slurmrest.Config{URL: srv.URL, User: "root", Tokens: slurmrest.StaticToken("replay-token"),
 		HTTPClient: &http.Client{Timeout: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := slurmresttest.Load("testdata/slurm-26.05")
+	recs, err := slurmresttest.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func run(j slurmrest.Job, seen []string, requeued bool) failure.Run {
 func ptr[T any](v T) *T { return &v }
 
 func TestClassify(t *testing.T) {
-	jobs := records(t)
+	jobs := records(t, "26.05")
 	nccl := []string{"step 100 loss 2.31",
 		"[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout"}
 	pythonErr := []string{"Traceback (most recent call last):", `  File "train.py", line 12, in <module>`,
@@ -218,6 +219,30 @@ func TestClassify(t *testing.T) {
 	}
 	if j := jobs["failed-exit1-retried"]; j.ExcludedNodes != "gpu1" || j.RestartCount != 1 {
 		t.Errorf("retried job: excluded %q restarts %d", j.ExcludedNodes, j.RestartCount)
+	}
+}
+
+// TestClassify2411: the records of a Slurm 24.11 bed (data parser
+// v0.0.42) read the same.
+func TestClassify2411(t *testing.T) {
+	jobs := records(t, "24.11")
+	for name, want := range map[string]failure.Class{"failed-exit1": failure.UserError, "cancelled-owner": failure.Cancelled,
+		"timeout": failure.Timeout} {
+		j, ok := jobs[name]
+		if !ok {
+			t.Errorf("no record %s", name)
+			continue
+		}
+		got, ok := failure.Classify(failure.Input{Run: run(j, nil, false)}, nil)
+		if !ok || got.Class != want {
+			t.Errorf("%s: %v %v, want %s", name, got.Class, ok, want)
+		}
+		if len(got.Evidence.Nodes) != 1 {
+			t.Errorf("%s: nodes %v", name, got.Evidence.Nodes)
+		}
+	}
+	if j := jobs["failed-exit1"]; j.ExitCode != 1 || j.StdErr == "" {
+		t.Errorf("exit code %d, stderr %q", j.ExitCode, j.StdErr)
 	}
 }
 
