@@ -171,7 +171,28 @@ func (c *Controller) recoverFailures(ctx context.Context, jobs []slurmrest.Job, 
 		}
 		c.rec.done[key] = true
 	}
+	c.forget(jobs)
 	return errors.Join(errs...)
+}
+
+// forget drops what is kept of jobs no longer in the listing (Slurm
+// forgets a finished job after MinJobAge): the memory stays the size of
+// the listing. The runs stay in the store for a restart.
+func (c *Controller) forget(jobs []slurmrest.Job) {
+	listed := make(map[int64]bool, len(jobs))
+	for _, j := range jobs {
+		listed[j.ID] = true
+	}
+	for k := range c.rec.done {
+		if !listed[k.job] {
+			delete(c.rec.done, k)
+		}
+	}
+	for id := range c.rec.runs {
+		if !listed[id] {
+			delete(c.rec.runs, id)
+		}
+	}
 }
 
 // seenRunning remembers the runs seen running for the first time (in
