@@ -244,10 +244,10 @@ func TestParseInline(t *testing.T) {
 		"single quotes":         {in: `{'kind': 1}`, wantErr: `1:2: invalid JSON: invalid character '\''`},
 		"bad escape":            {in: `{"kind": "\q"}`, wantErr: `1:12: invalid JSON: invalid character 'q' in string escape code`},
 		"control character":     {in: "{\"kind\": \"a\x01\"}", wantErr: `1:12: invalid JSON: invalid character '\x01' in string literal`},
-		"unknown top-level key": {in: `{` + head + `, "rule": []}`, wantErr: `1:53: rule: unknown field; the fields here are apiVersion, kind, dry_run, rules, exempt, limits`},
+		"unknown top-level key": {in: `{` + head + `, "rule": []}`, wantErr: `1:53: rule: unknown field; the fields here are apiVersion, kind, dry_run, rules, exempt, limits, recovery`},
 		"unknown key in unknown object is not walked": {
 			in:      `{` + head + `, "extra": {"a": [1, {"b": 2}]}, "limits": {"max_actions_per_cycle": 3}}`,
-			wantErr: `1:53: extra: unknown field; the fields here are apiVersion, kind, dry_run, rules, exempt, limits`,
+			wantErr: `1:53: extra: unknown field; the fields here are apiVersion, kind, dry_run, rules, exempt, limits, recovery`,
 		},
 		"huge int": {
 			in:      `{` + head + `, "limits": {"max_actions_per_cycle": 99999999999999999999}}`,

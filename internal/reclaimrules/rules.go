@@ -2,6 +2,8 @@
 // the idle-GPU reclaim rules of every tenant into
 // /etc/strata/reclaim-rules.json, and reclaimd, which reads them (and, until
 // policy exists, embeds the same structure in its own YAML configuration).
+// Beside the idle rules it carries the recovery rules ([Recovery]): how
+// reclaimd retries each workload class's failed jobs, by failure class.
 //
 // The file is versioned JSON (apiVersion "strata/v1", kind "ReclaimRules").
 // Every type carries json and yaml tags with the same snake_case names, so
@@ -73,6 +75,10 @@ type Rules struct {
 	Rules  []Rule     `json:"rules" yaml:"rules"`
 	Exempt Exemptions `json:"exempt" yaml:"exempt"`
 	Limits Limits     `json:"limits" yaml:"limits"`
+	// Recovery are the retry policies of failed jobs, tried in order like
+	// Rules (see [Rules.RecoveryFor]); a job none matches is never
+	// retried.
+	Recovery []Recovery `json:"recovery,omitempty" yaml:"recovery,omitempty"`
 }
 
 // Rule says which jobs it applies to, when their GPUs count as idle, and

@@ -46,6 +46,7 @@ func (r Rules) Validate() []error {
 	v.names("exempt.partitions", r.Exempt.Partitions)
 	v.nonNegative("limits.max_actions_per_cycle", r.Limits.MaxActionsPerCycle)
 	v.nonNegative("limits.max_requeues_per_job", r.Limits.MaxRequeuesPerJob)
+	v.recovery(r.Recovery)
 	return v.errs
 }
 

@@ -91,9 +91,13 @@ func jobV0045(j gen.V0045JobInfo) (Job, error) {
 		SubmitTime: noValTime(j.SubmitTime), EligibleTime: noValTime(j.EligibleTime),
 		StartTime: noValTime(j.StartTime), EndTime: noValTime(j.EndTime),
 		WorkDir: deref(j.CurrentWorkingDirectory), StdOut: deref(j.StandardOutput), BatchHost: deref(j.BatchHost),
+		StdErr: deref(j.StandardError), ExcludedNodes: deref(j.ExcludedNodes), RequiredNodes: deref(j.RequiredNodes),
 	}
 	if j.ExitCode != nil {
 		out.ExitCode = int(deref(noValPtr(j.ExitCode.ReturnCode)))
+		if j.ExitCode.Signal != nil {
+			out.ExitSignal = int(deref(noValPtr(j.ExitCode.Signal.Id)))
+		}
 	}
 	out.StateDesc, out.Dependency = deref(j.StateDescription), deref(j.Dependency)
 	out.ArrayJobID, out.ArrayTaskID = noValOr(j.ArrayJobId, 0), noValOr(j.ArrayTaskId, -1)
@@ -155,7 +159,8 @@ func (a *apiV0045) submit(ctx context.Context, s JobSpec) (SubmitResult, error) 
 }
 
 func (a *apiV0045) update(ctx context.Context, ref JobRef, u JobUpdate) error {
-	d := gen.V0045JobDescMsg{Comment: u.Comment, AdminComment: u.AdminComment, Requeue: u.Requeue, Hold: u.Hold}
+	d := gen.V0045JobDescMsg{Comment: u.Comment, AdminComment: u.AdminComment, Requeue: u.Requeue, Hold: u.Hold,
+		ExcludedNodes: u.ExcludedNodes}
 	if u.TimeLimit != nil {
 		d.TimeLimit = setNoVal[gen.V0045Uint32NoValStruct](minutesUp(*u.TimeLimit))
 	}

@@ -84,9 +84,21 @@ type Job struct {
 	StartTime    time.Time
 	EndTime      time.Time
 	ExitCode     int
-	WorkDir      string
-	StdOut       string
-	BatchHost    string
+	// ExitSignal is the signal that ended the batch script (0: none).
+	ExitSignal int
+	WorkDir    string
+	StdOut     string
+	// StdErr is the path of the batch script's standard error as given
+	// at submission ("" when it goes to StdOut), with Slurm's %j-style
+	// patterns unexpanded.
+	StdErr string
+	// ExcludedNodes is the job's ExcNodeList, comma-separated as
+	// slurmrestd shows it ("" when none).
+	ExcludedNodes string
+	// RequiredNodes is the job's ReqNodeList (sbatch --nodelist), as
+	// slurmrestd shows it ("" when none).
+	RequiredNodes string
+	BatchHost     string
 	// TRESReq is all the job asks for (tres_req_str): for a pending job,
 	// what Slurm checks against its limits.
 	TRESReq TRESList
@@ -205,6 +217,9 @@ type JobUpdate struct {
 	Hold         *bool
 	TimeLimit    *time.Duration
 	BeginTime    *time.Time
+	// ExcludedNodes replaces the job's ExcNodeList (node names); only a
+	// pending or requeued job's takes effect.
+	ExcludedNodes *[]string
 }
 
 // Node is a Slurm node.

@@ -72,6 +72,7 @@ func ReclaimRules(p *spec.Policy) ([]byte, error) {
 		rule.Match = reclaimrules.Match{Classes: []string{c.Name}}
 		r.Rules = append(r.Rules, rule)
 	}
+	r.Recovery = recoveryRules(p)
 	if errs := r.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("rendered reclaim rules are invalid: %v", errs)
 	}

@@ -257,6 +257,19 @@ var fileTests = map[string]struct {
 		`testdata/reclaim.bad.yaml:20:22: reclaim.signal.name: "USR3" is not a signal slurmrestd sends: use one of HUP INT QUIT ABRT KILL ALRM TERM USR1 USR2 URG CONT STOP TSTP TTIN TTOU (with or without SIG) (hint: checkpoint signals are usually USR1 or TERM; a rule that only notifies sends none)`,
 		`testdata/reclaim.bad.yaml:21:15: reclaim requeues, but jobs of class "interactive" are not requeueable (hint: set requeue: true on the class, or use action: cancel)`,
 	}},
+	"recovery.bad.yaml": {wantErrs: []string{
+		"testdata/recovery.bad.yaml:9:7: name is not allowed in a recovery block (hint: remove name: strata-policy names the recovery rule after its class)",
+		"testdata/recovery.bad.yaml:10:27: recovery.same_failure_nodes: 1 would hold every job at its first failure: give 2 or more (0 or absent: 3) (hint: give 2 or more, or leave it out for 3)",
+		"testdata/recovery.bad.yaml:11:28: recovery.gpu_fault.retries: 5 is more than max_retries 3: the job would be held first (hint: give 0 to 3 retries, no more than max_retries)",
+		`testdata/recovery.bad.yaml:11:45: recovery.gpu_fault.on_exhausted: "drop": want hold or leave (hint: use hold or leave)`,
+		"testdata/recovery.bad.yaml:12:29: recovery.user_error.backoff: set, but user_error is never retried: give retries, or remove backoff (hint: give a time such as 1m, or remove backoff)",
+		"testdata/recovery.bad.yaml:12:47: recovery.user_error.exclude_node: true, but user_error is never retried: give retries, or remove exclude_node (hint: give retries, or remove exclude_node)",
+		"testdata/recovery.bad.yaml:12:67: recovery.user_error.on_exhausted: hold, but user_error is never retried: a job that failed so would be held at once; give retries, or use leave (hint: use hold or leave)",
+		"testdata/recovery.bad.yaml:13:60: recovery.nccl.hold_reason: set, but the job is not held: set on_exhausted: hold, or remove hold_reason (hint: set on_exhausted: hold, or remove hold_reason; keep it to one short line)",
+		`testdata/recovery.bad.yaml:13:85: recovery.nccl.notify[1]: "everyone": want owner or admins (hint: list owner, admins or both)`,
+		"testdata/recovery.bad.yaml:14:7: unknown key segfault in a recovery block (hint: the keys of a recovery block are max_retries, same_failure_nodes, node_fail, gpu_fault, oom, timeout, preempted, nccl, user_error)",
+		`testdata/recovery.bad.yaml:18:7: recovery retries node_fail, but jobs of class "interactive" are not requeueable: a retry is a requeue (hint: set requeue: true on the class, or give every failure class retries: 0)`,
+	}},
 	"roles.bad.yaml": {wantErrs: []string{
 		`testdata/roles.bad.yaml:13:19: user root cannot be a project member (cluster-admin of project "llm" of tenant "acme") (hint: remove it: root administers Slurm and needs no project; give the person their own user here, or list them under the top-level admins key)`,
 		`testdata/roles.bad.yaml:14:19: role cluster-admin is not a project role (hint: list cluster admins under the top-level admins key)`,
@@ -310,7 +323,7 @@ var fileTests = map[string]struct {
 	}},
 	"unknown-key.bad.yaml": {wantErrs: []string{
 		`testdata/unknown-key.bad.yaml:5:3: unknown key gpu_typs in cluster (hint: did you mean gpu_types?)`,
-		`testdata/unknown-key.bad.yaml:9:5: unknown key colour in a class (hint: the keys of a class are name, partition, default_time, max_time, priority, preempt, preempt_mode, requeue, whole_nodes, switches, max_gpus_per_job, reclaim)`,
+		`testdata/unknown-key.bad.yaml:9:5: unknown key colour in a class (hint: the keys of a class are name, partition, default_time, max_time, priority, preempt, preempt_mode, requeue, whole_nodes, switches, max_gpus_per_job, reclaim, recovery)`,
 		`testdata/unknown-key.bad.yaml:11:7: name is not allowed in a reclaim rule (hint: remove it: strata-policy names the rule after its class)`,
 		`testdata/unknown-key.bad.yaml:12:7: match is not allowed in a reclaim rule (hint: remove it: strata-policy matches the rule to the jobs of its class)`,
 		`testdata/unknown-key.bad.yaml:13:27: unknown key max_util in idle (hint: the keys of idle are max_util_percent, max_mem_activity_percent, window, min_coverage)`,

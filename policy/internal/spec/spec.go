@@ -150,6 +150,9 @@ type Class struct {
 	// (nil: none). Its Name and Match are filled by the compiler, so they
 	// must be absent here.
 	Reclaim *reclaimrules.Rule `yaml:"reclaim,omitempty" json:"reclaim,omitempty"`
+	// Recovery is how reclaimd retries the failed jobs of this class
+	// (nil: never); its Name and Match are filled by the compiler.
+	Recovery *reclaimrules.Recovery `yaml:"recovery,omitempty" json:"recovery,omitempty"`
 	// Line is the source line of the class, for messages (0: unknown).
 	Line int `yaml:"-" json:"-" strictyaml:"line"`
 }

@@ -282,6 +282,7 @@ func (v *validator) classes(p *Policy) {
 	for i := range p.Classes {
 		v.preempt(p, i)
 		v.reclaim(fmt.Sprintf("classes[%d].reclaim", i), &p.Classes[i])
+		v.recovery(fmt.Sprintf("classes[%d].recovery", i), &p.Classes[i])
 	}
 }
 

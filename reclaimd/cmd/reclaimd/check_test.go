@@ -37,7 +37,7 @@ func TestCheckConfig(t *testing.T) {
 			tenants:  `{}`,
 			wantErrs: []string{"rules.json: 1:", "rulez: unknown field", "tenants.json:1:1: apiVersion: missing"},
 		},
-		"shipped configuration and rules": {tenants: tenantsJSON, shipped: true, wantOut: "has 3 rules (dry run: true)"},
+		"shipped configuration and rules": {tenants: tenantsJSON, shipped: true, wantOut: "has 3 rules and 2 recovery rules (dry run: true)"},
 		// The shipped configuration of old: every rule of the example rules
 		// judges a window longer than the agents keep.
 		"agent window shorter than the rules": {

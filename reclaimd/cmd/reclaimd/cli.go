@@ -175,7 +175,7 @@ func cmdCheck(c *cli.Context) error {
 	if err := errors.Join(rerr, terr, serr); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "%s is valid; %s has %d rules (dry run: %v); %s has %d tenants\n",
-		c.String("config"), cfg.RulesFile, len(r.Rules), r.DryRun, cfg.TenantsFile, len(tenants.Tenants))
+	fmt.Fprintf(c.App.Writer, "%s is valid; %s has %d rules and %d recovery rules (dry run: %v); %s has %d tenants\n",
+		c.String("config"), cfg.RulesFile, len(r.Rules), len(r.Recovery), r.DryRun, cfg.TenantsFile, len(tenants.Tenants))
 	return nil
 }

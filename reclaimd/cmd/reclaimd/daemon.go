@@ -129,7 +129,8 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	metrics := controller.NewMetrics()
 	buildinfo.Register(metrics.Registry, "reclaimd")
 	ccfg := controller.Config{Slurm: client, Store: st, Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
-		Collector: col, Log: log, Metrics: metrics}
+		Collector: col, Log: log, Metrics: metrics,
+		Recovery: controller.Recovery{LogRoot: cfg.Recovery.LogRoot, StderrLines: cfg.Recovery.StderrLines, Matcher: cfg.Recovery.Matcher()}}
 	if len(notifiers) > 0 {
 		ccfg.Notifier = notifiers
 	}

@@ -48,6 +48,7 @@ type Config struct {
 	Notify     Notify     `yaml:"notify"`
 	Agent      Agent      `yaml:"agent"`
 	Health     Health     `yaml:"health"`
+	Recovery   Recovery   `yaml:"recovery"`
 }
 
 // Health is GPU node health: drain a node whose GPU reports a fatal
@@ -180,6 +181,7 @@ func Default() Config {
 			TokenFile: DefaultAgentTokenFile},
 		Health: Health{FatalXids: slices.Clone(controller.DefaultFatalXids), DrainOn: slices.Clone(drainKinds),
 			MaxDrainedShare: 0.1, MaxFaultAge: 24 * time.Hour, CheckCommand: []string{}, CheckInterval: 10 * time.Minute, CheckTimeout: 15 * time.Minute},
+		Recovery: defaultRecovery(),
 	}
 }
 
@@ -320,6 +322,7 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("agent.window", "keep at least the longest rule window, and two samples or more",
 			"%s keeps fewer than two samples of %s", c.Agent.Window, c.Agent.Interval)
 	}
+	c.validateRecovery(bad)
 	return ds
 }
 

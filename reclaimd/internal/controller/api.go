@@ -27,7 +27,8 @@ type JobReclaim struct {
 
 // Handler serves the API: GET /v1/jobs/{id}/reclaim, GET
 // /v1/decisions?since=RFC3339&limit=N, GET /v1/nodes/health[?node=NAME]
-// (node health: NodeHealthEntry), /healthz and /metrics. staleAfter
+// (node health: NodeHealthEntry), recovery's GET /v1/jobs/{id}/attempts and
+// /v1/failures?since=, /healthz and /metrics. staleAfter
 // is how old the last cycle may be before /healthz fails.
 func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 	mux := http.NewServeMux()
@@ -108,6 +109,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		}
 		writeJSON(w, map[string]any{"nodes": nodes})
 	})
+	c.recoveryRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		st := c.LastStatus()
 		switch {

@@ -40,9 +40,11 @@ type Slurm interface {
 	SignalRef(ctx context.Context, ref slurmrest.JobRef, sig string, batchOnly bool) error
 	RequeueRef(ctx context.Context, ref slurmrest.JobRef, opt slurmrest.RequeueOptions) error
 	CancelRef(ctx context.Context, ref slurmrest.JobRef) error
-	// Node health (Config.Health) only.
+	// Nodes is read by node health (Config.Health) and by recovery when
+	// a job failed; UpdateNode by node health; Accounts by recovery.
 	Nodes(ctx context.Context) ([]slurmrest.Node, error)
 	UpdateNode(ctx context.Context, name, state, reason string) error
+	Accounts(ctx context.Context) ([]slurmrest.Account, error)
 }
 
 // Collector gives the samples of the GPUs on the given nodes.
@@ -66,11 +68,18 @@ type Notice struct {
 	Reason  string    `json:"reason"`
 	DryRun  bool      `json:"dry_run"`
 	At      time.Time `json:"at"`
-	// Admin is set on a notice to the admins (node health: NoticeDrained,
-	// NoticeResumed, NoticeCapHit), which names a node and no job.
+	// Admin is set on a notice to the admins: node health's
+	// (NoticeDrained, NoticeResumed, NoticeCapHit), which names a node and
+	// no job, and recovery's about a job held after failing on several
+	// nodes.
 	Admin     bool   `json:"admin,omitempty"`
 	Node      string `json:"node,omitempty"`
 	Partition string `json:"partition,omitempty"`
+	// FailureClass, Evidence and StderrTail are set on recovery's notices
+	// (actions retry, retry-hold, not-retried).
+	FailureClass string          `json:"failure_class,omitempty"`
+	Evidence     json.RawMessage `json:"evidence,omitempty"`
+	StderrTail   []string        `json:"stderr_tail,omitempty"`
 }
 
 // Config of the controller.
@@ -95,6 +104,8 @@ type Config struct {
 	Log     *slog.Logger
 	Metrics *Metrics
 	Now     func() time.Time
+	// Recovery classifies and retries failed jobs.
+	Recovery Recovery
 }
 
 // Controller runs cycles.
@@ -122,6 +133,7 @@ type Controller struct {
 	checking map[string]bool
 	checks   sync.WaitGroup
 	runCtx   context.Context // Run's: health checks end with it
+	rec      recoveryState
 }
 
 // SkipEntry says why a job got no action in the last cycle.
@@ -167,6 +179,9 @@ func New(cfg Config) (*Controller, error) {
 		if h.MaxDrainedShare <= 0 || h.MaxDrainedShare > 1 || h.MaxFaultAge <= 0 || (len(h.Check) > 0 && (h.CheckInterval <= 0 || h.CheckTimeout <= 0)) {
 			return nil, errors.New("controller: Health needs 0 < MaxDrainedShare <= 1, a MaxFaultAge, and with a Check an interval and a timeout")
 		}
+	}
+	if cfg.Recovery.Faults == nil {
+		cfg.Recovery.Faults = storeFaults{cfg.Store}
 	}
 	return &Controller{cfg: cfg, drought: map[string]time.Time{}}, nil
 }
@@ -330,6 +345,13 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			c.cfg.Log.Error("node health failed this cycle", "error", err)
 			cycleErr = append(cycleErr, "node health: "+err.Error())
 		}
+	} else if len(res.Faults) > 0 {
+		// Without node health the faults are still kept: recovery classes
+		// a run with a fault on its GPUs gpu_fault.
+		if err := c.keepFaults(ctx, res.Faults, start); err != nil {
+			c.cfg.Log.Error("keeping GPU faults failed this cycle", "error", err)
+			cycleErr = append(cycleErr, "GPU faults: "+err.Error())
+		}
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
 	snap.Mismatched = gpuMapMismatches(jobs, res.Holders)
@@ -387,6 +409,14 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			// not, so the job keeps its previous state and the next cycle
 			// decides again.
 			c.revertState(ctx, a.JobID, snap.States, start)
+		}
+	}
+	if snap.SlurmOK {
+		c.mu.Lock()
+		all := c.jobs
+		c.mu.Unlock()
+		if err := c.recoverFailures(ctx, all, rules, start); err != nil {
+			c.cfg.Log.Warn("recovery: some failed jobs were not handled this cycle; they are tried again next cycle", "error", err)
 		}
 	}
 	st := Status{At: start, SlurmOK: snap.SlurmOK, Source: snap.SourceOK, Jobs: len(snap.Jobs), Actions: len(d.Actions),
@@ -752,6 +782,12 @@ func (c *Controller) Recover(ctx context.Context) error {
 	}
 	var nodes map[string]slurmrest.Node // read once, for the first node record
 	for _, rec := range pending {
+		if rec.Kind == KindRetry || rec.Kind == KindHold {
+			if err := c.recoverIntent(ctx, rec); err != nil {
+				return err
+			}
+			continue
+		}
 		if rec.Node != "" {
 			if nodes == nil {
 				list, err := c.cfg.Slurm.Nodes(ctx)

@@ -76,6 +76,8 @@ type bed struct {
 
 	// health is the node health the controllers get (nil: off).
 	health *controller.Health
+	// recovery configures the controller's recovery (newController).
+	recovery controller.Recovery
 
 	refuse   atomic.Bool // slurmrestd refuses connections
 	scontrol string      // calls of the fake scontrol, the requeue fallback of Slurm 24.11
@@ -265,7 +267,7 @@ func (b *bed) newController() *controller.Controller {
 	b.t.Cleanup(hook.Close)
 	ctl, err := controller.New(controller.Config{Slurm: b.slurm, Store: b.st, Rules: func() reclaimrules.Rules { return b.rules },
 		Collector: &collect.Agents{URL: b.agentURL, Secret: agentSecret}, Notifier: notify.Webhook{URL: hook.URL},
-		Tenants: func() *tenantmap.Map { return b.tenants }, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock, Health: b.health,
+		Tenants: func() *tenantmap.Map { return b.tenants }, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock, Health: b.health, Recovery: b.recovery,
 		Log: slog.New(slog.NewTextHandler(&b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		b.t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
+	"github.com/strata-hpc/strata/reclaimd/internal/failure"
 	"github.com/strata-hpc/strata/reclaimd/internal/source"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
 )
@@ -668,4 +669,36 @@ func (c *Controller) NodesHealth(ctx context.Context) ([]NodeHealthEntry, error)
 // evidence a failure classifier needs of a job's run.
 func (c *Controller) FaultsBetween(ctx context.Context, node string, from, to time.Time) ([]store.Fault, error) {
 	return c.cfg.Store.FaultsBetween(ctx, node, from, to)
+}
+
+// keepFaults keeps the faults the agents reported (each once), when node
+// health is off, for recovery's classification.
+func (c *Controller) keepFaults(ctx context.Context, faults []collect.Fault, at time.Time) error {
+	in := make([]store.Fault, 0, len(faults))
+	for _, f := range faults {
+		in = append(in, store.Fault{Node: f.Node, GPU: f.GPU, UUID: f.UUID, Kind: string(f.Kind), Code: f.Code, At: f.At})
+	}
+	added, err := c.cfg.Store.AddFaults(ctx, in, at)
+	for _, f := range added {
+		c.cfg.Metrics.GPUFaults.WithLabelValues(f.Kind, strconv.Itoa(f.Code)).Inc()
+	}
+	return err
+}
+
+// storeFaults gives recovery the GPU faults kept in the store: the
+// default Recovery.Faults.
+type storeFaults struct{ s *store.Store }
+
+func (f storeFaults) Faults(ctx context.Context, nodes []string, since, until time.Time) ([]failure.Fault, error) {
+	var out []failure.Fault
+	for _, n := range nodes {
+		got, err := f.s.FaultsBetween(ctx, n, since, until)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range got {
+			out = append(out, failure.Fault{Time: g.At, Node: g.Node, GPU: g.GPU, Code: g.Code, Kind: g.Kind})
+		}
+	}
+	return out, nil
 }

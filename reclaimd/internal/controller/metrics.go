@@ -48,6 +48,12 @@ type Metrics struct {
 	Jobs          *prometheus.GaugeVec
 	AllocatedGPUs *prometheus.GaugeVec
 	Pending       *prometheus.GaugeVec
+	// Recovery: failures classified by tenant and class; retries by
+	// class and result (requeued, exhausted, refused, failed); time from
+	// a failure to the job running again.
+	RecoveryFailures      *prometheus.CounterVec
+	RecoveryRetries       *prometheus.CounterVec
+	RecoveryTimeToRunning prometheus.Histogram
 }
 
 // NewMetrics registers the metrics.
@@ -140,6 +146,20 @@ func NewMetrics() *Metrics {
 		m.Jobs.WithLabelValues(string(p))
 	}
 	m.Registry.MustRegister(m.NodesDrained, m.Drains, m.Resumes, m.DrainCapHit, m.HealthChecks, m.GPUFaults)
+	m.RecoveryFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_recovery_failures_total",
+		Help: "Job runs that ended other than COMPLETED, classified once, by tenant and failure class.",
+	}, []string{"tenant", "class"})
+	m.RecoveryRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strata_recovery_retries_total",
+		Help: "Recovery decisions by failure class and result: requeued (retried), exhausted (retries used up: held or left), refused (not retried: the class is not, the job was cancelled, its account is gone), failed (the requeue failed).",
+	}, []string{"class", "result"})
+	m.RecoveryTimeToRunning = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strata_recovery_time_to_running_seconds",
+		Help:    "Time from a failed run's end to the job running again after a retry or a release.",
+		Buckets: []float64{30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600},
+	})
+	m.Registry.MustRegister(m.RecoveryFailures, m.RecoveryRetries, m.RecoveryTimeToRunning)
 	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
 		m.AgentRefusals, m.SlurmErrors, m.SourceErrors, m.AgentErrors, m.Jobs, m.AllocatedGPUs, m.Pending)
 	return m

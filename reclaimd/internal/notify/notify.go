@@ -76,6 +76,23 @@ reclaimd's GPU node health: {{.Action}} on node {{.Node}} (partition {{.Partitio
 GET /v1/nodes/health on reclaimd shows the node's faults and its last health check.
 `
 
+// RecoveryTemplate is the mail of recovery's notices (a failed job
+// retried, held, or not retried), whatever Template is: those say what
+// failed, not what was idle.
+const RecoveryTemplate = `Subject: [strata] job {{.JobID}} failed ({{.FailureClass}}): {{.Action}}
+
+{{if .Admin}}Admins,{{else}}Hello {{.User}},{{end}}
+
+{{if .Admin}}Job {{.JobID}} of {{.User}}{{else}}Your job {{.JobID}}{{end}} (account {{.Account}}) ended with a failure of class {{.FailureClass}}.
+What happened: {{.Action}}
+Why: {{.Reason}}
+{{if .StderrTail}}
+The end of its stderr:
+{{range .StderrTail}}    {{.}}
+{{end}}{{end}}
+The evidence, as reclaimd recorded it: {{printf "%s" .Evidence}}
+`
+
 // DefaultTemplate is used when no template file is configured; the one in
 // etc/strata/reclaimd-mail.tmpl is the same text.
 const DefaultTemplate = `Subject: [strata] job {{.JobID}}: {{.Action}} ({{.Rule}})
@@ -109,6 +126,12 @@ func (m Mail) Notify(ctx context.Context, n controller.Notice) error {
 		return errors.New("mail: the job has no user")
 	} else if m.Domain != "" {
 		to += "@" + m.Domain
+	}
+	if n.FailureClass != "" {
+		// Recovery's notices say what failed, not what was idle: their
+		// own text, whatever the configured templates are.
+		t = nil
+		deflt = RecoveryTemplate
 	}
 	if t == nil {
 		var err error

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestWebhook(t *testing.T) {
 	if err := (Webhook{URL: srv.URL}).Notify(context.Background(), notice); err != nil {
 		t.Fatal(err)
 	}
-	if got != notice {
+	if !reflect.DeepEqual(got, notice) {
 		t.Errorf("webhook got %+v, want %+v", got, notice)
 	}
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "nope", http.StatusTeapot) }))
@@ -95,5 +96,45 @@ func TestMailAdmins(t *testing.T) {
 		if !strings.Contains(string(msg), want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}
+	}
+}
+
+// TestMailRecovery: a recovery notice is mailed with the recovery text
+// and the stderr tail, an admins' notice to the admins' address alone.
+func TestMailRecovery(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "message")
+	sm := filepath.Join(dir, "sendmail")
+	if err := os.WriteFile(sm, []byte("#!/bin/sh\ncat >> "+out+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	custom, err := ParseTemplate("Subject: idle only\n\n{{.Reason}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := controller.Notice{JobID: 7, User: "alice", Account: "llm", Action: "retry", Rule: "train", Reason: "retry 1/1 after nccl on gpu1",
+		FailureClass: "nccl", Evidence: []byte(`{"state":"FAILED"}`), StderrTail: []string{"NCCL error in: x"}}
+	m := Mail{Sendmail: sm, From: "reclaimd", Template: custom}
+	if err := m.Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	admins := n
+	admins.Admin = true
+	if err := m.Notify(context.Background(), admins); err != nil {
+		t.Fatal(err)
+	}
+	m.Admins = []string{"hpc-admins@example.org"}
+	if err := m.Notify(context.Background(), admins); err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := os.ReadFile(out)
+	for _, want := range []string{"To: alice\n", "Subject: [strata] job 7 failed (nccl): retry\n", "    NCCL error in: x\n",
+		`{"state":"FAILED"}`, "To: hpc-admins@example.org\n", "Job 7 of alice"} {
+		if !strings.Contains(string(msg), want) {
+			t.Errorf("messages lack %q:\n%s", want, msg)
+		}
+	}
+	if c := strings.Count(string(msg), "To: "); c != 2 {
+		t.Errorf("%d messages, want 2 (no admins' address: none for them)", c)
 	}
 }

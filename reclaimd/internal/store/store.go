@@ -125,6 +125,7 @@ CREATE TABLE node_health (
 	held_fault   INTEGER NOT NULL DEFAULT 0
 );
 `},
+	recoveryMigration,
 }
 
 // Open opens (and creates or upgrades) the database at path.
