@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -508,159 +507,31 @@ type promPoint struct {
 // promValues is a series' values: [[1795900000.25,"42"],...].
 type promValues []promPoint
 
-// UnmarshalJSON reads the values with a scanner of its own: an answer for
-// a thousand nodes holds millions of points, and decoding each through
-// encoding/json takes seconds and gigabytes. encoding/json has checked
-// that b is valid JSON; the scanner still checks the shape.
-func (vs *promValues) UnmarshalJSON(b []byte) error {
-	sc := pointScanner{b: b}
-	if sc.literal("null") {
-		*vs = nil
-		return nil
-	}
-	if !sc.expect('[') {
-		return sc.fail("values: want an array")
-	}
-	out := make(promValues, 0, bytes.Count(b, []byte{'['})-1)
-	if sc.expect(']') {
-		*vs = out
-		return sc.end()
-	}
-	for {
-		pt, err := sc.point()
-		if err != nil {
-			return err
-		}
-		out = append(out, pt)
-		if sc.expect(']') {
-			break
-		}
-		if !sc.expect(',') {
-			return sc.fail("values: want , or ]")
-		}
-	}
-	*vs = out
-	return sc.end()
-}
-
-// pointScanner reads the JSON of a values array.
-type pointScanner struct {
-	b   []byte
-	off int
-}
-
-func (sc *pointScanner) space() {
-	for sc.off < len(sc.b) && (sc.b[sc.off] == ' ' || sc.b[sc.off] == '\t' || sc.b[sc.off] == '\n' || sc.b[sc.off] == '\r') {
-		sc.off++
-	}
-}
-
-// expect consumes c, after white space, if it comes next.
-func (sc *pointScanner) expect(c byte) bool {
-	sc.space()
-	if sc.off < len(sc.b) && sc.b[sc.off] == c {
-		sc.off++
-		return true
-	}
-	return false
-}
-
-func (sc *pointScanner) literal(s string) bool {
-	sc.space()
-	if bytes.HasPrefix(sc.b[sc.off:], []byte(s)) {
-		sc.off += len(s)
-		return true
-	}
-	return false
-}
-
-func (sc *pointScanner) end() error {
-	sc.space()
-	if sc.off != len(sc.b) {
-		return sc.fail("values: data after the array")
-	}
-	return nil
-}
-
-func (sc *pointScanner) fail(msg string) error {
-	near := sc.b[min(sc.off, len(sc.b)):]
-	if len(near) > 40 {
-		near = near[:40]
-	}
-	return fmt.Errorf("%s at byte %d (near %q)", msg, sc.off, near)
-}
-
-// point reads [1795900000.25,"42"]. Prometheus writes values as strings,
-// NaN, +Inf and -Inf among them, which ParseFloat reads.
-func (sc *pointScanner) point() (promPoint, error) {
-	if !sc.expect('[') {
-		return promPoint{}, sc.fail("point: want [time, \"value\"]")
-	}
-	sc.space()
-	start := sc.off
-	for sc.off < len(sc.b) && strings.IndexByte("0123456789+-.eE", sc.b[sc.off]) >= 0 {
-		sc.off++
-	}
-	sec, err := strconv.ParseFloat(string(sc.b[start:sc.off]), 64)
-	// Year 1 to 9999 at most; anything else is not a sample time.
-	if err != nil || math.Abs(sec) > 253402300799 {
-		sc.off = start
-		return promPoint{}, sc.fail("point: time is not Unix seconds")
-	}
-	if !sc.expect(',') || !sc.expect('"') {
-		return promPoint{}, sc.fail("point: want [time, \"value\"]")
-	}
-	start = sc.off
-	for sc.off < len(sc.b) && sc.b[sc.off] != '"' && sc.b[sc.off] != '\\' {
-		sc.off++
-	}
-	str := string(sc.b[start:sc.off])
-	if !sc.expect('"') { // an escape: no number has one
-		sc.off = start
-		return promPoint{}, sc.fail("point: value is not a number")
-	}
-	v, err := strconv.ParseFloat(str, 64)
-	if err != nil {
-		sc.off = start
-		return promPoint{}, sc.fail("point: value is not a number")
-	}
-	if !sc.expect(']') {
-		return promPoint{}, sc.fail("point: want [time, \"value\"]")
-	}
-	return promPoint{ms: int64(math.Round(sec * 1e3)), v: v}, nil
-}
-
 // parseQueryRange reads a successful /api/v1/query_range answer: the
 // series of its matrix. It is a pure function of the body, so it is
 // fuzzed.
 func parseQueryRange(body []byte) ([]promSeries, error) {
-	var ans struct {
-		Status    string `json:"status"`
-		ErrorType string `json:"errorType"`
-		Error     string `json:"error"`
-		Data      struct {
-			ResultType string     `json:"resultType"`
-			Result     promResult `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &ans); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) || len(bytes.TrimSpace(body)) == 0 {
-			return nil, fmt.Errorf("answer is not Prometheus API JSON: %w (body %s)", err, snippet(body))
+	ans, err := decodePromAnswer(body)
+	if err != nil {
+		if !json.Valid(body) {
+			var v any
+			if err := json.Unmarshal(body, &v); err != nil { // for encoding/json's word on it
+				return nil, fmt.Errorf("answer is not Prometheus API JSON: %w (body %s)", err, snippet(body))
+			}
 		}
 		return nil, fmt.Errorf("unreadable answer: %w", err)
 	}
-	switch ans.Status {
+	switch ans.status {
 	case "success":
 	case "error":
-		return nil, &APIError{Type: ans.ErrorType, Message: ans.Error}
+		return nil, &APIError{Type: ans.errorType, Message: ans.error}
 	default:
-		return nil, fmt.Errorf("answer has status %q, want \"success\" (body %s)", ans.Status, snippet(body))
+		return nil, fmt.Errorf("answer has status %q, want \"success\" (body %s)", ans.status, snippet(body))
 	}
-	if ans.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("answer's resultType is %q, want \"matrix\": is the URL a Prometheus API?", ans.Data.ResultType)
+	if ans.resultType != "matrix" {
+		return nil, fmt.Errorf("answer's resultType is %q, want \"matrix\": is the URL a Prometheus API?", ans.resultType)
 	}
-	return ans.Data.Result, nil
+	return ans.result, nil
 }
 
 // promAcc gathers one GPU's three metrics at one time.
