@@ -63,16 +63,33 @@ type promAnswer struct {
 // promDecoder reads a query_range answer.
 type promDecoder struct {
 	jscan
-	strs map[string]string
-	pts  []promPoint
+	strs  map[string]string
+	pts   []promPoint // the answer's points
+	lbls  []promLabel // the answer's labels
+	sizes promSizes
 }
 
-func decodePromAnswer(body []byte) (promAnswer, error) {
+// promSizes are the sizes of an answer: what the next one's arrays are
+// made for (a cycle's answer is the size of the last).
+type promSizes struct{ series, points, labels, strs int }
+
+// decodePromAnswer reads an answer; sizes, where not nil, sizes its
+// arrays and is set to the answer's.
+func decodePromAnswer(body []byte, sizes *promSizes) (promAnswer, error) {
 	var a promAnswer
-	d := promDecoder{jscan: jscan{b: body}, strs: map[string]string{}}
+	d := promDecoder{jscan: jscan{b: body}}
+	if sizes != nil {
+		d.sizes = *sizes
+	}
+	d.strs = make(map[string]string, d.sizes.strs)
+	d.pts = make([]promPoint, 0, max(64, d.sizes.points))
+	d.lbls = make([]promLabel, 0, max(64, d.sizes.labels))
 	err := d.answer(&a)
 	if err == nil {
 		err = d.end()
+	}
+	if err == nil && sizes != nil {
+		*sizes = promSizes{series: len(a.result), points: len(d.pts), labels: len(d.lbls), strs: len(d.strs)}
 	}
 	return a, err
 }
@@ -150,7 +167,7 @@ func (d *promDecoder) result(a *promAnswer) error {
 	}
 	out := old[:0]
 	if out == nil {
-		out = make([]promSeries, 0, max(64, len(d.b)/1024))
+		out = make([]promSeries, 0, max(64, d.sizes.series))
 	}
 	for i := 0; ; i++ {
 		var s promSeries
@@ -183,6 +200,7 @@ func (d *promDecoder) series(s *promSeries) error {
 
 // labels reads a metric object into s.Metric as encoding/json reads one
 // into a map[string]string: null makes it nil, another object adds to it.
+// The labels are carved from the answer's array.
 func (d *promDecoder) labels(s *promSeries) error {
 	if d.null() {
 		s.Metric = nil
@@ -191,10 +209,9 @@ func (d *promDecoder) labels(s *promSeries) error {
 	if d.peek() != '{' {
 		return d.skipType("metric")
 	}
-	if s.Metric == nil {
-		s.Metric = make(promLabels, 0, 8)
-	}
-	return d.object("metric", func(name []byte) error {
+	start := len(d.lbls)
+	d.lbls = append(d.lbls, s.Metric...) // a second metric object adds to the first
+	err := d.object("metric", func(name []byte) error {
 		n := d.intern(name)
 		var value string
 		switch d.peek() {
@@ -212,9 +229,15 @@ func (d *promDecoder) labels(s *promSeries) error {
 		default:
 			return d.skipType("label")
 		}
-		s.Metric.set(n, value)
+		ls := promLabels(d.lbls[start:])
+		ls.set(n, value)
+		if len(ls) > len(d.lbls)-start {
+			d.lbls = append(d.lbls, ls[len(ls)-1])
+		}
 		return nil
 	})
+	s.Metric = d.lbls[start:len(d.lbls):len(d.lbls)]
+	return err
 }
 
 // str reads a string, made once per answer for each value.
@@ -256,9 +279,6 @@ func (d *promDecoder) values(s *promSeries) error {
 	empty, err := d.enter('[', "values")
 	if err != nil {
 		return err
-	}
-	if d.pts == nil {
-		d.pts = make([]promPoint, 0, max(64, len(d.b)/32))
 	}
 	start := len(d.pts)
 	if !empty {
