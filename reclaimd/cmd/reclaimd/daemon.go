@@ -119,7 +119,14 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	var col controller.Collector
 	if cfg.Source == "agents" {
 		reload = append(reload, secret)
-		col = &collect.Agents{URLTemplate: cfg.Agents.URLTemplate, Client: &http.Client{Timeout: cfg.Agents.Timeout}, Secret: secret.Get}
+		// One idle connection kept to each agent from cycle to cycle: the
+		// default transport keeps 100 in all, so past a hundred nodes every
+		// cycle would connect to most agents anew.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 0, 1
+		tr.IdleConnTimeout = max(tr.IdleConnTimeout, 3*cfg.Interval)
+		col = &collect.Agents{URLTemplate: cfg.Agents.URLTemplate, Client: &http.Client{Timeout: cfg.Agents.Timeout, Transport: tr},
+			Secret: secret.Get}
 	}
 	if cfg.Source == "prometheus" {
 		p := cfg.Prometheus

@@ -58,6 +58,7 @@ type Agents struct {
 	collecting sync.Mutex
 	mu         sync.Mutex
 	held       map[string]*heldNode // by node
+	gpus       int                  // the GPUs of the last Collect, to size the next one's maps
 }
 
 // heldNode is what Agents keeps of one node between cycles.
@@ -74,7 +75,8 @@ type heldNode struct {
 type Result struct {
 	// Samples holds each GPU's samples, oldest first. The slices may be
 	// the collector's own, kept for the next cycle: read them, and do
-	// not change or keep them past the cycle.
+	// not change or keep them past the cycle (the same holds for the
+	// slices of Holders).
 	Samples  map[decide.GPUKey][]decide.Sample
 	Interval time.Duration // the agents' sample period
 	// Newest is the time of the newest sample seen (for the data-age metric).
@@ -127,11 +129,11 @@ func faultsOf(node string, events []agent.FaultEvent) []Fault {
 // Collect asks the agents of the given nodes for their windows, or for
 // what they sampled since the last cycle.
 func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
-	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}, Refused: map[string]string{},
-		Holders: map[decide.GPUKey][]int64{}}
 	a.collecting.Lock()
 	defer a.collecting.Unlock()
 	a.mu.Lock()
+	res := Result{Samples: make(map[decide.GPUKey][]decide.Sample, a.gpus), Failed: map[string]string{}, Refused: map[string]string{},
+		Holders: make(map[decide.GPUKey][]int64, a.gpus)}
 	if a.held == nil {
 		a.held = map[string]*heldNode{}
 	}
@@ -168,7 +170,11 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 		go func(node string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			snap, err := a.fetch(ctx, client, node, h.cursor)
+			// The answer's buffer is put back when nothing of it is read
+			// any more: update copies what it keeps.
+			buf := snapshotBufs.Get().(*snapshotBuf)
+			defer snapshotBufs.Put(buf)
+			snap, err := a.fetch(ctx, client, node, h.cursor, buf)
 			if err == nil {
 				err = h.update(snap)
 			}
@@ -195,7 +201,8 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 			}
 			res.Faults = append(res.Faults, faultsOf(node, snap.Faults)...)
 			for idx, jobs := range h.holders {
-				res.Holders[decide.GPUKey{Node: node, Index: idx}] = slices.Clone(jobs)
+				// update replaces a GPU's holders, never changes them.
+				res.Holders[decide.GPUKey{Node: node, Index: idx}] = jobs
 			}
 		}(n)
 	}
@@ -206,6 +213,9 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 		}
 		return x.At.Compare(y.At)
 	})
+	a.mu.Lock()
+	a.gpus = len(res.Samples)
+	a.mu.Unlock()
 	if len(res.Failed) == len(nodes) {
 		return res, fmt.Errorf("no node agent answered (%d nodes; e.g. %s)", len(nodes), firstFailure(res.Failed))
 	}
@@ -257,7 +267,12 @@ func (h *heldNode) update(snap snapshot) error {
 			if h.holders == nil {
 				h.holders = map[int][]int64{}
 			}
-			h.holders[g.Index] = slices.Clone(g.Samples[n-1].JobIDs)
+			// The ids live in the answer's buffer: copied, unless the GPU's
+			// jobs are those it had (the common case, cycle after cycle).
+			ids := g.Samples[n-1].JobIDs
+			if old, ok := h.holders[g.Index]; !ok || !slices.Equal(old, ids) || (old == nil) != (ids == nil) {
+				h.holders[g.Index] = slices.Clone(ids)
+			}
 		}
 	}
 	// Drop what the agent has dropped: samples older than its window
@@ -278,15 +293,27 @@ func (h *heldNode) update(snap snapshot) error {
 	return nil
 }
 
-// readBody reads at most limit+1 bytes of the answer, into one buffer of
+// readBody reads at most limit+1 bytes of the answer into buf, grown to
 // its Content-Length where it gives one.
-func readBody(resp *http.Response, limit int64) ([]byte, error) {
-	if n := resp.ContentLength; n >= 0 && n <= limit {
-		buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
-		_, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
-		return buf.Bytes(), err
+func readBody(resp *http.Response, limit int64, buf []byte) ([]byte, error) {
+	buf = buf[:0]
+	if n := resp.ContentLength; n >= 0 && n <= limit && int64(cap(buf)) <= n {
+		buf = make([]byte, 0, n+bytes.MinRead)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	r := io.LimitReader(resp.Body, limit+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 func firstFailure(m map[string]string) string {
@@ -312,7 +339,9 @@ func (a *Agents) base(node string) string {
 // maxSnapshot bounds an agent's answer.
 const maxSnapshot = 64 << 20
 
-func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor string) (snapshot, error) {
+// fetch asks one agent for its answer, read into buf: the snapshot lives
+// in it until it is put back.
+func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor string, buf *snapshotBuf) (snapshot, error) {
 	var snap snapshot
 	u := strings.TrimRight(a.base(node), "/") + "/v1/snapshot"
 	if cursor != "" {
@@ -336,7 +365,8 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor st
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return snap, fmt.Errorf("agent answered HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	body, err := readBody(resp, maxSnapshot)
+	body, err := readBody(resp, maxSnapshot, buf.body)
+	buf.body = body
 	switch {
 	case err != nil:
 		return snap, fmt.Errorf("agent snapshot: %w", err)
@@ -347,7 +377,7 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor st
 	if err := a.verify(n, resp.Header, body); err != nil {
 		return snap, err
 	}
-	if snap, err = decodeSnapshot(body); err != nil {
+	if snap, err = decodeSnapshot(body, buf); err != nil {
 		return snap, fmt.Errorf("agent snapshot: %w", err)
 	}
 	if err := checkHistory(snap); err != nil {

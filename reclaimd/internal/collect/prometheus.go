@@ -1,12 +1,11 @@
 package collect
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"net"
@@ -114,6 +113,12 @@ type promState struct {
 	collecting sync.Mutex
 	mu         sync.Mutex
 	held       map[string]*promNode // by node
+
+	// Kept from answer to answer, under collecting: the buffer the
+	// answers are read into (nothing decoded from one refers to it),
+	// and the sizes of the last, to size the next one's arrays.
+	body  []byte
+	sizes promSizes
 }
 
 // promStates guards the making of each Prometheus's state, so that a
@@ -334,7 +339,7 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 
 	for _, from := range slices.Sorted(maps.Keys(groups)) {
 		group := groups[from]
-		series, err := p.queryRange(ctx, c, group, from, end)
+		series, err := p.queryRange(ctx, c, st, group, from, end)
 		if err != nil {
 			return res, err
 		}
@@ -389,19 +394,20 @@ func (h *promNode) merge(answer map[int][]decide.Sample, from, first int64) {
 
 // queryRange asks for the steps from..end (Unix ms) of the nodes, in
 // halves of the range where an answer is larger than the limit.
-func (p *Prometheus) queryRange(ctx context.Context, c promConfig, nodes []string, from, end int64) ([]promSeries, error) {
+func (p *Prometheus) queryRange(ctx context.Context, c promConfig, st *promState, nodes []string, from, end int64) ([]promSeries, error) {
 	query := c.query(nodes)
-	body, err := c.fetch(ctx, p.URL, query, time.UnixMilli(from), time.UnixMilli(end))
+	body, err := c.fetch(ctx, p.URL, query, time.UnixMilli(from), time.UnixMilli(end), st.body)
+	st.body = body
 	var big *tooLarge
 	if errors.As(err, &big) {
 		stepMs := c.step.Milliseconds()
 		if steps := (end - from) / stepMs; steps >= 1 {
 			mid := from + (steps+1)/2*stepMs
-			a, err := p.queryRange(ctx, c, nodes, from, mid-stepMs)
+			a, err := p.queryRange(ctx, c, st, nodes, from, mid-stepMs)
 			if err != nil {
 				return nil, err
 			}
-			b, err := p.queryRange(ctx, c, nodes, mid, end)
+			b, err := p.queryRange(ctx, c, st, nodes, mid, end)
 			if err != nil {
 				return nil, err
 			}
@@ -412,7 +418,7 @@ func (p *Prometheus) queryRange(ctx context.Context, c promConfig, nodes []strin
 	if err != nil {
 		return nil, err
 	}
-	series, err := parseQueryRange(body)
+	series, err := parseQueryRangeSized(body, &st.sizes)
 	if err != nil {
 		apiErr := &APIError{Message: err.Error()}
 		errors.As(err, &apiErr) // a "status":"error" answer
@@ -428,8 +434,8 @@ type tooLarge struct{ err *APIError }
 func (t *tooLarge) Error() string { return t.err.Error() }
 
 // fetch POSTs the query (a form, so a long node list fits) and returns the
-// body of a 200 answer.
-func (c promConfig) fetch(ctx context.Context, base, query string, start, end time.Time) ([]byte, error) {
+// body of a 200 answer, read into buf.
+func (c promConfig) fetch(ctx context.Context, base, query string, start, end time.Time, buf []byte) ([]byte, error) {
 	form := url.Values{
 		"query": {query},
 		"start": {promTime(start)},
@@ -448,7 +454,7 @@ func (c promConfig) fetch(ctx context.Context, base, query string, start, end ti
 		return nil, fmt.Errorf("prometheus query_range: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	body, err := readBody(resp, c.maxBytes, buf)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus query_range: read answer: %w", err)
 	}
@@ -508,159 +514,37 @@ type promPoint struct {
 // promValues is a series' values: [[1795900000.25,"42"],...].
 type promValues []promPoint
 
-// UnmarshalJSON reads the values with a scanner of its own: an answer for
-// a thousand nodes holds millions of points, and decoding each through
-// encoding/json takes seconds and gigabytes. encoding/json has checked
-// that b is valid JSON; the scanner still checks the shape.
-func (vs *promValues) UnmarshalJSON(b []byte) error {
-	sc := pointScanner{b: b}
-	if sc.literal("null") {
-		*vs = nil
-		return nil
-	}
-	if !sc.expect('[') {
-		return sc.fail("values: want an array")
-	}
-	out := make(promValues, 0, bytes.Count(b, []byte{'['})-1)
-	if sc.expect(']') {
-		*vs = out
-		return sc.end()
-	}
-	for {
-		pt, err := sc.point()
-		if err != nil {
-			return err
-		}
-		out = append(out, pt)
-		if sc.expect(']') {
-			break
-		}
-		if !sc.expect(',') {
-			return sc.fail("values: want , or ]")
-		}
-	}
-	*vs = out
-	return sc.end()
-}
-
-// pointScanner reads the JSON of a values array.
-type pointScanner struct {
-	b   []byte
-	off int
-}
-
-func (sc *pointScanner) space() {
-	for sc.off < len(sc.b) && (sc.b[sc.off] == ' ' || sc.b[sc.off] == '\t' || sc.b[sc.off] == '\n' || sc.b[sc.off] == '\r') {
-		sc.off++
-	}
-}
-
-// expect consumes c, after white space, if it comes next.
-func (sc *pointScanner) expect(c byte) bool {
-	sc.space()
-	if sc.off < len(sc.b) && sc.b[sc.off] == c {
-		sc.off++
-		return true
-	}
-	return false
-}
-
-func (sc *pointScanner) literal(s string) bool {
-	sc.space()
-	if bytes.HasPrefix(sc.b[sc.off:], []byte(s)) {
-		sc.off += len(s)
-		return true
-	}
-	return false
-}
-
-func (sc *pointScanner) end() error {
-	sc.space()
-	if sc.off != len(sc.b) {
-		return sc.fail("values: data after the array")
-	}
-	return nil
-}
-
-func (sc *pointScanner) fail(msg string) error {
-	near := sc.b[min(sc.off, len(sc.b)):]
-	if len(near) > 40 {
-		near = near[:40]
-	}
-	return fmt.Errorf("%s at byte %d (near %q)", msg, sc.off, near)
-}
-
-// point reads [1795900000.25,"42"]. Prometheus writes values as strings,
-// NaN, +Inf and -Inf among them, which ParseFloat reads.
-func (sc *pointScanner) point() (promPoint, error) {
-	if !sc.expect('[') {
-		return promPoint{}, sc.fail("point: want [time, \"value\"]")
-	}
-	sc.space()
-	start := sc.off
-	for sc.off < len(sc.b) && strings.IndexByte("0123456789+-.eE", sc.b[sc.off]) >= 0 {
-		sc.off++
-	}
-	sec, err := strconv.ParseFloat(string(sc.b[start:sc.off]), 64)
-	// Year 1 to 9999 at most; anything else is not a sample time.
-	if err != nil || math.Abs(sec) > 253402300799 {
-		sc.off = start
-		return promPoint{}, sc.fail("point: time is not Unix seconds")
-	}
-	if !sc.expect(',') || !sc.expect('"') {
-		return promPoint{}, sc.fail("point: want [time, \"value\"]")
-	}
-	start = sc.off
-	for sc.off < len(sc.b) && sc.b[sc.off] != '"' && sc.b[sc.off] != '\\' {
-		sc.off++
-	}
-	str := string(sc.b[start:sc.off])
-	if !sc.expect('"') { // an escape: no number has one
-		sc.off = start
-		return promPoint{}, sc.fail("point: value is not a number")
-	}
-	v, err := strconv.ParseFloat(str, 64)
-	if err != nil {
-		sc.off = start
-		return promPoint{}, sc.fail("point: value is not a number")
-	}
-	if !sc.expect(']') {
-		return promPoint{}, sc.fail("point: want [time, \"value\"]")
-	}
-	return promPoint{ms: int64(math.Round(sec * 1e3)), v: v}, nil
-}
-
 // parseQueryRange reads a successful /api/v1/query_range answer: the
 // series of its matrix. It is a pure function of the body, so it is
 // fuzzed.
 func parseQueryRange(body []byte) ([]promSeries, error) {
-	var ans struct {
-		Status    string `json:"status"`
-		ErrorType string `json:"errorType"`
-		Error     string `json:"error"`
-		Data      struct {
-			ResultType string     `json:"resultType"`
-			Result     promResult `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &ans); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) || len(bytes.TrimSpace(body)) == 0 {
-			return nil, fmt.Errorf("answer is not Prometheus API JSON: %w (body %s)", err, snippet(body))
+	return parseQueryRangeSized(body, nil)
+}
+
+// parseQueryRangeSized is parseQueryRange with its arrays sized by the
+// last answer's sizes, which it updates.
+func parseQueryRangeSized(body []byte, sizes *promSizes) ([]promSeries, error) {
+	ans, err := decodePromAnswer(body, sizes)
+	if err != nil {
+		if !json.Valid(body) {
+			var v any
+			if err := json.Unmarshal(body, &v); err != nil { // for encoding/json's word on it
+				return nil, fmt.Errorf("answer is not Prometheus API JSON: %w (body %s)", err, snippet(body))
+			}
 		}
 		return nil, fmt.Errorf("unreadable answer: %w", err)
 	}
-	switch ans.Status {
+	switch ans.status {
 	case "success":
 	case "error":
-		return nil, &APIError{Type: ans.ErrorType, Message: ans.Error}
+		return nil, &APIError{Type: ans.errorType, Message: ans.error}
 	default:
-		return nil, fmt.Errorf("answer has status %q, want \"success\" (body %s)", ans.Status, snippet(body))
+		return nil, fmt.Errorf("answer has status %q, want \"success\" (body %s)", ans.status, snippet(body))
 	}
-	if ans.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("answer's resultType is %q, want \"matrix\": is the URL a Prometheus API?", ans.Data.ResultType)
+	if ans.resultType != "matrix" {
+		return nil, fmt.Errorf("answer's resultType is %q, want \"matrix\": is the URL a Prometheus API?", ans.resultType)
 	}
-	return ans.Data.Result, nil
+	return ans.result, nil
 }
 
 // promAcc gathers one GPU's three metrics at one time.
@@ -695,8 +579,19 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 		want[n] = true
 	}
 	seen := map[string]*nodeSeen{}
-	accs := map[decide.GPUKey]map[int64]promAcc{}
-	for _, s := range series {
+	// The series of each GPU, in the answer's order, as lists threaded
+	// through next: no map or slice of its own per GPU.
+	type gpuSeries struct {
+		key         decide.GPUKey
+		first, last int32
+	}
+	groups := make([]gpuSeries, 0, len(series)/3+1)
+	byKey := make(map[decide.GPUKey]int32, len(series)/3+1)
+	next := make([]int32, len(series))
+	which := make([]uint8, len(series))
+	points := 0
+	for i, s := range series {
+		next[i] = -1
 		node := s.Metric.get(c.nodeLabel)
 		if c.stripPort {
 			if h, _, err := net.SplitHostPort(node); err == nil {
@@ -716,64 +611,83 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			ns.badGPU = s.Metric.get(c.gpuLabel)
 			continue
 		}
-		var which int
 		switch s.Metric.get(metricLabel) {
 		case c.util:
-			which, ns.util = 0, true
+			which[i], ns.util = 0, true
 		case c.mem:
-			which, ns.mem = 1, true
+			which[i], ns.mem = 1, true
 		case c.fb:
-			which, ns.fb = 2, true
+			which[i], ns.fb = 2, true
 		default:
 			continue
 		}
 		key := decide.GPUKey{Node: node, Index: idx}
-		byTime := accs[key]
-		if byTime == nil {
-			byTime = make(map[int64]promAcc, len(s.Values))
-			accs[key] = byTime
+		g, ok := byKey[key]
+		if !ok {
+			g = int32(len(groups))
+			byKey[key] = g
+			groups = append(groups, gpuSeries{key: key, first: int32(i), last: int32(i)})
+		} else {
+			next[groups[g].last] = int32(i)
+			groups[g].last = int32(i)
 		}
-		for _, pt := range s.Values {
-			a := byTime[pt.ms]
-			switch which {
-			case 0:
-				merge(&a.util, &a.hasUtil, pt.v)
-			case 1:
-				merge(&a.mem, &a.hasMem, pt.v*c.memScale)
-			case 2:
-				merge(&a.fb, &a.hasFB, pt.v)
-			}
-			byTime[pt.ms] = a
-		}
+		points += len(s.Values)
 	}
 	out := map[string]map[int][]decide.Sample{}
-	for key, byTime := range accs {
-		times := make([]int64, 0, len(byTime))
-		for ms, a := range byTime {
-			if a.hasUtil && a.hasMem { // else a gap: stale, never idle
-				times = append(times, ms)
+	// Every GPU's samples are carved from one array; the accumulators of
+	// one GPU are reused from GPU to GPU.
+	arena := make([]decide.Sample, 0, points/2+1)
+	var accs []promAt
+	for _, g := range groups {
+		accs = accs[:0]
+		for i := g.first; i >= 0; i = next[i] {
+			for _, pt := range series[i].Values {
+				accs = append(accs, promAt{ms: pt.ms, which: which[i], v: pt.v})
 			}
 		}
-		if len(times) == 0 {
-			continue
-		}
-		slices.Sort(times)
-		samples := make([]decide.Sample, 0, len(times))
-		for _, ms := range times {
-			a := byTime[ms]
+		// Stable: a GPU's values at one time are merged in the answer's
+		// order, as they were read.
+		slices.SortStableFunc(accs, func(a, b promAt) int { return cmp.Compare(a.ms, b.ms) })
+		start := len(arena)
+		for k := 0; k < len(accs); {
+			ms := accs[k].ms
+			var a promAcc
+			for ; k < len(accs) && accs[k].ms == ms; k++ {
+				switch v := accs[k].v; accs[k].which {
+				case 0:
+					merge(&a.util, &a.hasUtil, v)
+				case 1:
+					merge(&a.mem, &a.hasMem, v*c.memScale)
+				case 2:
+					merge(&a.fb, &a.hasFB, v)
+				}
+			}
+			if !a.hasUtil || !a.hasMem {
+				continue // a gap: stale, never idle
+			}
 			fb := a.fb
 			if !a.hasFB || math.IsNaN(fb) || math.IsInf(fb, 0) {
 				fb = 0 // evidence only; a NaN here would spoil the action's record
 			}
-			samples = append(samples, decide.Sample{At: time.UnixMilli(ms), UtilPercent: finiteOrNaN(a.util),
+			arena = append(arena, decide.Sample{At: time.UnixMilli(ms), UtilPercent: finiteOrNaN(a.util),
 				MemActivityPercent: finiteOrNaN(a.mem), MemUsedMiB: fb})
 		}
-		if out[key.Node] == nil {
-			out[key.Node] = map[int][]decide.Sample{}
+		if len(arena) == start {
+			continue
 		}
-		out[key.Node][key.Index] = samples
+		if out[g.key.Node] == nil {
+			out[g.key.Node] = map[int][]decide.Sample{}
+		}
+		out[g.key.Node][g.key.Index] = arena[start:len(arena):len(arena)]
 	}
 	return out, seen
+}
+
+// promAt is one value of one of a GPU's metrics at one time.
+type promAt struct {
+	ms    int64
+	which uint8 // 0 utilisation, 1 memory activity, 2 memory used
+	v     float64
 }
 
 // finiteOrNaN reads ±Inf as NaN: a value DCGM could not have measured,

@@ -341,7 +341,7 @@ func TestPrometheusErrors(t *testing.T) {
 		"a bad point": {
 			status:  http.StatusOK,
 			body:    []byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1795900000,0]]}]}}`),
-			wantErr: []string{`unreadable answer: point: want [time, "value"] at byte 13 (near "0]]")`},
+			wantErr: []string{`unreadable answer: point: want [time, "value"] at byte 95 (near "0]]}]}}")`},
 		},
 		"too large": {
 			status: http.StatusOK, body: readFixture(t, "query_range-two-nodes.json"), prom: Prometheus{MaxResponseBytes: 1000},

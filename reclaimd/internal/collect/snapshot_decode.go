@@ -1,11 +1,9 @@
 package collect
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
@@ -15,7 +13,7 @@ import (
 // the controller reads, decoded with no field it does not use: at a
 // thousand nodes, decoding every sample's eleven fields through
 // encoding/json into pointers cost the controller most of its cycle.
-// Its JSON names are agent.Snapshot's.
+// Its JSON names are agent.Snapshot's; decodeSnapshot reads it.
 type snapshot struct {
 	Node            string      `json:"node"`
 	TakenAt         time.Time   `json:"taken_at"`
@@ -51,311 +49,355 @@ type point struct {
 	JobIDs             []int64
 }
 
-// samples is a GPU's samples, read by a scanner of its own (the bulk of
-// every answer).
+// samples is a GPU's samples (the bulk of every answer).
 type samples []point
 
-// UnmarshalJSON reads an array of agent.Point objects, as encoding/json
-// would read them into agent.Point: keys matched without regard to case,
-// the last of a repeated key kept, other keys skipped, a value of the
-// wrong type an error. encoding/json has checked that b is valid JSON.
-func (ss *samples) UnmarshalJSON(b []byte) error {
-	sc := pointScanner{b: b}
-	if sc.literal("null") {
-		return nil // as encoding/json leaves a slice on null
-	}
-	if !sc.expect('[') {
-		return sc.fail("samples: want an array")
-	}
-	out := make(samples, 0, bytes.Count(b, []byte(`"at"`)))
-	if sc.expect(']') {
-		*ss = out
-		return nil
-	}
-	for {
-		p, err := sc.agentPoint()
-		if err != nil {
-			return err
-		}
-		out = append(out, p)
-		if sc.expect(']') {
-			break
-		}
-		if !sc.expect(',') {
-			return sc.fail("samples: want , or ]")
-		}
-	}
-	*ss = out
-	return nil
+// snapshotBuf holds what decoding one answer needs, kept from answer to
+// answer (snapshotBufs): the body, and the backing arrays of its samples
+// and job ids, so that a cycle at a thousand agents does not allocate
+// them afresh for every answer. A snapshot decoded into it lives until
+// the buffer is put back.
+type snapshotBuf struct {
+	body []byte
+	pts  []point
+	ids  []int64
 }
 
-// agentPoint reads one sample object.
-func (sc *pointScanner) agentPoint() (point, error) {
-	var p point
-	if !sc.expect('{') {
-		return p, sc.fail("sample: want an object")
-	}
-	if sc.expect('}') {
-		return p, nil
-	}
-	for {
-		key, err := sc.key()
-		if err != nil {
-			return p, err
-		}
-		if !sc.expect(':') {
-			return p, sc.fail("sample: want :")
-		}
-		sc.space()
-		start := sc.off
-		if err := sc.skipValue(); err != nil {
-			return p, err
-		}
-		v := sc.b[start:sc.off]
-		switch {
-		case bytes.EqualFold(key, []byte("at")):
-			if err := p.At.UnmarshalJSON(v); err != nil {
-				return p, fmt.Errorf("sample: at: %w", err)
-			}
-		case bytes.EqualFold(key, []byte("util")):
-			p.Util, p.hasUtil, err = optFloat(v, "util")
-		case bytes.EqualFold(key, []byte("mem_activity")):
-			p.MemActivity, p.hasMemAct, err = optFloat(v, "mem_activity")
-		case bytes.EqualFold(key, []byte("mem_used_mib")):
-			var has bool
-			var f float64
-			if f, has, err = optFloat(v, "mem_used_mib"); has {
-				p.MemUsedMiB = f
-			}
-		case bytes.EqualFold(key, []byte("job_ids")):
-			p.JobIDs, err = jobIDs(v)
-		}
-		if err != nil {
-			return p, err
-		}
-		if sc.expect('}') {
-			return p, nil
-		}
-		if !sc.expect(',') {
-			return p, sc.fail("sample: want , or }")
-		}
-	}
-}
-
-// key reads an object key; one with escapes is unquoted.
-func (sc *pointScanner) key() ([]byte, error) {
-	sc.space()
-	start := sc.off
-	if sc.off >= len(sc.b) || sc.b[sc.off] != '"' {
-		return nil, sc.fail("want a key")
-	}
-	if err := sc.skipValue(); err != nil {
-		return nil, err
-	}
-	raw := sc.b[start:sc.off]
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1], nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
-	}
-	return []byte(s), nil
-}
-
-// skipValue moves past one JSON value, which encoding/json has checked.
-func (sc *pointScanner) skipValue() error {
-	sc.space()
-	depth := 0
-	for sc.off < len(sc.b) {
-		switch sc.b[sc.off] {
-		case '"':
-			sc.off++
-			for sc.off < len(sc.b) && sc.b[sc.off] != '"' {
-				if sc.b[sc.off] == '\\' {
-					sc.off++
-				}
-				sc.off++
-			}
-			if sc.off >= len(sc.b) {
-				return sc.fail("value: unterminated string")
-			}
-			sc.off++
-		case '[', '{':
-			depth++
-			sc.off++
-			continue
-		case ']', '}':
-			if depth == 0 {
-				return sc.fail("value: want a value")
-			}
-			depth--
-			sc.off++
-		case ',', ':', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return sc.fail("value: want a value")
-			}
-			sc.off++
-			continue
-		default: // a number or a literal
-			start := sc.off
-			for sc.off < len(sc.b) && bytes.IndexByte([]byte(" \t\r\n,:]}[{\""), sc.b[sc.off]) < 0 {
-				sc.off++
-			}
-			if sc.off == start {
-				return sc.fail("value: want a value")
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
-	return sc.fail("value: unexpected end")
-}
-
-// optFloat reads a number or null (false) as encoding/json reads a
-// *float64.
-func optFloat(v []byte, name string) (float64, bool, error) {
-	if bytes.Equal(v, []byte("null")) {
-		return 0, false, nil
-	}
-	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-		return 0, false, fmt.Errorf("sample: %s: %s is not a number", name, v)
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil {
-		return 0, false, fmt.Errorf("sample: %s: %w", name, err)
-	}
-	return f, true, nil
-}
-
-// jobIDs reads an array of integers or null, as encoding/json reads a
-// []int64.
-func jobIDs(v []byte) ([]int64, error) {
-	if bytes.Equal(v, []byte("null")) {
-		return nil, nil
-	}
-	if bytes.Equal(v, []byte("[]")) {
-		return []int64{}, nil
-	}
-	var ids []int64
-	if err := json.Unmarshal(v, &ids); err != nil {
-		return nil, fmt.Errorf("sample: job_ids: %w", err)
-	}
-	return ids, nil
-}
+var snapshotBufs = sync.Pool{New: func() any { return new(snapshotBuf) }}
 
 // decodeSnapshot reads an agent's answer as json.Unmarshal would read it
-// into a snapshot, with one check of the body (json.Valid) and one scan:
-// through encoding/json the samples, the bulk of it, were scanned three
-// times over before they were read.
-func decodeSnapshot(body []byte) (snapshot, error) {
+// into an agent.Snapshot, keeping what snapshot holds, in one pass that
+// also checks the syntax (jscan). Keys are matched without regard to
+// case, the last of a repeated key is kept (into the values before it,
+// as encoding/json decodes into a slice it has filled before), null
+// leaves a value as it was (a slice or pointer nil), other keys are
+// checked and passed over, a value of the wrong type is an error. The
+// snapshot's samples and job ids live in buf, when one is given, until it
+// is put back.
+func decodeSnapshot(body []byte, buf *snapshotBuf) (snapshot, error) {
 	var s snapshot
-	if !json.Valid(body) {
-		err := json.Unmarshal(body, &s) // for its syntax error
-		if err == nil {
-			err = errors.New("invalid JSON")
-		}
-		return s, err
+	if buf == nil {
+		buf = new(snapshotBuf)
 	}
-	sc := pointScanner{b: body}
-	if sc.literal("null") {
-		return s, nil
+	// Not nil, so that an empty list read into them is not nil either.
+	if buf.pts == nil {
+		buf.pts = make([]point, 0, 64)
 	}
-	fields := []struct {
-		name string
-		v    any
-	}{{"node", &s.Node}, {"taken_at", &s.TakenAt}, {"interval_seconds", &s.IntervalSeconds},
-		{"window_seconds", &s.WindowSeconds}, {"source_ok", &s.SourceOK}, {"last_error", &s.LastError},
-		{"version", &s.Version}, {"cursor", &s.Cursor}, {"full", &s.Full}, {"after", &s.After},
-		{"max_samples", &s.MaxSamples}, {"started_at", &s.StartedAt}, {"faults", &s.Faults}}
-	err := sc.object("snapshot", func(key, v []byte) error {
-		if bytes.EqualFold(key, []byte("gpus")) {
-			return decodeGPUs(v, &s.GPUs)
-		}
-		for _, f := range fields {
-			if bytes.EqualFold(key, []byte(f.name)) {
-				return json.Unmarshal(v, f.v) // a scalar: cheap
-			}
-		}
-		return nil
-	})
+	if buf.ids == nil {
+		buf.ids = make([]int64, 0, 64)
+	}
+	buf.pts, buf.ids = buf.pts[:0], buf.ids[:0]
+	d := snapDecoder{jscan: jscan{b: body}, buf: buf}
+	err := d.snapshot(&s)
+	if err == nil {
+		err = d.end()
+	}
 	return s, err
 }
 
-// decodeGPUs reads the gpus array as encoding/json would into gs.
-func decodeGPUs(v []byte, gs *[]gpuWindow) error {
-	sc := pointScanner{b: v}
-	if sc.literal("null") {
+// snapDecoder reads a snapshot from its document.
+type snapDecoder struct {
+	jscan
+	buf *snapshotBuf
+}
+
+func (d *snapDecoder) snapshot(s *snapshot) error {
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		return d.skipType("snapshot")
+	}
+	empty, err := d.enter('{', "snapshot")
+	if err != nil || empty {
+		return err
+	}
+	for {
+		key, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch {
+		case keyIs(key, "gpus"):
+			err = d.gpus(&s.GPUs)
+		case keyIs(key, "node"):
+			err = d.readString(&s.Node, "snapshot: node")
+		case keyIs(key, "taken_at"):
+			err = d.readTime(&s.TakenAt, "snapshot: taken_at")
+		case keyIs(key, "interval_seconds"):
+			_, err = d.readFloat(&s.IntervalSeconds, "snapshot: interval_seconds")
+		case keyIs(key, "window_seconds"):
+			_, err = d.readFloat(&s.WindowSeconds, "snapshot: window_seconds")
+		case keyIs(key, "source_ok"):
+			err = d.readBool(&s.SourceOK, "snapshot: source_ok")
+		case keyIs(key, "last_error"):
+			err = d.readString(&s.LastError, "snapshot: last_error")
+		case keyIs(key, "version"):
+			err = d.readIntOf(&s.Version, "snapshot: version")
+		case keyIs(key, "cursor"):
+			err = d.readString(&s.Cursor, "snapshot: cursor")
+		case keyIs(key, "full"):
+			err = d.readBool(&s.Full, "snapshot: full")
+		case keyIs(key, "after"):
+			err = d.readString(&s.After, "snapshot: after")
+		case keyIs(key, "max_samples"):
+			err = d.readIntOf(&s.MaxSamples, "snapshot: max_samples")
+		case keyIs(key, "started_at"):
+			switch {
+			case d.null():
+				s.StartedAt = nil
+			case s.StartedAt == nil:
+				var t time.Time
+				if err = d.readTime(&t, "snapshot: started_at"); err == nil {
+					s.StartedAt = &t
+				}
+			default:
+				err = d.readTime(s.StartedAt, "snapshot: started_at")
+			}
+		case keyIs(key, "faults"):
+			// Few (none on a healthy node): the value's bytes, checked by
+			// the scan, decoded by encoding/json.
+			d.ws()
+			start := d.off
+			if err = d.skip(); err == nil {
+				err = json.Unmarshal(d.b[start:d.off], &s.Faults)
+			}
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return err
+		}
+		if more, err := d.more('}'); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// readIntOf reads an int as readInt does.
+func (d *snapDecoder) readIntOf(dst *int, what string) error {
+	v := int64(*dst)
+	err := d.readInt(&v, what)
+	*dst = int(v)
+	return err
+}
+
+// gpus reads the gpus array into *gs: element i decoded into the one
+// that a repeated key left there (as encoding/json does), null gives nil.
+func (d *snapDecoder) gpus(gs *[]gpuWindow) error {
+	if d.null() {
 		*gs = nil
 		return nil
 	}
-	if !sc.expect('[') {
-		return sc.fail("gpus: want an array")
+	if d.peek() != '[' {
+		return d.skipType("gpus")
 	}
-	out := []gpuWindow{}
-	if sc.expect(']') {
-		*gs = out
+	old := *gs
+	empty, err := d.enter('[', "gpus")
+	if err != nil {
+		return err
+	}
+	if empty {
+		*gs = []gpuWindow{}
 		return nil
 	}
-	for {
+	out := old[:0]
+	if out == nil {
+		out = make([]gpuWindow, 0, 8)
+	}
+	for i := 0; ; i++ {
 		var g gpuWindow
-		err := sc.object("gpu", func(key, v []byte) error {
-			switch {
-			case bytes.EqualFold(key, []byte("index")):
-				return json.Unmarshal(v, &g.Index)
-			case bytes.EqualFold(key, []byte("mig")):
-				return json.Unmarshal(v, &g.MIG)
-			case bytes.EqualFold(key, []byte("samples")):
-				return g.Samples.UnmarshalJSON(v)
-			}
-			return nil
-		})
-		if err != nil {
+		if i < cap(old) {
+			g = old[:cap(old)][i]
+		}
+		if err := d.gpu(&g); err != nil {
 			return err
 		}
 		out = append(out, g)
-		if sc.expect(']') {
-			break
-		}
-		if !sc.expect(',') {
-			return sc.fail("gpus: want , or ]")
+		if more, err := d.more(']'); err != nil || !more {
+			*gs = out
+			return err
 		}
 	}
-	*gs = out
-	return nil
 }
 
-// object reads an object, giving each key and the bytes of its value to
-// field in turn.
-func (sc *pointScanner) object(what string, field func(key, v []byte) error) error {
-	if !sc.expect('{') {
-		return sc.fail(what + ": want an object")
-	}
-	if sc.expect('}') {
+func (d *snapDecoder) gpu(g *gpuWindow) error {
+	if d.null() {
 		return nil
 	}
+	if d.peek() != '{' {
+		return d.skipType("gpu")
+	}
+	empty, err := d.enter('{', "gpu")
+	if err != nil || empty {
+		return err
+	}
 	for {
-		key, err := sc.key()
+		key, err := d.key()
 		if err != nil {
 			return err
 		}
-		if !sc.expect(':') {
-			return sc.fail(what + ": want :")
+		switch {
+		case keyIs(key, "samples"):
+			err = d.samples(&g.Samples)
+		case keyIs(key, "index"):
+			err = d.readIntOf(&g.Index, "gpu: index")
+		case keyIs(key, "mig"):
+			err = d.readBool(&g.MIG, "gpu: mig")
+		default:
+			err = d.skip()
 		}
-		sc.space()
-		start := sc.off
-		if err := sc.skipValue(); err != nil {
+		if err != nil {
+			return fmt.Errorf("GPU %d: %w", g.Index, err)
+		}
+		if more, err := d.more('}'); err != nil || !more {
 			return err
 		}
-		if err := field(key, sc.b[start:sc.off]); err != nil {
-			return fmt.Errorf("%s: %s: %w", what, key, err)
-		}
-		if sc.expect('}') {
-			return nil
-		}
-		if !sc.expect(',') {
-			return sc.fail(what + ": want , or }")
+	}
+}
+
+// samples reads a samples array into the buffer's points, as gpus does.
+func (d *snapDecoder) samples(ss *samples) error {
+	if d.null() {
+		*ss = nil
+		return nil
+	}
+	if d.peek() != '[' {
+		return d.skipType("samples")
+	}
+	old := *ss
+	empty, err := d.enter('[', "samples")
+	if err != nil {
+		return err
+	}
+	start := len(d.buf.pts)
+	if !empty {
+		for i := 0; ; i++ {
+			var p point
+			if i < cap(old) {
+				p = old[:cap(old)][i]
+			}
+			if err := d.point(&p); err != nil {
+				return err
+			}
+			d.buf.pts = append(d.buf.pts, p)
+			more, err := d.more(']')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
 		}
 	}
+	*ss = carve(&d.buf.pts, start, old)
+	return nil
+}
+
+// carve returns the elements of *arena from start on as a slice of their
+// own. Where the array read held fewer elements than old (the array of
+// a key before it) had room for, the rest of old follows them, beyond
+// the slice's length: encoding/json shortens a slice it decodes into, and
+// a longer array read into it later finds them there. An empty array
+// read gives an empty slice with no room.
+func carve[T any](arena *[]T, start int, old []T) []T {
+	n := len(*arena) - start
+	if n == 0 {
+		return (*arena)[start:start:start]
+	}
+	if n < cap(old) {
+		*arena = append(*arena, old[n:cap(old)]...)
+	}
+	return (*arena)[start : start+n : len(*arena)]
+}
+
+// point reads one sample object.
+func (d *snapDecoder) point(p *point) error {
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		return d.skipType("sample")
+	}
+	empty, err := d.enter('{', "sample")
+	if err != nil || empty {
+		return err
+	}
+	for {
+		key, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch {
+		case keyIs(key, "at"):
+			err = d.readTime(&p.At, "sample: at")
+		case keyIs(key, "util"):
+			err = d.optFloat(&p.Util, &p.hasUtil, "sample: util")
+		case keyIs(key, "mem_activity"):
+			err = d.optFloat(&p.MemActivity, &p.hasMemAct, "sample: mem_activity")
+		case keyIs(key, "mem_used_mib"):
+			_, err = d.readFloat(&p.MemUsedMiB, "sample: mem_used_mib")
+		case keyIs(key, "job_ids"):
+			err = d.jobIDs(&p.JobIDs)
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return err
+		}
+		if more, err := d.more('}'); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// optFloat reads a number or null as encoding/json reads a *float64:
+// null is no value.
+func (d *snapDecoder) optFloat(v *float64, has *bool, what string) error {
+	if d.null() {
+		*v, *has = 0, false
+		return nil
+	}
+	var err error
+	*has, err = d.readFloat(v, what)
+	return err
+}
+
+// jobIDs reads an array of integers or null into the buffer's ids, as
+// encoding/json reads a []int64 (a null element leaves the one there).
+func (d *snapDecoder) jobIDs(ids *[]int64) error {
+	if d.null() {
+		*ids = nil
+		return nil
+	}
+	if d.peek() != '[' {
+		return d.skipType("sample: job_ids")
+	}
+	old := *ids
+	empty, err := d.enter('[', "sample: job_ids")
+	if err != nil {
+		return err
+	}
+	start := len(d.buf.ids)
+	if !empty {
+		for i := 0; ; i++ {
+			var id int64
+			if i < cap(old) {
+				id = old[:cap(old)][i]
+			}
+			if err := d.readInt(&id, "sample: job_ids"); err != nil {
+				return err
+			}
+			d.buf.ids = append(d.buf.ids, id)
+			more, err := d.more(']')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	*ids = carve(&d.buf.ids, start, old)
+	return nil
 }

@@ -48,6 +48,27 @@ var snapshotSeeds = []string{
 	`{"gpus":[{"samples":[{"at":"yesterday"}]}]}`, `{"gpus":[{"samples":[{"util":1e400}]}]}`, `{"gpus":[{"samples":[{"mem_used_mib":null}]}]}`,
 	`{"gpus":[{"samples":[{ "at" : "2026-12-01T12:00:00Z" , "util" : 0 , "job_ids" : [ ] } , { } ]}]}`,
 	`{"gpus":[{"samples":{"at":"2026-12-01T12:00:00Z"}}]}`, `{"gpus":[{"samples":[1]}]}`,
+	// A repeated key decodes into what the one before it left.
+	`{"gpus":[{"index":1,"samples":[{"util":1}]},{"index":2}],"gpus":[{"mig":true}],"gpus":[{},{}]}`,
+	`{"gpus":[{"samples":[{"util":1,"job_ids":[1,2]},{"util":2}],"samples":[{"mem_activity":3}],"samples":[{},{}]}]}`,
+	`{"gpus":[{"samples":[{"job_ids":[1,2,3],"job_ids":[null],"job_ids":[null,null,null]}]}]}`,
+	`{"gpus":[{"samples":[{"job_ids":[1,2]}],"samples":[],"samples":[{}]}]}`,
+	`{"gpus":[null,{"samples":[null,{"job_ids":[null,5]}]}]}`,
+	`{"gpus":[{"samples":[{"util":5,"util":null,"mem_used_mib":7,"mem_used_mib":null}]}]}`,
+	`{"started_at":"2026-12-01T12:00:00Z","started_at":null}`, `{"started_at":null,"started_at":"2026-12-01T12:00:00Z"}`,
+	`{"started_at":"2026-12-01T12:00:00Z","STARTED_AT":"2026-12-02T12:00:00Z"}`,
+	// Strings, keys and numbers as encoding/json reads them.
+	`{"node":"n\u00e9\"1","cursor":"a\/b","last_error":"café","after":null}`,
+	`{"taKen_at":"2026-12-01T12:00:00Z","ſource_ok":true,"Max_Samples":3}`,
+	`{"interval_seconds":1.5e1,"window_seconds":-0.0,"version":-0,"max_samples":123456789012345678}`,
+	`{"version":1.0}`, `{"version":99999999999999999999}`, `{"interval_seconds":1e400}`, `{"full":"true"}`,
+	`{"gpus":[{"samples":[{"at":"2026-12-01T12:00:00+02:00","util":0.5e2,"mem_activity":1E-7}]}]}`,
+	`{"gpus":[{"index":-3,"samples":[{"job_ids":[-1,9223372036854775807]}]}]}`,
+	`{"gpus":[{"samples":[{"job_ids":[9223372036854775808]}]}]}`,
+	// Syntax that json.Valid refuses.
+	`{} x`, `{"a":tru}`, `{"a":01}`, "{\"a\":\"\x01\"}", `{"a":"\x"}`, `{"a":"\u12"}`, `{"a":[1,]}`, `{"a":1,}`,
+	`{"a" 1}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`, `{"a":"`, `{"a":[`, `{,}`, `{"gpus":[{"samples":[{"at":"x"]}]}`,
+	// GPU faults.
 	`{"faults":null}`, `{"faults":[]}`, `{"faults":[{"at":"2026-12-01T12:00:00Z","gpu":3,"uuid":"GPU-3","kind":"xid","code":79}]}`,
 	`{"FAULTS":[{"GPU":1,"Kind":"ecc_uncorrectable","extra":[1]}],"faults":[{"gpu":2}]}`, `{"faults":[{"code":"79"}]}`,
 	`{"faults":{}}`, `{"faults":[{"gpu":1.5}]}`,
@@ -77,7 +98,7 @@ func FuzzSnapshotDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var whole agent.Snapshot
 		wholeErr := json.Unmarshal(body, &whole)
-		lean, leanErr := decodeSnapshot(body)
+		lean, leanErr := decodeSnapshot(body, nil)
 		if wholeErr != nil {
 			return // the lean decode may read what it does not need more leniently
 		}
@@ -105,13 +126,46 @@ func TestSnapshotDecodeRefuses(t *testing.T) {
 		"index string":      `{"gpus":[{"index":"0"}]}`,
 		"node number":       `{"node":5}`,
 		"gpus object":       `{"gpus":{}}`,
+		"data after":        `{} {}`,
+		"bad literal":       `{"x":nul}`,
+		"leading zero":      `{"x":01}`,
+		"bad escape":        `{"x":"\q"}`,
+		"control char":      "{\"x\":\"\t\"}",
+		"trailing comma":    `{"gpus":[],}`,
+		"version float":     `{"version":2.0}`,
+		"id too large":      `{"gpus":[{"samples":[{"job_ids":[9223372036854775808]}]}]}`,
+		"empty":             ``,
 		"faults object":     `{"faults":{}}`,
 		"fault code string": `{"faults":[{"code":"79"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if s, err := decodeSnapshot([]byte(body)); err == nil {
+			if s, err := decodeSnapshot([]byte(body), nil); err == nil {
 				t.Errorf("read %s: %+v", body, s)
 			}
 		})
 	}
+}
+
+// FuzzJScanSyntax checks the one-pass scanner's syntax check against
+// json.Valid: it passes over a document exactly when json.Valid accepts
+// it, so reading answers in one pass accepts no JSON that encoding/json
+// would refuse.
+func FuzzJScanSyntax(f *testing.F) {
+	for _, s := range snapshotSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{``, ` `, `1`, `-0.5e+3`, `"\ud800"`, `[[[]]]`, `{"a":{"b":[true,false,null]}}`, "\"\xff\"",
+		`tru`, `nulls`, `[1 2]`, `{"a":1 "b":2}`, `"\u00zz"`, `1e+`, `--1`, `[]]`, `{"a"}`, "\"\x7f\"", `  {}  `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		s := jscan{b: doc}
+		err := s.skip()
+		if err == nil {
+			err = s.end()
+		}
+		if valid := json.Valid(doc); valid != (err == nil) {
+			t.Fatalf("json.Valid %v, scanner error %v", valid, err)
+		}
+	})
 }
