@@ -184,6 +184,11 @@ func (s *Set) Render(name string, values map[string]string, user User) (slurmres
 		return slurmrest.JobSpec{}, errors.Join(errs...)
 	}
 	spec := t.spec(got, user)
+	if t.Image != "" {
+		if err := s.containers.containerize(&spec, t.Image, spec.TRESPerNode != ""); err != nil {
+			return slurmrest.JobSpec{}, fmt.Errorf("render template %s: %w", t.Name, err)
+		}
+	}
 	if s.policy != nil {
 		if c, ok := s.policy.Classes[t.Class]; ok && c.Switches > 0 && spec.Nodes != "1" {
 			spec.Switches = c.Switches
@@ -253,6 +258,9 @@ func (t *Template) spec(values map[string]string, user User) slurmrest.JobSpec {
 		env.set(k, t.Env[k])
 	}
 	env.set("STRATA_TEMPLATE", t.Name)
+	if t.Image != "" {
+		env.set("STRATA_IMAGE", t.Image)
+	}
 	for _, p := range t.Parameters {
 		env.set(p.EnvName(), values[p.Name])
 	}
