@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 )
 
@@ -38,7 +38,7 @@ const (
 
 // DefaultBundles is where the OCI bundles lie on the nodes, one per image
 // at <bundles>/<image>.
-const DefaultBundles = "/srv/strata/bundles"
+const DefaultBundles = jobpolicy.DefaultOCIBundles
 
 // Containers is the portal's container setting, passed to [Set.WithContainers].
 type Containers struct {
@@ -75,15 +75,11 @@ func (c Containers) BundlePath(image string) string {
 	return root + "/" + image
 }
 
-// imageRE is an image reference as the registries write it:
-// [host[:port]/]path[:tag][@sha256:digest], in lower case but the tag.
-// It has no shell or mount-list character (space, ',', quotes), and no
-// component is "." or "..", so that it is safe in a script, a mount
-// list and a bundle path.
-var imageRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$`)
-
-// ValidImage says whether image is an image reference a template may name.
-func ValidImage(image string) bool { return len(image) <= 512 && imageRE.MatchString(image) }
+// ValidImage says whether image is an image reference a template may
+// name ([jobpolicy.ValidImage]): no shell or mount-list character, no
+// "." or ".." component, so that it is safe in a script, a mount list
+// and a bundle path.
+func ValidImage(image string) bool { return jobpolicy.ValidImage(image) }
 
 // jobScript is where the template's script is mounted in the container.
 const jobScript = "/run/strata/job-script"

@@ -1,6 +1,8 @@
 package templates
 
 import (
+	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/jobpolicy"
 )
 
 // TestContainers renders a template with an image under each runtime to
@@ -162,6 +166,35 @@ func TestValidImage(t *testing.T) {
 	} {
 		if got := ValidImage(img); got != want {
 			t.Errorf("ValidImage(%q) = %v, want %v", img, got, want)
+		}
+	}
+}
+
+// TestContainerPolicy: with the policy attached, the image of a template
+// is held to its tenant's allow-list under every runtime, pyxis and
+// Apptainer included (which job_submit.lua cannot see); the shipped
+// example policy lists no images for acme, so none may run.
+func TestContainerPolicy(t *testing.T) {
+	set, err := Load("testdata/container")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set = set.WithPolicy(examplePolicy(t))
+	for _, rt := range []Runtime{Pyxis, Apptainer, OCI} {
+		_, err := set.WithContainers(Containers{Runtime: rt}).Render("train-container", nil, alice)
+		var r *jobpolicy.Refusal
+		if !errors.As(err, &r) || !strings.HasPrefix(r.Message, "strata: tenant acme may run no container images (registry.example.com/acme/train:2.1): add the image to the tenant's images (policy.yaml:") {
+			t.Errorf("%s: %v; want the allow-list's refusal", rt, err)
+		}
+	}
+	allowed := *set.Policy()
+	allowed.Accounts = maps.Clone(allowed.Accounts)
+	a := allowed.Accounts["acme-llm"]
+	a.Images = []string{"registry.example.com/acme/*"}
+	allowed.Accounts["acme-llm"] = a
+	for _, rt := range []Runtime{Pyxis, Apptainer, OCI} {
+		if _, err := set.WithPolicy(&allowed).WithContainers(Containers{Runtime: rt}).Render("train-container", nil, alice); err != nil {
+			t.Errorf("%s, the image allowed: %v", rt, err)
 		}
 	}
 }

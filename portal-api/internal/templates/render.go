@@ -193,7 +193,11 @@ func (s *Set) Render(name string, values map[string]string, user User) (slurmres
 		if c, ok := s.policy.Classes[t.Class]; ok && c.Switches > 0 && spec.Nodes != "1" {
 			spec.Switches = c.Switches
 		}
-		if r := s.policy.Check(user.Name, jobpolicy.FromSpec(spec)); r != nil {
+		job := jobpolicy.FromSpec(spec)
+		if spec.Container == "" {
+			job.Image = t.Image // pyxis, Apptainer: out of job_submit.lua's sight
+		}
+		if r := s.policy.Check(user.Name, job); r != nil {
 			return spec, r
 		}
 	}
