@@ -76,3 +76,26 @@ func TestCheckImage(t *testing.T) {
 		t.Errorf("Validate of a relative bundle directory and a bad pattern: %v", errs)
 	}
 }
+
+// FuzzImage: an image the check accepts is safe where the portal puts
+// it (a script, a mount list, a bundle path), and a prefix pattern
+// matches only images under its path.
+func FuzzImage(f *testing.F) {
+	for _, s := range []string{"registry.example.com/acme/train:2.1", "registry.example.com/acme/*", "a/../b", "a//b", "x;y", "nvcr.io/nvidia/pytorch:25.04-py3", "acme/x@sha256:" + strings.Repeat("0", 64)} {
+		f.Add(s, "registry.example.com/acme/*")
+	}
+	f.Fuzz(func(t *testing.T, image, pattern string) {
+		if ValidImage(image) {
+			if strings.ContainsAny(image, " \t\n,'\"`$;&|<>\\*") {
+				t.Errorf("ValidImage(%q): it has a shell or mount-list character", image)
+			}
+			if _, ok := imageOfBundle(DefaultOCIBundles, DefaultOCIBundles+"/"+image); !ok {
+				t.Errorf("ValidImage(%q), but its bundle path is refused", image)
+			}
+		}
+		if ValidImagePattern(pattern) && ImageAllowed([]string{pattern}, image) && image != pattern &&
+			!strings.HasPrefix(image, strings.TrimSuffix(pattern, "*")) {
+			t.Errorf("pattern %q matches %q, which is not under it", pattern, image)
+		}
+	})
+}
