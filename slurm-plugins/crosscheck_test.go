@@ -15,8 +15,14 @@ import (
 // jobpolicy.json for its Go twin.
 func rendered(t *testing.T) (string, *jobpolicy.Policy) {
 	t.Helper()
+	return renderedFrom(t, exampleFile)
+}
+
+// renderedFrom is rendered of another policy file.
+func renderedFrom(t *testing.T, policy string) (string, *jobpolicy.Policy) {
+	t.Helper()
 	slurmDir := t.TempDir()
-	policyCLI(t, "render", "--policy", exampleFile, "--output-dir", t.TempDir(), "--slurm-dir", slurmDir)
+	policyCLI(t, "render", "--policy", policy, "--output-dir", t.TempDir(), "--slurm-dir", slurmDir)
 	lua, err := os.ReadFile(filepath.Join(slurmDir, "strata", "policy.lua"))
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +53,7 @@ func (c crossJob) desc() map[string]any {
 	d := map[string]any{"user_name": c.user}
 	for k, v := range map[string]string{"account": j.Account, "default_account": j.DefaultAccount, "partition": j.Partition,
 		"qos": j.QOS, "comment": j.Comment, "tres_per_job": j.TRESPerJob, "tres_per_node": j.TRESPerNode,
-		"tres_per_socket": j.TRESPerSocket, "tres_per_task": j.TRESPerTask} {
+		"tres_per_socket": j.TRESPerSocket, "tres_per_task": j.TRESPerTask, "container": j.Container} {
 		if v != "" {
 			d[k] = v
 		}
@@ -177,7 +183,13 @@ func crossJobs() map[string]crossJob {
 // same policy line), the same fields filled in, for every job.
 func TestCrossCheck(t *testing.T) {
 	lua, p := rendered(t)
-	jobs := crossJobs()
+	crossCheck(t, lua, p, crossJobs())
+}
+
+// crossCheck runs jobs through the plugin with the data lua and through
+// jobpolicy with p, and fails on any difference.
+func crossCheck(t *testing.T, lua string, p *jobpolicy.Policy, jobs map[string]crossJob) {
+	t.Helper()
 	steps := []step{{name: "data", write: lua}}
 	for name, j := range jobs {
 		steps = append(steps, step{name: name, job: j.desc()})
@@ -203,4 +215,84 @@ func TestCrossCheck(t *testing.T) {
 		t.Errorf("%d of %d jobs refused: the table tests nothing", refused, len(jobs))
 	}
 	t.Logf("%d jobs, %d refused, the same verdicts from both", len(jobs), refused)
+}
+
+// withImages writes the example policy with an image allow-list for
+// tenant acme (globex has none) and, when bundles is not "", the bundle
+// directory, and returns the file: the example itself shows the keys only
+// in a comment, so that its lines stay where other messages cite them.
+func withImages(t *testing.T, bundles string) string {
+	t.Helper()
+	data, err := os.ReadFile(exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(data), "\n  - name: acme\n", "\n  - name: acme\n    images:\n"+
+		"      - registry.example.com/acme/*\n      - nvcr.io/nvidia/pytorch:25.04-py3\n", 1)
+	if bundles != "" {
+		s = strings.Replace(s, "\ncluster:\n", "\ncluster:\n  oci_bundles: "+bundles+"\n", 1)
+	}
+	if s == string(data) {
+		t.Fatal("the example has no tenant acme to give images")
+	}
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCrossCheckImages: the image allow-list, on the --container of each
+// job (an OCI bundle <oci_bundles>/<image>), gives the same verdicts,
+// messages and policy lines from job_submit.lua and jobpolicy, with the
+// default bundle directory and another.
+func TestCrossCheckImages(t *testing.T) {
+	for _, bundles := range []string{"", "/var/lib/bundles"} {
+		t.Run("bundles="+bundles, func(t *testing.T) {
+			lua, p := renderedFrom(t, withImages(t, bundles))
+			root := p.Bundles()
+			if root != map[bool]string{true: jobpolicy.DefaultOCIBundles, false: bundles}[bundles == ""] {
+				t.Fatalf("bundles %s", root)
+			}
+			jobs := map[string]crossJob{}
+			for name, c := range map[string]string{
+				"under the prefix":         root + "/registry.example.com/acme/train:2.1",
+				"deep under the prefix":    root + "/registry.example.com/acme/vision/detect:1",
+				"the exact image":          root + "/nvcr.io/nvidia/pytorch:25.04-py3",
+				"another tag":              root + "/nvcr.io/nvidia/pytorch:24.01-py3",
+				"a prefix only in name":    root + "/registry.example.com/acme-evil/x:1",
+				"the prefix itself":        root + "/registry.example.com/acme",
+				"another registry":         root + "/docker.io/library/ubuntu:24.04",
+				"outside the bundles":      "/home/alice/bundle",
+				"a sibling of the bundles": root + "-old/registry.example.com/acme/train:2.1",
+				"dot-dot":                  root + "/registry.example.com/acme/../../etc",
+				"a dot":                    root + "/./registry.example.com/acme/train:2.1",
+				"double slash":             root + "/registry.example.com//acme/train:2.1",
+				"trailing slash":           root + "/registry.example.com/acme/train:2.1/",
+				"the bundle directory":     root + "/",
+				"no container":             "",
+			} {
+				jobs["alice "+name] = crossJob{"alice", jobpolicy.Job{Container: c}}
+				jobs["erin "+name] = crossJob{"erin", jobpolicy.Job{Container: c}}
+				jobs["outside the policy "+name] = crossJob{"alice", jobpolicy.Job{Account: "testbed", Container: c}}
+				jobs["refused before the image "+name] = crossJob{"carol", jobpolicy.Job{Comment: "strata:class=train", Container: c}}
+			}
+			crossCheck(t, lua, p, jobs)
+			// What the allow-list says, in the words both give.
+			for name, want := range map[string]string{
+				"alice under the prefix": "",
+				"alice another tag": "strata: tenant acme may not run container image nvcr.io/nvidia/pytorch:24.01-py3; it may run " +
+					"registry.example.com/acme/*, nvcr.io/nvidia/pytorch:25.04-py3 (policy.yaml:",
+				"erin under the prefix": "strata: tenant globex may run no container images (registry.example.com/acme/train:2.1): " +
+					"add the image to the tenant's images (policy.yaml:",
+				"alice dot-dot": "strata: --container=" + root + "/registry.example.com/acme/../../etc is not the bundle of an image: " +
+					"run an image tenant acme may run, from its bundle " + root + "/<image> (policy.yaml:",
+			} {
+				r := p.Check(jobs[name].user, jobs[name].job)
+				if (want == "") != (r == nil) || (r != nil && !strings.HasPrefix(r.Message, want)) {
+					t.Errorf("%s: %v; want %q", name, r, want)
+				}
+			}
+		})
+	}
 }

@@ -53,6 +53,7 @@ tenants:
   - name: %[2]s
     limits:
       gpus: 24
+    images: [registry.example.com/acme/*]
     projects:
       - name: llm
         limits:
@@ -316,6 +317,13 @@ func TestJobSubmit(t *testing.T) {
 				"strata: class " + T + "-batch allows at most 04:00:00; this job asks for 05:00:00 " + line("max_time: 4h")},
 			{"multi-node train without --exclusive", "alice", []string{"--comment=strata:class=" + T + "-train", "-N", "2"}, nil,
 				"strata: class " + T + "-train runs jobs on several nodes on whole nodes only: add --exclusive " + line("whole_nodes: true")},
+			// --container is in job_desc: the image is its path under
+			// /srv/strata/bundles. (The job is held: the bundle need not
+			// exist for the check.)
+			{"an image the tenant may run", "alice", []string{"--container=/srv/strata/bundles/registry.example.com/acme/train:2.1"},
+				map[string]string{"Account": T + "-llm", "QOS": T + "-batch"}, ""},
+			{"an image the tenant may not run", "alice", []string{"--container=/srv/strata/bundles/docker.io/library/ubuntu:24.04"}, nil,
+				"strata: tenant " + T + " may not run container image docker.io/library/ubuntu:24.04; it may run registry.example.com/acme/* " + line("images: [registry.example.com/acme/*]")},
 			{"a QOS that is not the class", "alice", []string{"--qos=" + T + "-train"}, nil,
 				"strata: the QOS of a job is its class, " + T + "-batch (the default class): leave out --qos=" + T + "-train"},
 		} {

@@ -14,7 +14,8 @@ file (/etc/slurm/strata/policy.lua) and, for a job whose account the policy mana
     member of the account (viewers are not), a class the project may not use, a QOS or
     partition that is not the class's, GPUs above the class's max_gpus_per_job or the
     project's (or tenant's) GPU limits, a time limit above the class's max_time, and a
-    multi-node job of a whole_nodes class that is not --exclusive.
+    multi-node job of a whole_nodes class that is not --exclusive, and a --container (Slurm's
+    OCI bundle, <oci_bundles>/<image>) whose image is not on the tenant's image allow-list.
 The components of a heterogeneous job (sbatch ... : ...) come one by one, in order, each with
 its het_job_offset: their GPUs are summed, so 2 + 2 GPUs is 4 against a class's
 max_gpus_per_job and the project's and tenant's limits (each class, account and GPU type counts
@@ -144,6 +145,24 @@ local function check_map(m, path, each)
 	end
 end
 
+-- check_list checks that l is a list (keys 1 to n) of values of type want.
+local function check_list(l, path, want)
+	local err = check(l, "table", path)
+	if err then
+		return err
+	end
+	local n = 0
+	for _ in pairs(l) do
+		n = n + 1
+	end
+	for i = 1, n do
+		err = check(l[i], want, path .. "[" .. i .. "]")
+		if err then
+			return err
+		end
+	end
+end
+
 -- check_fields checks the fields of t, in the order of their names, so the first problem
 -- is the one reported.
 local function check_fields(t, path, fields)
@@ -232,12 +251,20 @@ local function validate(d)
 					viewers = function(s, sp)
 						return check_map(s, sp, is("number"))
 					end,
+					images = function(s, sp)
+						if s == nil then
+							return nil
+						end
+						return check_list(s, sp, "string")
+					end,
+					images_line = "?number",
 				})
 			end)
 		end,
 		users = function(v, path)
 			return check_map(v, path, is("string"))
 		end,
+		oci_bundles = "?string",
 	})
 	if err then
 		return err
@@ -496,6 +523,74 @@ local function het_add(h, job, acct, n, by_type)
 	end
 end
 
+---------------------------------------------------------------------------------------------
+-- Container images
+---------------------------------------------------------------------------------------------
+
+local DEFAULT_OCI_BUNDLES = "/srv/strata/bundles" -- jobpolicy.DefaultOCIBundles
+
+-- image_of_bundle returns the image a --container path is the bundle of: the path under
+-- the bundle directory, with no empty, "." or ".." component; nil for any other path.
+local function image_of_bundle(bundles, container)
+	local prefix = bundles .. "/"
+	if container:sub(1, #prefix) ~= prefix then
+		return nil
+	end
+	local image = container:sub(#prefix + 1)
+	if image == "" then
+		return nil
+	end
+	for c in (image .. "/"):gmatch("([^/]*)/") do
+		if c == "" or c == "." or c == ".." then
+			return nil
+		end
+	end
+	return image
+end
+
+-- image_allowed says whether the allow-list lets a job run image: an entry is the image, or
+-- a prefix pattern "registry.example.com/acme/*" whose path the image is under.
+local function image_allowed(list, image)
+	for _, pat in ipairs(list) do
+		if pat:sub(-2) == "/*" then
+			local prefix = pat:sub(1, -2)
+			if image:sub(1, #prefix) == prefix then
+				return true
+			end
+		elseif image == pat then
+			return true
+		end
+	end
+	return false
+end
+
+-- check_image checks the image of the job's --container (Slurm's OCI support, the one
+-- container request job_desc shows: pyxis's --container-image is an srun SPANK option and
+-- apptainer a command of the script, neither visible here) against the tenant's allow-list.
+local function check_image(p, job, acct, fail)
+	local container = job.desc.container
+	if type(container) ~= "string" or container == "" then
+		return nil
+	end
+	local bundles = p.oci_bundles or DEFAULT_OCI_BUNDLES
+	local list = acct.images or {}
+	local image = image_of_bundle(bundles, container)
+	if not image then
+		return fail("ESLURM_ACCOUNTING_POLICY", acct.images_line, "--container=" .. container ..
+			" is not the bundle of an image: run an image tenant " .. acct.tenant .. " may run, from its bundle " ..
+			bundles .. "/<image>")
+	end
+	if image_allowed(list, image) then
+		return nil
+	end
+	if #list == 0 then
+		return fail("ESLURM_ACCOUNTING_POLICY", acct.images_line, "tenant " .. acct.tenant ..
+			" may run no container images (" .. image .. "): add the image to the tenant's images")
+	end
+	return fail("ESLURM_ACCOUNTING_POLICY", acct.images_line, "tenant " .. acct.tenant ..
+		" may not run container image " .. image .. "; it may run " .. table.concat(list, ", "))
+end
+
 -- check_job returns nil when the job passes, or the Slurm error code and the message.
 -- It changes nothing; apply does, once the job passed. het holds what the earlier
 -- components of a heterogeneous job ask for (het_sums).
@@ -589,6 +684,10 @@ local function check_job(p, job, user, het)
 	if class.whole_nodes and job.multi_node and job.desc.shared ~= 0 and not job.desc.shared_unknown then
 		return fail("ESLURM_ACCOUNTING_POLICY", class.whole_nodes_line, "class " .. job.class ..
 			" runs jobs on several nodes on whole nodes only: add --exclusive")
+	end
+	local rc, msg = check_image(p, job, acct, fail)
+	if rc then
+		return rc, msg
 	end
 	het_add(het, job, acct, n, by_type)
 	return nil

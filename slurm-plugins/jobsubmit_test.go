@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -52,6 +53,18 @@ type result struct {
 	User    string // what the user is told (stderr of sbatch)
 	Changed string // fields the plugin set, "k=v" sorted as FIELDS in the harness
 	Logs    string // slurmctld log lines
+}
+
+// imagesLine is the first account's images_line in the data file (13e puts
+// a bad images list before it), whatever line of the policy it names.
+var imagesLine = regexp.MustCompile(`images_line = [0-9]+,`)
+
+func firstImagesLine(data string) string {
+	loc := imagesLine.FindStringIndex(data)
+	if loc == nil {
+		return data
+	}
+	return data[:loc[0]] + "images = { 1 }, " + data[loc[0]:]
 }
 
 func runSteps(t *testing.T, cluster string, steps []step) map[string]result {
@@ -362,6 +375,7 @@ func TestDataFile(t *testing.T) {
 		{name: "13b empty", empty: true, advance: reloadSeconds, job: alice},
 		{name: "13c blank, still empty", write: " \n\t\n", advance: reloadSeconds, job: alice},
 		{name: "13d returns nothing", write: "local x = 1", advance: reloadSeconds, job: alice},
+		{name: "13e an image not a string", write: firstImagesLine(data), advance: reloadSeconds, job: alice},
 		{name: "14 fixed", write: data, advance: reloadSeconds, job: alice},
 		{name: "15 removed", remove: true, advance: reloadSeconds, job: alice},
 		{name: "16 back", write: data, advance: reloadSeconds, job: alice},
@@ -389,6 +403,7 @@ func TestDataFile(t *testing.T) {
 		"13b empty":                       {"", "it is empty (a render that was cut short?)", "is broken"},
 		"13c blank, still empty":          {"", "", "is broken"},
 		"13d returns nothing":             {"", "the file: want a table, got nil", "is broken"},
+		"13e an image not a string":       {"", "accounts.acme-llm.images[1]: want a string, got number", "is broken"},
 		"14 fixed":                        {applied, "info: strata: loaded ", ""},
 		"15 removed":                      {"", "error: strata: no policy data (", "is missing"},
 		"16 back":                         {applied, "info: strata: loaded ", ""},

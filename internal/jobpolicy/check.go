@@ -42,6 +42,16 @@ type Job struct {
 	Requeue *bool
 	// Switches is --switches; 0: not set.
 	Switches int
+	// Container is --container, the OCI bundle the job runs in (Slurm's
+	// own container support): job_desc.container, which job_submit.lua
+	// reads too; it names the image by its path under the policy's
+	// bundle directory.
+	Container string
+	// Image is the container image a portal job runs in by pyxis or
+	// Apptainer. job_submit.lua cannot see it: pyxis's --container-image
+	// is a SPANK option of srun, and apptainer a command of the script,
+	// neither in job_desc; only the portal's check reads it.
+	Image string
 }
 
 // Unlimited is the time limit of a job that asks for none (Slurm's
@@ -235,6 +245,33 @@ func (p *Policy) check(user, account string, acct Account, className, from, why 
 	if class.WholeNodes && multiNode(job) && !job.Exclusive {
 		return fail("ESLURM_ACCOUNTING_POLICY", class.WholeNodesLine, "class %s runs jobs on several nodes on whole nodes only: add --exclusive", className)
 	}
+	return p.checkImage(acct, job, fail)
+}
+
+// checkImage is job_submit.lua's check_image: the image of the job's
+// --container (and the portal's image) must be on its tenant's
+// allow-list.
+func (p *Policy) checkImage(acct Account, job Job, fail func(code string, line int, format string, args ...any) *Refusal) *Refusal {
+	for _, c := range []struct{ image, container string }{{"", job.Container}, {job.Image, ""}} {
+		image := c.image
+		if c.container != "" {
+			img, ok := imageOfBundle(p.Bundles(), c.container)
+			if !ok {
+				return fail("ESLURM_ACCOUNTING_POLICY", acct.ImagesLine, "--container=%s is not the bundle of an image: run an image tenant %s may run, from its bundle %s/<image>",
+					c.container, acct.Tenant, p.Bundles())
+			}
+			image = img
+		}
+		switch {
+		case image == "", ImageAllowed(acct.Images, image):
+		case len(acct.Images) == 0:
+			return fail("ESLURM_ACCOUNTING_POLICY", acct.ImagesLine, "tenant %s may run no container images (%s): add the image to the tenant's images",
+				acct.Tenant, image)
+		default:
+			return fail("ESLURM_ACCOUNTING_POLICY", acct.ImagesLine, "tenant %s may not run container image %s; it may run %s",
+				acct.Tenant, image, strings.Join(acct.Images, ", "))
+		}
+	}
 	return nil
 }
 
@@ -401,7 +438,7 @@ func gpuRequest(j Job) string {
 func FromSpec(spec slurmrest.JobSpec) Job {
 	j := Job{Account: spec.Account, Partition: spec.Partition, QOS: spec.QOS, Comment: spec.Comment,
 		TRESPerNode: spec.TRESPerNode, NumTasks: spec.Tasks, TasksPerNode: spec.TasksPerNode,
-		Exclusive: spec.Exclusive, Switches: spec.Switches}
+		Exclusive: spec.Exclusive, Switches: spec.Switches, Container: spec.Container}
 	if spec.Requeue != nil {
 		rq := *spec.Requeue
 		j.Requeue = &rq

@@ -28,7 +28,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"sort"
+	"strings"
 
 	"github.com/strata-hpc/strata/internal/strictjson"
 )
@@ -62,6 +64,9 @@ type Policy struct {
 	Accounts map[string]Account `json:"accounts"`
 	// Users maps a user to their default account.
 	Users map[string]string `json:"users"`
+	// OCIBundles is the directory of the OCI bundles a job's --container
+	// names, <oci_bundles>/<image> ("": [DefaultOCIBundles]).
+	OCIBundles string `json:"oci_bundles,omitempty"`
 }
 
 // Class is a workload class as the plugin applies it.
@@ -97,6 +102,12 @@ type Account struct {
 	// not.
 	Members []string       `json:"members"`
 	Viewers map[string]int `json:"viewers"`
+	// Images is the tenant's image allow-list, in the order of the
+	// policy file: images and prefix patterns ([ImageAllowed]); empty,
+	// the project may run no container image. ImagesLine is the line of
+	// the list (of the tenant when it has none).
+	Images     []string `json:"images,omitempty"`
+	ImagesLine int      `json:"images_line,omitempty"`
 }
 
 // Limit is a GPU limit and where it comes from: Owner is "account
@@ -179,6 +190,9 @@ func (p *Policy) Validate() []error {
 	if p.Source == "" {
 		bad("source", "required: the policy file's name, for messages")
 	}
+	if p.OCIBundles != "" && (!strings.HasPrefix(p.OCIBundles, "/") || path.Clean(p.OCIBundles) != p.OCIBundles || p.OCIBundles == "/") {
+		bad("oci_bundles", "%q is not an absolute, clean directory other than /", p.OCIBundles)
+	}
 	if p.DefaultClass != "" {
 		if _, ok := p.Classes[p.DefaultClass]; !ok {
 			bad("default_class", "%q is not a class", p.DefaultClass)
@@ -195,6 +209,11 @@ func (p *Policy) Validate() []error {
 		errs = append(errs, strictjson.Unique("accounts."+name+".members", a.Members, "user name")...)
 		if a.GPUs != nil && a.GPUs.Limit < 0 {
 			bad("accounts."+name+".gpus.limit", "%d is negative", a.GPUs.Limit)
+		}
+		for i, img := range a.Images {
+			if !ValidImagePattern(img) {
+				bad(fmt.Sprintf("accounts.%s.images[%d]", name, i), "%q is not an image or a prefix pattern (registry.example.com/acme/*)", img)
+			}
 		}
 		for _, typ := range sortedKeys(a.GPUsByType) {
 			if a.GPUsByType[typ].Limit < 0 {

@@ -38,7 +38,7 @@ func TestParse(t *testing.T) {
  "gpus_by_type": {}, "members": ["u", "u"], "viewers": {}, "extra": 1}}, "users": {"u": "t-q"}}`,
 			wantErrs: []string{
 				`2:53: classes.a.default_time: want a whole number, got "4h"`,
-				`4:60: accounts.t-p.extra: unknown field; the fields here are tenant, project, line, classes, classes_line, gpus, gpus_by_type, members, viewers`,
+				`4:60: accounts.t-p.extra: unknown field; the fields here are tenant, project, line, classes, classes_line, gpus, gpus_by_type, members, viewers, images, images_line`,
 			},
 		},
 		"validation": {

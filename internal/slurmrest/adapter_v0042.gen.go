@@ -110,7 +110,7 @@ func (a *apiV0042) submit(ctx context.Context, s JobSpec) (SubmitResult, error) 
 		Name: nonEmpty(s.Name), Account: nonEmpty(s.Account), Partition: nonEmpty(s.Partition), Qos: nonEmpty(s.QOS),
 		TresPerNode: nonEmpty(s.TRESPerNode), Nodes: nonEmpty(s.Nodes), CurrentWorkingDirectory: nonEmpty(s.WorkDir),
 		StandardOutput: nonEmpty(s.StdOut), StandardError: nonEmpty(s.StdErr), Comment: nonEmpty(s.Comment),
-		Requeue: s.Requeue, Environment: ptr(environment(s.Environment)),
+		Requeue: s.Requeue, Environment: ptr(environment(s.Environment)), Container: nonEmpty(s.Container),
 	}
 	if s.Tasks > 0 {
 		d.Tasks = ptr(int64(s.Tasks))

@@ -17,8 +17,8 @@ import (
 )
 
 // TestSubmitOptions: what Submit sends slurmrestd for the options job
-// templates set (tasks per node, memory per node, an array, --switches),
-// on each data parser.
+// templates set (tasks per node, memory per node, an array, --switches,
+// an OCI bundle as --container), on each data parser.
 func TestSubmitOptions(t *testing.T) {
 	probe := readResponse(t, filepath.Join("testdata", "replay", "slurm-26.05", "probe.json"))
 	for _, parser := range []string{"v0.0.45", "v0.0.42"} {
@@ -54,17 +54,17 @@ func TestSubmitOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := c.Submit(ctx, "alice", slurmrest.JobSpec{Script: "#!/bin/sh\n", TasksPerNode: 8, MemoryPerNode: 65536,
-				Array: "0-9%2", Switches: 1})
+				Array: "0-9%2", Switches: 1, Container: "/srv/strata/bundles/registry.example.com/acme/train:1"})
 			if err != nil || res.JobID != 5 {
 				t.Fatalf("submit = %+v, %v", res, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			got := map[string]any{}
-			for _, k := range []string{"tasks_per_node", "memory_per_node", "array", "required_switches"} {
+			for _, k := range []string{"tasks_per_node", "memory_per_node", "array", "required_switches", "container"} {
 				got[k] = sent[k]
 			}
-			want := map[string]any{"tasks_per_node": 8.0, "array": "0-9%2",
+			want := map[string]any{"tasks_per_node": 8.0, "array": "0-9%2", "container": "/srv/strata/bundles/registry.example.com/acme/train:1",
 				"memory_per_node":   map[string]any{"set": true, "number": 65536.0},
 				"required_switches": map[string]any{"set": true, "number": 1.0}}
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -199,6 +199,10 @@ type JobSpec struct {
 	Requeue     *bool
 	Hold        bool
 	Exclusive   bool
+	// Container is sbatch --container: the path of an OCI bundle on the
+	// nodes, which slurmstepd runs the job in through oci.conf's runtime
+	// (crun, runc); "" for none.
+	Container string
 }
 
 // SubmitResult is slurmrestd's answer to a submission.

@@ -33,7 +33,7 @@ const jobSubmitSource = "policy.yaml"
 // in Parse) and fills nothing in it.
 func JobSubmitModel(p *spec.Policy) *jobpolicy.Policy {
 	m := &jobpolicy.Policy{APIVersion: jobpolicy.APIVersion, Kind: jobpolicy.Kind, Source: jobSubmitSource, Cluster: p.Cluster.Name, DefaultClass: p.Cluster.DefaultClass, ClassesLine: p.Positions.At("classes").Line,
-		Classes: map[string]jobpolicy.Class{}, Partitions: map[string]string{}, Accounts: map[string]jobpolicy.Account{}, Users: map[string]string{}}
+		Classes: map[string]jobpolicy.Class{}, Partitions: map[string]string{}, Accounts: map[string]jobpolicy.Account{}, Users: map[string]string{}, OCIBundles: p.Cluster.OCIBundles}
 	all := make([]string, 0, len(p.Classes))
 	for i, c := range p.Classes {
 		path := fmt.Sprintf("classes[%d]", i)
@@ -68,6 +68,8 @@ func JobSubmitModel(p *spec.Policy) *jobpolicy.Policy {
 				a.ClassesLine = a.Line
 			}
 			a.Classes = sortedCopy(a.Classes)
+			a.Images = append([]string(nil), t.Images...)
+			a.ImagesLine = lineOf(p, t.Line, tpath+".images", tpath)
 			a.GPUs = tighter(
 				limitOf(pr.Limits.GPUs, "account "+name, lineOf(p, a.Line, ppath+".limits.gpus", ppath)),
 				limitOf(t.Limits.GPUs, "tenant "+t.Name, lineOf(p, t.Line, tpath+".limits.gpus", tpath)))
@@ -205,10 +207,19 @@ func JobSubmitData(p *spec.Policy) ([]byte, error) {
 		luaTable(w, 3, "gpus_by_type", a.GPUsByType, luaLimit)
 		w.field(3, "members", luaSet(a.Members))
 		luaTable(w, 3, "viewers", a.Viewers, luaInt[int])
+		if len(a.Images) > 0 {
+			w.field(3, "images", luaList(a.Images))
+		}
+		if a.ImagesLine > 0 {
+			w.field(3, "images_line", luaInt(a.ImagesLine))
+		}
 		w.close(2)
 	}
 	w.close(1)
 	luaTable(w, 1, "users", m.Users, luastr.Quote)
+	if m.OCIBundles != "" {
+		w.field(1, "oci_bundles", luastr.Quote(m.OCIBundles))
+	}
 	w.line(0, "}")
 	return []byte(w.b.String()), nil
 }
@@ -296,6 +307,15 @@ func luaSet(names []string) string {
 			continue
 		}
 		parts = append(parts, luaKey(n)+" = true")
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
+}
+
+// luaList writes a list of strings in order: { "a", "b" }.
+func luaList(list []string) string {
+	parts := make([]string, len(list))
+	for i, s := range list {
+		parts[i] = luastr.Quote(s)
 	}
 	return "{ " + strings.Join(parts, ", ") + " }"
 }

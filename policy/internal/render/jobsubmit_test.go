@@ -291,9 +291,18 @@ func flatten(m *jobpolicy.Policy) []string {
 		for u, line := range a.Viewers {
 			add(pre+"viewers."+u, line)
 		}
+		for i, img := range a.Images {
+			add(fmt.Sprintf("%simages.%d", pre, i+1), img)
+		}
+		if a.ImagesLine > 0 {
+			add(pre+"images_line", a.ImagesLine)
+		}
 	}
 	for u, a := range m.Users {
 		add("users."+u, a)
+	}
+	if m.OCIBundles != "" {
+		add("oci_bundles", m.OCIBundles)
 	}
 	sort.Strings(out)
 	return out

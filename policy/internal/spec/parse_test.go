@@ -288,6 +288,24 @@ var fileTests = map[string]struct {
 		`testdata/serving-disk.bad.yaml:17:69: disk quota with no hard limit (hint: set hard_gb in GiB; remove disk for no quota)`,
 		`testdata/serving-disk.bad.yaml:19:14: the default namespace "strata-big_co" is not a Kubernetes namespace name (hint: set serving.namespace: lowercase letters, digits and '-', at most 63 characters)`,
 	}},
+	"images.good.yaml": {want: func() *spec.Policy {
+		p := minimal()
+		p.Cluster.OCIBundles = "/var/lib/strata/bundles"
+		p.Classes[0].Line = 8
+		t := &p.Tenants[0]
+		t.Line, t.Projects[0].Line, t.Projects[0].Members[0].Line = 11, 16, 18
+		t.Images = spec.Images{"registry.example.com/acme/*", "nvcr.io/nvidia/pytorch:25.04-py3"}
+		return p
+	}},
+	"images.bad.yaml": {wantErrs: []string{
+		`testdata/images.bad.yaml:5:16: "srv/bundles/" is not a directory of OCI bundles (hint: write an absolute, clean directory other than /, such as /srv/strata/bundles)`,
+		`testdata/images.bad.yaml:13:9: "Registry.example.com/Acme" is not an image or an image prefix (hint: write an image, lower case, such as registry.example.com/acme/train:2.1, or a registry path and /*, such as registry.example.com/acme/*)`,
+		`testdata/images.bad.yaml:14:9: image registry.example.com/acme/* is also images[0] (hint: list each image once)`,
+		`testdata/images.bad.yaml:15:9: "registry.example.com/../etc/*" is not an image or an image prefix (hint: write an image, lower case, such as registry.example.com/acme/train:2.1, or a registry path and /*, such as registry.example.com/acme/*)`,
+		`testdata/images.bad.yaml:16:9: "*" is not an image or an image prefix (hint: write an image, lower case, such as registry.example.com/acme/train:2.1, or a registry path and /*, such as registry.example.com/acme/*)`,
+		`testdata/images.bad.yaml:17:9: "nvcr.io/nvidia/pytorch:25.04-py3/*" is not an image or an image prefix (hint: write an image, lower case, such as registry.example.com/acme/train:2.1, or a registry path and /*, such as registry.example.com/acme/*)`,
+		`testdata/images.bad.yaml:18:9: "acme/x;reboot" is not an image or an image prefix (hint: write an image, lower case, such as registry.example.com/acme/train:2.1, or a registry path and /*, such as registry.example.com/acme/*)`,
+	}},
 	"serving-tiers.bad.yaml": {wantErrs: []string{
 		`testdata/serving-tiers.bad.yaml:15:18: tier "mig-big" is not a MIG profile such as mig-1g.10gb or mig-3g.40gb (hint: name a MIG profile as NVIDIA's device plugin does, such as mig-1g.10gb, mig-3g.40gb or mig-7g.80gb)`,
 		`testdata/serving-tiers.bad.yaml:16:20: tier dedicated is serving.gpus, not one of serving.tiers (hint: give whole GPUs as serving.gpus)`,

@@ -100,6 +100,10 @@ type Cluster struct {
 	// whole PartitionName line (partitions.conf), because slurmctld stops
 	// at a partition defined twice.
 	Partitions map[string]Partition `yaml:"partitions,omitempty" json:"partitions,omitempty"`
+	// OCIBundles is the directory of the OCI bundles on the nodes, one
+	// per image at <oci_bundles>/<image>, which jobs name with
+	// --container ("": /srv/strata/bundles).
+	OCIBundles string `yaml:"oci_bundles,omitempty" json:"oci_bundles,omitempty"`
 }
 
 // Partition is what a partitions.conf line needs that the classes and
@@ -176,8 +180,10 @@ type Tenant struct {
 	Classes []string `yaml:"classes,omitempty" json:"classes,omitempty"`
 	// Admins are the tenant-admin users (Slurm coordinators of the tenant
 	// account).
-	Admins   []string  `yaml:"admins,omitempty" json:"admins,omitempty"`
-	Serving  *Serving  `yaml:"serving,omitempty" json:"serving,omitempty"`
+	Admins  []string `yaml:"admins,omitempty" json:"admins,omitempty"`
+	Serving *Serving `yaml:"serving,omitempty" json:"serving,omitempty"`
+	// Images are the container images its jobs may run ([Images]).
+	Images   Images    `yaml:"images,omitempty" json:"images,omitempty"`
 	Projects []Project `yaml:"projects" strictyaml:"required" json:"projects"`
 	// Line is the source line of the tenant, for messages (0: unknown).
 	Line int `yaml:"-" json:"-" strictyaml:"line"`

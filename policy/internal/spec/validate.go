@@ -27,6 +27,7 @@ func (p *Policy) Validate(file string) Diagnostics {
 	v.classes(p)
 	v.users("admins", "cluster admin", p.Admins)
 	v.tenants(p)
+	v.images(p)
 	v.partitionUse(p)
 	v.diags.Sort()
 	return v.diags

@@ -118,3 +118,46 @@ func TestSubmitOptions(t *testing.T) {
 		}
 	})
 }
+
+// TestSubmitOCI submits a template with an image under Slurm's OCI
+// runtime through slurmrestd as alice, held, and reads its --container
+// back from slurmctld: the bundle of the image. (That the bed's slurmd
+// cannot run it is in portal-api/README.md.)
+func TestSubmitOCI(t *testing.T) {
+	set, err := Load("testdata/container")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set = set.WithContainers(Containers{Runtime: OCI})
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		ctx := testbed.Context(t)
+		admin := b.Client(t)
+		signer, err := slurmrest.NewKeySigner(b.JWTKey, 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := b.Config()
+		cfg.Tokens = signer
+		asUser, err := slurmrest.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := set.Render("train-container", nil, User{Name: "alice", Account: b.Account})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Hold = true
+		res, err := asUser.Submit(ctx, "alice", spec)
+		if err != nil {
+			t.Fatalf("submit as alice: %v", err)
+		}
+		t.Cleanup(func() { _ = admin.Cancel(testbed.Context(t), res.JobID) })
+		out, err := exec.Command(b.Scontrol, "show", "job", strconv.FormatInt(res.JobID, 10)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("scontrol show job: %v\n%s", err, out)
+		}
+		if want := "Container=" + DefaultBundles + "/registry.example.com/acme/train:2.1"; !strings.Contains(string(out), want) {
+			t.Errorf("the job has no %s:\n%s", want, out)
+		}
+	})
+}

@@ -184,11 +184,20 @@ func (s *Set) Render(name string, values map[string]string, user User) (slurmres
 		return slurmrest.JobSpec{}, errors.Join(errs...)
 	}
 	spec := t.spec(got, user)
+	if t.Image != "" {
+		if err := s.containers.containerize(&spec, t.Image, spec.TRESPerNode != ""); err != nil {
+			return slurmrest.JobSpec{}, fmt.Errorf("render template %s: %w", t.Name, err)
+		}
+	}
 	if s.policy != nil {
 		if c, ok := s.policy.Classes[t.Class]; ok && c.Switches > 0 && spec.Nodes != "1" {
 			spec.Switches = c.Switches
 		}
-		if r := s.policy.Check(user.Name, jobpolicy.FromSpec(spec)); r != nil {
+		job := jobpolicy.FromSpec(spec)
+		if spec.Container == "" {
+			job.Image = t.Image // pyxis, Apptainer: out of job_submit.lua's sight
+		}
+		if r := s.policy.Check(user.Name, job); r != nil {
 			return spec, r
 		}
 	}
@@ -253,6 +262,9 @@ func (t *Template) spec(values map[string]string, user User) slurmrest.JobSpec {
 		env.set(k, t.Env[k])
 	}
 	env.set("STRATA_TEMPLATE", t.Name)
+	if t.Image != "" {
+		env.set("STRATA_IMAGE", t.Image)
+	}
 	for _, p := range t.Parameters {
 		env.set(p.EnvName(), values[p.Name])
 	}

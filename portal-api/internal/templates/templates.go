@@ -16,6 +16,12 @@
 // Render checks the job exactly as job_submit.lua will, so a refusal comes
 // back before submission with the plugin's message and policy line.
 //
+// A template may name a container image: the script then runs in it,
+// with the site's runtime ([Containers], [Set.WithContainers]): pyxis or
+// Apptainer from a batch script that wraps the template's, or Slurm's
+// own OCI support (--container) with the script as written. The job
+// policy's image allow-list of the tenant must allow the image.
+//
 //	apiVersion: strata/v1
 //	kind: JobTemplate
 //	name: finetune
@@ -34,6 +40,7 @@
 //	    sets: gpus_per_node
 //	options:
 //	  time: 8h
+//	image: registry.example.com/acme/train:2.1
 //	script: |
 //	  #!/bin/bash
 //	  exec python -m finetune --model "$STRATA_PARAM_MODEL"
@@ -106,6 +113,11 @@ type Template struct {
 	// Env are fixed environment variables of the job (NCCL settings, a
 	// cache directory), beside the parameters'.
 	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// Image is the container image the script runs in
+	// ("registry.example.com/acme/train:2.1"; "" for none), by the site's
+	// container runtime ([Containers]), and only where the job policy
+	// allows the tenant the image.
+	Image string `yaml:"image" json:"image,omitempty"`
 	// Script is the batch script, as written: no value is put into it.
 	Script string `yaml:"script" strictyaml:"required" json:"script"`
 	// File is the file the template was read from.
@@ -203,9 +215,10 @@ type User struct {
 // Set is the templates of a directory, and the job policy they are
 // checked against.
 type Set struct {
-	byName map[string]*Template
-	names  []string
-	policy *jobpolicy.Policy
+	byName     map[string]*Template
+	names      []string
+	policy     *jobpolicy.Policy
+	containers Containers
 }
 
 // Load reads every *.yaml file of dir as a template. Every problem of
@@ -288,6 +301,13 @@ func (s *Set) WithPolicy(p *jobpolicy.Policy) *Set {
 	c := *s
 	c.policy = p
 	return &c
+}
+
+// WithContainers returns the set rendering images with c's runtime.
+func (s *Set) WithContainers(c Containers) *Set {
+	cp := *s
+	cp.containers = c
+	return &cp
 }
 
 // List returns the templates, by name.

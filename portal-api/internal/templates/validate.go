@@ -85,6 +85,9 @@ func (t *Template) Validate() strictyaml.Diagnostics {
 	if !classNameR.MatchString(t.Class) {
 		bad("class", "name a workload class of the policy", "%q is not a class name", t.Class)
 	}
+	if t.Image != "" && !ValidImage(t.Image) {
+		bad("image", "write an image reference such as registry.example.com/acme/train:2.1 (lower case, a tag or @sha256: digest)", "%q is not an image reference", t.Image)
+	}
 	if !strings.HasPrefix(t.Script, "#!") {
 		bad("script", "start the script with its interpreter, such as #!/bin/bash", "the script has no #! line")
 	}
