@@ -133,12 +133,10 @@ func validHost(h string) bool {
 	if h == "" || len(h) > 253 || h[0] == '-' || h[0] == '.' {
 		return false
 	}
-	for _, r := range h {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(h, func(r rune) bool {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_'
+		return !ok
+	})
 }
 
 // describe says what encoding/json found wrong without quoting the input.
