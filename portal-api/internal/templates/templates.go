@@ -16,6 +16,12 @@
 // Render checks the job exactly as job_submit.lua will, so a refusal comes
 // back before submission with the plugin's message and policy line.
 //
+// A template of type session also names its server (jupyterlab, ttyd or
+// code-server); its script starts that server on the job's node and
+// writes the session's connection file (package session) into
+// $STRATA_SESSION_DIR, which the portal gives with STRATA_SESSION_ID in
+// the user's environment; the job gets STRATA_SESSION_SERVER.
+//
 //	apiVersion: strata/v1
 //	kind: JobTemplate
 //	name: finetune
@@ -50,6 +56,7 @@ import (
 	"github.com/strata-hpc/strata/internal/duration"
 	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/strictyaml"
+	"github.com/strata-hpc/strata/portal-api/internal/session"
 )
 
 // APIVersion and Kind head every template file.
@@ -71,8 +78,9 @@ type Type string
 // The template types.
 const (
 	TypeBatch Type = "batch"
-	// TypeSession is reserved for interactive sessions; a file of this
-	// type is refused until the portal runs sessions.
+	// TypeSession starts a server (its Server kind) that the portal
+	// reaches through its session proxy: the script writes the session's
+	// connection file (package session) into $STRATA_SESSION_DIR.
 	TypeSession Type = "session"
 )
 
@@ -99,6 +107,9 @@ type Template struct {
 	Name        string `yaml:"name" strictyaml:"required" json:"name"`
 	Description string `yaml:"description" json:"description"`
 	Type        Type   `yaml:"type" json:"type"`
+	// Server is the server a session template starts (jupyterlab, ttyd,
+	// code-server); a batch template has none.
+	Server session.Kind `yaml:"server" json:"server,omitempty"`
 	// Class is the workload class of the policy the job runs in.
 	Class      string  `yaml:"class" strictyaml:"required" json:"class"`
 	Parameters []Param `yaml:"parameters" json:"parameters"`
