@@ -399,6 +399,10 @@ func TestConcurrencyCap(t *testing.T) {
 	}
 	close(release)
 	done.Wait()
+	// The client has its response a moment before the handler returns.
+	for deadline := time.Now().Add(5 * time.Second); b.proxy.Active("s1") != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if n := b.proxy.Active("s1"); n != 0 {
 		t.Errorf("%d connections counted after all ended", n)
 	}
