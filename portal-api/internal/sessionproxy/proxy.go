@@ -16,8 +16,12 @@
 //     auth "strata:S", its --credential; code-server: its session cookie,
 //     S being the HASHED_PASSWORD it was started with), so the secret is
 //     never in the browser's URL or history;
-//   - a response header that holds the secret is dropped, and the proxy's
-//     own errors are fixed texts, so nothing the proxy writes carries it;
+//   - a response header that holds the secret is dropped, the secret is
+//     removed from HTML, JSON and JavaScript bodies (JupyterLab writes
+//     its token into its page config), and the proxy's own errors are
+//     fixed texts, so nothing the proxy returns carries it (ttyd's /token
+//     answer, the base64 credential its page hands back in the terminal's
+//     WebSocket, is the exception: ttyd refuses the terminal without it);
 //   - responses stream (FlushInterval -1): a notebook's output or a large
 //     download is not buffered; WebSocket upgrades pass through
 //     (httputil.ReverseProxy switches protocols itself);
@@ -155,6 +159,8 @@ func New(cfg Config) (*Proxy, error) {
 		dial = (&net.Dialer{Timeout: defaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
 	tr.Proxy = nil
+	// Bodies come back uncompressed, so the secret can be scrubbed.
+	tr.DisableCompression = true
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		rt, ok := ctx.Value(ctxKey{}).(route)
 		if !ok || addr != rt.target.Addr() {
@@ -276,6 +282,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	out.Header.Del("Cookie")
+	// Bodies come back uncompressed, so the secret can be scrubbed from
+	// them; the portal's front may compress again.
+	out.Header.Del("Accept-Encoding")
 	switch t.Kind {
 	case session.JupyterLab:
 		out.Header.Set("Authorization", "token "+t.Secret)
@@ -314,6 +323,11 @@ func (p *Proxy) modifyResponse(res *http.Response) error {
 				break
 			}
 		}
+	}
+	if scrubbed(res.Header.Get("Content-Type")) {
+		res.Body = newScrubber(res.Body, secret)
+		res.ContentLength = -1
+		res.Header.Del("Content-Length")
 	}
 	return nil
 }
