@@ -173,8 +173,28 @@ func get(t *testing.T, u string) reply {
 }
 
 func TestWebSocket(t *testing.T) {
-	b := newBed(t, session.JupyterLab, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "token "+secret {
+	for _, kind := range session.Kinds {
+		t.Run(string(kind), func(t *testing.T) { testWebSocket(t, kind) })
+	}
+}
+
+// authorized says whether r carries the secret as a server of kind wants it.
+func authorized(kind session.Kind, r *http.Request) bool {
+	switch kind {
+	case session.JupyterLab:
+		return r.Header.Get("Authorization") == "token "+secret
+	case session.TTYD:
+		return r.Header.Get("Authorization") == "Basic "+base64.StdEncoding.EncodeToString([]byte("strata:"+secret))
+	case session.CodeServer:
+		c, err := r.Cookie("code-server-session")
+		return err == nil && c.Value == secret
+	}
+	return false
+}
+
+func testWebSocket(t *testing.T, kind session.Kind) {
+	b := newBed(t, kind, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !authorized(kind, r) {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
