@@ -67,7 +67,10 @@ var configWant = map[string]string{ // etc/strata/... -> group
 	"templates/ddp-train.yaml":     "strata-portal-api",
 	"templates/evaluate.yaml":      "strata-portal-api",
 	"templates/finetune.yaml":      "strata-portal-api",
+	"templates/jupyterlab.yaml":    "strata-portal-api",
 	"templates/preprocess.yaml":    "strata-portal-api",
+	"templates/terminal.yaml":      "strata-portal-api",
+	"templates/vscode.yaml":        "strata-portal-api",
 }
 
 // unpackaged are the parts whose configs etc/strata holds before the

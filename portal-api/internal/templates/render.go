@@ -265,6 +265,11 @@ func (t *Template) spec(values map[string]string, user User) slurmrest.JobSpec {
 	if t.Image != "" {
 		env.set("STRATA_IMAGE", t.Image)
 	}
+	if t.Type == TypeSession {
+		// STRATA_SESSION_ID and STRATA_SESSION_DIR come from the portal,
+		// in user.Environment: the session exists before its job.
+		env.set("STRATA_SESSION_SERVER", string(t.Server))
+	}
 	for _, p := range t.Parameters {
 		env.set(p.EnvName(), values[p.Name])
 	}

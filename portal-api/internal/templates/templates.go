@@ -22,6 +22,12 @@
 // own OCI support (--container) with the script as written. The job
 // policy's image allow-list of the tenant must allow the image.
 //
+// A template of type session also names its server (jupyterlab, ttyd or
+// code-server); its script starts that server on the job's node and
+// writes the session's connection file (package session) into
+// $STRATA_SESSION_DIR, which the portal gives with STRATA_SESSION_ID in
+// the user's environment; the job gets STRATA_SESSION_SERVER.
+//
 //	apiVersion: strata/v1
 //	kind: JobTemplate
 //	name: finetune
@@ -57,6 +63,7 @@ import (
 	"github.com/strata-hpc/strata/internal/duration"
 	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/strictyaml"
+	"github.com/strata-hpc/strata/portal-api/internal/session"
 )
 
 // APIVersion and Kind head every template file.
@@ -78,8 +85,9 @@ type Type string
 // The template types.
 const (
 	TypeBatch Type = "batch"
-	// TypeSession is reserved for interactive sessions; a file of this
-	// type is refused until the portal runs sessions.
+	// TypeSession starts a server (its Server kind) that the portal
+	// reaches through its session proxy: the script writes the session's
+	// connection file (package session) into $STRATA_SESSION_DIR.
 	TypeSession Type = "session"
 )
 
@@ -106,6 +114,9 @@ type Template struct {
 	Name        string `yaml:"name" strictyaml:"required" json:"name"`
 	Description string `yaml:"description" json:"description"`
 	Type        Type   `yaml:"type" json:"type"`
+	// Server is the server a session template starts (jupyterlab, ttyd,
+	// code-server); a batch template has none.
+	Server session.Kind `yaml:"server" json:"server,omitempty"`
 	// Class is the workload class of the policy the job runs in.
 	Class      string  `yaml:"class" strictyaml:"required" json:"class"`
 	Parameters []Param `yaml:"parameters" json:"parameters"`

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/strictyaml/strictyamltest"
+	"github.com/strata-hpc/strata/portal-api/internal/session"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata (review the diff)")
@@ -99,7 +101,7 @@ func TestShipped(t *testing.T) {
 	for _, tmpl := range set.List() {
 		names = append(names, tmpl.Name)
 	}
-	if diff := cmp.Diff([]string{"ddp-train", "evaluate", "finetune", "preprocess"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"ddp-train", "evaluate", "finetune", "jupyterlab", "preprocess", "terminal", "vscode"}, names); diff != "" {
 		t.Fatalf("shipped templates (-want +got):\n%s", diff)
 	}
 	for _, name := range names {
@@ -348,5 +350,72 @@ func TestLoad(t *testing.T) {
 	s, err := Load(t.TempDir())
 	if err != nil || len(s.List()) != 0 {
 		t.Errorf("an empty directory: %v, %v", s, err)
+	}
+}
+
+// TestShippedSessions: each session template starts its server with the
+// proxy's base path, hands the proxy the secret it will send, and writes
+// the connection file whole and for the user only.
+func TestShippedSessions(t *testing.T) {
+	set, err := Load(shippedDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		server session.Kind
+		has    []string
+	}{
+		"jupyterlab": {session.JupyterLab, []string{`export JUPYTER_TOKEN="$secret"`, `--ServerApp.base_url="$base"`, `--ip="$addr"`, `--port="$port"`}},
+		"terminal":   {session.TTYD, []string{`--base-path "${base%/}"`, `--credential "strata:$secret"`, `--interface "$addr"`, "--writable"}},
+		"vscode":     {session.CodeServer, []string{`export HASHED_PASSWORD="$secret"`, `--bind-addr "$addr:$port"`, "--auth password"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tmpl := mustGet(t, set, name)
+			if tmpl.Type != TypeSession || tmpl.Server != want.server || tmpl.Class != "interactive" {
+				t.Errorf("type %s, server %s, class %s; want a %s session of the interactive class", tmpl.Type, tmpl.Server, tmpl.Class, want.server)
+			}
+			common := []string{`base="/v1/sessions/$STRATA_SESSION_ID/proxy/"`, "umask 077", `chmod 600 "$tmp"`, `mv -f "$tmp" "$conn"`,
+				`conn="$STRATA_SESSION_DIR/` + session.FileName + `"`, `"$STRATA_SESSION_SERVER"`}
+			for _, s := range append(common, want.has...) {
+				if !strings.Contains(tmpl.Script, s) {
+					t.Errorf("the script has no %s", s)
+				}
+			}
+			spec, err := set.Render(name, nil, alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(spec.Environment, "STRATA_SESSION_SERVER="+string(want.server)) {
+				t.Errorf("environment %v has no STRATA_SESSION_SERVER", spec.Environment)
+			}
+		})
+	}
+}
+
+// TestShippedScripts: every shipped script parses (bash -n), and passes
+// shellcheck where it is installed, at warning level: its "info" notes
+// include SC2016 for the '...' a script hands to srun bash -c on purpose.
+func TestShippedScripts(t *testing.T) {
+	set, err := Load(shippedDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shellcheck, _ := exec.LookPath("shellcheck")
+	for _, tmpl := range set.List() {
+		t.Run(tmpl.Name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "script.sh")
+			if err := os.WriteFile(path, []byte(tmpl.Script), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
+				t.Errorf("bash -n: %v\n%s", err, out)
+			}
+			if shellcheck == "" {
+				return
+			}
+			if out, err := exec.Command(shellcheck, "-s", "bash", "-S", "warning", path).CombinedOutput(); err != nil {
+				t.Errorf("shellcheck: %v\n%s", err, out)
+			}
+		})
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/strata-hpc/strata/internal/strictyaml"
+	"github.com/strata-hpc/strata/portal-api/internal/session"
 )
 
 // Memory is a memory size per node in MiB, written as Slurm's --mem is:
@@ -77,10 +79,15 @@ func (t *Template) Validate() strictyaml.Diagnostics {
 	}
 	switch t.Type {
 	case TypeBatch:
+		if t.Server != "" {
+			bad("server", "remove server: only a session template starts a server", "a batch template has no server")
+		}
 	case TypeSession:
-		bad("type", "write type: batch: the portal does not run interactive sessions yet", "session templates are not supported yet")
+		if !slices.Contains(session.Kinds, t.Server) {
+			bad("server", "write server: jupyterlab, ttyd or code-server", "%q is not a session server", t.Server)
+		}
 	default:
-		bad("type", "write type: batch", "%q is not a template type", t.Type)
+		bad("type", "write type: batch or type: session", "%q is not a template type", t.Type)
 	}
 	if !classNameR.MatchString(t.Class) {
 		bad("class", "name a workload class of the policy", "%q is not a class name", t.Class)
