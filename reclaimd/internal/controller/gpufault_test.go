@@ -67,11 +67,13 @@ func TestGPUFaultFailedRunRetriedElsewhere(t *testing.T) {
 					t.Errorf("changes %q while job 1 still runs", got)
 				}
 
-				// The job dies of it.
+				// The job dies of it. Slurm shows an ended job's nodes but
+				// no gres_detail: its GPUs are those it was seen running on.
 				end := hb.clock().Add(5 * time.Second)
 				hb.serveJob(func(j map[string]any) {
 					onGPU3(j)
 					failed(j)
+					j["gres_detail"] = []any{}
 					j["end_time"] = map[string]any{"set": true, "infinite": false, "number": end.Unix()}
 				})
 				hb.tick()
