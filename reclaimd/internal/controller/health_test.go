@@ -47,7 +47,14 @@ type healthBed struct {
 
 func newHealthBed(t *testing.T, release string, share float64) *healthBed {
 	t.Helper()
-	hb := &healthBed{bed: newBed(t, release, requeueRules, 90), agents: map[string]*agent.Agent{}, faults: map[string]string{},
+	return newHealthBedWith(t, release, share, requeueRules, func(node string, gpu int) bool { return node == jobNode && gpu < 2 })
+}
+
+// newHealthBedWith is newHealthBed under rules, the agents showing job 1's
+// processes on the GPUs holds says.
+func newHealthBedWith(t *testing.T, release string, share float64, rules string, holds func(node string, gpu int) bool) *healthBed {
+	t.Helper()
+	hb := &healthBed{bed: newBed(t, release, rules, 90), agents: map[string]*agent.Agent{}, faults: map[string]string{},
 		state: map[string][]string{}, reason: map[string]string{}}
 	b := hb.bed
 	dir := t.TempDir()
@@ -116,7 +123,7 @@ func newHealthBed(t *testing.T, release string, share float64) *healthBed {
 		}))
 	}
 
-	// One agent per node; gpu1's GPUs 0 and 1 run the captured job.
+	// One agent per node, job 1 on the GPUs holds says.
 	urls := map[string]string{}
 	for _, name := range healthNodes {
 		var csv strings.Builder
@@ -124,7 +131,7 @@ func newHealthBed(t *testing.T, release string, share float64) *healthBed {
 		for off := 0; off <= 10; off += 10 {
 			for g := range 8 {
 				jobs := ""
-				if name == jobNode && g < 2 {
+				if holds(name, g) {
 					jobs = "1"
 				}
 				fmt.Fprintf(&csv, "%d,%d,90,45,2048,%s\n", off, g, jobs)

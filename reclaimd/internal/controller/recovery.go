@@ -265,7 +265,9 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 	for _, g := range j.GPUs {
 		run.GPUs = append(run.GPUs, failure.GPU{Node: g.Node, Index: g.Index})
 	}
-	if !seen.Start.IsZero() && (len(run.Nodes) == 0 || requeued) {
+	// An ended job's record keeps its nodes but not its GPUs (no
+	// gres_detail): the run seen running has them, for its GPU faults.
+	if !seen.Start.IsZero() && (len(run.Nodes) == 0 || requeued || len(run.GPUs) == 0) {
 		run.Nodes = seen.Nodes
 		run.GPUs = nil
 		for _, g := range seen.GPUs {
