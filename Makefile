@@ -36,7 +36,7 @@ PKG_VERSION = $(shell sh packaging/nfpm/version.sh)
 PKG_RELEASE ?= 1
 PKG_ARCH = $(shell $(GO) env GOARCH)
 PKG_BIN ?= $(DIST)/bin
-PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge
+PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge strata-portal-api
 PKG_FORMATS ?= deb rpm
 
 # Slurm releases the integration tests run on; one test bed each.
@@ -101,11 +101,12 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 .PHONY: packages
 packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
 	@mkdir -p $(PKG_BIN)
-	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd and the bridge
-	@# use SQLite through cgo: glibc 2.34 or later (EL9, Debian 12); the
-	@# policy tool needs no cgo and is static. See packaging/README.md.
+	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd, the bridge and
+	@# the portal API use SQLite through cgo: glibc 2.34 or later (EL9, Debian
+	@# 12); the policy tool needs no cgo and is static. See packaging/README.md.
 	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ \
-		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge
+		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge \
+		./portal-api/cmd/strata-portal-api
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
 	@$(MAKE) --no-print-directory packages-nfpm
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,20 @@ var installed = map[string]map[string]wantFile{
 		"/etc/strata/bridge/runtimes/triton.yaml":       conf("strata-bridge"),
 		"/etc/strata/bridge/runtimes/vllm.yaml":         conf("strata-bridge"),
 	},
+	"strata-portal-api": {
+		"/usr/bin/strata-portal-api":                        bin(),
+		"/usr/lib/systemd/system/strata-portal-api.service": data(),
+		"/usr/lib/sysusers.d/strata-portal-api.conf":        data(),
+		"/usr/lib/tmpfiles.d/strata-portal-api.conf":        data(),
+		"/etc/strata/portal-api.yaml":                       conf("strata-portal-api"),
+		"/etc/strata/templates/ddp-train.yaml":              conf("strata-portal-api"),
+		"/etc/strata/templates/evaluate.yaml":               conf("strata-portal-api"),
+		"/etc/strata/templates/finetune.yaml":               conf("strata-portal-api"),
+		"/etc/strata/templates/jupyterlab.yaml":             conf("strata-portal-api"),
+		"/etc/strata/templates/preprocess.yaml":             conf("strata-portal-api"),
+		"/etc/strata/templates/terminal.yaml":               conf("strata-portal-api"),
+		"/etc/strata/templates/vscode.yaml":                 conf("strata-portal-api"),
+	},
 }
 
 // dirs are the folders the packages make, with their modes and owners.
@@ -88,11 +103,13 @@ var dirs = map[string]wantFile{
 	"/etc/strata":                 {mode: 0o755, owner: "root", group: "root"},
 	"/etc/strata/bridge":          {mode: 0o750, owner: "root", group: "strata-bridge"},
 	"/etc/strata/bridge/runtimes": {mode: 0o750, owner: "root", group: "strata-bridge"},
-	"/var/lib/strata/topogen":     {mode: 0o750, owner: "root", group: "root"}, // tmpfiles.d
+	"/etc/strata/templates":       {mode: 0o750, owner: "root", group: "strata-portal-api"},
+	"/var/lib/strata/topogen":     {mode: 0o750, owner: "root", group: "root"},                           // tmpfiles.d
+	"/var/lib/strata/portal-api":  {mode: 0o750, owner: "strata-portal-api", group: "strata-portal-api"}, // tmpfiles.d
 }
 
 // units are the systemd units the packages install.
-var units = []string{"topogen.service", "topogen.timer", "reclaimd.service", "reclaimd-agent.service", "strata-bridge.service"}
+var units = []string{"topogen.service", "topogen.timer", "reclaimd.service", "reclaimd-agent.service", "strata-bridge.service", "strata-portal-api.service"}
 
 // unavailable skips the test, or fails it under CI, where everything the
 // install tests need is installed by .ci/run and make.
@@ -310,7 +327,7 @@ func (c *chroot) checkFiles(when string) {
 // membership of the shared group strata.
 func (c *chroot) checkUsers() {
 	c.t.Helper()
-	for _, u := range []string{"strata-reclaimd", "strata-bridge"} {
+	for _, u := range daemonParts {
 		pw := strings.Split(strings.TrimSpace(c.must("getent", "passwd", u)), ":")
 		if len(pw) != 7 {
 			c.t.Errorf("getent passwd %s: %q", u, pw)
@@ -362,17 +379,27 @@ func TestInstall(t *testing.T) {
 	t.Logf("dpkg -i (%s):\n%s", oldFull, out)
 	c.checkFiles("after install")
 	c.checkUsers()
-	// Each daemon's user reads its own configuration, and not the other's.
-	for user, file := range map[string]string{"strata-reclaimd": "/etc/strata/reclaimd.yaml", "strata-bridge": "/etc/strata/bridge.yaml"} {
+	// Each daemon's user reads its own configuration, and no other's.
+	own := map[string]string{
+		"strata-reclaimd":   "/etc/strata/reclaimd.yaml",
+		"strata-bridge":     "/etc/strata/bridge.yaml",
+		"strata-portal-api": "/etc/strata/portal-api.yaml",
+	}
+	for user, file := range own {
 		if out, err := c.as(user, "cat", file); err != nil {
 			t.Errorf("%s cannot read %s: %v\n%s", user, file, err, out)
 		}
+		for other, otherFile := range own {
+			if other == user {
+				continue
+			}
+			if _, err := c.as(user, "cat", otherFile); err == nil {
+				t.Errorf("%s reads %s, %s's configuration", user, otherFile, other)
+			}
+		}
 	}
-	if _, err := c.as("strata-bridge", "cat", "/etc/strata/reclaimd.yaml"); err == nil {
-		t.Errorf("strata-bridge reads reclaimd's configuration")
-	}
-	if _, err := c.as("strata-reclaimd", "cat", "/etc/strata/bridge.yaml"); err == nil {
-		t.Errorf("strata-reclaimd reads the bridge's configuration")
+	if out, err := c.as("strata-portal-api", "cat", "/etc/strata/templates/jupyterlab.yaml"); err != nil {
+		t.Errorf("strata-portal-api cannot read its templates: %v\n%s", err, out)
 	}
 
 	// The admin edits two configurations, and one's mode.
@@ -474,11 +501,14 @@ func TestInstall(t *testing.T) {
 	c.checkUsers()
 }
 
+// binaries are the programs the packages install in /usr/bin.
+var binaries = []string{"topogen", "strata-policy", "reclaimd", "strata-bridge", "strata-portal-api"}
+
 // testBinaries runs every binary's --version (--help where a binary has no
 // --version yet) and check-config on the installed examples, each daemon's
 // as its own user.
 func testBinaries(t *testing.T, c *chroot) {
-	for _, b := range []string{"topogen", "strata-policy", "reclaimd", "strata-bridge"} {
+	for _, b := range binaries {
 		out, err := c.exec(b, "--version")
 		if strings.Contains(out, "flag provided but not defined") {
 			t.Logf("%s has no --version yet: --help instead", b)
@@ -495,7 +525,9 @@ func testBinaries(t *testing.T, c *chroot) {
 	// rendered from the installed policy (the serving contract for the
 	// bridge, the tenant map for reclaimd, readable by the group strata of
 	// both), the shared file system, a kubeconfig, the slurmrestd token
-	// and the API token, with the group and mode the configs have.
+	// and the API token, with the group and mode the configs have; for the
+	// portal, each cluster of its example its jwt key and tenant map, and
+	// gpu1's job policy.
 	c.must("sh", "-ec", `mkdir -p /tmp/render /shared/projects /shared/tenants
 strata-policy render -o /tmp/render --slurm-dir /tmp/render/slurm
 install -m 0640 -g strata-bridge /tmp/render/serving.json /etc/strata/serving.json
@@ -511,7 +543,15 @@ EOF
 echo token > /etc/strata/bridge.jwt
 head -c 32 /dev/urandom | base64 > /etc/strata/bridge-api.token
 chgrp strata-bridge /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token
-chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token`)
+chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token
+for c in gpu1 gpu2; do
+	install -d -m 0750 -g strata-portal-api /etc/strata/clusters /etc/strata/clusters/$c
+	head -c 32 /dev/urandom > /etc/strata/clusters/$c/jwt_hs256.key
+	chgrp strata-portal-api /etc/strata/clusters/$c/jwt_hs256.key
+	chmod 0640 /etc/strata/clusters/$c/jwt_hs256.key
+	install -m 0640 -g strata-portal-api /tmp/render/tenants.json /etc/strata/clusters/$c/tenants.json
+done
+install -m 0640 -g strata-portal-api /tmp/render/slurm/strata/jobpolicy.json /etc/strata/clusters/gpu1/jobpolicy.json`)
 
 	checks := []struct {
 		user string
@@ -521,6 +561,7 @@ chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/brid
 		{"root", []string{"strata-policy", "check"}},
 		{"strata-reclaimd", []string{"reclaimd", "check-config"}},
 		{"strata-bridge", []string{"strata-bridge", "check-config"}},
+		{"strata-portal-api", []string{"strata-portal-api", "check-config"}},
 	}
 	for _, ch := range checks {
 		var out string
@@ -540,7 +581,7 @@ chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/brid
 
 // testGlibc fails when a packaged binary needs a glibc newer than EL9's.
 func testGlibc(t *testing.T, c *chroot) {
-	for _, b := range []string{"topogen", "strata-policy", "reclaimd", "strata-bridge"} {
+	for _, b := range binaries {
 		newest, err := newestGlibc(filepath.Join(c.root, "usr/bin", b))
 		if err != nil {
 			t.Errorf("%s: %v", b, err)
@@ -732,15 +773,16 @@ func TestRPMs(t *testing.T) {
 					t.Errorf("a scriptlet runs what a package must not:\n  %s", strings.Join(bad, "\n  "))
 				}
 			}
-			if (part == "strata-reclaimd" || part == "strata-bridge") && !strings.Contains(scripts, "systemd-sysusers --replace=/usr/lib/sysusers.d/"+part+".conf -") {
+			if slices.Contains(daemonParts, part) && !strings.Contains(scripts, "systemd-sysusers --replace=/usr/lib/sysusers.d/"+part+".conf -") {
 				t.Errorf("%%pre does not make the users:\n%s", scripts)
 			}
 
 			requires := q("--requires")
 			for _, want := range map[string][]string{
-				"strata-topogen":  {"glibc >= 2.34", "systemd"},
-				"strata-reclaimd": {"glibc >= 2.34", "systemd"},
-				"strata-bridge":   {"glibc >= 2.34", "systemd"},
+				"strata-topogen":    {"glibc >= 2.34", "systemd"},
+				"strata-reclaimd":   {"glibc >= 2.34", "systemd"},
+				"strata-bridge":     {"glibc >= 2.34", "systemd"},
+				"strata-portal-api": {"glibc >= 2.34", "systemd"},
 			}[part] {
 				if !strings.Contains(requires, want) {
 					t.Errorf("requires lack %q:\n%s", want, requires)

@@ -15,7 +15,11 @@ import (
 )
 
 // parts are the packages, one per part.
-var parts = []string{"strata-topogen", "strata-policy", "strata-reclaimd", "strata-bridge"}
+var parts = []string{"strata-topogen", "strata-policy", "strata-reclaimd", "strata-bridge", "strata-portal-api"}
+
+// daemonParts are the packages whose daemon runs as its own user (the
+// part's name), made by the package's sysusers.d file.
+var daemonParts = []string{"strata-reclaimd", "strata-bridge", "strata-portal-api"}
 
 // nfpmConfig is the part of an nfpm configuration these tests read.
 type nfpmConfig struct {
@@ -76,7 +80,7 @@ var configWant = map[string]string{ // etc/strata/... -> group
 // unpackaged are the parts whose configs etc/strata holds before the
 // part has a package: their files are in no package yet. Take a part off
 // when its nfpm config comes, and ship its files there.
-var unpackaged = map[string]bool{"strata-portal-api": true}
+var unpackaged = map[string]bool{}
 
 // TestEveryConfigIsShipped fails when a file of etc/strata is in no package,
 // in two, or is shipped other than as config|noreplace 0640 root:<group>.
@@ -151,7 +155,7 @@ func TestEveryConfigIsShipped(t *testing.T) {
 // systemd-sysusers exactly the sysusers.d file its package installs (the
 // preinst runs before that file is unpacked, so it carries a copy).
 func TestPreinstMakesTheSysusers(t *testing.T) {
-	for _, part := range []string{"strata-reclaimd", "strata-bridge"} {
+	for _, part := range daemonParts {
 		t.Run(part, func(t *testing.T) {
 			pre, err := os.ReadFile(filepath.Join("nfpm", "scripts", part+".preinst"))
 			if err != nil {
