@@ -361,6 +361,9 @@ recovery:
 		}
 		if n, err := nodeNamed(ctx, admin, node); err == nil && !slices.Contains(n.State, "DRAIN") {
 			fmt.Fprintf(out, "   +%-5s %s %s: the health check passed and reclaimd resumed it\n", since(injected), node, strings.Join(n.State, "+"))
+			if lc, err := lastCheck(ctx, api, node); err == nil {
+				fmt.Fprintf(out, "          $ curl %s/v1/nodes/health?node=%s: last check passed %v, output %q\n", api, node, lc.Passed, strings.TrimSpace(lc.Output))
+			}
 			break
 		}
 		if err := sleep(ctx, time.Second); err != nil {
@@ -413,4 +416,34 @@ func attempts(ctx context.Context, api string, id int64) ([]attempt, error) {
 		return nil, err
 	}
 	return body.Attempts, nil
+}
+
+// lastCheckResult is a node's last health check in GET /v1/nodes/health.
+type lastCheckResult struct {
+	Passed bool   `json:"passed"`
+	Output string `json:"output"`
+}
+
+func lastCheck(ctx context.Context, api, node string) (lastCheckResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/v1/nodes/health?node="+node, nil)
+	if err != nil {
+		return lastCheckResult{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return lastCheckResult{}, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Nodes []struct {
+			LastCheck *lastCheckResult `json:"last_check"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return lastCheckResult{}, err
+	}
+	if len(body.Nodes) != 1 || body.Nodes[0].LastCheck == nil {
+		return lastCheckResult{}, fmt.Errorf("GET /v1/nodes/health?node=%s: no check", node)
+	}
+	return *body.Nodes[0].LastCheck, nil
 }
