@@ -2,7 +2,8 @@
 # The steps of `make demo` after strata-demo (the Slurm test bed and a GPU job
 # through slurmrestd): the demo tenant policy applied and enforced by
 # job_submit.lua, why a job waits, a finished job's model served on the
-# Kubernetes test bed, topogen and reclaimd. Each step prints "== what it
+# Kubernetes test bed, topogen and reclaimd (a live reclaim and a live
+# recovery from a GPU fault). Each step prints "== what it
 # shows" and then the real commands and their output; the script stops at
 # the first step that does not show what it should.
 #
@@ -207,6 +208,14 @@ run "$TB/squeue" -o "$SQUEUE_FORMAT"
 note "job $BIG's own output ($STRATA_TB_JOB_DIR/train-8gpu-$BIG.out):"
 sed 's/^/   /' "$STRATA_TB_ROOT$STRATA_TB_JOB_DIR/train-8gpu-$BIG.out" 2>/dev/null || true
 
+# --- 8 ---------------------------------------------------------------------
+step "reclaimd recovery live: an Xid 79 under a running job; its node drained, the job run again on another node, the node resumed"
+note "a second run of the controller and agents, with GPU node health and recovery on: a requeueable job of bob's" \
+  "on a node of its own, then the fault line an agent reads (a replayed node takes its faults from agent.faults_file)." \
+  "The health command is a script that passes: it stands in for dcgmi diag over ssh."
+run "$BIN/strata-demo" -env "$1" -fault -reclaimd "$BIN/reclaimd" -tenants "$ABS_OUT/tenants.json" -work "$ABS_OUT/reclaimd-fault"
+run "$TB/sinfo" -R
+
 # ---------------------------------------------------------------------------
 step "Where things are"
 note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testbed.sh logs)" \
@@ -216,7 +225,7 @@ note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testb
   "  the demo's jobs run for 10 minutes (alice's 8-GPU one 30): $TB/squeue to see them, $TB/scancel <id> to end one" \
   "policy: $POLICY; rendered: $OUT/{serving.json,tenants.json,reclaim-rules.json,k8s/resourcequotas.yaml,disk-quota.sh}" \
   "  job_submit.lua's data: $SLURM_DIR/strata/policy.lua" \
-  "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config; the live run's configs and logs: $OUT/reclaimd-live" \
+  "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config; the live runs' configs and logs: $OUT/reclaimd-live, $OUT/reclaimd-fault" \
   "bridge: $BIN/strata-bridge -c $OUT/bridge/bridge.yaml status $MODEL" \
   "Kubernetes: kubeconfig $STRATA_KUBECONFIG (logs: bash test/testbed/k8s/testbed.sh logs)" \
   "topogen: $OUT/topogen.yaml" \

@@ -3,7 +3,9 @@
 // normal user through slurmrestd, the GPU indices Slurm gave it, and how to
 // look at it; test/demo/demo.sh shows the rest of the suite after it.
 // With -reclaim it runs reclaimd live on the same bed (reclaim.go): an
-// idle job reclaimed and a waiting job started, the last step of the demo.
+// idle job reclaimed and a waiting job started; with -fault its GPU node
+// health and recovery (fault.go): an Xid 79 under a job, the node drained,
+// the job run again elsewhere and the node resumed, the last step.
 package main
 
 import (
@@ -97,24 +99,36 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	reclaim := fs.Bool("reclaim", false, "run reclaimd live instead: reclaim -idle-job and see -waiting-job start")
 	fs.Int64Var(&ro.idle, "idle-job", 0, "with -reclaim: the running job whose GPUs the agents replay as idle")
 	fs.Int64Var(&ro.waiting, "waiting-job", 0, "with -reclaim: the job pending on its project's GPU limit")
-	fs.StringVar(&ro.reclaimd, "reclaimd", "bin/reclaimd", "with -reclaim: the reclaimd binary")
-	fs.StringVar(&ro.tenants, "tenants", "", "with -reclaim: tenants.json (strata-policy render)")
-	fs.StringVar(&ro.work, "work", "", "with -reclaim: folder for reclaimd's configs, replays, logs and state")
+	fs.StringVar(&ro.reclaimd, "reclaimd", "bin/reclaimd", "with -reclaim or -fault: the reclaimd binary")
+	fs.StringVar(&ro.tenants, "tenants", "", "with -reclaim or -fault: tenants.json (strata-policy render)")
+	fs.StringVar(&ro.work, "work", "", "with -reclaim or -fault: folder for reclaimd's configs, replays, logs and state")
 	fs.StringVar(&ro.busyUser, "busy-user", "bob", "with -reclaim: user of the busy job submitted beside the idle one")
 	fs.StringVar(&ro.busyAcct, "busy-account", "globex-rl", "with -reclaim: account of the busy job")
 	fs.DurationVar(&ro.timeout, "reclaim-timeout", 4*time.Minute, "with -reclaim: how long the whole reclaim may take")
+	var fo faultOpts
+	fault := fs.Bool("fault", false, "run reclaimd's GPU node health and recovery live instead: an Xid 79 under a job, the node drained, the job run again elsewhere, the node resumed")
+	fs.StringVar(&fo.user, "fault-user", "bob", "with -fault: user of the job that loses its GPU")
+	fs.StringVar(&fo.account, "fault-account", "globex-rl", "with -fault: account of that job")
+	fs.DurationVar(&fo.timeout, "fault-timeout", 4*time.Minute, "with -fault: how long the whole recovery may take")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *reclaim && (ro.idle == 0 || ro.waiting == 0 || ro.tenants == "" || ro.work == "") {
 		return cliexit.Usagef("strata-demo: -reclaim needs -idle-job, -waiting-job, -tenants and -work")
 	}
+	if *fault && *reclaim {
+		return cliexit.Usagef("strata-demo: -fault and -reclaim are two runs: give one")
+	}
+	if *fault && (ro.tenants == "" || ro.work == "") {
+		return cliexit.Usagef("strata-demo: -fault needs -tenants and -work")
+	}
+	fo.reclaimd, fo.tenants, fo.work = ro.reclaimd, ro.tenants, ro.work
 	b, err := testbed.Load(*envFile)
 	if err != nil {
 		return err
 	}
 	level := slog.LevelInfo
-	if *reclaim {
+	if *reclaim || *fault {
 		level = slog.LevelWarn // the reclaim prints what happens itself
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
@@ -124,7 +138,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *reclaim {
+	if *reclaim || *fault {
 		signer, err := slurmrest.NewKeySigner(b.JWTKey, 10*time.Minute)
 		if err != nil {
 			return err
@@ -133,6 +147,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		asUser, err := slurmrest.New(ctx, cfg)
 		if err != nil {
 			return err
+		}
+		if *fault {
+			return liveFault(ctx, b, admin, asUser, fo, out)
 		}
 		return liveReclaim(ctx, b, admin, asUser, ro, out)
 	}

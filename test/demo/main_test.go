@@ -26,7 +26,11 @@ func TestArgs(t *testing.T) {
 		"env and -env disagree": {[]string{"-env", "/x/env", missing}, cliexit.ExitUsage, `the ENV "` + missing + `" and --env "/x/env" disagree`},
 		"two envs": {[]string{missing, "extra"}, cliexit.ExitUsage,
 			`strata-demo: unexpected argument "extra": strata-demo takes at most 1 argument, [ENV] (usage: strata-demo [options] [ENV])`},
-		"unknown flag":             {[]string{"-gpu", "1"}, cliexit.ExitUsage, "flag provided but not defined: -gpu"},
+		"unknown flag":            {[]string{"-gpu", "1"}, cliexit.ExitUsage, "flag provided but not defined: -gpu"},
+		"fault without its files": {[]string{"-fault", "-work", "/x", missing}, cliexit.ExitUsage, "-fault needs -tenants and -work"},
+		"fault and reclaim": {[]string{"-fault", "-reclaim", "-idle-job", "4", "-waiting-job", "5", "-tenants", "/t", "-work", "/x", missing},
+			cliexit.ExitUsage, "-fault and -reclaim are two runs: give one"},
+		"fault with its files":     {[]string{"-fault", "-tenants", "/t", "-work", "/x", missing}, 1, missing},
 		"reclaim without its jobs": {[]string{"-reclaim", "-idle-job", "4", missing}, cliexit.ExitUsage, "-reclaim needs -idle-job, -waiting-job, -tenants and -work"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -328,6 +328,11 @@ agents:
 	for _, t := range tenants {
 		fmt.Fprintf(out, "   GPU-hours reclaimed, tenant %s: %.2f (strata_reclaim_reclaimed_gpu_seconds_total / 3600)\n", t, hours[t])
 	}
+	// The next step (strata-demo -fault) needs two nodes with no job.
+	if err := admin.Cancel(ctx, busy); err != nil {
+		return stepError("busy job cancelled", "job %d: %v", busy, err)
+	}
+	fmt.Fprintf(out, "   job %d, the busy one, cancelled: its node is free for the next step\n", busy)
 	return nil
 }
 
