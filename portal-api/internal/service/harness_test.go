@@ -56,6 +56,7 @@ var users = []string{"ops", "tadmin", "mem", "view", "vmem", "gmem", "nobody"}
 type harness struct {
 	t       *testing.T
 	srv     *httptest.Server
+	server  *Server
 	beds    map[string]*clustertest.Bed
 	pollers map[string]*cluster.Poller
 	store   *store.Store
@@ -121,7 +122,7 @@ func newHarness(t *testing.T) *harness {
 	a := auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix})
 	s := New(Config{Clusters: clusters, Auth: a, Store: st, Templates: func() *templates.Set { return set }, RatePerSecond: 1e6, Burst: 1e6, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Now: func() time.Time { return h.now }})
-	h.srv = httptest.NewServer(s)
+	h.server, h.srv = s, httptest.NewServer(s)
 	t.Cleanup(h.srv.Close)
 
 	doc, err := openapi3.NewLoader().LoadFromData(portalapi.Spec)
