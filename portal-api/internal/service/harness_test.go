@@ -64,6 +64,8 @@ type harness struct {
 	router  routers.Router
 	now     time.Time
 	metrics *cluster.Metrics
+	// outputRoot is gpu1's output root, empty at start.
+	outputRoot string
 
 	reclaimdRequests atomic.Int64
 }
@@ -71,7 +73,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, beds: map[string]*clustertest.Bed{}, pollers: map[string]*cluster.Poller{}, tokens: map[string]string{},
-		now: time.Unix(1795983872, 0)}
+		now: time.Unix(1795983872, 0), outputRoot: t.TempDir()}
 	m, err := tenantmap.Load("testdata/tenants.json")
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +105,7 @@ func newHarness(t *testing.T) *harness {
 			// gpu2 has no job policy: it takes no submissions; nor a reclaimd.
 			cl.Policy = func() *jobpolicy.Policy { return policy }
 			cl.ReclaimdURL = h.reclaimd().URL
+			cl.OutputRoots = []string{h.outputRoot}
 		}
 		clusters = append(clusters, cl)
 	}

@@ -49,6 +49,9 @@ type Cluster struct {
 	// WorkDir is a submitted job's working directory unless its template
 	// sets one; {user} is the user's name. "": /tmp.
 	WorkDir string
+	// OutputRoots are the shared folders beneath which a job's output
+	// and working directory are shown; none: no job's output is.
+	OutputRoots []string
 }
 
 // Config is what the server needs.
