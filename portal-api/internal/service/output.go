@@ -22,6 +22,8 @@ const (
 	outputTail = 64 << 10
 	// outputEntries is the most entries of a working directory listed.
 	outputEntries = 1000
+	// outputScan is the most entries of a working directory read.
+	outputScan = 20 * outputEntries
 )
 
 // GetJobOutput gives the tail of a job's standard output and error and a
@@ -162,10 +164,21 @@ func (o outputs) dir(p string) api.OutputDir {
 		out.Error = ptr("is not a folder")
 		return out
 	}
-	entries, err := f.ReadDir(-1)
-	if err != nil {
-		out.Error = why(err)
-		return out
+	// A folder of millions of entries is read no further than a cap.
+	var entries []fs.DirEntry
+	for len(entries) < outputScan {
+		batch, err := f.ReadDir(256)
+		entries = append(entries, batch...)
+		if errors.Is(err, io.EOF) || err == nil && len(batch) == 0 {
+			break
+		}
+		if err != nil {
+			out.Error = why(err)
+			return out
+		}
+	}
+	if len(entries) >= outputScan {
+		out.Truncated = ptr(true)
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {

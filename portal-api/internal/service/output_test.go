@@ -132,3 +132,24 @@ func TestSlurmPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSlurmPath: any pattern gives "" or a clean absolute path, with no
+// "%" left but from "%%".
+func FuzzSlurmPath(f *testing.F) {
+	for _, s := range []string{"slurm-%j.out", "/out/%u/%x-%A.log", "100%%", "%", "../../%j", "%a"} {
+		f.Add(s)
+	}
+	j := &slurmrest.Job{ID: 42, User: "mem", Name: "train", WorkDir: "/home/mem/run"}
+	f.Fuzz(func(t *testing.T, p string) {
+		got := slurmPath(j, p)
+		if got == "" {
+			return
+		}
+		if !filepath.IsAbs(got) || filepath.Clean(got) != got {
+			t.Errorf("slurmPath(%q) = %q, not a clean absolute path", p, got)
+		}
+		if !strings.Contains(p, "%%") && strings.Contains(got, "%") {
+			t.Errorf("slurmPath(%q) = %q leaves a pattern", p, got)
+		}
+	})
+}
