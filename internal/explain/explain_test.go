@@ -2,6 +2,7 @@ package explain_test
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -278,6 +279,9 @@ func TestWhy(t *testing.T) {
 			r, err := explain.Job(in, tc.job.ID)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if p := explain.Prepare(in).Why(&in.Live.Jobs[len(in.Live.Jobs)-1]); !reflect.DeepEqual(p, r.Why) {
+				t.Errorf("Prepare(in).Why = %+v, Job(in).Why = %+v", p, r.Why)
 			}
 			w := r.Why
 			if w == nil {

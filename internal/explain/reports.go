@@ -342,3 +342,20 @@ func askOf(j slurmrest.Job) Ask {
 	}
 	return a
 }
+
+// Prepared is an Input looked up once, for explaining many of its jobs:
+// Job reads the whole Input for each job, Prepared.Why only the job's own
+// limits. It is safe for concurrent use; the Input must not change.
+type Prepared struct{ x *index }
+
+// Prepare looks up an Input for Prepared.Why.
+func Prepare(in Input) *Prepared { return &Prepared{x: newIndex(in)} }
+
+// Why is why a pending job of the Input waits, as Job(in, j.ID).Why says
+// it; nil for a job that is not pending.
+func (p *Prepared) Why(j *slurmrest.Job) *Why {
+	if !j.State.Has("PENDING") {
+		return nil
+	}
+	return p.x.why(*j)
+}

@@ -290,6 +290,13 @@ type Job struct {
 // JobAction defines model for JobAction.
 type JobAction string
 
+// JobOutput defines model for JobOutput.
+type JobOutput struct {
+	Stderr  *OutputFile `json:"stderr,omitempty"`
+	Stdout  OutputFile  `json:"stdout"`
+	Workdir OutputDir   `json:"workdir"`
+}
+
 // JobPage defines model for JobPage.
 type JobPage struct {
 	Jobs []Job `json:"jobs"`
@@ -353,6 +360,43 @@ type NodeActionRequest struct {
 type NodeList struct {
 	Nodes []Node `json:"nodes"`
 	Stale *bool  `json:"stale,omitempty"`
+}
+
+// OutputDir defines model for OutputDir.
+type OutputDir struct {
+	// Entries The user's own files and folders in it, by name (at most 1,000).
+	Entries []OutputEntry `json:"entries"`
+
+	// Error Why the folder is not listed.
+	Error *string `json:"error,omitempty"`
+	Path  string  `json:"path"`
+
+	// Truncated The folder holds more entries than shown.
+	Truncated *bool `json:"truncated,omitempty"`
+}
+
+// OutputEntry defines model for OutputEntry.
+type OutputEntry struct {
+	Dir      bool      `json:"dir"`
+	Modified time.Time `json:"modified"`
+	Name     string    `json:"name"`
+	Size     int64     `json:"size"`
+}
+
+// OutputFile defines model for OutputFile.
+type OutputFile struct {
+	// Error Why the file is not shown.
+	Error *string `json:"error,omitempty"`
+
+	// Path The file, with Slurm's %j, %u, %x and %% expanded.
+	Path string `json:"path"`
+	Size *int64 `json:"size,omitempty"`
+
+	// Tail The file's last bytes (at most 64 KiB), invalid UTF-8 replaced.
+	Tail *string `json:"tail,omitempty"`
+
+	// Truncated The file is longer than the tail.
+	Truncated *bool `json:"truncated,omitempty"`
 }
 
 // Overview defines model for Overview.
@@ -546,6 +590,9 @@ type ServerInterface interface {
 	// GetJob One job.
 	// (GET /v1/jobs/{cluster}/{id})
 	GetJob(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
+	// GetJobOutput The tail of a job's standard output and error, and a listing of its working directory.
+	// (GET /v1/jobs/{cluster}/{id}/output)
+	GetJobOutput(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
 	// GetJobReclaim What reclaimd did to the job and why, from the cluster's reclaimd.
 	// (GET /v1/jobs/{cluster}/{id}/reclaim)
 	GetJobReclaim(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
@@ -765,6 +812,41 @@ func (siw *ServerInterfaceWrapper) GetJob(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetJob(w, r, cluster, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetJobOutput operation middleware
+func (siw *ServerInterfaceWrapper) GetJobOutput(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id JobID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetJobOutput(w, r, cluster, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1153,6 +1235,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/reclaim", wrapper.GetJobReclaim)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/output", wrapper.GetJobOutput)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/{action}", wrapper.ControlJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/queue", wrapper.GetQueue)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/overview", wrapper.GetOverview)

@@ -85,6 +85,7 @@ type Poller struct {
 	lastErr string
 	polled  bool
 	polls   int // successful polls so far
+	onSnap  []func(*Snapshot)
 }
 
 // New makes a poller; it reaches slurmrestd only when it polls.
@@ -128,6 +129,16 @@ func New(cfg Config) *Poller {
 
 // Name is the cluster's name.
 func (p *Poller) Name() string { return p.cfg.Name }
+
+// OnSnapshot has f called with each snapshot the poller publishes, in
+// the polling goroutine (Run's or Poll's caller) right after it is
+// published: work done there once per poll, such as what every request
+// would otherwise work out, stays off the request path. f must not poll.
+func (p *Poller) OnSnapshot(f func(*Snapshot)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onSnap = append(p.onSnap, f)
+}
 
 // Snapshot is the last snapshot, nil before the first poll that succeeded.
 func (p *Poller) Snapshot() *Snapshot { return p.snap.Load() }
@@ -250,7 +261,11 @@ func (p *Poller) poll(ctx context.Context) error {
 	p.snap.Store(next)
 	p.mu.Lock()
 	p.polls++
+	hooks := p.onSnap
 	p.mu.Unlock()
+	for _, f := range hooks {
+		f(next)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -114,5 +115,43 @@ func TestDownAtStart(t *testing.T) {
 	bed.Start()
 	if err := p.Poll(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOnSnapshot: each hook sees every snapshot a poll publishes, once,
+// after it is published; a failed poll publishes none.
+func TestOnSnapshot(t *testing.T) {
+	bed := clustertest.New(t, "26.05", clustertest.Job{ID: 10, User: "alice", Account: "acme-llm"})
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	p, _ := poller(t, bed, &now)
+	var seen [2][]*Snapshot
+	for i := range seen {
+		p.OnSnapshot(func(s *Snapshot) {
+			if p.Snapshot() != s {
+				t.Error("hook called before the snapshot was published")
+			}
+			seen[i] = append(seen[i], s)
+		})
+	}
+	var want []*Snapshot
+	poll := func(ok bool) {
+		t.Helper()
+		if err := p.Poll(t.Context()); (err == nil) != ok {
+			t.Fatalf("poll: %v", err)
+		}
+		if ok {
+			want = append(want, p.Snapshot())
+		}
+	}
+	poll(true)
+	poll(true)
+	bed.Stop()
+	poll(false)
+	bed.Start()
+	poll(true)
+	for i, got := range seen {
+		if !slices.Equal(got, want) {
+			t.Errorf("hook %d saw %p, want %p", i, got, want)
+		}
 	}
 }

@@ -128,6 +128,11 @@ type Cluster struct {
 	// one) unless its template sets it; {user} is the user's name, as in
 	// /home/{user}.
 	WorkDir string `yaml:"work_dir"`
+	// OutputRoots are the shared folders beneath which a job's standard
+	// output and error and its working directory may be shown to those
+	// who may read the job (only files the job's user owns); none: no
+	// job's output is shown.
+	OutputRoots []string `yaml:"output_roots"`
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
@@ -296,6 +301,9 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.absFile(p+".tenants_file", cl.TenantsFile, true, "the cluster's tenants.json, which strata-policy render writes")
 		ps.absFile(p+".job_policy_file", cl.JobPolicyFile, false, "")
 		ps.absFile(p+".work_dir", strings.ReplaceAll(cl.WorkDir, "{user}", "user"), true, "a directory every user may work in, such as /home/{user}")
+		for k, root := range cl.OutputRoots {
+			ps.absFile(fmt.Sprintf("%s.output_roots[%d]", p, k), root, true, "a shared folder jobs write in, such as /home")
+		}
 		if cl.PollUser == "" {
 			ps.bad(p+".poll_user", "give an operator, to see every user's jobs", "required")
 		}

@@ -56,6 +56,7 @@ var users = []string{"ops", "tadmin", "mem", "view", "vmem", "gmem", "nobody"}
 type harness struct {
 	t       *testing.T
 	srv     *httptest.Server
+	server  *Server
 	beds    map[string]*clustertest.Bed
 	pollers map[string]*cluster.Poller
 	store   *store.Store
@@ -63,6 +64,8 @@ type harness struct {
 	router  routers.Router
 	now     time.Time
 	metrics *cluster.Metrics
+	// outputRoot is gpu1's output root, empty at start.
+	outputRoot string
 
 	reclaimdRequests atomic.Int64
 }
@@ -70,7 +73,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, beds: map[string]*clustertest.Bed{}, pollers: map[string]*cluster.Poller{}, tokens: map[string]string{},
-		now: time.Unix(1795983872, 0)}
+		now: time.Unix(1795983872, 0), outputRoot: t.TempDir()}
 	m, err := tenantmap.Load("testdata/tenants.json")
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +105,7 @@ func newHarness(t *testing.T) *harness {
 			// gpu2 has no job policy: it takes no submissions; nor a reclaimd.
 			cl.Policy = func() *jobpolicy.Policy { return policy }
 			cl.ReclaimdURL = h.reclaimd().URL
+			cl.OutputRoots = []string{h.outputRoot}
 		}
 		clusters = append(clusters, cl)
 	}
@@ -121,7 +125,7 @@ func newHarness(t *testing.T) *harness {
 	a := auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix})
 	s := New(Config{Clusters: clusters, Auth: a, Store: st, Templates: func() *templates.Set { return set }, RatePerSecond: 1e6, Burst: 1e6, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Now: func() time.Time { return h.now }})
-	h.srv = httptest.NewServer(s)
+	h.server, h.srv = s, httptest.NewServer(s)
 	t.Cleanup(h.srv.Close)
 
 	doc, err := openapi3.NewLoader().LoadFromData(portalapi.Spec)

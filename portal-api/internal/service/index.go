@@ -5,7 +5,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/strata-hpc/strata/internal/explain"
+	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 )
@@ -22,15 +25,19 @@ type index struct {
 	accounts []string
 	owner    map[string]rbac.Target
 	jobs     map[string][]int
-	// why memoises explained reasons by job id: an explanation reads the
-	// whole snapshot. It is kept while the job list is the same (a poll
-	// that found no job changed), as are the owners.
+	// why memoises explained reasons by job id: the poller's goroutine
+	// fills it for every pending job after each poll (Server.prepare), so
+	// that a request only looks up. It is kept while the job list is the
+	// same (a poll that found no job changed), as are the owners.
 	why *sync.Map
+	// explainer is the snapshot and tenant map looked up once for
+	// explaining any number of their jobs, made at its first use.
+	explainer func() *explain.Prepared
 }
 
 func newIndex(snap *cluster.Snapshot, m *tenantmap.Map) *index {
 	x := &index{snap: snap, tenants: m, owners: make([]rbac.Target, len(snap.Jobs)), classes: make([]string, len(snap.Jobs)),
-		owner: map[string]rbac.Target{}, jobs: map[string][]int{}, why: &sync.Map{}}
+		owner: map[string]rbac.Target{}, jobs: map[string][]int{}, why: &sync.Map{}, explainer: prepare(snap, m)}
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		o := owner(m, j)
@@ -64,13 +71,43 @@ func (xs indexes) of(c Cluster) *index {
 	case x != nil && x.tenants == m && sameJobs(x.snap, snap):
 		// A poll that found no job changed: the same jobs, newer nodes.
 		nx := *x
-		nx.snap = snap
+		nx.snap, nx.explainer = snap, prepare(snap, m)
 		p.Store(&nx)
 		return &nx
 	}
 	x = newIndex(snap, m)
 	p.Store(x)
 	return x
+}
+
+// prepare looks the snapshot and tenant map up for explaining their
+// pending jobs, once, at the first call.
+func prepare(snap *cluster.Snapshot, m *tenantmap.Map) func() *explain.Prepared {
+	return sync.OnceValue(func() *explain.Prepared {
+		return explain.Prepare(explain.Input{Tenants: m, Live: explain.Snapshot{Associations: snap.Associations, Users: snap.Users,
+			QOS: snap.QOS, Jobs: snap.Jobs, Partitions: snap.Partitions, Nodes: snap.Nodes, Shares: snap.Shares}})
+	})
+}
+
+// reason is why a pending job of the snapshot waits, explained in full
+// (explained) once per job and then looked up.
+func (x *index) reason(j *slurmrest.Job) *api.Reason {
+	if r, ok := x.why.Load(j.ID); ok {
+		return r.(*api.Reason)
+	}
+	r := reason(j)
+	explained(r, x.explainer().Why(j))
+	got, _ := x.why.LoadOrStore(j.ID, r)
+	return got.(*api.Reason)
+}
+
+// explainAll explains every pending job of the snapshot not explained yet.
+func (x *index) explainAll() {
+	for i := range x.snap.Jobs {
+		if j := &x.snap.Jobs[i]; j.State.Has("PENDING") {
+			x.reason(j)
+		}
+	}
 }
 
 var readOwn = rbac.ReachesOwn(rbac.ReadJobs)

@@ -14,7 +14,6 @@ import (
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
-	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
@@ -122,13 +121,13 @@ func (s *Server) jobOf(v view) api.Job {
 		out.ExitCode = ptr(j.ExitCode)
 	}
 	if j.State.Has("PENDING") {
-		out.Reason = s.reason(j)
+		out.Reason = reason(j)
 	}
 	return out
 }
 
 // reason is why a pending job waits: Slurm's code and what it means.
-func (s *Server) reason(j *slurmrest.Job) *api.Reason {
+func reason(j *slurmrest.Job) *api.Reason {
 	r := &api.Reason{Slurm: cmp.Or(j.StateReason, "None")}
 	if j.StateDesc != "" {
 		r.Detail = ptr(j.StateDesc)
@@ -141,15 +140,11 @@ func (s *Server) reason(j *slurmrest.Job) *api.Reason {
 
 // explained adds to a pending job's reason its case in plain words, the
 // limit that holds it and that limit's policy line (internal/explain, as
-// strata-policy explain says it), from the cluster's snapshot and tenant
-// map. It costs a pass over the snapshot: one job's route only.
-func explained(r *api.Reason, m *tenantmap.Map, snap *cluster.Snapshot, id int64) {
-	rep, err := explain.Job(explain.Input{Tenants: m, Live: explain.Snapshot{Associations: snap.Associations, Users: snap.Users,
-		QOS: snap.QOS, Jobs: snap.Jobs, Partitions: snap.Partitions, Nodes: snap.Nodes, Shares: snap.Shares}}, id)
-	if err != nil || rep.Why == nil {
+// strata-policy explain says it); w nil adds nothing.
+func explained(r *api.Reason, w *explain.Why) {
+	if w == nil {
 		return
 	}
-	w := rep.Why
 	if w.Meaning != "" {
 		r.Meaning = ptr(w.Meaning)
 	}
@@ -264,12 +259,7 @@ func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, clusterName api.
 	out := s.jobOf(v)
 	if out.Reason != nil {
 		if x := s.indexes.of(c); x != nil {
-			if r, ok := x.why.Load(id); ok {
-				out.Reason = r.(*api.Reason)
-			} else {
-				explained(out.Reason, x.tenants, x.snap, id)
-				x.why.Store(id, out.Reason)
-			}
+			out.Reason = x.reason(v.job)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -49,6 +49,9 @@ type Cluster struct {
 	// WorkDir is a submitted job's working directory unless its template
 	// sets one; {user} is the user's name. "": /tmp.
 	WorkDir string
+	// OutputRoots are the shared folders beneath which a job's output
+	// and working directory are shown; none: no job's output is.
+	OutputRoots []string
 }
 
 // Config is what the server needs.
@@ -86,6 +89,18 @@ type Server struct {
 
 var _ api.ServerInterface = (*Server)(nil)
 
+// prepare indexes a cluster's snapshot and explains its pending jobs,
+// from the poller's goroutine after each poll (and at New for a snapshot
+// there already): the work a request would otherwise do the first time
+// it meets a snapshot or a job. A tenant map reloaded between polls is
+// indexed at the next request and explained job by job until the next
+// poll.
+func (s *Server) prepare(c Cluster) {
+	if x := s.indexes.of(c); x != nil {
+		x.explainAll()
+	}
+}
+
 // New makes the server.
 func New(cfg Config) *Server {
 	if cfg.Log == nil {
@@ -112,6 +127,10 @@ func New(cfg Config) *Server {
 	for _, c := range cfg.Clusters {
 		s.byName[c.Poller.Name()] = c
 		s.indexes[c.Poller.Name()] = &atomic.Pointer[index]{}
+	}
+	for _, c := range cfg.Clusters {
+		s.prepare(c)
+		c.Poller.OnSnapshot(func(*cluster.Snapshot) { s.prepare(c) })
 	}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_portal_http_requests_total",
 		Help: "API requests by route and status code."}, []string{"route", "code"})

@@ -156,6 +156,11 @@ func TestTenantIsolation(t *testing.T) {
 					t.Errorf("GET %s/reclaim = %d, want read %v", path, code, wantRead)
 				}
 				h.noForeign(user, "GET "+path+"/reclaim", body, j.id)
+				code, body = h.do(user, "GET", path+"/output", nil)
+				if wantRead && code != 200 || !wantRead && code != 404 {
+					t.Errorf("GET %s/output = %d, want read %v", path, code, wantRead)
+				}
+				h.noForeign(user, "GET "+path+"/output", body, j.id)
 				if !wantRead {
 					// A foreign job reads exactly as a missing one.
 					_, missing := h.do(user, "GET", fmt.Sprintf("/v1/jobs/%s/%d", j.cluster, 999999), nil)

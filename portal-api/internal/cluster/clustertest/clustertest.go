@@ -38,6 +38,10 @@ type Job struct {
 	Partition string
 	QOS       string
 	Hold      bool
+	// UID is the user's id; WorkDir, StdOut and StdErr the job's paths
+	// as slurmrestd gives them ("": the record's own).
+	UID                     int64
+	WorkDir, StdOut, StdErr string
 }
 
 // Control is a job control request the bed was sent.
@@ -255,6 +259,14 @@ func (b *Bed) record(j Job) map[string]any {
 		m["qos"] = j.QOS
 	}
 	m["comment"] = j.Comment
+	if j.UID != 0 {
+		m["user_id"] = j.UID
+	}
+	for k, v := range map[string]string{"current_working_directory": j.WorkDir, "standard_output": j.StdOut, "standard_error": j.StdErr} {
+		if v != "" {
+			m[k] = v
+		}
+	}
 	m["hold"] = j.Hold
 	state := j.State
 	if state == "" {
