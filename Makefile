@@ -137,7 +137,7 @@ generate-portal: $(OAPI_CODEGEN) ## regenerate the portal API's server interface
 
 .PHONY: test-unit
 test-unit: $(OAPI_CODEGEN) ## unit tests: no network, no services (race detector on)
-	OAPI_CODEGEN=$(OAPI_CODEGEN) $(GO) test -race -count=1 ./...
+	OAPI_CODEGEN=$(OAPI_CODEGEN) $(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: testbed-up
 testbed-up: deps ## start one Slurm test bed per SLURM_VERSIONS (fresh state)
