@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,50 +87,12 @@ func liveFault(ctx context.Context, b *testbed.Bed, admin, asUser *slurmrest.Cli
 
 	step = "reclaimd: agents and controller"
 	secret := filepath.Join(o.work, "agent.token")
-	if err := os.WriteFile(secret, []byte("demo agent secret, not for production\n"), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte(demoAgentSecret), 0o600); err != nil {
 		return err
 	}
-	var procs []*exec.Cmd
-	exited := make(chan string, 16)
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(os.Interrupt)
-		}
-		for range procs {
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-			}
-		}
-	}()
-	died := func() error {
-		select {
-		case name := <-exited:
-			tail, _ := os.ReadFile(filepath.Join(o.work, name+".log"))
-			lines := strings.Split(strings.TrimSpace(string(tail)), "\n")
-			if len(lines) > 5 {
-				lines = lines[len(lines)-5:]
-			}
-			return fail("reclaimd: agents and controller", "%s stopped:\n%s", name, strings.Join(lines, "\n"))
-		default:
-			return nil
-		}
-	}
-	start := func(name string, args ...string) error {
-		log, err := os.Create(filepath.Join(o.work, name+".log"))
-		if err != nil {
-			return err
-		}
-		cmd := exec.Command(o.reclaimd, args...)
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			log.Close()
-			return fail(step, "start %s: %v", name, err)
-		}
-		procs = append(procs, cmd)
-		go func() { _ = cmd.Wait(); log.Close(); exited <- name }()
-		return nil
-	}
+	ds := newDaemons(o.reclaimd, o.work, fail)
+	defer ds.stop()
+	died, start := ds.died, func(name string, args ...string) error { return ds.start(step, name, args...) }
 	agents := map[string]string{}
 	faultFile := func(node string) string { return filepath.Join(o.work, "faults-"+node+".csv") }
 	for _, node := range b.Nodes {

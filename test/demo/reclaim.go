@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -119,52 +118,13 @@ func liveReclaim(ctx context.Context, b *testbed.Bed, admin, asUser *slurmrest.C
 
 	step = "reclaimd: agents and controller"
 	secret := filepath.Join(o.work, "agent.token")
-	if err := os.WriteFile(secret, []byte("demo agent secret, not for production\n"), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte(demoAgentSecret), 0o600); err != nil {
 		return err
 	}
 	agents := map[string]string{} // node -> address
-	var procs []*exec.Cmd
-	exited := make(chan string, 16)
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(os.Interrupt)
-		}
-		for range procs {
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-			}
-		}
-	}()
-	// died fails the step when a daemon stopped, with its last lines.
-	died := func() error {
-		select {
-		case name := <-exited:
-			tail, _ := os.ReadFile(filepath.Join(o.work, name+".log"))
-			lines := strings.Split(strings.TrimSpace(string(tail)), "\n")
-			if len(lines) > 5 {
-				lines = lines[len(lines)-5:]
-			}
-			return stepError("reclaimd: agents and controller", "%s stopped:\n%s", name, strings.Join(lines, "\n"))
-		default:
-			return nil
-		}
-	}
-	start := func(name string, args ...string) error {
-		log, err := os.Create(filepath.Join(o.work, name+".log"))
-		if err != nil {
-			return err
-		}
-		cmd := exec.Command(o.reclaimd, args...)
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			log.Close()
-			return stepError(step, "start %s: %v", name, err)
-		}
-		procs = append(procs, cmd)
-		go func() { _ = cmd.Wait(); log.Close(); exited <- name }()
-		return nil
-	}
+	ds := newDaemons(o.reclaimd, o.work, stepError)
+	defer ds.stop()
+	died, start := ds.died, func(name string, args ...string) error { return ds.start(step, name, args...) }
 	for _, node := range b.Nodes {
 		replay := filepath.Join(o.work, "replay-"+node+".csv")
 		if err := os.WriteFile(replay, replayOf(node, b.GPUsPerNode, holders[node], o.idle), 0o644); err != nil {
