@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,9 @@ type Controller struct {
 	// lastNodes is the number of nodes of the last cycle's jobs, to size
 	// the next cycle's set (Cycle, like drought and accounted).
 	lastNodes int
+	// jobInfo is the labels of each job's strata_reclaim_job_info series
+	// (gauge, like lastNodes): only what changed is set or deleted.
+	jobInfo map[int64][4]string
 }
 
 // SkipEntry says why a job got no action in the last cycle.
@@ -439,7 +443,8 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 }
 
 // gauge sets the gauges of the cycle's jobs: the running GPU jobs by
-// phase and their GPUs, and the pending jobs by tenant and reason.
+// phase, their GPUs, and each one's info series; the pending jobs by
+// tenant and reason.
 func (c *Controller) gauge(running []slurmrest.Job, states map[int64]decide.JobState) {
 	m := c.cfg.Metrics
 	phases := map[decide.Phase]int{decide.Observed: 0, decide.Warned: 0, decide.Signalled: 0, decide.Notified: 0,
@@ -461,6 +466,7 @@ func (c *Controller) gauge(running []slurmrest.Job, states map[int64]decide.JobS
 	for k, n := range gpus {
 		m.AllocatedGPUs.WithLabelValues(k[0], k[1]).Set(float64(n))
 	}
+	c.gaugeJobInfo(running)
 	c.mu.Lock()
 	all := c.jobs
 	c.mu.Unlock()
@@ -479,6 +485,30 @@ func (c *Controller) gauge(running []slurmrest.Job, states map[int64]decide.JobS
 	for k, n := range pending {
 		m.Pending.WithLabelValues(k[0], k[1]).Set(float64(n))
 	}
+}
+
+// gaugeJobInfo keeps one strata_reclaim_job_info series per running GPU
+// job. Most jobs run for many cycles unchanged, so only new jobs, jobs
+// whose labels changed (a moved account) and ended jobs touch the vector.
+func (c *Controller) gaugeJobInfo(running []slurmrest.Job) {
+	m := c.cfg.Metrics
+	now := make(map[int64][4]string, len(running))
+	for _, j := range running {
+		l := [4]string{strconv.FormatInt(j.ID, 10), c.tenant(j.Account), j.Account, j.Partition}
+		now[j.ID] = l
+		if old, ok := c.jobInfo[j.ID]; ok && old == l {
+			continue
+		} else if ok {
+			m.JobInfo.DeleteLabelValues(old[:]...)
+		}
+		m.JobInfo.WithLabelValues(l[:]...).Set(1)
+	}
+	for id, old := range c.jobInfo {
+		if _, ok := now[id]; !ok {
+			m.JobInfo.DeleteLabelValues(old[:]...)
+		}
+	}
+	c.jobInfo = now
 }
 
 // noteSkips counts the cycle's skips by reason, keeps each job's for the

@@ -2,9 +2,12 @@ package controller_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -106,4 +109,81 @@ func series(t *testing.T, reg *prometheus.Registry, name string) int {
 		}
 	}
 	return 0
+}
+
+// TestJobInfo: strata_reclaim_job_info has one series per running GPU
+// job, labelled with its id, tenant, account and partition; a job that
+// stops running loses its series, and one whose account changed keeps
+// one series, with the new labels.
+func TestJobInfo(t *testing.T) {
+	b := newBed(t, "26.05", cancelRules, 100) // busy: no action
+	rec := b.record("jobs")
+	var resp map[string]any
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		t.Fatal(err)
+	}
+	jobs := resp["jobs"].([]any)
+	var first, second map[string]any
+	if err := json.Unmarshal(mustJSON(t, jobs[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(mustJSON(t, jobs[0]), &second); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(first["job_id"])
+	partition := fmt.Sprint(first["partition"])
+	second["job_id"] = 7
+	second["account"] = "elsewhere"
+	path := "/slurm/" + b.slurm.Info().Parser + "/jobs/"
+	reply := func(jobs ...any) {
+		resp["jobs"] = jobs
+		rec.Response = mustJSON(t, resp)
+		b.srv.Handle(http.MethodGet, path, slurmresttest.Reply(rec))
+	}
+
+	reply(first, second)
+	b.mustTick()
+	want := []string{
+		"hpc_job=" + id + " tenant=research account=testbed partition=" + partition,
+		"hpc_job=7 tenant=elsewhere account=elsewhere partition=" + partition,
+	}
+	if d := cmp.Diff(want, jobInfo(t, b.metrics.Registry)); d != "" {
+		t.Errorf("job info after two running jobs (-want +got):\n%s", d)
+	}
+
+	first["account"] = "elsewhere"
+	reply(first)
+	b.mustTick()
+	want = []string{"hpc_job=" + id + " tenant=elsewhere account=elsewhere partition=" + partition}
+	if d := cmp.Diff(want, jobInfo(t, b.metrics.Registry)); d != "" {
+		t.Errorf("job info after job 7 ended and the first moved account (-want +got):\n%s", d)
+	}
+}
+
+// jobInfo lists the series of strata_reclaim_job_info as their labels,
+// sorted; each must have the value 1.
+func jobInfo(t *testing.T, reg *prometheus.Registry) []string {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range fams {
+		if f.GetName() != "strata_reclaim_job_info" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if v := m.GetGauge().GetValue(); v != 1 {
+				t.Errorf("job info series with value %v, want 1", v)
+			}
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out = append(out, fmt.Sprintf("hpc_job=%s tenant=%s account=%s partition=%s", l["hpc_job"], l["tenant"], l["account"], l["partition"]))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

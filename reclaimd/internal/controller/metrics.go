@@ -7,8 +7,9 @@ import (
 )
 
 // Metrics are the controller's Prometheus metrics, in a private registry.
-// The only high-level label is tenant; job ids, users and nodes never
-// become labels. The main adds strata_build_info and the Go and process
+// The only high-level label is tenant; users and nodes never become
+// labels, and a job id only in JobInfo, whose series are the running GPU
+// jobs and no more. The main adds strata_build_info and the Go and process
 // collectors (buildinfo.Register).
 type Metrics struct {
 	Registry       *prometheus.Registry
@@ -48,6 +49,13 @@ type Metrics struct {
 	Jobs          *prometheus.GaugeVec
 	AllocatedGPUs *prometheus.GaugeVec
 	Pending       *prometheus.GaugeVec
+	// JobInfo is 1 for each running GPU job of the last cycle, with its
+	// id as hpc_job (the label dcgm-exporter gives a GPU's job when it
+	// reads the job mapping files: --hpc-job-mapping-dir), its tenant,
+	// account and partition: what joins dcgm-exporter's GPU metrics to
+	// tenants. A job's series goes when it stops running, so there are
+	// as many series as running GPU jobs.
+	JobInfo *prometheus.GaugeVec
 	// Recovery: failures classified by tenant and class; retries by
 	// class and result (requeued, exhausted, refused, failed); time from
 	// a failure to the job running again.
@@ -141,6 +149,10 @@ func NewMetrics() *Metrics {
 			Name: "strata_reclaim_pending_jobs",
 			Help: "Pending jobs in the last cycle, by tenant and Slurm's pending reason (None when Slurm gives none).",
 		}, []string{"tenant", "reason"}),
+		JobInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strata_reclaim_job_info",
+			Help: "1 for each running GPU job of the last cycle: its id (hpc_job, as dcgm-exporter labels a GPU's job), tenant, account and partition.",
+		}, []string{"hpc_job", "tenant", "account", "partition"}),
 	}
 	for _, p := range []decide.Phase{decide.Observed, decide.Warned, decide.Signalled, decide.Notified, decide.Recovered, decide.Requeued, decide.Cancelled} {
 		m.Jobs.WithLabelValues(string(p))
@@ -161,6 +173,6 @@ func NewMetrics() *Metrics {
 	})
 	m.Registry.MustRegister(m.RecoveryFailures, m.RecoveryRetries, m.RecoveryTimeToRunning)
 	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
-		m.AgentRefusals, m.SlurmErrors, m.SourceErrors, m.AgentErrors, m.Jobs, m.AllocatedGPUs, m.Pending)
+		m.AgentRefusals, m.SlurmErrors, m.SourceErrors, m.AgentErrors, m.Jobs, m.AllocatedGPUs, m.Pending, m.JobInfo)
 	return m
 }
