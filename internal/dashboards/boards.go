@@ -2,10 +2,19 @@ package dashboards
 
 // Boards are every dashboard, the operator overview first. The scrape jobs
 // are named as in etc/README.md: strata-reclaimd, strata-reclaimd-agent,
-// strata-bridge and slurmctld (its /metrics/* endpoints).
+// strata-bridge, slurmctld (its /metrics/* endpoints) and dcgm-exporter.
 func Boards() []Board {
 	return []Board{overview(), topogen(), policy(), reclaimd(), bridge()}
 }
+
+// onJob joins a dcgm-exporter series of a job's GPU (its hpc_job label,
+// from the job mapping files) to reclaimd's series of the running job,
+// for its tenant and account. It follows a vector expression.
+const onJob = `* on (hpc_job) group_left (tenant, account) strata_reclaim_job_info`
+
+// jobJoin says, in a panel's description, where the job and its tenant
+// come from.
+const jobJoin = "dcgm-exporter's GPU metrics carry the job (hpc_job: run it with --hpc-job-mapping-dir and slurm-plugins' prolog and epilog); reclaimd's strata_reclaim_job_info gives its tenant."
 
 func overview() Board {
 	return Board{File: "strata-overview.json", UID: "strata-overview", Title: "Strata: operator overview",
@@ -19,7 +28,7 @@ func overview() Board {
 				{Title: "GPUs in use", Kind: Stat, Description: "GPUs whose latest sample shows a kernel running more than 10% of the time (reclaimd agents; dcgm-exporter where it runs instead).",
 					Queries: []Query{
 						{`count(strata_reclaim_agent_gpu_utilization_ratio > 0.1) or vector(0)`, "agents"},
-						{`count(DCGM_FI_DEV_GPU_UTIL > 10)`, "dcgm-exporter"},
+						{`count(max by (instance, gpu) (DCGM_FI_DEV_GPU_UTIL) > 10)`, "dcgm-exporter"},
 					}},
 				{Title: "Allocated but idle GPUs", Kind: Stat, Description: "GPUs of jobs reclaimd judges idle, on average over the last 5 minutes.",
 					Queries: []Query{{`sum(rate(strata_reclaim_idle_gpu_seconds_total[5m])) or vector(0)`, "idle"}}},
@@ -35,6 +44,21 @@ func overview() Board {
 					Queries: []Query{{`sum by (tenant) (rate(strata_reclaim_idle_gpu_seconds_total[$__rate_interval]))`, "{{tenant}}"}}},
 				{Title: "GPUs allocated by account", Stacked: true, Description: "slurmctld's own view of GPUs held per Slurm account.",
 					Queries: []Query{{`sum by (account) (slurm_account_jobs_gpus_alloc)`, "{{account}}"}}},
+			}},
+			{Title: "GPU use by tenant and job (dcgm-exporter)", Panels: []Panel{
+				{Title: "Top idle jobs", Kind: Stat, Description: "Running jobs holding the most idle GPU time over the last 30 minutes: the sum over a job's GPUs of the share of time each was not busy (8: eight GPUs' worth idle). " + jobJoin,
+					Queries: []Query{{`topk(10, sum by (hpc_job, tenant, account) ((1 - avg_over_time(DCGM_FI_DEV_GPU_UTIL{hpc_job!=""}[30m]) / 100) ` + onJob + `))`, "{{hpc_job}} {{tenant}} ({{account}})"}}},
+				{Title: "Idle GPUs of running jobs by tenant", Kind: Stat, Description: "GPUs held by running jobs and busy less than 10% of the time now, whatever the reclaim rules say. " + jobJoin,
+					Queries: []Query{{`sum by (tenant) ((max by (hpc_job, instance, gpu) (DCGM_FI_DEV_GPU_UTIL{hpc_job!=""}) < bool 10) ` + onJob + `)`, "{{tenant}}"}}},
+				{Title: "GPU utilisation by tenant", Unit: "percentunit", Description: "Mean utilisation of the GPUs of each tenant's running jobs, and the share of time their graphics engines were active (DCGM's profiling field, where the GPU has it). " + jobJoin,
+					Queries: []Query{
+						{`avg by (tenant) (DCGM_FI_DEV_GPU_UTIL{hpc_job!=""} / 100 ` + onJob + `)`, "{{tenant}}"},
+						{`avg by (tenant) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{hpc_job!=""} ` + onJob + `)`, "{{tenant}} engine active"},
+					}},
+				{Title: "GPU memory used by tenant", Unit: "bytes", Stacked: true, Description: "Device memory in use on the GPUs of each tenant's running jobs (a GPU that jobs share counts for each). " + jobJoin,
+					Queries: []Query{{`sum by (tenant) (DCGM_FI_DEV_FB_USED{hpc_job!=""} * 1048576 ` + onJob + `)`, "{{tenant}}"}}},
+				{Title: "GPU power by tenant", Unit: "watt", Stacked: true, Description: "Power drawn by the GPUs of each tenant's running jobs. " + jobJoin,
+					Queries: []Query{{`sum by (tenant) (DCGM_FI_DEV_POWER_USAGE{hpc_job!=""} ` + onJob + `)`, "{{tenant}}"}}},
 			}},
 			{Title: "Queue", Panels: []Panel{
 				{Title: "Pending jobs by tenant and reason", Stacked: true, Description: "Pending jobs and why Slurm holds them (QOSGrpGRES: the tenant's GPU limit; Resources: no free GPUs; Priority: others first).",
@@ -154,6 +178,17 @@ func reclaimd() Board {
 				Queries: []Query{{`rate(strata_reclaim_agent_sample_errors_total[$__rate_interval]) * 60`, "{{instance}}"}}},
 			{Title: "GPU memory used by node", Unit: "bytes", Description: "Device memory in use, summed over each node's GPUs.",
 				Queries: []Query{{`sum by (instance) (strata_reclaim_agent_gpu_memory_used_bytes)`, "{{instance}}"}}},
+		}}, {Title: "Jobs' GPUs (dcgm-exporter)", Panels: []Panel{
+			{Title: "Running GPU jobs without GPU metrics", Kind: Stat, Description: "Running GPU jobs whose GPUs no dcgm-exporter series names (hpc_job): the node lacks the job mapping prolog (slurm-plugins/dcgm-job-map-prolog.sh) or dcgm-exporter runs without --hpc-job-mapping-dir, or there is no dcgm-exporter at all.",
+				Queries: []Query{{`count(strata_reclaim_job_info unless on (hpc_job) DCGM_FI_DEV_GPU_UTIL{hpc_job!=""}) or vector(0)`, "jobs"}}},
+			{Title: "Top idle jobs", Kind: Stat, Description: "Running jobs holding the most idle GPU time over the last 30 minutes, in GPUs' worth. " + jobJoin,
+				Queries: []Query{{`topk(10, sum by (hpc_job, tenant, account) ((1 - avg_over_time(DCGM_FI_DEV_GPU_UTIL{hpc_job!=""}[30m]) / 100) ` + onJob + `))`, "{{hpc_job}} {{tenant}} ({{account}})"}}},
+			{Title: "GPU utilisation by job", Unit: "percentunit", Description: "Mean utilisation of each running job's GPUs. " + jobJoin,
+				Queries: []Query{{`avg by (hpc_job, tenant) (DCGM_FI_DEV_GPU_UTIL{hpc_job!=""} / 100 ` + onJob + `)`, "{{hpc_job}} {{tenant}}"}}},
+			{Title: "Graphics engine activity by job", Unit: "percentunit", Description: "Share of time each running job's GPUs had their graphics engine active (DCGM's profiling field: where the GPU has it, a finer figure than utilisation). " + jobJoin,
+				Queries: []Query{{`avg by (hpc_job, tenant) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{hpc_job!=""} ` + onJob + `)`, "{{hpc_job}} {{tenant}}"}}},
+			{Title: "GPU memory used by job", Unit: "bytes", Description: "Device memory in use on each running job's GPUs (a GPU that jobs share counts for each). " + jobJoin,
+				Queries: []Query{{`sum by (hpc_job, tenant) (DCGM_FI_DEV_FB_USED{hpc_job!=""} * 1048576 ` + onJob + `)`, "{{hpc_job}} {{tenant}}"}}},
 		}}}}
 }
 
