@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	promql "github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/strata-hpc/strata/internal/dashboards"
+	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
 )
 
@@ -32,11 +35,14 @@ const TargetsVar = "STRATA_DASHBOARD_TARGETS"
 // TestQueriesOnPrometheus runs every panel query on a real Prometheus
 // (Debian's package) that scrapes the Slurm 26.05 test bed's slurmctld, a
 // reclaimd controller on that bed, a reclaimd agent replaying a recording,
-// and the daemons of STRATA_DASHBOARD_TARGETS. Each query must be
-// accepted; each whose every metric some target exports must return
-// data. Queries on metrics no target has (dcgm-exporter, node_exporter,
-// kube-state-metrics, the recovery counters before their first event) are
-// logged, not failed.
+// a dcgm-exporter per node of the bed (testdata/dcgm-exporter.prom, with
+// hpc_job from the mapping files the slurm-plugins prolog writes for the
+// test's GPU job) and the daemons of STRATA_DASHBOARD_TARGETS. Each query
+// must be accepted; each whose every metric some target exports must
+// return data, and every query on a job's GPUs must. Queries on metrics no
+// target has (node_exporter, kube-state-metrics, the recovery counters
+// before their first event) are logged, not failed. After the epilog, the
+// job's GPUs lose their hpc_job.
 func TestQueriesOnPrometheus(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -57,7 +63,17 @@ func TestQueriesOnPrometheus(t *testing.T) {
 	// A GPU job, so the allocation panels have something to show.
 	job := bed.Sbatch(t, bed.Users[0], "--gres=gpu:2", "--wrap", "sleep 300")
 	t.Cleanup(func() { _ = bed.Client(t).Cancel(testbed.Context(t), job) })
+	running := testbed.WaitJob(t, bed.Client(t), job, 2*time.Minute, "running on its GPUs",
+		func(j slurmrest.Job) bool { return j.Running() && len(j.GPUs) > 0 })
 	dir := t.TempDir()
+	// The job's GPUs mapped as slurmd's prolog maps them on each node, and
+	// a dcgm-exporter on every node of the bed that reads the mapping.
+	mapDir := filepath.Join(dir, "dcgm-job-map")
+	mapJob(t, "dcgm-job-map-prolog.sh", mapDir, running)
+	var dcgm []string
+	for _, node := range bed.Nodes {
+		dcgm = append(dcgm, dcgmExporter(t, node, bed.GPUsPerNode, filepath.Join(mapDir, node)))
+	}
 	reclaimd := filepath.Join(dir, "reclaimd")
 	if out, err := exec.Command("go", "build", "-o", reclaimd, "../../reclaimd/cmd/reclaimd").CombinedOutput(); err != nil {
 		t.Fatalf("build reclaimd: %v\n%s", err, out)
@@ -119,8 +135,8 @@ agents:
 		t.Fatal(err)
 	}
 	// The daemons of STRATA_DASHBOARD_TARGETS join this test's own.
-	targets := map[string][]string{"strata-reclaimd": {ctlAddr}, "strata-reclaimd-agent": {agentAddr}}
-	nTargets := 2
+	targets := map[string][]string{"strata-reclaimd": {ctlAddr}, "strata-reclaimd-agent": {agentAddr}, "dcgm-exporter": dcgm}
+	nTargets := 2 + len(dcgm)
 	for _, kv := range strings.Fields(os.Getenv(TargetsVar)) {
 		job, addr, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -170,6 +186,18 @@ agents:
 	}
 	time.Sleep(12 * time.Second) // two controller cycles
 
+	// The join the GPU panels make: dcgm-exporter's series of the job's
+	// GPUs, and reclaimd's series of the job with its tenant.
+	id := strconv.FormatInt(job, 10)
+	var jobGPUs, info []result
+	if err := query(api, `DCGM_FI_DEV_GPU_UTIL{hpc_job="`+id+`"}`, &jobGPUs); err != nil || len(jobGPUs) != len(running.GPUs) {
+		t.Errorf("dcgm-exporter has %d GPU series of job %s (%v), want its %d GPUs %v", len(jobGPUs), id, err, len(running.GPUs), running.GPUs)
+	}
+	if err := query(api, `strata_reclaim_job_info{hpc_job="`+id+`"}`, &info); err != nil || len(info) != 1 ||
+		info[0].Metric["tenant"] != "testbed" || info[0].Metric["account"] != bed.Account {
+		t.Errorf("strata_reclaim_job_info of job %s: %v (%v), want one series of tenant testbed, account %s\n%s", id, info, err, bed.Account, logsOf(dir))
+	}
+
 	var names []string
 	if err := get(api+"label/__name__/values", &names); err != nil {
 		t.Fatal(err)
@@ -204,6 +232,8 @@ agents:
 			}
 		}
 		switch {
+		case len(missing) > 0 && strings.Contains(l.Query.Expr, "hpc_job"):
+			t.Errorf("%s, %q: %s is not checked for data, no target has %s", l.Board, l.Panel, l.Query.Expr, strings.Join(missing, ", "))
 		case len(missing) > 0:
 			t.Logf("%s, %q: not checked for data, no target has %s", l.Board, l.Panel, strings.Join(missing, ", "))
 		case len(res) == 0:
@@ -215,6 +245,103 @@ agents:
 	if withData < 20 {
 		t.Errorf("only %d queries returned data", withData)
 	}
+
+	// The epilog takes the job out of the mapping: at the next scrapes its
+	// GPUs' series have no hpc_job, and Prometheus marks the old ones stale.
+	mapJob(t, "dcgm-job-map-epilog.sh", mapDir, running)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		var left []result
+		err := query(api, `DCGM_FI_DEV_GPU_UTIL{hpc_job="`+id+`"}`, &left)
+		if err == nil && len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("job %s still labels GPUs 10 s after its epilog: %v (%v)", id, left, err)
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// mapJob runs the slurm-plugins prolog or epilog for the job on each of
+// its nodes as slurmd would (its variables, no PATH), each node's mapping
+// in dir/<node>.
+func mapJob(t *testing.T, script, dir string, j slurmrest.Job) {
+	t.Helper()
+	gpus := map[string][]string{}
+	for _, g := range j.GPUs {
+		gpus[g.Node] = append(gpus[g.Node], strconv.Itoa(g.Index))
+	}
+	for node, idx := range gpus {
+		cmd := exec.Command(filepath.Join("..", "..", "slurm-plugins", script))
+		cmd.Env = []string{"STRATA_DCGM_JOB_MAP_DIR=" + filepath.Join(dir, node), "SLURM_JOB_ID=" + strconv.FormatInt(j.ID, 10),
+			"SLURM_JOB_GPUS=" + strings.Join(idx, ","), "CUDA_VISIBLE_DEVICES=" + strings.Join(idx, ","),
+			"SLURM_JOB_USER=" + j.User, "SLURM_JOB_ACCOUNT=" + j.Account, "SLURMD_NODENAME=" + node}
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Fatalf("%s on %s: %v\n%s", script, node, err, out)
+		}
+	}
+}
+
+var gpuLabel = regexp.MustCompile(`\{gpu="([0-9]+)"`)
+
+// dcgmExporter serves testdata/dcgm-exporter.prom as the node's
+// dcgm-exporter with --hpc-job-mapping-dir mapDir: its first gpus GPUs,
+// Hostname the node, and, read at each scrape as dcgm-exporter's HPC
+// mapper reads it (internal/pkg/transformation/hpc.go), one copy of a
+// GPU's line per job id in the file named by the GPU's index, with
+// hpc_job after the other labels. It returns its address.
+func dcgmExporter(t *testing.T, node string, gpus int, mapDir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "dcgm-exporter.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if m := gpuLabel.FindStringSubmatch(l); m != nil {
+			if i, _ := strconv.Atoi(m[1]); i >= gpus {
+				continue
+			}
+		}
+		lines = append(lines, strings.ReplaceAll(l, `Hostname="gpu01"`, `Hostname="`+node+`"`))
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		jobs := map[string][]string{}
+		entries, _ := os.ReadDir(mapDir) // no directory yet: no job
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err != nil || e.IsDir() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(mapDir, e.Name()))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			jobs[e.Name()] = strings.Fields(string(b))
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		var b strings.Builder
+		for _, l := range lines {
+			m := gpuLabel.FindStringSubmatch(l)
+			if m == nil || len(jobs[m[1]]) == 0 {
+				b.WriteString(l + "\n")
+				continue
+			}
+			end := strings.LastIndex(l, "}")
+			for _, j := range jobs[m[1]] {
+				b.WriteString(l[:end] + `,hpc_job="` + j + `"` + l[end:] + "\n")
+			}
+		}
+		_, _ = io.WriteString(w, b.String())
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
 }
 
 func selectors(expr promql.Expr) []*promql.VectorSelector {
