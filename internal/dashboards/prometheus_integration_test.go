@@ -289,9 +289,10 @@ var gpuLabel = regexp.MustCompile(`\{gpu="([0-9]+)"`)
 // dcgmExporter serves testdata/dcgm-exporter.prom as the node's
 // dcgm-exporter with --hpc-job-mapping-dir mapDir: its first gpus GPUs,
 // Hostname the node, and, read at each scrape as dcgm-exporter's HPC
-// mapper reads it (NVIDIA/dcgm-exporter internal/pkg/transformation/hpc.go), one copy of a
-// GPU's line per job id in the file named by the GPU's index, with
-// hpc_job after the other labels. It returns its address.
+// mapper reads it (NVIDIA/dcgm-exporter's
+// internal/pkg/transformation/hpc.go), one copy of a GPU's line per job
+// id in the file named by the GPU's index, with hpc_job after the other
+// labels. It returns its address.
 func dcgmExporter(t *testing.T, node string, gpus int, mapDir string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "dcgm-exporter.prom"))
