@@ -60,9 +60,11 @@ var installed = map[string]map[string]wantFile{
 		"/etc/strata/topogen.yaml":                conf("root"),
 	},
 	"strata-policy": {
-		"/usr/bin/strata-policy":                 bin(),
-		"/usr/share/strata/slurm/job_submit.lua": data(),
-		"/etc/strata/policy.yaml":                conf("root"),
+		"/usr/bin/strata-policy":                         bin(),
+		"/usr/share/strata/slurm/job_submit.lua":         data(),
+		"/usr/share/strata/slurm/dcgm-job-map-prolog.sh": bin(),
+		"/usr/share/strata/slurm/dcgm-job-map-epilog.sh": bin(),
+		"/etc/strata/policy.yaml":                        conf("root"),
 	},
 	"strata-reclaimd": {
 		"/usr/bin/reclaimd":                              bin(),
