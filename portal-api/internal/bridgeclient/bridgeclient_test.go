@@ -172,7 +172,9 @@ func TestActions(t *testing.T) {
 // not there, or answers what is not its error, is an error with the status.
 func TestErrors(t *testing.T) {
 	s, url := newServer(t)
-	c := New(Config{URL: url, Token: func() ([]byte, error) { return nil, errors.New("bridge-api.token (mode 0644) is readable by every user") }})
+	c := New(Config{URL: url, Token: func() ([]byte, error) {
+		return nil, errors.New("bridge-api.token (mode 0644) is readable by every user")
+	}})
 	if _, err := c.Deployments(t.Context()); err == nil || !strings.Contains(err.Error(), "bridge token") {
 		t.Errorf("unreadable token: %v", err)
 	}
