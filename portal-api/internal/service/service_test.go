@@ -255,6 +255,8 @@ func TestUnauthenticated(t *testing.T) {
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/v1/me"}, {"GET", "/v1/clusters"}, {"GET", "/v1/jobs"}, {"GET", "/v1/jobs/gpu1/910101"},
 		{"POST", "/v1/jobs/gpu1/910101/cancel"}, {"GET", "/v1/queue"}, {"GET", "/v1/nodes/gpu1"}, {"POST", "/v1/nodes/gpu1/gpu1/drain"},
+		{"GET", "/v1/deployments"}, {"POST", "/v1/deployments"}, {"POST", "/v1/deployments/gpu1/llm-chat/rollback"},
+		{"DELETE", "/v1/deployments/gpu1/llm-chat"},
 	} {
 		code, body := h.do("", r.method, r.path, nil)
 		if code != 401 || !strings.Contains(string(body), `"unauthenticated"`) {
@@ -267,6 +269,9 @@ func TestUnauthenticated(t *testing.T) {
 	}
 	if len(h.beds["gpu1"].Controls()) != 0 {
 		t.Error("an unauthenticated request reached Slurm")
+	}
+	if got := h.bridge.got(); len(got) != 0 {
+		t.Errorf("an unauthenticated request reached the bridge: %v", got)
 	}
 	code, body := h.do("", "GET", "/v1/openapi.yaml", nil)
 	if code != 200 || !strings.HasPrefix(string(body), "openapi: 3.0") {
