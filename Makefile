@@ -235,7 +235,7 @@ bench-portal: ## portal-api under load: 2 replayed clusters x 2000 jobs, 500 use
 
 .PHONY: demo
 demo: deps ## start a local Slurm 26.05 with fake GPUs and the Kubernetes test bed, and show every part working
-	$(GO_BUILD) -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge
+	$(GO_BUILD) -o $(BIN)/ ./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./policy/cmd/strata-policy ./bridge/cmd/strata-bridge ./portal-api/cmd/strata-portal-api
 	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 	$(MAKE) --no-print-directory testbed-up SLURM_VERSIONS=$(firstword $(SLURM_VERSIONS))
 	$(BIN)/strata-demo -env $(DEMO_INST)/env -topogen-dir $(DEMO_INST)/demo

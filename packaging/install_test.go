@@ -553,7 +553,8 @@ for c in gpu1 gpu2; do
 	chmod 0640 /etc/strata/clusters/$c/jwt_hs256.key
 	install -m 0640 -g strata-portal-api /tmp/render/tenants.json /etc/strata/clusters/$c/tenants.json
 done
-install -m 0640 -g strata-portal-api /tmp/render/slurm/strata/jobpolicy.json /etc/strata/clusters/gpu1/jobpolicy.json`)
+install -m 0640 -g strata-portal-api /tmp/render/slurm/strata/jobpolicy.json /etc/strata/clusters/gpu1/jobpolicy.json
+install -m 0640 -g strata-portal-api /etc/strata/bridge-api.token /etc/strata/clusters/gpu1/bridge-api.token`)
 
 	checks := []struct {
 		user string

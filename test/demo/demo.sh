@@ -2,8 +2,9 @@
 # The steps of `make demo` after strata-demo (the Slurm test bed and a GPU job
 # through slurmrestd): the demo tenant policy applied and enforced by
 # job_submit.lua, why a job waits, a finished job's model served on the
-# Kubernetes test bed, topogen and reclaimd (a live reclaim and a live
-# recovery from a GPU fault). Each step prints "== what it
+# Kubernetes test bed, the bridge's daemon and the portal API over it,
+# topogen and reclaimd (a live reclaim and a live recovery from a GPU
+# fault). Each step prints "== what it
 # shows" and then the real commands and their output; the script stops at
 # the first step that does not show what it should.
 #
@@ -63,6 +64,59 @@ strata-policy() {
     --url "$STRATA_TB_REST_URL" --token-file "$STRATA_TB_ADMIN_TOKEN_FILE" "${reads[@]}" "$@"
 }
 strata-bridge() { "$BIN/strata-bridge" --log-level warn -c "$OUT/bridge/bridge.yaml" "$@"; }
+
+# free_port prints a loopback TCP port nothing listens on.
+free_port() {
+  local p
+  for p in $(shuf -i 20000-60000 -n 100); do
+    if ! (exec 9<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+  die "no free port on 127.0.0.1"
+}
+
+# The daemons step 4b starts (the bridge's and the portal's), stopped when
+# the demo ends, whichever way it ends.
+DAEMONS=()
+stop_daemons() {
+  local pid
+  for pid in "${DAEMONS[@]}"; do
+    if kill -TERM "$pid" 2>/dev/null; then wait "$pid" 2>/dev/null || true; fi
+  done
+  DAEMONS=()
+}
+trap stop_daemons EXIT
+
+# wait_http URL WHAT SECONDS LOG waits until GET URL answers 200.
+wait_http() {
+  local i
+  for i in $(seq $(($3 * 5))); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" || true)" = 200 ] && return 0
+    sleep 0.2
+  done
+  die "$2 did not answer 200 at $1 within $3 s (its log: $4)"
+}
+
+# portal METHOD PATH [BODY]: a request to the portal as alice, shown with
+# her token's variable rather than the token; the answer lands in
+# $PORTAL_ANSWER and its status in $CODE.
+portal() {
+  local method=$1 path=$2 body=${3:-} shown args
+  shown="curl -s -X $method -H 'Authorization: Bearer \$ALICE_TOKEN'"
+  args=(-s -X "$method" -H "Authorization: Bearer $ALICE_TOKEN" -o "$PORTAL_ANSWER" -w '%{http_code}')
+  if [ -n "$body" ]; then
+    shown+=" -H 'Content-Type: application/json' -d '$body'"
+    args+=(-H 'Content-Type: application/json' -d "$body")
+  fi
+  printf '$ %s %s\n' "$shown" "$PORTAL_URL$path" >&3
+  CODE=$(curl "${args[@]}" "$PORTAL_URL$path") || die "the portal did not answer $method $path"
+}
+# want_answer CODE JQ-TEST WHAT: the last answer had status CODE and passes
+# the jq test, or the step dies saying WHAT.
+want_answer() {
+  if [ "$CODE" != "$1" ] || ! jq -e "$2" "$PORTAL_ANSWER" >/dev/null; then
+    die "the portal's answer is not what it should be ($3): status $CODE: $(head -c 2000 "$PORTAL_ANSWER")"
+  fi
+}
 
 # wait_job waits up to 60 s until `squeue -o <format>` of a job prints want.
 wait_job() {
@@ -126,6 +180,8 @@ note "Starting the Kubernetes test bed (kube-apiserver, etcd, controllers, sched
 source "$TB_STATE/$KUBE_NAME/env"
 rm -rf "$OUT/bridge"
 mkdir -p "$OUT/bridge"
+ABS_OUT=$(cd "$OUT" && pwd)
+BRIDGE_PORT=$(free_port)
 cat >"$OUT/bridge/bridge.yaml" <<EOF
 # strata-bridge for the demo: the Slurm test bed $STRATA_TB_NAME and the Kubernetes test bed $KUBE_NAME.
 apiVersion: strata/v1
@@ -156,8 +212,13 @@ defaults:
   runtime: vllm
 store:
   path: $OUT/bridge/bridge.db
+# The JSON API the portal calls (step 4b), with its bearer token.
+listen: 127.0.0.1:$BRIDGE_PORT
+api:
+  token_file: $ABS_OUT/bridge/bridge-api.token
 EOF
 run cat "$OUT/bridge/bridge.yaml"
+(umask 077 && head -c 32 /dev/urandom | base64 >"$OUT/bridge/bridge-api.token")
 install -d -m 1777 "$STRATA_TB_ROOT$SERVE_DIR" "$STRATA_TB_ROOT$SERVE_DIR/$MODEL"
 TRAIN=$(AS=alice run sbatch --parsable -J "$MODEL" -D "$SERVE_DIR/$MODEL" --comment=strata:serve=$MODEL \
   --wrap 'printf "weights of a very small model\n" > model.bin')
@@ -176,6 +237,87 @@ note "its pods, as the apiserver lists them (NAME NODE PHASE GPUS VERSION):"
 curl -sf --cacert "$STRATA_KUBE_CA" -H "Authorization: Bearer $(cat "$STRATA_KUBE_TOKEN_FILE")" \
   "$STRATA_KUBE_SERVER/api/v1/namespaces/strata-acme/pods?labelSelector=app.kubernetes.io/name=$MODEL" |
   jq -r '.items[] | "   \(.metadata.name)  \(.spec.nodeName)  \(.status.phase)  \(.spec.containers[0].resources.limits["nvidia.com/gpu"] // "0")  \(.metadata.labels["strata.io/version"])"'
+
+# --- 4b --------------------------------------------------------------------
+step "strata-portal-api: alice's jobs with why one waits, and a model deployed through the portal and the bridge's API"
+note "strata-bridge run (the daemon, as its unit runs it: check-config, then run) serves its API on 127.0.0.1:$BRIDGE_PORT" \
+  "with the token in $OUT/bridge/bridge-api.token; strata-portal-api serve, as its unit runs it, reads this bed" \
+  "as cluster $STRATA_TB_CLUSTER and reaches the bridge with the same token (its bridge_token_file)."
+mkdir -p "$OUT/portal"
+rm -f "$OUT/portal/portal.db"*
+PORTAL_PORT=$(free_port)
+PORTAL_URL=http://127.0.0.1:$PORTAL_PORT
+PORTAL_ANSWER=$OUT/portal/answer.json
+run strata-bridge check-config
+"$BIN/strata-bridge" --log-level info -c "$OUT/bridge/bridge.yaml" run >"$OUT/bridge/daemon.log" 2>&1 &
+DAEMONS+=($!)
+wait_http "http://127.0.0.1:$BRIDGE_PORT/healthz" "strata-bridge run" 30 "$OUT/bridge/daemon.log"
+cat >"$OUT/portal/portal-api.yaml" <<EOF
+# strata-portal-api for the demo: the Slurm test bed $STRATA_TB_NAME, and its bridge.
+apiVersion: strata/v1
+kind: PortalConfig
+listen: 127.0.0.1:$PORTAL_PORT
+database: $ABS_OUT/portal/portal.db
+templates_dir: $ABS_OUT/portal/templates
+clusters:
+  - name: $STRATA_TB_CLUSTER
+    slurmrestd_url: $STRATA_TB_REST_URL
+    jwt_key_file: $STRATA_TB_JWT_KEY
+    poll_user: $STRATA_TB_ADMIN_USER
+    tenants_file: $ABS_OUT/tenants.json
+    poll_interval: 2s
+    stale_after: 10s
+    bridge_url: http://127.0.0.1:$BRIDGE_PORT
+    bridge_token_file: $ABS_OUT/bridge/bridge-api.token
+EOF
+run cat "$OUT/portal/portal-api.yaml"
+strata-portal-api() { "$BIN/strata-portal-api" --log-level warn --config "$OUT/portal/portal-api.yaml" "$@"; }
+run strata-portal-api check-config
+"$BIN/strata-portal-api" --config "$OUT/portal/portal-api.yaml" serve >"$OUT/portal/daemon.log" 2>&1 &
+DAEMONS+=($!)
+wait_http "$PORTAL_URL/healthz" "strata-portal-api serve" 30 "$OUT/portal/daemon.log"
+note "a personal token for alice (printed once; the database keeps its hash), kept in \$ALICE_TOKEN:"
+ALICE_TOKEN=$(run strata-portal-api token create --user alice --expires 1d --note demo)
+[[ $ALICE_TOKEN == strata_pat_* ]] || die "token create printed no token"
+
+note "alice's jobs through the portal (ID STATE REASON: what it means):"
+portal GET "/v1/jobs?cluster=$STRATA_TB_CLUSTER"
+jq -r '.jobs[] | "   \(.id) \(.state) \(.reason.slurm // "-")\(if .reason.meaning then ": " + .reason.meaning else "" end)"' "$PORTAL_ANSWER"
+want_answer 200 "[.jobs[] | select(.id == $PENDING and .state == \"PENDING\")] | length == 1" "job $PENDING pending in alice's list"
+want_answer 200 "[.jobs[] | select(.id == $BIG and .state == \"RUNNING\")] | length == 1" "job $BIG running in alice's list"
+note "why job $PENDING waits, in words, with the policy line of the limit (as strata-policy explain said it in step 3):"
+portal GET "/v1/jobs/$STRATA_TB_CLUSTER/$PENDING"
+jq '.reason' "$PORTAL_ANSWER"
+want_answer 200 '.reason.slurm == "AssocGrpGRES" and (.reason.text // "" | test("GPU")) and (.reason.policy_line // "" | test(":[0-9]+$"))' \
+  "job $PENDING's reason in words, with its policy line"
+
+PMODEL=llm-portal
+install -d -m 1777 "$STRATA_TB_ROOT$SERVE_DIR/$PMODEL"
+note "alice's next job writes a model and asks nothing of the bridge; through the portal she serves it as $PMODEL:"
+PJOB=$(AS=alice run sbatch --parsable -J "$PMODEL" -D "$SERVE_DIR/$PMODEL" --wrap 'printf "weights of another small model\n" > model.bin')
+echo "$PJOB"
+for i in $(seq 60); do
+  portal GET "/v1/jobs/$STRATA_TB_CLUSTER/$PJOB" 3>/dev/null
+  [ "$CODE" = 200 ] && jq -e '.state == "COMPLETED"' "$PORTAL_ANSWER" >/dev/null && break
+  [ "$i" = 60 ] && die "the portal does not show job $PJOB completed within 60 s: $CODE $(head -c 500 "$PORTAL_ANSWER")"
+  sleep 1
+done
+note "job $PJOB completed, as the portal's poller saw it"
+portal POST /v1/deployments "{\"cluster\": \"$STRATA_TB_CLUSTER\", \"job\": $PJOB, \"name\": \"$PMODEL\"}"
+jq '{cluster, name, namespace, tenant, version, outcome, message, audit_id, objects: [.objects[]? | "\(.kind)/\(.name): \(.action)"]}' "$PORTAL_ANSWER"
+want_answer 200 ".outcome == \"ready\" and .version == \"job-$PJOB\" and .namespace == \"strata-acme\" and .audit_id > 0" \
+  "job $PJOB's model deployed and rolled out"
+note "the deployments alice may see (NAME TENANT VERSION OUTCOME REPLICAS), from the bridge through the portal:"
+portal GET /v1/deployments
+jq -r '.deployments[] | "   \(.name) \(.tenant) \(.version) \(.outcome) \(.replicas)"' "$PORTAL_ANSWER"
+want_answer 200 "[.deployments[] | select(.name == \"$PMODEL\" and .job_id == $PJOB and .outcome == \"ready\")] | length == 1" \
+  "$PMODEL listed as ready"
+want_answer 200 "[.deployments[] | select(.name == \"$MODEL\" and .job_id == $TRAIN)] | length == 1" "$MODEL (step 4) listed"
+note "and on the job, where its model is served:"
+portal GET "/v1/jobs/$STRATA_TB_CLUSTER/$PJOB"
+jq -c '[.served[]? | {name, namespace, version}]' "$PORTAL_ANSWER"
+want_answer 200 "[.served[]? | select(.name == \"$PMODEL\")] | length == 1" "job $PJOB served as $PMODEL"
+note "both daemons go on running until the demo ends (logs: $OUT/bridge/daemon.log, $OUT/portal/daemon.log)"
 
 # --- 5 ---------------------------------------------------------------------
 step "topogen plan: what topogen would change in the cluster's topology.conf for a generated fabric"
@@ -227,6 +369,7 @@ note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testb
   "  job_submit.lua's data: $SLURM_DIR/strata/policy.lua" \
   "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config; the live runs' configs and logs: $OUT/reclaimd-live, $OUT/reclaimd-fault" \
   "bridge: $BIN/strata-bridge -c $OUT/bridge/bridge.yaml status $MODEL" \
+  "portal: $BIN/strata-portal-api --config $OUT/portal/portal-api.yaml serve (stopped at the end, as the bridge's daemon; logs: $OUT/portal/daemon.log, $OUT/bridge/daemon.log)" \
   "Kubernetes: kubeconfig $STRATA_KUBECONFIG (logs: bash test/testbed/k8s/testbed.sh logs)" \
   "topogen: $OUT/topogen.yaml" \
   "Stop everything: make testbed-down"

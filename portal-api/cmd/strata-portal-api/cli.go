@@ -127,6 +127,11 @@ func cmdCheck(c *cli.Context) error {
 		if err := checkKey(nil, cl.JWTKeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
 		}
+		if warning, err := checkBridgeToken(cl); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
+		} else if warning != "" {
+			fmt.Fprintf(c.App.ErrWriter, "WARNING: cluster %s: %s\n", cl.Name, warning)
+		}
 		if cl.JobPolicyFile != "" {
 			if _, err := jobpolicy.Load(cl.JobPolicyFile); err != nil {
 				errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))

@@ -116,3 +116,40 @@ func TestShippedConfig(t *testing.T) {
 		t.Errorf("check-config of the example: %v", err)
 	}
 }
+
+// TestBridgeTokenFile: the bridge's token file is held to the rule of
+// every secret, by check-config and by serve, and never quoted.
+func TestBridgeTokenFile(t *testing.T) {
+	cfg := setup(t)
+	dir := filepath.Dir(cfg)
+	token := filepath.Join(dir, "bridge-api.token")
+	if err := os.WriteFile(token, []byte("the-bridge-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(cfg)
+	data = append(data, []byte("    bridge_url: http://127.0.0.1:9464\n    bridge_token_file: "+token+"\n")...)
+	if err := os.WriteFile(cfg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := runCLI(t, "check-config", cfg); err != nil || !strings.Contains(out, "ok (1 clusters)") || stderr != "" {
+		t.Fatalf("check-config = %q %q, %v", out, stderr, err)
+	}
+	if err := os.Chmod(token, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runCLI(t, "check-config", cfg)
+	if err == nil || !strings.Contains(err.Error(), "bridge_token_file") || !strings.Contains(err.Error(), "readable or writable by every user") ||
+		strings.Contains(err.Error(), "the-bridge-secret") {
+		t.Errorf("check-config with a token others can read: %v", err)
+	}
+	_, _, err = runCLI(t, "--config", cfg, "serve")
+	if err == nil || !strings.Contains(err.Error(), "bridge_token_file") || strings.Contains(err.Error(), "the-bridge-secret") {
+		t.Errorf("serve with a token others can read: %v", err)
+	}
+	if err := os.Remove(token); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "--config", cfg, "serve"); err == nil || !strings.Contains(err.Error(), "bridge_token_file") {
+		t.Errorf("serve without the token file: %v", err)
+	}
+}

@@ -91,11 +91,18 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		} else {
 			log.Warn("cluster takes no submissions through the portal: no job_policy_file", "cluster", cl.Name)
 		}
+		bridge, err := bridgeClient(log, cl)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", cl.Name, err)
+		}
+		if bridge != nil {
+			reload = append(reload, bridge.token)
+		}
 		p := cluster.New(cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics,
 			Slurm: slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}})
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
-			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots})
+			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client()})
 	}
 	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
 		set, err := templates.Load(cfg.TemplatesDir)

@@ -17,6 +17,7 @@ import (
 // Defines values for ErrorCode.
 const (
 	BadRequest      ErrorCode = "bad_request"
+	BridgeRefused   ErrorCode = "bridge_refused"
 	Forbidden       ErrorCode = "forbidden"
 	Internal        ErrorCode = "internal"
 	NotFound        ErrorCode = "not_found"
@@ -32,6 +33,8 @@ const (
 func (e ErrorCode) Valid() bool {
 	switch e {
 	case BadRequest:
+		return true
+	case BridgeRefused:
 		return true
 	case Forbidden:
 		return true
@@ -203,7 +206,12 @@ type ClusterList struct {
 
 // ClusterOverview defines model for ClusterOverview.
 type ClusterOverview struct {
-	Cluster string `json:"cluster"`
+	// BridgeUnavailable The cluster has a bridge and it did not answer.
+	BridgeUnavailable *bool  `json:"bridge_unavailable,omitempty"`
+	Cluster           string `json:"cluster"`
+
+	// Deployments Models served from the cluster's jobs (the caller's tenants'), from its bridge; left out without a bridge or when it did not answer.
+	Deployments *int `json:"deployments,omitempty"`
 
 	// GpusAllocated GPUs held by the running jobs the caller oversees.
 	GpusAllocated int `json:"gpus_allocated"`
@@ -214,14 +222,118 @@ type ClusterOverview struct {
 	// NodesUnavailable Nodes down or drained, with their reasons (cluster admins only).
 	NodesUnavailable *[]UnavailableNode `json:"nodes_unavailable,omitempty"`
 	Pending          int                `json:"pending"`
-	Running          int                `json:"running"`
-	Stale            bool               `json:"stale"`
-	Tenants          []TenantOverview   `json:"tenants"`
+
+	// Replicas Their replicas (each deployment's current version's most replicas).
+	Replicas *int             `json:"replicas,omitempty"`
+	Running  int              `json:"running"`
+	Stale    bool             `json:"stale"`
+	Tenants  []TenantOverview `json:"tenants"`
+}
+
+// DeleteResult defines model for DeleteResult.
+type DeleteResult struct {
+	// AuditId The audit record; left out for a dry run.
+	AuditId   *int64       `json:"audit_id,omitempty"`
+	Cluster   string       `json:"cluster"`
+	Deleted   []KubeObject `json:"deleted"`
+	DryRun    *bool        `json:"dry_run,omitempty"`
+	Name      string       `json:"name"`
+	Namespace string       `json:"namespace"`
+}
+
+// DeployRequest defines model for DeployRequest.
+type DeployRequest struct {
+	Cluster string `json:"cluster"`
+
+	// DryRun Show what would be done; change nothing.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Job The finished job whose model to serve.
+	Job int64 `json:"job"`
+
+	// Name Serve a job that did not ask to be served under this name (a DNS-1035 label).
+	Name *string `json:"name,omitempty"`
+}
+
+// DeployResult defines model for DeployResult.
+type DeployResult struct {
+	// Action deploy or rollback.
+	Action string `json:"action"`
+
+	// AuditId The audit record of the action; left out for a dry run.
+	AuditId   *int64       `json:"audit_id,omitempty"`
+	Changed   bool         `json:"changed"`
+	Cluster   string       `json:"cluster"`
+	DryRun    *bool        `json:"dry_run,omitempty"`
+	JobId     int64        `json:"job_id"`
+	Message   string       `json:"message"`
+	Name      string       `json:"name"`
+	Namespace string       `json:"namespace"`
+	Objects   []KubeObject `json:"objects"`
+
+	// Outcome ready, unchanged, timeout, failed, or dry-run.
+	Outcome string        `json:"outcome"`
+	Project string        `json:"project"`
+	Pruned  *[]KubeObject `json:"pruned,omitempty"`
+
+	// Rollout How the new version replaces the old.
+	Rollout *string `json:"rollout,omitempty"`
+	Tenant  string  `json:"tenant"`
+	Version string  `json:"version"`
+}
+
+// Deployment A model served on Kubernetes from a job's output, with its current version.
+type Deployment struct {
+	// Account The job's account.
+	Account   *string    `json:"account,omitempty"`
+	Cluster   string     `json:"cluster"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+
+	// Gpus GPUs per replica.
+	Gpus *int `json:"gpus,omitempty"`
+
+	// JobId The job whose model the current version serves.
+	JobId   *int64  `json:"job_id,omitempty"`
+	Message *string `json:"message,omitempty"`
+
+	// Model The model's path on the shared file system.
+	Model     *string `json:"model,omitempty"`
+	Name      string  `json:"name"`
+	Namespace string  `json:"namespace"`
+
+	// Outcome The current version's rollout outcome (ready, timeout, failed).
+	Outcome *string `json:"outcome,omitempty"`
+	Project string  `json:"project"`
+
+	// Replicas The most replicas of the current version.
+	Replicas *int `json:"replicas,omitempty"`
+
+	// State The bridge's state of the deployment (active, deleted).
+	State  string `json:"state"`
+	Tenant string `json:"tenant"`
+
+	// Tier The GPU sharing tier.
+	Tier      *string    `json:"tier,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+
+	// User The job's user.
+	User *string `json:"user,omitempty"`
+
+	// Version The current version, job-<id>; left out when none is.
+	Version *string `json:"version,omitempty"`
+}
+
+// DeploymentList defines model for DeploymentList.
+type DeploymentList struct {
+	Deployments []Deployment `json:"deployments"`
+
+	// UnavailableClusters Clusters with a bridge that did not answer.
+	UnavailableClusters *[]string `json:"unavailable_clusters,omitempty"`
 }
 
 // Error defines model for Error.
 type Error struct {
-	// Code Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, internal.
+	// Code Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, bridge_refused, internal.
 	Code ErrorCode `json:"code"`
 
 	// Details Every problem, when there are several (one per refused parameter).
@@ -235,7 +347,7 @@ type Error struct {
 	PolicyLine *string `json:"policy_line,omitempty"`
 }
 
-// ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, internal.
+// ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, bridge_refused, internal.
 type ErrorCode string
 
 // Health defines model for Health.
@@ -273,18 +385,21 @@ type Job struct {
 	Qos     *string `json:"qos,omitempty"`
 
 	// Reason Why a pending job waits.
-	Reason           *Reason    `json:"reason,omitempty"`
-	RestartCount     int        `json:"restart_count"`
-	StartTime        *time.Time `json:"start_time,omitempty"`
-	State            string     `json:"state"`
-	StateFlags       *[]string  `json:"state_flags,omitempty"`
-	SubmitTime       *time.Time `json:"submit_time,omitempty"`
-	Tenant           string     `json:"tenant"`
-	TimeLeftSeconds  *int64     `json:"time_left_seconds,omitempty"`
-	TimeLimitSeconds *int64     `json:"time_limit_seconds,omitempty"`
-	TimeUsedSeconds  *int64     `json:"time_used_seconds,omitempty"`
-	User             string     `json:"user"`
-	WorkDir          *string    `json:"work_dir,omitempty"`
+	Reason       *Reason `json:"reason,omitempty"`
+	RestartCount int     `json:"restart_count"`
+
+	// Served Where the job's model is served (on GET /v1/jobs/{cluster}/{id}, from the cluster's bridge; left out without one or when it did not answer).
+	Served           *[]Deployment `json:"served,omitempty"`
+	StartTime        *time.Time    `json:"start_time,omitempty"`
+	State            string        `json:"state"`
+	StateFlags       *[]string     `json:"state_flags,omitempty"`
+	SubmitTime       *time.Time    `json:"submit_time,omitempty"`
+	Tenant           string        `json:"tenant"`
+	TimeLeftSeconds  *int64        `json:"time_left_seconds,omitempty"`
+	TimeLimitSeconds *int64        `json:"time_limit_seconds,omitempty"`
+	TimeUsedSeconds  *int64        `json:"time_used_seconds,omitempty"`
+	User             string        `json:"user"`
+	WorkDir          *string       `json:"work_dir,omitempty"`
 }
 
 // JobAction defines model for JobAction.
@@ -309,6 +424,16 @@ type JobPage struct {
 
 	// Total Jobs that match, on every page.
 	Total int `json:"total"`
+}
+
+// KubeObject defines model for KubeObject.
+type KubeObject struct {
+	// Action What the apply did to it (created, configured, unchanged); on objects only.
+	Action     *string `json:"action,omitempty"`
+	ApiVersion string  `json:"api_version"`
+	Kind       string  `json:"kind"`
+	Name       string  `json:"name"`
+	Namespace  *string `json:"namespace,omitempty"`
 }
 
 // Me defines model for Me.
@@ -472,6 +597,14 @@ type Reclaim struct {
 	State *map[string]interface{} `json:"state,omitempty"`
 }
 
+// RollbackRequest defines model for RollbackRequest.
+type RollbackRequest struct {
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// To The version to put back, job-<id>; left out, the previous version that rolled out.
+	To *string `json:"to,omitempty"`
+}
+
 // Submission defines model for Submission.
 type Submission struct {
 	Account *string `json:"account,omitempty"`
@@ -529,11 +662,16 @@ type TemplateParamType string
 
 // TenantOverview defines model for TenantOverview.
 type TenantOverview struct {
-	GpusAllocated int           `json:"gpus_allocated"`
-	Pending       int           `json:"pending"`
-	Running       int           `json:"running"`
-	Tenant        string        `json:"tenant"`
-	TopReasons    []ReasonCount `json:"top_reasons"`
+	// Deployments The tenant's deployments on the cluster's bridge.
+	Deployments   *int `json:"deployments,omitempty"`
+	GpusAllocated int  `json:"gpus_allocated"`
+	Pending       int  `json:"pending"`
+
+	// Replicas Their replicas.
+	Replicas   *int          `json:"replicas,omitempty"`
+	Running    int           `json:"running"`
+	Tenant     string        `json:"tenant"`
+	TopReasons []ReasonCount `json:"top_reasons"`
 }
 
 // UnavailableNode defines model for UnavailableNode.
@@ -546,8 +684,23 @@ type UnavailableNode struct {
 // ClusterName defines model for ClusterName.
 type ClusterName = string
 
+// DeploymentName defines model for DeploymentName.
+type DeploymentName = string
+
 // JobID defines model for JobID.
 type JobID = int64
+
+// ListDeploymentsParams defines parameters for ListDeployments.
+type ListDeploymentsParams struct {
+	Cluster *string `form:"cluster,omitempty" json:"cluster,omitempty"`
+	Tenant  *string `form:"tenant,omitempty" json:"tenant,omitempty"`
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// DeleteDeploymentParams defines parameters for DeleteDeployment.
+type DeleteDeploymentParams struct {
+	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+}
 
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
@@ -570,6 +723,12 @@ type GetQueueParams struct {
 	Cluster *string `form:"cluster,omitempty" json:"cluster,omitempty"`
 }
 
+// DeployJobJSONRequestBody defines body for DeployJob for application/json ContentType.
+type DeployJobJSONRequestBody = DeployRequest
+
+// RollbackDeploymentJSONRequestBody defines body for RollbackDeployment for application/json ContentType.
+type RollbackDeploymentJSONRequestBody = RollbackRequest
+
 // ControlNodeJSONRequestBody defines body for ControlNode for application/json ContentType.
 type ControlNodeJSONRequestBody = NodeActionRequest
 
@@ -584,6 +743,18 @@ type ServerInterface interface {
 	// ListClusters The clusters, each with the health of its snapshot.
 	// (GET /v1/clusters)
 	ListClusters(w http.ResponseWriter, r *http.Request)
+	// ListDeployments The models served from the clusters' jobs that the caller may see, from each cluster's bridge.
+	// (GET /v1/deployments)
+	ListDeployments(w http.ResponseWriter, r *http.Request, params ListDeploymentsParams)
+	// DeployJob Serve the model a finished job wrote, through the cluster's bridge; audited.
+	// (POST /v1/deployments)
+	DeployJob(w http.ResponseWriter, r *http.Request)
+	// DeleteDeployment Remove a deployment's objects from Kubernetes, through the cluster's bridge; audited.
+	// (DELETE /v1/deployments/{cluster}/{name})
+	DeleteDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName, params DeleteDeploymentParams)
+	// RollbackDeployment Put an earlier version of a deployment back, through the cluster's bridge; audited.
+	// (POST /v1/deployments/{cluster}/{name}/rollback)
+	RollbackDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName)
 	// ListJobs The jobs the caller may see, newest first.
 	// (GET /v1/jobs)
 	ListJobs(w http.ResponseWriter, r *http.Request, params ListJobsParams)
@@ -653,6 +824,165 @@ func (siw *ServerInterfaceWrapper) ListClusters(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListClusters(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListDeployments operation middleware
+func (siw *ServerInterfaceWrapper) ListDeployments(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDeploymentsParams
+
+	// ------------- Optional query parameter "cluster" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cluster", r.URL.Query(), &params.Cluster, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cluster"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "tenant" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tenant", r.URL.Query(), &params.Tenant, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "tenant"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "tenant", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListDeployments(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeployJob operation middleware
+func (siw *ServerInterfaceWrapper) DeployJob(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeployJob(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteDeployment operation middleware
+func (siw *ServerInterfaceWrapper) DeleteDeployment(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name DeploymentName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteDeploymentParams
+
+	// ------------- Optional query parameter "dry_run" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dry_run", r.URL.Query(), &params.DryRun, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "dry_run"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "dry_run", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteDeployment(w, r, cluster, name, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RollbackDeployment operation middleware
+func (siw *ServerInterfaceWrapper) RollbackDeployment(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name DeploymentName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RollbackDeployment(w, r, cluster, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1243,6 +1573,10 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/submissions", wrapper.SubmitJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/nodes/{cluster}", wrapper.ListNodes)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/nodes/{cluster}/{node}/{action}", wrapper.ControlNode)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/deployments", wrapper.ListDeployments)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/deployments", wrapper.DeployJob)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}/rollback", wrapper.RollbackDeployment)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}", wrapper.DeleteDeployment)
 
 	return m
 }

@@ -136,10 +136,14 @@ type Cluster struct {
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
-	StaleAfter    time.Duration `yaml:"stale_after"`
-	ReclaimdURL   string        `yaml:"reclaimd_url"`
-	BridgeURL     string        `yaml:"bridge_url"`
-	PrometheusURL string        `yaml:"prometheus_url"`
+	StaleAfter  time.Duration `yaml:"stale_after"`
+	ReclaimdURL string        `yaml:"reclaimd_url"`
+	// BridgeURL is the cluster's strata-bridge API; BridgeTokenFile holds
+	// the bearer token it wants (the content of the bridge's
+	// api.token_file), a secret held to internal/secretfile's rule.
+	BridgeURL       string `yaml:"bridge_url"`
+	BridgeTokenFile string `yaml:"bridge_token_file"`
+	PrometheusURL   string `yaml:"prometheus_url"`
 }
 
 // Default is the configuration used for keys the file leaves out. It is
@@ -318,6 +322,10 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		}
 		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
 		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
+		ps.absFile(p+".bridge_token_file", cl.BridgeTokenFile, cl.BridgeURL != "", "the file of the bridge's API token (its api.token_file), with bridge_url")
+		if cl.BridgeTokenFile != "" && cl.BridgeURL == "" {
+			ps.bad(p+".bridge_token_file", "give bridge_url too, or leave both out", "given without bridge_url")
+		}
 		ps.url(p+".prometheus_url", cl.PrometheusURL, false, "Prometheus's URL")
 	}
 	return strictyaml.Diagnostics(ps)

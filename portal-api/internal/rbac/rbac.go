@@ -43,6 +43,9 @@ const (
 	ControlTenant Action = "control the tenant's jobs"
 	OperatorViews Action = "operator views"
 	DrainNodes    Action = "drain/resume nodes"
+	// DeployModels is deploying a finished job's model through the
+	// cluster's bridge, and rolling back or deleting a deployment.
+	DeployModels Action = "deploy models"
 )
 
 // Scope is how far a grant reaches.
@@ -75,6 +78,7 @@ var Table = []Row{
 	{ControlTenant, map[Role]Scope{ClusterAdmin: Cluster, TenantAdmin: Tenant, Member: None, Viewer: None}},
 	{OperatorViews, map[Role]Scope{ClusterAdmin: Cluster, TenantAdmin: Tenant, Member: None, Viewer: None}},
 	{DrainNodes, map[Role]Scope{ClusterAdmin: Cluster, TenantAdmin: None, Member: None, Viewer: None}},
+	{DeployModels, map[Role]Scope{ClusterAdmin: Cluster, TenantAdmin: Tenant, Member: Project, Viewer: None}},
 }
 
 func scope(a Action, r Role) Scope {

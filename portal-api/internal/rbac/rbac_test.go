@@ -32,14 +32,16 @@ func TestAllowed(t *testing.T) {
 		"ops": {
 			ReadJobs: {true, true, true, true, true}, Submit: {}, ControlOwn: {own: true},
 			ControlTenant: {true, true, true, true, true}, OperatorViews: {true, true, true, true, true}, DrainNodes: {true, true, true, true, true},
+			DeployModels: {true, true, true, true, true},
 		},
 		"tadmin": {
 			ReadJobs: {true, true, true, false, false}, Submit: {}, ControlOwn: {own: true},
 			ControlTenant: {true, true, true, false, false}, OperatorViews: {true, true, true, false, false}, DrainNodes: {},
+			DeployModels: {true, true, true, false, false},
 		},
 		"mem": {
 			ReadJobs: {true, true, false, false, false}, Submit: {true, true, false, false, false}, ControlOwn: {own: true},
-			ControlTenant: {}, OperatorViews: {}, DrainNodes: {},
+			ControlTenant: {}, OperatorViews: {}, DrainNodes: {}, DeployModels: {true, true, false, false, false},
 		},
 		"view": {
 			ReadJobs: {true, true, false, false, false}, Submit: {}, ControlOwn: {}, ControlTenant: {}, OperatorViews: {}, DrainNodes: {},

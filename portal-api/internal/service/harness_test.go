@@ -68,6 +68,8 @@ type harness struct {
 	outputRoot string
 
 	reclaimdRequests atomic.Int64
+	// bridge is gpu1's strata-bridge API (gpu2 has none).
+	bridge *bridge
 }
 
 func newHarness(t *testing.T) *harness {
@@ -105,6 +107,7 @@ func newHarness(t *testing.T) *harness {
 			// gpu2 has no job policy: it takes no submissions; nor a reclaimd.
 			cl.Policy = func() *jobpolicy.Policy { return policy }
 			cl.ReclaimdURL = h.reclaimd().URL
+			cl.Bridge = h.newBridge()
 			cl.OutputRoots = []string{h.outputRoot}
 		}
 		clusters = append(clusters, cl)

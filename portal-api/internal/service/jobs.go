@@ -262,6 +262,7 @@ func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, clusterName api.
 			out.Reason = x.reason(v.job)
 		}
 	}
+	out.Served = s.served(r.Context(), c, identity(r.Context()).User, v.job.ID)
 	writeJSON(w, http.StatusOK, out)
 }
 

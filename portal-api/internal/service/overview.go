@@ -60,6 +60,7 @@ func (s *Server) GetOverview(w http.ResponseWriter, r *http.Request) {
 				reasons[tenant][cmp.Or(j.StateReason, "None")]++
 			}
 		}
+		co.Deployments, co.Replicas, co.BridgeUnavailable = s.overviewDeployments(r.Context(), c, user, admin, tenants, by, reasons)
 		for tenant, to := range by {
 			for reason, n := range reasons[tenant] {
 				to.TopReasons = append(to.TopReasons, api.ReasonCount{Reason: reason, Count: n})

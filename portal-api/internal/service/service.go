@@ -31,6 +31,7 @@ import (
 	portalapi "github.com/strata-hpc/strata/portal-api"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 	"github.com/strata-hpc/strata/portal-api/internal/templates"
@@ -46,6 +47,8 @@ type Cluster struct {
 	Policy func() *jobpolicy.Policy
 	// ReclaimdURL is the cluster's reclaimd API; "": none.
 	ReclaimdURL string
+	// Bridge is the cluster's strata-bridge API; nil: none.
+	Bridge *bridgeclient.Client
 	// WorkDir is a submitted job's working directory unless its template
 	// sets one; {user} is the user's name. "": /tmp.
 	WorkDir string

@@ -197,6 +197,8 @@ func TestTenantIsolation(t *testing.T) {
 					t.Errorf("GET /v1/overview as %s shows the cluster's nodes: %s", user, body)
 				}
 			}
+			// Deployments, through gpu1's bridge.
+			h.deploymentIsolation(user)
 			// Submission to acme's llm.
 			code, body = h.do(user, "POST", "/v1/submissions", map[string]any{"cluster": "gpu1", "template": "small", "account": "acme-llm"})
 			if want := map[string]int{"mem": 201, "view": 403, "tadmin": 403, "ops": 403}[user]; code != want && (want != 0 || code != 404) {
@@ -241,8 +243,8 @@ func TestTenantIsolation(t *testing.T) {
 			ok++
 		}
 	}
-	if ok != controls || ok == 0 {
-		t.Errorf("%d actions done in Slurm, %d audited as done", controls, ok)
+	if ok != controls+h.bridge.actions() || ok == 0 {
+		t.Errorf("%d actions done in Slurm and %d by the bridge, %d audited as done", controls, h.bridge.actions(), ok)
 	}
 }
 
@@ -253,6 +255,8 @@ func TestUnauthenticated(t *testing.T) {
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/v1/me"}, {"GET", "/v1/clusters"}, {"GET", "/v1/jobs"}, {"GET", "/v1/jobs/gpu1/910101"},
 		{"POST", "/v1/jobs/gpu1/910101/cancel"}, {"GET", "/v1/queue"}, {"GET", "/v1/nodes/gpu1"}, {"POST", "/v1/nodes/gpu1/gpu1/drain"},
+		{"GET", "/v1/deployments"}, {"POST", "/v1/deployments"}, {"POST", "/v1/deployments/gpu1/llm-chat/rollback"},
+		{"DELETE", "/v1/deployments/gpu1/llm-chat"},
 	} {
 		code, body := h.do("", r.method, r.path, nil)
 		if code != 401 || !strings.Contains(string(body), `"unauthenticated"`) {
@@ -265,6 +269,9 @@ func TestUnauthenticated(t *testing.T) {
 	}
 	if len(h.beds["gpu1"].Controls()) != 0 {
 		t.Error("an unauthenticated request reached Slurm")
+	}
+	if got := h.bridge.got(); len(got) != 0 {
+		t.Errorf("an unauthenticated request reached the bridge: %v", got)
 	}
 	code, body := h.do("", "GET", "/v1/openapi.yaml", nil)
 	if code != 200 || !strings.HasPrefix(string(body), "openapi: 3.0") {
@@ -540,7 +547,7 @@ func TestOverview(t *testing.T) {
 	}
 	json.Unmarshal(body, &o)
 	if len(o.Clusters) != 2 || o.Clusters[0].Running != 3 || o.Clusters[0].Pending != 3 || o.Clusters[0].GpusTotal == nil ||
-		*o.Clusters[0].GpusTotal == 0 || len(o.Clusters[0].Tenants) != 3 {
+		*o.Clusters[0].GpusTotal == 0 || len(o.Clusters[0].Tenants) != 4 { // initech has a deployment and no job
 		t.Errorf("ops overview = %s", body)
 	}
 	_, body = h.do("tadmin", "GET", "/v1/overview", nil)

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/secretfile"
+	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
+	"github.com/strata-hpc/strata/portal-api/internal/config"
+)
+
+// bridgeTimeout bounds one request to a bridge: under the portal's own
+// write timeout (a minute), so a deploy that waits for a long rollout
+// still gets its answer to the caller; the bridge records the rollout's
+// outcome either way, and GET /v1/deployments shows it.
+const bridgeTimeout = 55 * time.Second
+
+// bridgeRule is the rule of the bridge's token file: the portal's own
+// group may read it, as packaged (root:strata-portal-api 0640).
+var bridgeRule = secretfile.Rule{Groups: []string{"strata-portal-api"}}
+
+// bridge is a cluster's bridge client with its token file.
+type bridge struct {
+	token *secretfile.File
+	c     *bridgeclient.Client
+}
+
+func (b *bridge) client() *bridgeclient.Client {
+	if b == nil {
+		return nil
+	}
+	return b.c
+}
+
+// bridgeClient makes the client of a cluster's bridge, nil without one.
+// The token file is held to the rule of every secret at start (refused
+// when others may read it), and again at each read: it is read again when
+// it changes and on SIGHUP, so it can be rotated.
+func bridgeClient(log *slog.Logger, cl config.Cluster) (*bridge, error) {
+	if cl.BridgeURL == "" {
+		return nil, nil
+	}
+	f := &secretfile.File{Path: cl.BridgeTokenFile, What: "bridge_token_file", Rule: bridgeRule, Log: log}
+	if _, err := f.Get(); err != nil {
+		return nil, fmt.Errorf("bridge_token_file: %w", err)
+	}
+	return &bridge{token: f, c: bridgeclient.New(bridgeclient.Config{URL: cl.BridgeURL, Token: f.Get,
+		HTTP: &http.Client{Timeout: bridgeTimeout}})}, nil
+}
+
+// checkBridgeToken holds a cluster's bridge token file to the rule, for
+// check-config.
+func checkBridgeToken(cl config.Cluster) (warning string, err error) {
+	if cl.BridgeTokenFile == "" {
+		return "", nil
+	}
+	warning, err = bridgeRule.Check(cl.BridgeTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("bridge_token_file: %w", err)
+	}
+	return warning, nil
+}

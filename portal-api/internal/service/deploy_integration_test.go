@@ -1,0 +1,309 @@
+//go:build integration
+
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+
+	"github.com/strata-hpc/strata/internal/kubetest"
+	"github.com/strata-hpc/strata/internal/secretfile"
+	"github.com/strata-hpc/strata/internal/servingquota"
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster"
+	"github.com/strata-hpc/strata/portal-api/internal/store"
+)
+
+// bridgeBinary builds strata-bridge once for the tests of this package
+// (or takes STRATA_BRIDGE_BIN): the portal meets the bridge through its
+// API only, so the test runs the real daemon, as its unit does.
+var bridgeBinary = sync.OnceValues(func() (string, error) {
+	if b := os.Getenv("STRATA_BRIDGE_BIN"); b != "" {
+		return b, nil
+	}
+	dir, err := os.MkdirTemp("", "strata-bridge-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "strata-bridge")
+	cmd := exec.Command("go", "build", "-o", bin, "./bridge/cmd/strata-bridge")
+	cmd.Dir = "../../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build strata-bridge: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// lockedBuffer collects a daemon's log while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// TestDeployThroughPortal: on each Slurm test bed and the Kubernetes test
+// bed, `strata-bridge run` (its API with a token) and the portal over
+// both. alice's job writes a model into the bed's shared folder and
+// completes; alice deploys it through the portal, the Deployment rolls
+// out on kwok's GPU nodes in her tenant's namespace, the portal lists it
+// and shows it on the job; bob, of another tenant, neither sees it nor
+// can deploy the job or delete the deployment; alice deletes it; every
+// act is in the audit log.
+func TestDeployThroughPortal(t *testing.T) {
+	rc := kubetest.Config(t)
+	kb, err := kubetest.Load(os.Getenv(kubetest.EnvVar))
+	kubeconfig := os.Getenv(kubetest.KubeconfigVar)
+	if err == nil {
+		kubeconfig = kb.Kubeconfig
+	}
+	bin, err := bridgeBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testbed.Each(t, func(t *testing.T, b *testbed.Bed) {
+		b.DumpLogsOnFailure(t)
+		ctx := testbed.Context(t)
+		alice, bob := b.Users[0], b.Users[1]
+		ns := kubetest.Namespace(t, rc, "portal-deploy-"+strings.ReplaceAll(b.Version, ".", ""))
+		dir := t.TempDir()
+
+		// The models' folder in the bed's shared path, that alice may write.
+		shared := path.Join(b.JobDir, testbed.Unique("portal-serve-"))
+		if err := os.MkdirAll(b.HostPath(shared), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(b.HostPath(shared), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(b.HostPath(shared)) })
+
+		// The bridge: its config, serving.json (tenant lab, project main:
+		// the bed's account, as tenantsOf has it), the tokens.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		serving, err := json.Marshal(servingquota.File{APIVersion: servingquota.APIVersion, Kind: servingquota.Kind,
+			Tenants: []servingquota.Tenant{{Name: "lab", Namespace: ns, GPUs: 4, Replicas: 4,
+				Projects: []servingquota.Project{{Name: "main", Account: b.Account}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jwt, err := os.ReadFile(b.TokenFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtimes, _ := filepath.Abs("../../../etc/strata/bridge/runtimes")
+		const apiToken = "portal-integration-bridge-token"
+		files := map[string]string{
+			"bridge.jwt":       string(jwt),
+			"bridge-api.token": apiToken + "\n",
+			"serving.json":     string(serving),
+			"bridge.yaml": strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "DIR", dir, "KUBECONFIG", kubeconfig,
+				"SHARED", shared, "JOBDIR", b.JobDir, "HOSTJOBS", b.HostPath(b.JobDir), "ROOT", b.Root, "RUNTIMES", runtimes,
+				"LISTEN", addr).Replace(`apiVersion: strata/v1
+kind: BridgeConfig
+slurm: {url: URL, user: USER, token_file: DIR/bridge.jwt, poll_interval: 5s}
+kubernetes: {kubeconfig: KUBECONFIG, rollout_timeout: 1m}
+policy: {serving_file: DIR/serving.json}
+models:
+  allowed_roots: [SHARED]
+  host_root: ROOT
+  mount: {kind: hostPath, root: JOBDIR, path: HOSTJOBS}
+runtimes: {dir: RUNTIMES}
+defaults: {runtime: vllm}
+store: {path: DIR/bridge.db}
+listen: LISTEN
+api: {token_file: DIR/bridge-api.token}
+`),
+		}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var logs lockedBuffer
+		bctx, stop := context.WithCancel(ctx)
+		cmd := exec.CommandContext(bctx, bin, "-c", filepath.Join(dir, "bridge.yaml"), "run")
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = 15 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stop()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("strata-bridge log:\n%s", logs.String())
+			}
+		})
+		healthy := false
+		for end := time.Now().Add(45 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				resp.Body.Close()
+				if healthy = resp.StatusCode == http.StatusOK; healthy {
+					break
+				}
+			}
+		}
+		if !healthy {
+			t.Fatalf("strata-bridge did not turn healthy within 45 s")
+		}
+
+		// The portal over the bed and the bridge, the token read as
+		// serve reads it.
+		st, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		tokens := map[string]string{}
+		for _, u := range []string{alice, bob} {
+			if tokens[u], _, err = st.CreateToken(ctx, u, "", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+		signer, err := slurmrest.NewKeySigner(b.JWTKey, 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := cluster.New(cluster.Config{Name: "c1", Slurm: slurmrest.Config{URL: b.URL, User: b.AdminUser, Tokens: signer}, Interval: time.Second})
+		m := tenantsOf(t, b, alice, bob)
+		token := &secretfile.File{Path: filepath.Join(dir, "bridge-api.token"), What: "bridge_token_file"}
+		bridge := bridgeclient.New(bridgeclient.Config{URL: "http://" + addr, Token: token.Get, HTTP: &http.Client{Timeout: 90 * time.Second}})
+		srv := httptest.NewServer(New(Config{Clusters: []Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m }, Bridge: bridge}},
+			Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}), Store: st}))
+		t.Cleanup(srv.Close)
+		do := func(user, method, path string, body any) (int, string) {
+			t.Helper()
+			var rd io.Reader
+			if body != nil {
+				data, _ := json.Marshal(body)
+				rd = bytes.NewReader(data)
+			}
+			req, _ := http.NewRequestWithContext(ctx, method, srv.URL+path, rd)
+			req.Header.Set("Authorization", "Bearer "+tokens[user])
+			if body != nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(data)
+		}
+
+		// alice's job writes a model, asking nothing of the bridge.
+		name := testbed.Unique("pd-")
+		workdir := path.Join(shared, name)
+		if err := os.MkdirAll(b.HostPath(workdir), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(b.HostPath(workdir), 0o777)
+		client := b.Client(t)
+		res, err := client.Submit(ctx, alice, slurmrest.JobSpec{Name: name, Script: "#!/bin/bash\nset -e\nprintf 'weights\\n' > model.bin\n",
+			Account: b.Account, Partition: b.Partition, WorkDir: workdir, StdOut: workdir + "/job.out", TimeLimit: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := res.JobID
+		testbed.WaitJob(t, client, job, 2*time.Minute, "completed", func(j slurmrest.Job) bool { return j.State.Has("COMPLETED") })
+		if err := p.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// bob may not deploy it: as a job that does not exist.
+		req := map[string]any{"cluster": "c1", "job": job, "name": name}
+		if code, body := do(bob, "POST", "/v1/deployments", req); code != 404 {
+			t.Errorf("bob deploys alice's job = %d %s, want 404", code, body)
+		}
+		code, body := do(alice, "POST", "/v1/deployments", req)
+		if code != 200 {
+			t.Fatalf("alice deploys job %d = %d %s", job, code, body)
+		}
+		var out struct {
+			Outcome, Namespace, Version, Tenant string
+			AuditID                             int64 `json:"audit_id"`
+		}
+		json.Unmarshal([]byte(body), &out)
+		if out.Outcome != "ready" || out.Namespace != ns || out.Version != fmt.Sprintf("job-%d", job) || out.Tenant != "lab" || out.AuditID == 0 {
+			t.Errorf("deploy = %s", body)
+		}
+		d, err := appsv1client.NewForConfigOrDie(rc).Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("no Deployment %s/%s after the portal's deploy: %v", ns, name, err)
+		}
+		if d.Status.ReadyReplicas < 1 {
+			t.Errorf("Deployment %s/%s: %d replicas ready", ns, name, d.Status.ReadyReplicas)
+		}
+
+		// Listed, and shown on the job, for alice; nothing for bob.
+		code, body = do(alice, "GET", "/v1/deployments?cluster=c1", nil)
+		if code != 200 || !strings.Contains(body, `"name":"`+name+`"`) || !strings.Contains(body, fmt.Sprintf(`"job_id":%d`, job)) ||
+			!strings.Contains(body, `"outcome":"ready"`) || !strings.Contains(body, `"user":"`+alice+`"`) {
+			t.Errorf("alice's deployments = %d %s", code, body)
+		}
+		if code, body := do(bob, "GET", "/v1/deployments", nil); code != 200 || strings.Contains(body, name) {
+			t.Errorf("bob's deployments = %d %s", code, body)
+		}
+		code, body = do(alice, "GET", fmt.Sprintf("/v1/jobs/c1/%d", job), nil)
+		if code != 200 || !strings.Contains(body, `"served":[{`) || !strings.Contains(body, `"name":"`+name+`"`) {
+			t.Errorf("alice's job = %d %s", code, body)
+		}
+
+		// Delete: not bob's; alice's.
+		if code, body := do(bob, "DELETE", "/v1/deployments/c1/"+name, nil); code != 404 {
+			t.Errorf("bob deletes alice's deployment = %d %s, want 404", code, body)
+		}
+		code, body = do(alice, "DELETE", "/v1/deployments/c1/"+name, nil)
+		if code != 200 || !strings.Contains(body, `"kind":"Deployment"`) {
+			t.Errorf("alice deletes = %d %s", code, body)
+		}
+		log, err := st.AuditLog(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var acts []string
+		for _, a := range log {
+			acts = append(acts, a.User+" "+a.Action+" "+a.Target+" "+a.Result)
+		}
+		for _, want := range []string{fmt.Sprintf("%s deploy %d ok", alice, job), fmt.Sprintf("%s delete %s ok", alice, name)} {
+			if !strings.Contains(strings.Join(acts, "\n"), want) {
+				t.Errorf("no audit record %q in %q", want, acts)
+			}
+		}
+	})
+}
