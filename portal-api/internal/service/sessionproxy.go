@@ -67,8 +67,9 @@ func (s *Server) checkCookie(v, id string) (string, time.Time, bool) {
 	if !ok || len(v) > 1024 {
 		return "", time.Time{}, false
 	}
-	payload, err1 := base64.RawURLEncoding.DecodeString(p64)
-	got, err2 := base64.RawURLEncoding.DecodeString(m64)
+	// Strict: one value per payload, so a cookie has no second spelling.
+	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(p64)
+	got, err2 := base64.RawURLEncoding.Strict().DecodeString(m64)
 	if err1 != nil || err2 != nil {
 		return "", time.Time{}, false
 	}

@@ -121,12 +121,6 @@ func (s *Store) EndSession(ctx context.Context, id, reason string, at time.Time)
 	return n == 1, nil
 }
 
-// SetSessionEndReason gives an ended session the reason found later
-// (reclaimd's, once its record is read), in place of the one recorded.
-func (s *Store) SetSessionEndReason(ctx context.Context, id, reason string) error {
-	return s.update(ctx, "record why session "+id+" ended", `UPDATE sessions SET end_reason = ? WHERE id = ? AND ended_at IS NOT NULL`, reason, id)
-}
-
 func (s *Store) update(ctx context.Context, what, q string, args ...any) error {
 	if _, err := s.exec(context.WithoutCancel(ctx), q, args...); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
