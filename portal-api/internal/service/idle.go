@@ -14,7 +14,6 @@ import (
 	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
-	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/session"
 	"github.com/strata-hpc/strata/portal-api/internal/sessionproxy"
 )
@@ -137,21 +136,21 @@ const maxActivityBytes = 64 << 10
 
 // serverActivity asks a running session's server when it was last
 // active: JupyterLab's last_activity (of its API, kernels and terminals;
-// its /api/status does not count itself), code-server's lastHeartbeat.
+// its /api/status does not count itself), or now while one of its
+// kernels is busy; code-server's lastHeartbeat (its /healthz does not
+// count itself either).
 // ttyd has no such API: the proxy records its input.
 func (s *Server) serverActivity(ctx context.Context, at sessionAt) (time.Time, bool) {
 	if at.rec.Server == string(session.TTYD) {
 		return time.Time{}, false
 	}
-	// The owner's identity: the same lookup as the proxy's.
-	octx := context.WithValue(ctx, identityKey{}, auth.Identity{User: at.rec.User, Via: idleUser})
 	t, err := s.resolve(at)
 	if err != nil {
 		s.log.Debug("session activity not asked", "session_id", at.rec.ID, "error", err)
 		return time.Time{}, false
 	}
 	u := "http://" + t.Addr()
-	req, err := http.NewRequestWithContext(context.WithValue(octx, activityKey{}, t.Addr()), http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, activityKey{}, t.Addr()), http.MethodGet, u, nil)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -165,22 +164,57 @@ func (s *Server) serverActivity(ctx context.Context, at sessionAt) (time.Time, b
 	default:
 		return time.Time{}, false
 	}
-	resp, err := s.sessions.client.Do(req)
-	if err != nil {
-		s.log.Info("session server did not answer its status", "session_id", at.rec.ID, "target", t, "error", err)
-		return time.Time{}, false
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxActivityBytes))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		s.log.Info("session server's status not read", "session_id", at.rec.ID, "target", t, "status", resp.StatusCode)
+	body, ok := s.askServer(req, at.rec.ID, t)
+	if !ok {
 		return time.Time{}, false
 	}
 	last, ok := parseActivity(t.Kind, body)
 	if !ok {
 		s.log.Info("session server's status has no activity", "session_id", at.rec.ID, "target", t)
+		return time.Time{}, false
 	}
-	return last, ok
+	if t.Kind == session.JupyterLab {
+		// A kernel busy with a long, silent cell is at work: JupyterLab
+		// counts no activity for it. Asked so as not to count as activity.
+		kreq := req.Clone(req.Context())
+		kreq.URL.Path, kreq.URL.RawQuery = sessionproxy.Prefix+at.rec.ID+"/proxy/api/kernels", "no_track_activity=1"
+		if kbody, ok := s.askServer(kreq, at.rec.ID, t); ok && kernelBusy(kbody) {
+			last = s.cfg.Now().UTC()
+		}
+	}
+	return last, true
+}
+
+// askServer sends req to a session's server and returns the body of a 200.
+func (s *Server) askServer(req *http.Request, id string, t session.Target) ([]byte, bool) {
+	resp, err := s.sessions.client.Do(req)
+	if err != nil {
+		s.log.Info("session server did not answer", "session_id", id, "target", t, "path", req.URL.Path, "error", err)
+		return nil, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxActivityBytes))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		s.log.Info("session server's answer not read", "session_id", id, "target", t, "path", req.URL.Path, "status", resp.StatusCode)
+		return nil, false
+	}
+	return body, true
+}
+
+// kernelBusy says whether JupyterLab's kernel list has a kernel at work.
+func kernelBusy(body []byte) bool {
+	var ks []struct {
+		State string `json:"execution_state"`
+	}
+	if json.Unmarshal(body, &ks) != nil {
+		return false
+	}
+	for _, k := range ks {
+		if k.State == "busy" {
+			return true
+		}
+	}
+	return false
 }
 
 // parseActivity reads the last activity of a server's status answer.

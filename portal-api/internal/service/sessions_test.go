@@ -46,6 +46,7 @@ type server struct {
 	port         int
 	mu           sync.Mutex
 	lastActivity time.Time
+	busy         bool
 	auth         []string // the Authorization of every request
 	cookies      []string
 	statusAsked  atomic.Int64
@@ -62,7 +63,7 @@ func newServer(t *testing.T, kind session.Kind) *server {
 		s.mu.Lock()
 		s.auth = append(s.auth, r.Header.Get("Authorization"))
 		s.cookies = append(s.cookies, r.Header.Get("Cookie"))
-		last := s.lastActivity
+		last, busy := s.lastActivity, s.busy
 		s.mu.Unlock()
 		if r.Header.Get("Authorization") != want {
 			w.WriteHeader(http.StatusForbidden)
@@ -73,6 +74,12 @@ func newServer(t *testing.T, kind session.Kind) *server {
 			s.statusAsked.Add(1)
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"connections": 0, "kernels": 1, "last_activity": %q, "started": "2026-12-01T10:00:00Z"}`, last.Format(time.RFC3339Nano))
+		case strings.HasSuffix(r.URL.Path, "/proxy/api/kernels"):
+			if r.URL.Query().Get("no_track_activity") == "" {
+				s.setActivity(time.Now()) // as JupyterLab would count it
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `[{"id": "k1", "name": "python3", "execution_state": %q, "connections": 1}]`, map[bool]string{true: "busy", false: "idle"}[busy])
 		case strings.HasSuffix(r.URL.Path, "/proxy/ws"):
 			c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 			if err != nil {
@@ -553,7 +560,20 @@ func TestSessionIdle(t *testing.T) {
 	if v["idle_seconds"] != 300.0 || v["idle_limit_seconds"] != 1800.0 || v["last_activity"] == nil {
 		t.Errorf("idle time = %v", v)
 	}
-	// 40 minutes on, nothing happened in JupyterLab: cancelled.
+	// 40 minutes on, its kernel busy with a silent cell: at work.
+	h.now = h.now.Add(40 * time.Minute)
+	jl.mu.Lock()
+	jl.busy = true
+	jl.mu.Unlock()
+	h.pollers["gpu1"].Poll(t.Context())
+	h.server.CheckSessions(t.Context())
+	if rec, _ := h.store.GetSession(t.Context(), nb.ID); !rec.Ended.IsZero() || !rec.LastActivity.Equal(h.now) {
+		t.Errorf("a busy kernel: %+v", rec)
+	}
+	jl.mu.Lock()
+	jl.busy = false
+	jl.mu.Unlock()
+	// 40 minutes more, nothing happened in JupyterLab: cancelled.
 	h.now = h.now.Add(40 * time.Minute)
 	h.pollers["gpu1"].Poll(t.Context())
 	h.server.CheckSessions(t.Context())
@@ -562,7 +582,7 @@ func TestSessionIdle(t *testing.T) {
 		t.Fatalf("sent to Slurm: %+v", ctl)
 	}
 	v = h.sessionView("mem", nb.ID)
-	if r, _ := v["end_reason"].(string); !strings.Contains(r, "idle for 45m0s, past the session's idle limit of 30m0s") {
+	if r, _ := v["end_reason"].(string); !strings.Contains(r, "idle for 40m0s, past the session's idle limit of 30m0s") {
 		t.Errorf("end reason = %v", v)
 	}
 	log, _ := h.store.AuditLog(t.Context(), 1)

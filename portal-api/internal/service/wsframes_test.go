@@ -151,3 +151,18 @@ func FuzzSessionCookie(f *testing.F) {
 		f.Fatalf("its own cookie refused")
 	}
 }
+
+func TestKernelBusy(t *testing.T) {
+	for body, want := range map[string]bool{
+		`[{"id":"k1","execution_state":"idle"},{"id":"k2","execution_state":"busy"}]`: true,
+		`[{"id":"k1","execution_state":"idle"}]`:                                      false,
+		`[]`:                                                                          false,
+		`{"execution_state":"busy"}`:                                                  false,
+		`<html>`:                                                                      false,
+		`[{"id":"k1","execution_state":"starting"}]`:                                  false,
+	} {
+		if got := kernelBusy([]byte(body)); got != want {
+			t.Errorf("%s: %v, want %v", body, got, want)
+		}
+	}
+}
