@@ -242,6 +242,9 @@ func parseActivity(kind session.Kind, body []byte) (time.Time, bool) {
 
 // reclaimDecision is reclaimd's latest decision on a job, when it has one.
 func (s *Server) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (api.SessionReclaim, bool) {
+	// A session's answer does not wait long for reclaimd.
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ReclaimdURL+"/v1/jobs/"+strconv.FormatInt(jobID, 10)+"/reclaim", nil)
 	if err != nil {
 		return api.SessionReclaim{}, false
