@@ -94,10 +94,11 @@ func (s *Server) checkCookie(v, id string) (string, time.Time, bool) {
 
 // setCookie gives the browser session id's cookie for user: HttpOnly,
 // Secure when the portal serves TLS, SameSite=Strict, only under the
-// session's proxy.
+// session's proxy (the path /v1/sessions/{id}/proxy, which a browser
+// sends on it and beneath it, and on nothing else).
 func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, id, user string) time.Time {
 	exp := s.cfg.Now().Add(s.sessions.lifetime).Truncate(time.Second)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.cookieValue(id, user, exp), Path: sessionproxy.Prefix + id + "/proxy/",
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.cookieValue(id, user, exp), Path: sessionproxy.Prefix + id + "/proxy",
 		Expires: exp, MaxAge: int(s.sessions.lifetime / time.Second), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	return exp
 }
@@ -113,12 +114,20 @@ func (s *Server) CreateSessionCookie(w http.ResponseWriter, r *http.Request, id 
 	writeJSON(w, http.StatusOK, api.SessionCookie{Url: sessionproxy.Prefix + at.rec.ID + "/proxy/", ExpiresAt: exp.UTC()})
 }
 
-// serveProxy is the route of /v1/sessions/{id}/proxy/: a cookie past half
-// its life is renewed, a terminal's WebSocket is watched for input, and
-// the proxy does the rest (its Lookup is lookupSession).
+// serveProxy is the route of /v1/sessions/{id}/proxy/: the API's
+// timeouts are lifted, a cookie past half its life is renewed, a
+// terminal's WebSocket is watched for input, and the proxy does the rest
+// (its Lookup is lookupSession).
 func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 	who := identity(r.Context())
 	id := r.PathValue("session")
+	// The server's read and write timeouts suit the API's small JSON, not
+	// a session's large download or upload, or a stream that goes on: an
+	// owner's request through the proxy is bounded by the session's
+	// connection cap instead. (A WebSocket, once hijacked, has none.)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})  // not every writer has deadlines (tests)
+	_ = rc.SetWriteDeadline(time.Time{}) // likewise
 	if who.Via == viaCookie {
 		if c, err := r.Cookie(sessionCookie); err == nil {
 			if _, exp, ok := s.checkCookie(c.Value, id); ok && exp.Sub(s.cfg.Now()) < s.sessions.lifetime/2 {

@@ -493,7 +493,7 @@ func (h *harness) sessionCookie(id string) *http.Cookie {
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
 		if c.Name == "strata_session" {
-			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/v1/sessions/"+id+"/proxy/" || c.Secure || c.MaxAge != 3600 {
+			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/v1/sessions/"+id+"/proxy" || c.Secure || c.MaxAge != 3600 {
 				h.t.Errorf("cookie = %+v", c)
 			}
 			return &http.Cookie{Name: c.Name, Value: c.Value, Path: c.Path}
@@ -776,4 +776,50 @@ func (h *harness) isolationSessions() map[string]string {
 		out[s.ID] = user
 	}
 	return out
+}
+
+// TestSessionStream: a response that streams longer than the portal's
+// write timeout, and an upload longer than its read timeout, pass the
+// proxy whole.
+func TestSessionStream(t *testing.T) {
+	h := newHarness(t)
+	h.store.SetClock(func() time.Time { return h.now })
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		for i := range 6 {
+			fmt.Fprintf(w, "chunk %d of %d bytes\n", i, n)
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}))
+	t.Cleanup(backend.Close)
+	_, p, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
+	port, _ := strconv.Atoi(p)
+	s := h.start("mem", "notebook", nil)
+	h.run(s, "mem", "notebook", "RUNNING", false)
+	h.writeConn(s.ID, session.JupyterLab, "gpu1", port, sessionSecret)
+	// The portal's server with timeouts far shorter than the stream.
+	front := httptest.NewUnstartedServer(h.server)
+	front.Config.ReadTimeout, front.Config.WriteTimeout = 250*time.Millisecond, 250*time.Millisecond
+	front.Start()
+	t.Cleanup(front.Close)
+	pr, pw := io.Pipe()
+	go func() {
+		for range 5 {
+			pw.Write([]byte(strings.Repeat("x", 1000)))
+			time.Sleep(80 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, front.URL+s.URL+"upload", pr)
+	req.Header.Set("Authorization", "Bearer "+h.tokens["mem"])
+	resp, err := front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || strings.Count(string(body), "chunk") != 6 || !strings.Contains(string(body), "of 5000 bytes") {
+		t.Errorf("streamed through the proxy: %d %q %v", resp.StatusCode, body, err)
+	}
 }
