@@ -102,7 +102,8 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			Slurm: slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}})
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
-			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client()})
+			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),
+			SessionRoot: cl.SessionRoot, SessionIdleLimit: cl.SessionIdleLimit})
 	}
 	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
 		set, err := templates.Load(cfg.TemplatesDir)
@@ -131,7 +132,8 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	log.Info("strata-portal-api starting", "listen", cfg.Listen, "tls", cfg.TLS.Enabled(), "clusters", len(cfg.Clusters),
 		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database)
-	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: srv, Loops: cluster.NewSet(pollers...).Loops(),
+	loops := append(cluster.NewSet(pollers...).Loops(), srv.IdleLoop())
+	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: srv, Loops: loops,
 		Reload: reload, ShutdownTimeout: 20 * time.Second})
 }
 

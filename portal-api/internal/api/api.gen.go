@@ -16,17 +16,26 @@ import (
 
 // Defines values for ErrorCode.
 const (
-	BadRequest      ErrorCode = "bad_request"
-	BridgeRefused   ErrorCode = "bridge_refused"
-	Forbidden       ErrorCode = "forbidden"
-	Internal        ErrorCode = "internal"
-	NotFound        ErrorCode = "not_found"
-	PolicyRefused   ErrorCode = "policy_refused"
-	RateLimited     ErrorCode = "rate_limited"
-	SlurmRefused    ErrorCode = "slurm_refused"
-	TooLarge        ErrorCode = "too_large"
-	Unauthenticated ErrorCode = "unauthenticated"
-	Unavailable     ErrorCode = "unavailable"
+	BadRequest               ErrorCode = "bad_request"
+	BridgeRefused            ErrorCode = "bridge_refused"
+	Forbidden                ErrorCode = "forbidden"
+	Internal                 ErrorCode = "internal"
+	NotFound                 ErrorCode = "not_found"
+	PolicyRefused            ErrorCode = "policy_refused"
+	RateLimited              ErrorCode = "rate_limited"
+	SessionBadConnectionFile ErrorCode = "session_bad_connection_file"
+	SessionBusy              ErrorCode = "session_busy"
+	SessionNoSecret          ErrorCode = "session_no_secret"
+	SessionNotFound          ErrorCode = "session_not_found"
+	SessionNotRunning        ErrorCode = "session_not_running"
+	SessionStarting          ErrorCode = "session_starting"
+	SessionUnreachable       ErrorCode = "session_unreachable"
+	SessionWrongHost         ErrorCode = "session_wrong_host"
+	SessionWrongPort         ErrorCode = "session_wrong_port"
+	SlurmRefused             ErrorCode = "slurm_refused"
+	TooLarge                 ErrorCode = "too_large"
+	Unauthenticated          ErrorCode = "unauthenticated"
+	Unavailable              ErrorCode = "unavailable"
 )
 
 // Valid indicates whether the value is a known member of the ErrorCode enum.
@@ -45,6 +54,24 @@ func (e ErrorCode) Valid() bool {
 	case PolicyRefused:
 		return true
 	case RateLimited:
+		return true
+	case SessionBadConnectionFile:
+		return true
+	case SessionBusy:
+		return true
+	case SessionNoSecret:
+		return true
+	case SessionNotFound:
+		return true
+	case SessionNotRunning:
+		return true
+	case SessionStarting:
+		return true
+	case SessionUnreachable:
+		return true
+	case SessionWrongHost:
+		return true
+	case SessionWrongPort:
 		return true
 	case SlurmRefused:
 		return true
@@ -137,6 +164,45 @@ func (e NodeAction) Valid() bool {
 	case Drain:
 		return true
 	case Resume:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionIdleJudge.
+const (
+	Portal   SessionIdleJudge = "portal"
+	Reclaimd SessionIdleJudge = "reclaimd"
+)
+
+// Valid indicates whether the value is a known member of the SessionIdleJudge enum.
+func (e SessionIdleJudge) Valid() bool {
+	switch e {
+	case Portal:
+		return true
+	case Reclaimd:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionServer.
+const (
+	CodeServer SessionServer = "code-server"
+	Jupyterlab SessionServer = "jupyterlab"
+	Ttyd       SessionServer = "ttyd"
+)
+
+// Valid indicates whether the value is a known member of the SessionServer enum.
+func (e SessionServer) Valid() bool {
+	switch e {
+	case CodeServer:
+		return true
+	case Jupyterlab:
+		return true
+	case Ttyd:
 		return true
 	default:
 		return false
@@ -333,7 +399,10 @@ type DeploymentList struct {
 
 // Error defines model for Error.
 type Error struct {
-	// Code Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, bridge_refused, internal.
+	// Code Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused,
+	// policy_refused, bridge_refused, internal; for sessions and their proxy also session_not_found (also another user's),
+	// session_not_running, session_starting, session_wrong_host, session_wrong_port, session_no_secret,
+	// session_bad_connection_file, session_busy, session_unreachable.
 	Code ErrorCode `json:"code"`
 
 	// Details Every problem, when there are several (one per refused parameter).
@@ -347,7 +416,10 @@ type Error struct {
 	PolicyLine *string `json:"policy_line,omitempty"`
 }
 
-// ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, bridge_refused, internal.
+// ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused,
+// policy_refused, bridge_refused, internal; for sessions and their proxy also session_not_found (also another user's),
+// session_not_running, session_starting, session_wrong_host, session_wrong_port, session_no_secret,
+// session_bad_connection_file, session_busy, session_unreachable.
 type ErrorCode string
 
 // Health defines model for Health.
@@ -605,6 +677,103 @@ type RollbackRequest struct {
 	To *string `json:"to,omitempty"`
 }
 
+// Session defines model for Session.
+type Session struct {
+	Account   *string   `json:"account,omitempty"`
+	Cluster   string    `json:"cluster"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// EndReason Why the session ended (the portal's idle limit, reclaimd's reason, a cancel, the job's end).
+	EndReason *string    `json:"end_reason,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+
+	// Gpus The session's GPUs, node:index.
+	Gpus []string `json:"gpus"`
+	Id   string   `json:"id"`
+
+	// IdleJudge Who ends the session when idle: the portal (a session without GPUs, by its server's own
+	// activity) or reclaimd (a session with GPUs, by the class's reclaim rule on their use).
+	IdleJudge SessionIdleJudge `json:"idle_judge"`
+
+	// IdleLimitSeconds The portal ends a session idle this long (portal-judged sessions).
+	IdleLimitSeconds *int64 `json:"idle_limit_seconds,omitempty"`
+
+	// IdleSeconds Since the server's last activity the portal recorded (portal-judged sessions).
+	IdleSeconds  *int64     `json:"idle_seconds,omitempty"`
+	JobId        *int64     `json:"job_id,omitempty"`
+	LastActivity *time.Time `json:"last_activity,omitempty"`
+	Node         *string    `json:"node,omitempty"`
+
+	// Ready The server wrote its connection file and the portal checked it; the url answers.
+	Ready bool `json:"ready"`
+
+	// Reason Why a pending job waits.
+	Reason *Reason `json:"reason,omitempty"`
+
+	// Reclaim reclaimd's latest decision on the session's job.
+	Reclaim *SessionReclaim `json:"reclaim,omitempty"`
+	Server  SessionServer   `json:"server"`
+
+	// State The job's Slurm state (PENDING, RUNNING, COMPLETED, CANCELLED, TIMEOUT, ...); SUBMITTED
+	// until the cluster's snapshot shows the job, ENDED once it is gone from it.
+	State            string `json:"state"`
+	Template         string `json:"template"`
+	TimeLeftSeconds  *int64 `json:"time_left_seconds,omitempty"`
+	TimeLimitSeconds *int64 `json:"time_limit_seconds,omitempty"`
+
+	// Url The session's server, through the portal's proxy.
+	Url string `json:"url"`
+}
+
+// SessionIdleJudge Who ends the session when idle: the portal (a session without GPUs, by its server's own
+// activity) or reclaimd (a session with GPUs, by the class's reclaim rule on their use).
+type SessionIdleJudge string
+
+// SessionServer defines model for Session.Server.
+type SessionServer string
+
+// SessionCookie defines model for SessionCookie.
+type SessionCookie struct {
+	ExpiresAt time.Time `json:"expires_at"`
+	Url       string    `json:"url"`
+}
+
+// SessionExtendRequest defines model for SessionExtendRequest.
+type SessionExtendRequest struct {
+	// Minutes Minutes to add to the job's time limit; capped at the class's maximum time.
+	Minutes int `json:"minutes"`
+}
+
+// SessionExtended defines model for SessionExtended.
+type SessionExtended struct {
+	Action  string `json:"action"`
+	AuditId int64  `json:"audit_id"`
+
+	// Capped The request went past the class's maximum, so the limit is that maximum.
+	Capped  bool   `json:"capped"`
+	Cluster string `json:"cluster"`
+
+	// MaxTimeSeconds The class's maximum time.
+	MaxTimeSeconds   *int64 `json:"max_time_seconds,omitempty"`
+	Target           string `json:"target"`
+	TimeLimitSeconds int64  `json:"time_limit_seconds"`
+}
+
+// SessionList defines model for SessionList.
+type SessionList struct {
+	Sessions      []Session `json:"sessions"`
+	StaleClusters *[]string `json:"stale_clusters,omitempty"`
+}
+
+// SessionReclaim reclaimd's latest decision on the session's job.
+type SessionReclaim struct {
+	Action  string  `json:"action"`
+	At      *string `json:"at,omitempty"`
+	Outcome *string `json:"outcome,omitempty"`
+	Reason  string  `json:"reason"`
+	Rule    *string `json:"rule,omitempty"`
+}
+
 // Submission defines model for Submission.
 type Submission struct {
 	Account *string `json:"account,omitempty"`
@@ -690,6 +859,9 @@ type DeploymentName = string
 // JobID defines model for JobID.
 type JobID = int64
 
+// SessionID defines model for SessionID.
+type SessionID = string
+
 // ListDeploymentsParams defines parameters for ListDeployments.
 type ListDeploymentsParams struct {
 	Cluster *string `form:"cluster,omitempty" json:"cluster,omitempty"`
@@ -731,6 +903,12 @@ type RollbackDeploymentJSONRequestBody = RollbackRequest
 
 // ControlNodeJSONRequestBody defines body for ControlNode for application/json ContentType.
 type ControlNodeJSONRequestBody = NodeActionRequest
+
+// CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
+type CreateSessionJSONRequestBody = SubmissionRequest
+
+// ExtendSessionJSONRequestBody defines body for ExtendSession for application/json ContentType.
+type ExtendSessionJSONRequestBody = SessionExtendRequest
 
 // SubmitJobJSONRequestBody defines body for SubmitJob for application/json ContentType.
 type SubmitJobJSONRequestBody = SubmissionRequest
@@ -788,6 +966,24 @@ type ServerInterface interface {
 	// GetQueue Pending jobs the caller may see, by cluster, tenant and project, with counts by reason.
 	// (GET /v1/queue)
 	GetQueue(w http.ResponseWriter, r *http.Request, params GetQueueParams)
+	// ListSessions The caller's sessions, newest first (ended ones for a day).
+	// (GET /v1/sessions)
+	ListSessions(w http.ResponseWriter, r *http.Request)
+	// CreateSession Start a session (JupyterLab, a terminal, VS Code) from a template of type session, in Slurm as the caller.
+	// (POST /v1/sessions)
+	CreateSession(w http.ResponseWriter, r *http.Request)
+	// DeleteSession End a session; its job is cancelled in Slurm as the caller, audited.
+	// (DELETE /v1/sessions/{session})
+	DeleteSession(w http.ResponseWriter, r *http.Request, session SessionID)
+	// GetSession One of the caller's sessions.
+	// (GET /v1/sessions/{session})
+	GetSession(w http.ResponseWriter, r *http.Request, session SessionID)
+	// CreateSessionCookie Set the browser's cookie for the session's proxy.
+	// (POST /v1/sessions/{session}/cookie)
+	CreateSessionCookie(w http.ResponseWriter, r *http.Request, session SessionID)
+	// ExtendSession Give a running or pending session more time, up to its class's maximum, by a job update as the caller.
+	// (POST /v1/sessions/{session}/extend)
+	ExtendSession(w http.ResponseWriter, r *http.Request, session SessionID)
 	// SubmitJob Submit a template with parameter values, in Slurm as the caller.
 	// (POST /v1/submissions)
 	SubmitJob(w http.ResponseWriter, r *http.Request)
@@ -1410,6 +1606,138 @@ func (siw *ServerInterfaceWrapper) GetQueue(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// ListSessions operation middleware
+func (siw *ServerInterfaceWrapper) ListSessions(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListSessions(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateSession operation middleware
+func (siw *ServerInterfaceWrapper) CreateSession(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateSession(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteSession operation middleware
+func (siw *ServerInterfaceWrapper) DeleteSession(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "session" -------------
+	var session SessionID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "session", r.PathValue("session"), &session, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "session", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteSession(w, r, session)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetSession operation middleware
+func (siw *ServerInterfaceWrapper) GetSession(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "session" -------------
+	var session SessionID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "session", r.PathValue("session"), &session, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "session", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetSession(w, r, session)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateSessionCookie operation middleware
+func (siw *ServerInterfaceWrapper) CreateSessionCookie(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "session" -------------
+	var session SessionID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "session", r.PathValue("session"), &session, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "session", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateSessionCookie(w, r, session)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExtendSession operation middleware
+func (siw *ServerInterfaceWrapper) ExtendSession(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "session" -------------
+	var session SessionID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "session", r.PathValue("session"), &session, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "session", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExtendSession(w, r, session)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // SubmitJob operation middleware
 func (siw *ServerInterfaceWrapper) SubmitJob(w http.ResponseWriter, r *http.Request) {
 
@@ -1571,6 +1899,12 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/overview", wrapper.GetOverview)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/templates", wrapper.ListTemplates)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/submissions", wrapper.SubmitJob)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/sessions", wrapper.ListSessions)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/sessions", wrapper.CreateSession)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/sessions/{session}", wrapper.DeleteSession)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/sessions/{session}", wrapper.GetSession)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/sessions/{session}/extend", wrapper.ExtendSession)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/sessions/{session}/cookie", wrapper.CreateSessionCookie)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/nodes/{cluster}", wrapper.ListNodes)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/nodes/{cluster}/{node}/{action}", wrapper.ControlNode)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/deployments", wrapper.ListDeployments)

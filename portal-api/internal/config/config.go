@@ -133,6 +133,14 @@ type Cluster struct {
 	// who may read the job (only files the job's user owns); none: no
 	// job's output is shown.
 	OutputRoots []string `yaml:"output_roots"`
+	// SessionRoot holds the sessions' folders (<root>/<id>, where a
+	// session's job writes its connection file), on a file system the
+	// portal's host shares with the nodes; {user} is the user's name.
+	// "": <work_dir>/.strata/sessions.
+	SessionRoot string `yaml:"session_root"`
+	// SessionIdleLimit ends a session without GPUs whose server has been
+	// idle this long, unless its template gives its own idle_limit.
+	SessionIdleLimit time.Duration `yaml:"session_idle_limit"`
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
@@ -165,7 +173,8 @@ func Default() Config {
 
 // ClusterDefaults fill what a cluster entry leaves out.
 func ClusterDefaults() Cluster {
-	return Cluster{PollUser: "root", WorkDir: "/tmp", TokenLifetime: 5 * time.Minute, PollInterval: 15 * time.Second, StaleAfter: time.Minute}
+	return Cluster{PollUser: "root", WorkDir: "/tmp", TokenLifetime: 5 * time.Minute, PollInterval: 15 * time.Second, StaleAfter: time.Minute,
+		SessionIdleLimit: 2 * time.Hour}
 }
 
 // Load reads and validates a file.
@@ -213,6 +222,9 @@ func (c *Cluster) defaults() {
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = d.WorkDir
+	}
+	if c.SessionIdleLimit == 0 {
+		c.SessionIdleLimit = d.SessionIdleLimit
 	}
 }
 
@@ -307,6 +319,10 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.absFile(p+".work_dir", strings.ReplaceAll(cl.WorkDir, "{user}", "user"), true, "a directory every user may work in, such as /home/{user}")
 		for k, root := range cl.OutputRoots {
 			ps.absFile(fmt.Sprintf("%s.output_roots[%d]", p, k), root, true, "a shared folder jobs write in, such as /home")
+		}
+		ps.absFile(p+".session_root", strings.ReplaceAll(cl.SessionRoot, "{user}", "user"), false, "a shared folder the portal reads, such as /home/{user}/.strata/sessions")
+		if cl.SessionIdleLimit < 5*time.Minute {
+			ps.bad(p+".session_idle_limit", "give 5m or more (2h is usual)", "%s is shorter than 5m", cl.SessionIdleLimit)
 		}
 		if cl.PollUser == "" {
 			ps.bad(p+".poll_user", "give an operator, to see every user's jobs", "required")

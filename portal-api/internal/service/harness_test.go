@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,6 +68,10 @@ type harness struct {
 	metrics *cluster.Metrics
 	// outputRoot is gpu1's output root, empty at start.
 	outputRoot string
+	// sessionRoot is gpu1's session root.
+	sessionRoot string
+	// reclaimRecords are reclaimd's answers beside 910101's, by job id.
+	reclaimRecords sync.Map
 
 	reclaimdRequests atomic.Int64
 	// bridge is gpu1's strata-bridge API (gpu2 has none).
@@ -75,7 +81,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, beds: map[string]*clustertest.Bed{}, pollers: map[string]*cluster.Poller{}, tokens: map[string]string{},
-		now: time.Unix(1795983872, 0), outputRoot: t.TempDir()}
+		now: time.Unix(1795983872, 0), outputRoot: t.TempDir(), sessionRoot: t.TempDir()}
 	m, err := tenantmap.Load("testdata/tenants.json")
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +115,7 @@ func newHarness(t *testing.T) *harness {
 			cl.ReclaimdURL = h.reclaimd().URL
 			cl.Bridge = h.newBridge()
 			cl.OutputRoots = []string{h.outputRoot}
+			cl.SessionRoot, cl.SessionIdleLimit = h.sessionRoot, time.Hour
 		}
 		clusters = append(clusters, cl)
 	}
@@ -127,7 +134,8 @@ func newHarness(t *testing.T) *harness {
 	}
 	a := auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix})
 	s := New(Config{Clusters: clusters, Auth: a, Store: st, Templates: func() *templates.Set { return set }, RatePerSecond: 1e6, Burst: 1e6, Registry: reg,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Now: func() time.Time { return h.now }})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Now: func() time.Time { return h.now },
+		Sessions: SessionConfig{Transport: nodeTransport()}})
 	h.server, h.srv = s, httptest.NewServer(s)
 	t.Cleanup(h.srv.Close)
 
@@ -150,6 +158,13 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) reclaimd() *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.reclaimdRequests.Add(1)
+		var id int64
+		fmt.Sscanf(r.URL.Path, "/v1/jobs/%d/reclaim", &id)
+		if rec, ok := h.reclaimRecords.Load(id); ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(rec.(string)))
+			return
+		}
 		if r.URL.Path != "/v1/jobs/910101/reclaim" {
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error": "reclaimd has no record of job"}`))

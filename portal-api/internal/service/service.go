@@ -55,6 +55,13 @@ type Cluster struct {
 	// OutputRoots are the shared folders beneath which a job's output
 	// and working directory are shown; none: no job's output is.
 	OutputRoots []string
+	// SessionRoot holds the sessions' folders (<root>/<id>), on a file
+	// system the portal and the nodes share; {user} is the user's name.
+	// "": <WorkDir>/.strata/sessions.
+	SessionRoot string
+	// SessionIdleLimit ends a session without GPUs idle this long, by its
+	// server's activity, unless its template gives its own; 0: never.
+	SessionIdleLimit time.Duration
 }
 
 // Config is what the server needs.
@@ -75,6 +82,8 @@ type Config struct {
 	Now     func() time.Time
 	// HTTPClient reaches the clusters' reclaimd; nil: 10 s timeout.
 	HTTPClient *http.Client
+	// Sessions configures the session routes and proxy (sessions.go).
+	Sessions SessionConfig
 }
 
 // Server is the portal API.
@@ -88,6 +97,7 @@ type Server struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	log      *slog.Logger
+	sessions sessions
 }
 
 var _ api.ServerInterface = (*Server)(nil)
@@ -147,6 +157,7 @@ func New(cfg Config) *Server {
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	s.mountSessions()
 	return s
 }
 
@@ -176,13 +187,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
 		s.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}()
-	r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)
+	proxied := proxyRoutes[pattern]
+	if !proxied {
+		// A session's server takes its own uploads; the API takes JSON.
+		r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)
+	}
 	if pattern == "" {
 		writeError(rec, http.StatusNotFound, api.NotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), "see /v1/openapi.yaml for the routes")
 		return
 	}
 	if !public[pattern] {
-		id, err := s.cfg.Auth.Authenticate(r)
+		id, err := s.authenticate(r, proxied)
 		if err != nil {
 			var ae *auth.Error
 			msg, hint := "not authenticated", ""
@@ -198,7 +213,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(rec, http.StatusUnauthorized, api.Unauthenticated, msg, hint)
 			return
 		}
-		if !s.limiters.allow(id.User) {
+		// A session's page loads its assets by the hundred: the proxy caps
+		// each session's open connections instead of the API's rate.
+		if !proxied && !s.limiters.allow(id.User) {
 			rec.Header().Set("Retry-After", "1")
 			writeError(rec, http.StatusTooManyRequests, api.RateLimited, "too many requests", "slow down: each user has a request rate")
 			return
@@ -225,6 +242,10 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 	w.written = true
 	return w.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the connection: the session
+// proxy flushes streams and hijacks WebSockets through it.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // limiters are the per-user rate limiters.
 type limiters struct {

@@ -107,6 +107,10 @@ func (h *harness) noForeign(user, what string, body []byte, allowID int64) {
 // no object the user may not read appears in any list, count or error.
 func TestTenantIsolation(t *testing.T) {
 	h := newHarness(t)
+	// A running session of mem and one of gmem, each with its server, on
+	// a cluster of their own (their jobs are not in the tables above).
+	hs := newHarness(t)
+	mine := hs.isolationSessions()
 	for _, user := range users {
 		t.Run(user, func(t *testing.T) {
 			h.t = t
@@ -217,6 +221,9 @@ func TestTenantIsolation(t *testing.T) {
 					t.Errorf("POST drain as %s = %d, want 403", user, code)
 				}
 			}
+			// Sessions: the owner's only.
+			hs.t = t
+			hs.sessionIsolation(user, mine)
 		})
 	}
 	h.t = t
@@ -257,6 +264,8 @@ func TestUnauthenticated(t *testing.T) {
 		{"POST", "/v1/jobs/gpu1/910101/cancel"}, {"GET", "/v1/queue"}, {"GET", "/v1/nodes/gpu1"}, {"POST", "/v1/nodes/gpu1/gpu1/drain"},
 		{"GET", "/v1/deployments"}, {"POST", "/v1/deployments"}, {"POST", "/v1/deployments/gpu1/llm-chat/rollback"},
 		{"DELETE", "/v1/deployments/gpu1/llm-chat"},
+		{"GET", "/v1/sessions"}, {"POST", "/v1/sessions"}, {"GET", "/v1/sessions/abc"}, {"DELETE", "/v1/sessions/abc"},
+		{"POST", "/v1/sessions/abc/extend"}, {"POST", "/v1/sessions/abc/cookie"},
 	} {
 		code, body := h.do("", r.method, r.path, nil)
 		if code != 401 || !strings.Contains(string(body), `"unauthenticated"`) {

@@ -2,7 +2,8 @@
 // internal/sqlite's opener and numbered migrations): personal API tokens,
 // of which only a SHA-256 hash is kept (the token itself is shown once,
 // when it is made), the audit log of every action the portal carries out
-// for someone, and the submissions made through it.
+// for someone, the submissions made through it, and its sessions
+// (sessions.go).
 //
 // The audit log is written in two steps: Intent before the action, Finish
 // with its result after. A crash between them leaves an intent without a
@@ -68,6 +69,7 @@ var migrations = []sqlite.Migration{
 		audit_id INTEGER NOT NULL REFERENCES audit(id)
 	);
 	CREATE INDEX submissions_user ON submissions(user);`},
+	sessionsMigration,
 }
 
 // Store is the portal's database.

@@ -117,6 +117,10 @@ type Template struct {
 	// Server is the server a session template starts (jupyterlab, ttyd,
 	// code-server); a batch template has none.
 	Server session.Kind `yaml:"server" json:"server,omitempty"`
+	// IdleLimit is how long a session without GPUs may sit idle, by its
+	// server's own activity, before the portal ends it (0: the cluster's
+	// session_idle_limit). A session with GPUs is judged by reclaimd.
+	IdleLimit duration.Duration `yaml:"idle_limit" json:"idle_limit,omitempty"`
 	// Class is the workload class of the policy the job runs in.
 	Class      string  `yaml:"class" strictyaml:"required" json:"class"`
 	Parameters []Param `yaml:"parameters" json:"parameters"`

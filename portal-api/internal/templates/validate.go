@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-hpc/strata/internal/strictyaml"
 	"github.com/strata-hpc/strata/portal-api/internal/session"
@@ -82,9 +83,15 @@ func (t *Template) Validate() strictyaml.Diagnostics {
 		if t.Server != "" {
 			bad("server", "remove server: only a session template starts a server", "a batch template has no server")
 		}
+		if t.IdleLimit != 0 {
+			bad("idle_limit", "remove idle_limit: only a session's server is judged idle by the portal", "a batch template has no idle limit")
+		}
 	case TypeSession:
 		if !slices.Contains(session.Kinds, t.Server) {
 			bad("server", "write server: jupyterlab, ttyd or code-server", "%q is not a session server", t.Server)
+		}
+		if t.IdleLimit != 0 && t.IdleLimit.Std() < time.Minute {
+			bad("idle_limit", "give at least 1m, such as 2h", "idle limit %s is too short", t.IdleLimit.Std())
 		}
 	default:
 		bad("type", "write type: batch or type: session", "%q is not a template type", t.Type)

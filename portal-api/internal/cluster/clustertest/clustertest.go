@@ -42,6 +42,8 @@ type Job struct {
 	// as slurmrestd gives them ("": the record's own).
 	UID                     int64
 	WorkDir, StdOut, StdErr string
+	// CPUOnly: the job holds no GPUs (the captured record holds two).
+	CPUOnly bool
 }
 
 // Control is a job control request the bed was sent.
@@ -268,6 +270,12 @@ func (b *Bed) record(j Job) map[string]any {
 		}
 	}
 	m["hold"] = j.Hold
+	if j.CPUOnly {
+		m["gres_detail"] = []string{}
+		m["tres_alloc_str"] = "cpu=1,mem=1000M,node=1,billing=1"
+		m["tres_req_str"] = "cpu=1,mem=1000M,node=1,billing=1"
+		m["tres_per_node"] = ""
+	}
 	state := j.State
 	if state == "" {
 		state = "RUNNING"

@@ -1,0 +1,296 @@
+package service
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/session"
+	"github.com/strata-hpc/strata/portal-api/internal/sessionproxy"
+)
+
+// viaCookie is how a request that came with the session's cookie is known.
+const viaCookie = "session-cookie"
+
+// proxiedSession is the session id of a proxy path (the mux has not set
+// the path values when the request is authenticated).
+func proxiedSession(p string) string {
+	rest, _ := strings.CutPrefix(p, sessionproxy.Prefix)
+	id, _, _ := strings.Cut(rest, "/")
+	return id
+}
+
+// authenticate identifies r: by the API's means (a bearer token, a
+// trusted proxy's header); on a session's proxy also by the session's
+// cookie, which a browser sends where it cannot send a bearer header (a
+// WebSocket, the pages of the session's server).
+func (s *Server) authenticate(r *http.Request, proxied bool) (auth.Identity, error) {
+	if proxied && r.Header.Get("Authorization") == "" {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			user, _, ok := s.checkCookie(c.Value, proxiedSession(r.URL.Path))
+			if !ok {
+				return auth.Identity{}, &auth.Error{Msg: "the session's cookie is expired or not valid",
+					Hint: "POST /v1/sessions/{id}/cookie with your token sets a new one"}
+			}
+			return auth.Identity{User: user, Via: viaCookie}, nil
+		}
+	}
+	return s.cfg.Auth.Authenticate(r)
+}
+
+const cookieMAC = "strata-session-cookie-v1\x00"
+
+// cookieValue is the signed value of session id's cookie for user,
+// good until exp: base64(id|user|exp) "." base64(HMAC-SHA256).
+func (s *Server) cookieValue(id, user string, exp time.Time) string {
+	payload := id + "|" + user + "|" + strconv.FormatInt(exp.Unix(), 10)
+	mac := hmac.New(sha256.New, s.sessions.key)
+	mac.Write([]byte(cookieMAC + payload))
+	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// checkCookie returns the user and expiry of a cookie value signed by
+// this server for session id, not expired.
+func (s *Server) checkCookie(v, id string) (string, time.Time, bool) {
+	p64, m64, ok := strings.Cut(v, ".")
+	if !ok || len(v) > 1024 {
+		return "", time.Time{}, false
+	}
+	// Strict: one value per payload, so a cookie has no second spelling.
+	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(p64)
+	got, err2 := base64.RawURLEncoding.Strict().DecodeString(m64)
+	if err1 != nil || err2 != nil {
+		return "", time.Time{}, false
+	}
+	mac := hmac.New(sha256.New, s.sessions.key)
+	mac.Write([]byte(cookieMAC))
+	mac.Write(payload)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return "", time.Time{}, false
+	}
+	cid, rest, ok := strings.Cut(string(payload), "|")
+	i := strings.LastIndexByte(rest, '|')
+	if !ok || i < 1 || cid != id {
+		return "", time.Time{}, false
+	}
+	sec, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	exp := time.Unix(sec, 0)
+	if err != nil || !s.cfg.Now().Before(exp) {
+		return "", time.Time{}, false
+	}
+	return rest[:i], exp, true
+}
+
+// setCookie gives the browser session id's cookie for user: HttpOnly,
+// Secure when the portal serves TLS, SameSite=Strict, only under the
+// session's proxy (the path /v1/sessions/{id}/proxy, which a browser
+// sends on it and beneath it, and on nothing else).
+func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, id, user string) time.Time {
+	exp := s.cfg.Now().Add(s.sessions.lifetime).Truncate(time.Second)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.cookieValue(id, user, exp), Path: sessionproxy.Prefix + id + "/proxy",
+		Expires: exp, MaxAge: int(s.sessions.lifetime / time.Second), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	return exp
+}
+
+// CreateSessionCookie sets the browser's cookie of the caller's session.
+func (s *Server) CreateSessionCookie(w http.ResponseWriter, r *http.Request, id api.SessionID) {
+	at, ok := s.owned(w, r, id)
+	if !ok {
+		return
+	}
+	exp := s.setCookie(w, r, at.rec.ID, at.rec.User)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, api.SessionCookie{Url: sessionproxy.Prefix + at.rec.ID + "/proxy/", ExpiresAt: exp.UTC()})
+}
+
+// serveProxy is the route of /v1/sessions/{id}/proxy/: the API's
+// timeouts are lifted, a cookie past half its life is renewed, a
+// terminal's WebSocket is watched for input, and the proxy does the rest
+// (its Lookup is lookupSession).
+func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
+	who := identity(r.Context())
+	id := r.PathValue("session")
+	// The server's read and write timeouts suit the API's small JSON, not
+	// a session's large download or upload, or a stream that goes on: an
+	// owner's request through the proxy is bounded by the session's
+	// connection cap instead. (A WebSocket, once hijacked, has none.)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})  // not every writer has deadlines (tests)
+	_ = rc.SetWriteDeadline(time.Time{}) // likewise
+	if who.Via == viaCookie {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			if _, exp, ok := s.checkCookie(c.Value, id); ok && exp.Sub(s.cfg.Now()) < s.sessions.lifetime/2 {
+				s.setCookie(w, r, id, who.User)
+			}
+		}
+	}
+	if isWebSocket(r) {
+		if rec, err := s.cfg.Store.GetSession(r.Context(), id); err == nil && rec.User == who.User && rec.Server == string(session.TTYD) {
+			w = &inputWatch{ResponseWriter: w, onInput: func() { s.terminalInput(id) }}
+		}
+	}
+	s.sessions.proxy.ServeHTTP(w, r)
+}
+
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// lookupSession is the proxy's Lookup: the caller's own session (any
+// other is ErrNotFound), its job running in the cluster's snapshot now,
+// and the connection file checked against it and the pin.
+func (s *Server) lookupSession(r *http.Request, id string) (session.Target, error) {
+	at, err := s.ownSession(r.Context(), id)
+	if err != nil {
+		return session.Target{}, err
+	}
+	if !at.rec.Ended.IsZero() {
+		return session.Target{}, fmt.Errorf("%w (the session ended: %s)", session.ErrNotRunning, at.rec.EndReason)
+	}
+	return s.resolve(at)
+}
+
+// terminalInput records input to a session's terminal now, at most once
+// every inputEvery: ttyd has no activity of its own to ask.
+func (s *Server) terminalInput(id string) {
+	now := s.cfg.Now()
+	s.sessions.mu.Lock()
+	last, seen := s.sessions.input[id]
+	if seen && now.Sub(last) < inputEvery {
+		s.sessions.mu.Unlock()
+		return
+	}
+	if len(s.sessions.input) > 10000 {
+		s.sessions.input = map[string]time.Time{}
+	}
+	s.sessions.input[id] = now
+	s.sessions.mu.Unlock()
+	if err := s.cfg.Store.SessionActivity(context.Background(), id, now); err != nil {
+		s.log.Warn("session activity not recorded", "session_id", id, "error", err)
+	}
+}
+
+// inputEvery is how often terminal input is written down: the idle limit
+// is counted in minutes and hours, keystrokes come by the second.
+const inputEvery = 30 * time.Second
+
+// inputWatch hands the proxy a hijacked connection whose reads (what the
+// browser sends) are watched for terminal input.
+type inputWatch struct {
+	http.ResponseWriter
+	onInput func()
+}
+
+func (w *inputWatch) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *inputWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	wc := &watchedConn{Conn: conn, onInput: w.onInput}
+	return wc, bufio.NewReadWriter(bufio.NewReader(wc), brw.Writer), nil
+}
+
+// watchedConn parses the browser's WebSocket frames as they pass.
+type watchedConn struct {
+	net.Conn
+	frames  wsFrames
+	onInput func()
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.frames.feed(p[:n]) > 0 {
+		c.onInput()
+	}
+	return n, err
+}
+
+// CloseWrite passes a half close on, as the proxy does for a plain conn.
+func (c *watchedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("close write: not supported")
+}
+
+// ttydInput is the first byte of a ttyd client message that is terminal
+// input (ttyd's protocol: '0' input, '1' resize, '2' pause, '3' resume,
+// '{' the first message's JSON).
+const ttydInput = '0'
+
+// wsFrames reads the client side of a WebSocket (RFC 6455) and counts
+// the data frames whose first payload byte is ttyd's input command.
+// Control frames (the pongs answering ttyd's pings) and resizes are not
+// input. It holds only the state of the frame it is in.
+type wsFrames struct {
+	hdr    [14]byte
+	n      int    // header bytes read
+	need   int    // header length, once known (0: not yet)
+	left   uint64 // payload bytes still to pass
+	pos    uint64 // payload bytes passed of this frame
+	opcode byte
+	mask   [4]byte
+	broken bool // not a WebSocket stream: stop looking
+}
+
+// feed reads p and returns the input frames that began in it.
+func (f *wsFrames) feed(p []byte) int {
+	inputs := 0
+	for len(p) > 0 && !f.broken {
+		if f.left > 0 {
+			if f.pos == 0 && (f.opcode == 1 || f.opcode == 2) && p[0]^f.mask[0] == ttydInput {
+				inputs++
+			}
+			k := min(uint64(len(p)), f.left)
+			f.left -= k
+			f.pos += k
+			p = p[k:]
+			continue
+		}
+		f.hdr[f.n] = p[0]
+		f.n++
+		p = p[1:]
+		if f.n == 2 {
+			if f.hdr[1]&0x80 == 0 {
+				f.broken = true // a client's frames are masked
+				return inputs
+			}
+			f.need = 2 + 4
+			switch f.hdr[1] & 0x7f {
+			case 126:
+				f.need += 2
+			case 127:
+				f.need += 8
+			}
+		}
+		if f.n < 2 || f.n < f.need {
+			continue
+		}
+		length := uint64(f.hdr[1] & 0x7f)
+		switch length {
+		case 126:
+			length = uint64(f.hdr[2])<<8 | uint64(f.hdr[3])
+		case 127:
+			length = 0
+			for _, b := range f.hdr[2:10] {
+				length = length<<8 | uint64(b)
+			}
+		}
+		copy(f.mask[:], f.hdr[f.need-4:f.need])
+		f.opcode, f.left, f.pos, f.n, f.need = f.hdr[0]&0x0f, length, 0, 0, 0
+	}
+	return inputs
+}

@@ -1,0 +1,168 @@
+package service
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/portal-api/internal/session"
+)
+
+// frame is a client's WebSocket frame (RFC 6455: masked) of opcode op.
+func frame(op byte, payload []byte) []byte {
+	mask := [4]byte{0x37, 0xfa, 0x21, 0x3d}
+	out := []byte{0x80 | op}
+	switch n := len(payload); {
+	case n < 126:
+		out = append(out, 0x80|byte(n))
+	case n <= 0xffff:
+		out = append(out, 0x80|126)
+		out = binary.BigEndian.AppendUint16(out, uint16(n))
+	default:
+		out = append(out, 0x80|127)
+		out = binary.BigEndian.AppendUint64(out, uint64(n))
+	}
+	out = append(out, mask[:]...)
+	for i, b := range payload {
+		out = append(out, b^mask[i%4])
+	}
+	return out
+}
+
+func TestWSFrames(t *testing.T) {
+	big := append([]byte("0"), bytes.Repeat([]byte("x"), 70000)...)
+	for name, tc := range map[string]struct {
+		stream []byte
+		want   int
+	}{
+		"input":                {frame(2, []byte("0ls\r")), 1},
+		"text input":           {frame(1, []byte("0a")), 1},
+		"the first message":    {frame(2, []byte(`{"AuthToken":""}`)), 0},
+		"resize":               {frame(2, []byte(`1{"columns":80}`)), 0},
+		"pause, resume":        {append(frame(2, []byte("2")), frame(2, []byte("3"))...), 0},
+		"pong":                 {frame(10, []byte("0")), 0},
+		"ping":                 {frame(9, []byte("0")), 0},
+		"close":                {frame(8, []byte("0")), 0},
+		"continuation":         {frame(0, []byte("0")), 0},
+		"empty":                {frame(2, nil), 0},
+		"16-bit length":        {append(frame(2, bytes.Repeat([]byte("0"), 300)), frame(2, []byte("0"))...), 2},
+		"64-bit length":        {append(frame(2, big), frame(2, []byte("1"))...), 1},
+		"input after a resize": {append(append(frame(2, []byte("1{}")), frame(10, nil)...), frame(2, []byte("0q"))...), 1},
+		"not masked":           {[]byte{0x82, 0x02, '0', 'a'}, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var whole wsFrames
+			if got := whole.feed(tc.stream); got != tc.want {
+				t.Errorf("whole: %d inputs, want %d", got, tc.want)
+			}
+			var bytewise wsFrames
+			got := 0
+			for i := range tc.stream {
+				got += bytewise.feed(tc.stream[i : i+1])
+			}
+			if got != tc.want {
+				t.Errorf("byte by byte: %d inputs, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzWSFrames: any stream, split anywhere, counts as it does whole, and
+// never more inputs than frames could hold.
+func FuzzWSFrames(f *testing.F) {
+	f.Add(frame(2, []byte("0ls")), 1)
+	f.Add(append(frame(2, []byte("1{}")), frame(9, nil)...), 3)
+	f.Add(frame(2, bytes.Repeat([]byte("0"), 200)), 100)
+	f.Add([]byte{0x82, 0xff, 0, 0, 0, 0, 0, 0, 0, 1}, 5)
+	f.Fuzz(func(t *testing.T, stream []byte, cut int) {
+		var whole wsFrames
+		want := whole.feed(stream)
+		if want > len(stream)/7 {
+			t.Fatalf("%d inputs in %d bytes: a frame takes at least 7", want, len(stream))
+		}
+		if cut < 0 || cut > len(stream) {
+			cut = len(stream) / 2
+		}
+		var split wsFrames
+		if got := split.feed(stream[:cut]) + split.feed(stream[cut:]); got != want {
+			t.Fatalf("split at %d: %d inputs, whole %d", cut, got, want)
+		}
+	})
+}
+
+func TestParseActivity(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		kind session.Kind
+		body string
+		want time.Time
+		ok   bool
+	}{
+		"jupyterlab":      {session.JupyterLab, `{"connections":0,"kernels":1,"last_activity":"2026-12-01T10:00:00.000000Z","started":"2026-12-01T09:00:00Z"}`, at, true},
+		"with an offset":  {session.JupyterLab, `{"last_activity":"2026-12-01T11:00:00+01:00"}`, at, true},
+		"none":            {session.JupyterLab, `{"kernels":0}`, time.Time{}, false},
+		"not json":        {session.JupyterLab, `<html>`, time.Time{}, false},
+		"code-server":     {session.CodeServer, `{"status":"alive","lastHeartbeat":1795600800000}`, time.UnixMilli(1795600800000).UTC(), true},
+		"code-server new": {session.CodeServer, `{"status":"expired","lastHeartbeat":0}`, time.Time{}, false},
+		"ttyd":            {session.TTYD, `{}`, time.Time{}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, ok := parseActivity(tc.kind, []byte(tc.body))
+			if ok != tc.ok || !got.Equal(tc.want) {
+				t.Errorf("= %v %v, want %v %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// FuzzParseActivity: any answer of a server is read without a panic, and
+// a time it gives is in UTC.
+func FuzzParseActivity(f *testing.F) {
+	f.Add(`{"last_activity":"2026-12-01T10:00:00Z"}`, false)
+	f.Add(`{"lastHeartbeat":1795600800000}`, true)
+	f.Fuzz(func(t *testing.T, body string, code bool) {
+		kind := session.JupyterLab
+		if code {
+			kind = session.CodeServer
+		}
+		if got, ok := parseActivity(kind, []byte(body)); ok && got.Location() != time.UTC {
+			t.Fatalf("%v is not UTC", got)
+		}
+	})
+}
+
+// FuzzSessionCookie: no value but one the server signed for the session
+// is taken, and the one it signed is.
+func FuzzSessionCookie(f *testing.F) {
+	s := &Server{cfg: Config{Now: func() time.Time { return time.Unix(1795983872, 0) }}}
+	s.sessions.key = bytes.Repeat([]byte{7}, 32)
+	good := s.cookieValue("abc", "mem", time.Unix(1795983872+3600, 0))
+	f.Add(good, "abc")
+	f.Add("bWVt.eA", "abc")
+	f.Add(good[:len(good)-1], "abc")
+	f.Fuzz(func(t *testing.T, v, id string) {
+		user, _, ok := s.checkCookie(v, id)
+		if ok && (v != good || id != "abc" || user != "mem") {
+			t.Fatalf("took %q for session %q as %q", v, id, user)
+		}
+	})
+	if user, _, ok := s.checkCookie(good, "abc"); !ok || user != "mem" {
+		f.Fatalf("its own cookie refused")
+	}
+}
+
+func TestKernelBusy(t *testing.T) {
+	for body, want := range map[string]bool{
+		`[{"id":"k1","execution_state":"idle"},{"id":"k2","execution_state":"busy"}]`: true,
+		`[{"id":"k1","execution_state":"idle"}]`:                                      false,
+		`[]`:                                                                          false,
+		`{"execution_state":"busy"}`:                                                  false,
+		`<html>`:                                                                      false,
+		`[{"id":"k1","execution_state":"starting"}]`:                                  false,
+	} {
+		if got := kernelBusy([]byte(body)); got != want {
+			t.Errorf("%s: %v, want %v", body, got, want)
+		}
+	}
+}
