@@ -116,7 +116,7 @@ func (s *Server) endIdle(ctx context.Context, at sessionAt, idle time.Duration) 
 	}
 	ref := at.job.Ref()
 	var failed error
-	err := s.actAs(ctx, at, idleUser, "idle", "cancel", "session "+at.rec.ID+": "+reason,
+	err := s.actAs(ctx, at, idleUser, "idle", "cancel", "session "+at.rec.ID+": "+reason, asOwner,
 		func(as *slurmrest.Client) error { return as.CancelRef(ctx, ref) }, func(_ int64, err error) { failed = err })
 	if err == nil {
 		err = failed

@@ -475,7 +475,7 @@ func (s *Server) DeleteSession(w http.ResponseWriter, r *http.Request, id api.Se
 	if at.job != nil {
 		ref = at.job.Ref()
 	}
-	err := s.actAs(r.Context(), at, who.User, who.Via, "cancel", "session "+id, func(as *slurmrest.Client) error { return as.CancelRef(r.Context(), ref) },
+	err := s.actAs(r.Context(), at, who.User, who.Via, "cancel", "session "+id, asOwner, func(as *slurmrest.Client) error { return as.CancelRef(r.Context(), ref) },
 		func(aid int64, err error) {
 			if err != nil {
 				code, ec, hint := slurmStatus(err)
@@ -506,10 +506,18 @@ func writeActError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, api.Internal, err.Error(), "try again; tell the portal's admins if it persists")
 }
 
-// actAs carries out one action on a session's job in Slurm as user:
-// audited before (nothing is done without the record) and after; done
+// actor says as whom a session action is made in Slurm.
+type actor int
+
+const (
+	asOwner  actor = iota // the session's owner, with a token minted for them
+	asPoller              // the cluster's poll user (an operator), for what Slurm allows only operators
+)
+
+// actAs carries out one action on a session's job in Slurm, as by says,
+// for user (whom the audit record names): audited before (nothing is done without the record) and after; done
 // gets the audit id and Slurm's answer.
-func (s *Server) actAs(ctx context.Context, at sessionAt, user, via, action, detail string, act func(*slurmrest.Client) error, done func(int64, error)) error {
+func (s *Server) actAs(ctx context.Context, at sessionAt, user, via, action, detail string, by actor, act func(*slurmrest.Client) error, done func(int64, error)) error {
 	client, err := at.c.Poller.Client(ctx)
 	if err != nil {
 		return errNoCluster
@@ -523,7 +531,10 @@ func (s *Server) actAs(ctx context.Context, at sessionAt, user, via, action, det
 		s.log.Error("audit record not written: action not taken", "cluster", at.rec.Cluster, "job_id", target, "action", action, "error", err)
 		return errNotAudited
 	}
-	err = act(client.As(at.rec.User))
+	if by == asOwner {
+		client = client.As(at.rec.User)
+	}
+	err = act(client)
 	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
 		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
 	}
@@ -536,7 +547,9 @@ func (s *Server) actAs(ctx context.Context, at sessionAt, user, via, action, det
 }
 
 // ExtendSession adds time to a session's job, up to its class's maximum
-// time in the job policy, by a job update as the caller.
+// time in the job policy, by a job update the portal makes as its poll
+// user after checking it: Slurm refuses an owner who raises their own
+// job's time limit.
 func (s *Server) ExtendSession(w http.ResponseWriter, r *http.Request, id api.SessionID) {
 	at, ok := s.owned(w, r, id)
 	if !ok {
@@ -580,7 +593,10 @@ func (s *Server) ExtendSession(w http.ResponseWriter, r *http.Request, id api.Se
 	capped := limit > maxTime
 	limit = min(limit, maxTime)
 	who := identity(r.Context())
-	err := s.actAs(r.Context(), at, who.User, who.Via, "extend", fmt.Sprintf("session %s time_limit=%s", id, limit),
+	// Slurm lets only its operators raise a job's time limit, so the update
+	// is made as the poll user (an operator) once the portal has checked it
+	// against the class's maximum; the audit record names the caller.
+	err := s.actAs(r.Context(), at, who.User, who.Via, "extend", fmt.Sprintf("session %s time_limit=%s", id, limit), asPoller,
 		func(as *slurmrest.Client) error {
 			return as.UpdateRef(r.Context(), slurmrest.RefOf(j.ID), slurmrest.JobUpdate{TimeLimit: &limit})
 		},

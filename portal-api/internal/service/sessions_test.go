@@ -671,7 +671,7 @@ func TestSessionIdle(t *testing.T) {
 }
 
 // TestSessionExtendDelete: more time up to the class's maximum, by a job
-// update as the caller; the end of a session cancels its job as the
+// update as the poll user after the portal's check, audited as the caller; the end of a session cancels its job as the
 // caller; both audited.
 func TestSessionExtendDelete(t *testing.T) {
 	h := newHarness(t)
@@ -689,8 +689,10 @@ func TestSessionExtendDelete(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"time_limit_seconds":43200`) || !strings.Contains(string(body), `"capped":true`) {
 		t.Errorf("extend past the class's 12h = %d %s", code, body)
 	}
+	// As the poll user (root by default), not as mem: Slurm lets
+	// only operators raise a time limit.
 	ctl := h.beds["gpu1"].Controls()
-	if len(ctl) != 2 || ctl[0].User != "mem" || !strings.Contains(string(ctl[0].Body), `"time_limit":{"number":70,"set":true}`) ||
+	if len(ctl) != 2 || ctl[0].User != "root" || ctl[1].User != "root" || !strings.Contains(string(ctl[0].Body), `"time_limit":{"number":70,"set":true}`) ||
 		!strings.Contains(string(ctl[1].Body), `"number":720`) {
 		t.Errorf("sent to Slurm: %+v", ctl)
 	}
