@@ -136,10 +136,17 @@ type Cluster struct {
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
-	StaleAfter    time.Duration `yaml:"stale_after"`
-	ReclaimdURL   string        `yaml:"reclaimd_url"`
-	BridgeURL     string        `yaml:"bridge_url"`
-	PrometheusURL string        `yaml:"prometheus_url"`
+	StaleAfter  time.Duration `yaml:"stale_after"`
+	ReclaimdURL string        `yaml:"reclaimd_url"`
+	// Scontrol is the path of scontrol for requeue on Slurm 25.11 and
+	// older, whose slurmrestd has no requeue: the portal runs `scontrol
+	// requeue` with the user's minted token in SLURM_JWT (Slurm's
+	// auth/jwt; the host needs the cluster's slurm.conf, no munge
+	// identity), so slurmctld checks the user's own permission. Empty
+	// (the default): no scontrol, and a requeue there answers 501.
+	Scontrol      string `yaml:"scontrol"`
+	BridgeURL     string `yaml:"bridge_url"`
+	PrometheusURL string `yaml:"prometheus_url"`
 }
 
 // Default is the configuration used for keys the file leaves out. It is
@@ -317,6 +324,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 			ps.bad(p+".stale_after", "give more than poll_interval (four polls is usual)", "%s is shorter than poll_interval %s", cl.StaleAfter, cl.PollInterval)
 		}
 		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
+		ps.absFile(p+".scontrol", cl.Scontrol, false, "")
 		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
 		ps.url(p+".prometheus_url", cl.PrometheusURL, false, "Prometheus's URL")
 	}
