@@ -82,9 +82,11 @@ type Server struct {
 	mux      *http.ServeMux
 	limiters limiters
 	indexes  indexes
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-	log      *slog.Logger
+	// recoveryCache holds each cluster's last read of its reclaimd.
+	recoveryCache recoveryCaches
+	requests      *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	log           *slog.Logger
 }
 
 var _ api.ServerInterface = (*Server)(nil)
@@ -124,6 +126,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, clusters: cfg.Clusters, byName: map[string]Cluster{}, log: cfg.Log,
 		limiters: limiters{m: map[string]*rate.Limiter{}, r: rate.Limit(cfg.RatePerSecond), b: cfg.Burst}}
 	s.indexes = indexes{}
+	s.recoveryCache = newRecoveryCaches(cfg.Clusters)
 	for _, c := range cfg.Clusters {
 		s.byName[c.Poller.Name()] = c
 		s.indexes[c.Poller.Name()] = &atomic.Pointer[index]{}

@@ -1,0 +1,202 @@
+package service
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/portal-api/internal/api"
+)
+
+// overviewOf decodes an overview and returns its cluster named name.
+func overviewOf(t *testing.T, body []byte, name string) api.ClusterOverview {
+	t.Helper()
+	var o api.Overview
+	if err := json.Unmarshal(body, &o); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range o.Clusters {
+		if c.Cluster == name {
+			return c
+		}
+	}
+	t.Fatalf("no cluster %s in %s", name, body)
+	return api.ClusterOverview{}
+}
+
+func classes(kv ...any) []api.ClassCount {
+	out := []api.ClassCount{}
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, api.ClassCount{Class: kv[i].(string), Count: kv[i+1].(int)})
+	}
+	return out
+}
+
+// TestRecoveryOverview: the overview's recovery section, from what
+// reclaimd's own server answered (reclaimdAnswers): reclaims carried out
+// and the GPU-hours they freed (each job's GPUs until its time limit),
+// failed and retried jobs with their classes, over 24 h and 7 d; the
+// nodes Strata drained, with its reason, for the cluster's admins. A
+// tenant's admin sees their tenant's alone: no other tenant's counts, and
+// none of the failure of an account outside the policy. A cluster without
+// a reclaimd says so.
+func TestRecoveryOverview(t *testing.T) {
+	h := newHarness(t)
+	tests := map[string]struct {
+		user        string
+		wantCluster api.RecoveryOverview
+		wantTenants map[string]api.RecoveryWindows
+	}{
+		"cluster admin": {
+			user: "ops",
+			wantCluster: api.RecoveryOverview{Available: true,
+				Last24h: &api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 56, JobsFailed: 3, JobsRequeued: 2,
+					FailureClasses: classes("gpu_fault", 1, "nccl", 1, "oom", 1)},
+				Last7d: &api.RecoveryWindow{ReclaimActions: 3, GpuHoursReclaimed: 56, JobsFailed: 3, JobsRequeued: 2,
+					FailureClasses: classes("gpu_fault", 1, "nccl", 1, "oom", 1, "user_error", 1)},
+				NodesDrained: &[]api.DrainedNode{{Name: "gpu3", Reason: "strata: Xid 79 on GPU 3 (GPU fell off the bus)",
+					DrainedAt: ptr(time.Date(2026, 11, 29, 20, 16, 2, 0, time.UTC)), State: &[]string{"IDLE", "DRAIN"}}}},
+			wantTenants: map[string]api.RecoveryWindows{
+				"acme": {
+					Last24h: api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)},
+					Last7d:  api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}},
+				"globex": {
+					Last24h: api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 16, JobsFailed: 1, FailureClasses: classes("oom", 1)},
+					Last7d:  api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 16, JobsFailed: 1, FailureClasses: classes("oom", 1)}},
+				"": {Last24h: api.RecoveryWindow{FailureClasses: classes()}, Last7d: api.RecoveryWindow{FailureClasses: classes()}},
+			},
+		},
+		"tenant admin": {
+			user: "tadmin",
+			wantCluster: api.RecoveryOverview{Available: true,
+				Last24h: &api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)},
+				Last7d:  &api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}},
+			wantTenants: map[string]api.RecoveryWindows{
+				"acme": {
+					Last24h: api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)},
+					Last7d:  api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h.t = t
+			code, body := h.do(tc.user, "GET", "/v1/overview", nil)
+			if code != 200 {
+				t.Fatalf("overview = %d %s", code, body)
+			}
+			co := overviewOf(t, body, "gpu1")
+			got := *co.Recovery
+			if got.AsOf == nil || !got.AsOf.Equal(h.now) {
+				t.Errorf("as_of %v, want %v", got.AsOf, h.now)
+			}
+			got.AsOf = nil
+			if diff := cmp.Diff(tc.wantCluster, got); diff != "" {
+				t.Errorf("gpu1's recovery (-want +got):\n%s", diff)
+			}
+			tenants := map[string]api.RecoveryWindows{}
+			for _, to := range co.Tenants {
+				if to.Recovery == nil {
+					t.Errorf("tenant %q has no recovery", to.Tenant)
+					continue
+				}
+				tenants[to.Tenant] = *to.Recovery
+			}
+			if diff := cmp.Diff(tc.wantTenants, tenants); diff != "" {
+				t.Errorf("tenants' recovery (-want +got):\n%s", diff)
+			}
+			if tc.user != "ops" {
+				for _, s := range []string{"gpu_fault", "oom", "gpu3", "Xid", "globex", "nodes_drained"} {
+					if strings.Contains(string(body), s) {
+						t.Errorf("%s sees %q:\n%s", tc.user, s, body)
+					}
+				}
+			}
+			gpu2 := overviewOf(t, body, "gpu2")
+			if r := gpu2.Recovery; r == nil || r.Available || r.Unavailable == nil || !strings.Contains(*r.Unavailable, "reclaimd_url") {
+				t.Errorf("gpu2, without reclaimd: %+v", r)
+			}
+		})
+	}
+}
+
+// TestRecoveryCacheAndOutage: reclaimd is read at most once per poll
+// interval, however many overviews are asked for; reclaimd down, the
+// overview is still served with its recovery section unavailable, and
+// comes back at the next interval once reclaimd answers again.
+func TestRecoveryCacheAndOutage(t *testing.T) {
+	h := newHarness(t)
+	start := h.reclaimdRequests.Load()
+	for range 20 {
+		for _, u := range []string{"ops", "tadmin"} {
+			if code, body := h.do(u, "GET", "/v1/overview", nil); code != 200 {
+				t.Fatalf("overview = %d %s", code, body)
+			}
+		}
+	}
+	if n := h.reclaimdRequests.Load() - start; n != 3 {
+		t.Errorf("40 overviews asked reclaimd %d times, want 3 (decisions, failures, nodes' health: once)", n)
+	}
+
+	h.reclaimdDown.Store(true)
+	h.now = h.now.Add(time.Second) // the poll interval
+	code, body := h.do("ops", "GET", "/v1/overview", nil)
+	co := overviewOf(t, body, "gpu1")
+	if code != 200 || co.Recovery == nil || co.Recovery.Available || co.Recovery.Unavailable == nil || co.Recovery.Last24h != nil {
+		t.Fatalf("reclaimd down: %d %s", code, body)
+	}
+	if co.Running != 3 || co.GpusTotal == nil || len(co.Tenants) != 3 {
+		t.Errorf("reclaimd down: the rest of the overview is not served: %s", body)
+	}
+	n := h.reclaimdRequests.Load()
+	h.do("ops", "GET", "/v1/overview", nil)
+	if h.reclaimdRequests.Load() != n {
+		t.Error("reclaimd down: asked again within the interval")
+	}
+
+	h.reclaimdDown.Store(false)
+	h.now = h.now.Add(time.Second)
+	_, body = h.do("ops", "GET", "/v1/overview", nil)
+	if co := overviewOf(t, body, "gpu1"); co.Recovery == nil || !co.Recovery.Available {
+		t.Errorf("reclaimd back: %s", body)
+	}
+}
+
+// TestJobAttempts: a job's attempts through reclaimd, for a caller who
+// may read the job, asked of reclaimd once per poll interval; a foreign
+// job is a 404 and reclaimd is not asked about it.
+func TestJobAttempts(t *testing.T) {
+	h := newHarness(t)
+	code, body := h.do("mem", "GET", "/v1/jobs/gpu1/910101/attempts", nil)
+	var got api.Attempts
+	if err := json.Unmarshal(body, &got); code != 200 || err != nil || got.JobId != 910101 || len(got.Attempts) != 2 ||
+		got.Attempts[0]["class"] != "nccl" || got.Attempts[0]["action"] != "retry" {
+		t.Fatalf("attempts = %d %s", code, body)
+	}
+	n := h.reclaimdRequests.Load()
+	h.do("view", "GET", "/v1/jobs/gpu1/910101/attempts", nil)
+	if h.reclaimdRequests.Load() != n {
+		t.Error("reclaimd asked again about job 910101 within the poll interval")
+	}
+	if code, body := h.do("mem", "GET", "/v1/jobs/gpu1/910102/attempts", nil); code != 404 || !strings.Contains(string(body), "no failed run") {
+		t.Errorf("a job without attempts = %d %s", code, body)
+	}
+	n = h.reclaimdRequests.Load()
+	if code, _ := h.do("gmem", "GET", "/v1/jobs/gpu1/910101/attempts", nil); code != 404 {
+		t.Errorf("foreign = %d", code)
+	}
+	if h.reclaimdRequests.Load() != n {
+		t.Error("reclaimd was asked about a job the caller may not read")
+	}
+	if code, _ := h.do("mem", "GET", "/v1/jobs/gpu2/920201/attempts", nil); code != 503 {
+		t.Errorf("no reclaimd = %d", code)
+	}
+	h.reclaimdDown.Store(true)
+	h.now = h.now.Add(time.Second)
+	if code, _ := h.do("mem", "GET", "/v1/jobs/gpu1/910101/attempts", nil); code != 503 {
+		t.Errorf("reclaimd down = %d", code)
+	}
+}
