@@ -152,7 +152,11 @@ func TestIntegrationClusters(t *testing.T) {
 			waiting := b.Sbatch(t, alice, "--begin=now+1hour", "--wrap", "sleep 60")
 			running := b.Sbatch(t, alice, "--requeue", "--wrap", "sleep 300")
 			testbed.WaitJob(t, b.Client(t), running, time.Minute, "running", func(j slurmrest.Job) bool { return j.Running() })
+			// One that waits for the running one to end.
+			after := b.Sbatch(t, alice, "--dependency=afterok:"+fmt.Sprint(running), "--wrap", "true")
+			testbed.WaitJob(t, b.Client(t), after, 30*time.Second, "waiting on its dependency", func(j slurmrest.Job) bool { return j.StateReason == "Dependency" })
 			pollAll()
+			explainAgrees(t, b, do, alice, n, after, tenantsOf(t, b, alice, bob))
 			code, body := do(alice, "GET", "/v1/jobs?cluster="+n)
 			if code != 200 || !strings.Contains(body, fmt.Sprintf(`"id":%d`, waiting)) || !strings.Contains(body, fmt.Sprintf(`"id":%d`, running)) {
 				t.Fatalf("alice's jobs: %d %s", code, body)
@@ -180,6 +184,8 @@ func TestIntegrationClusters(t *testing.T) {
 			if !j.Held && j.StateReason != "JobHeldUser" {
 				t.Errorf("after hold: %+v", j)
 			}
+			pollAll()
+			explainAgrees(t, b, do, alice, n, waiting, tenantsOf(t, b, alice, bob)) // held by its user
 			act(waiting, "release", 200)
 			testbed.WaitJob(t, b.Client(t), waiting, 30*time.Second, "released", func(j slurmrest.Job) bool { return j.StateReason != "JobHeldUser" })
 			before := testbed.WaitJob(t, b.Client(t), running, time.Second, "known", func(slurmrest.Job) bool { return true })
@@ -188,6 +194,7 @@ func TestIntegrationClusters(t *testing.T) {
 				return j.RestartCount > before.RestartCount
 			})
 			act(waiting, "cancel", 200)
+			act(after, "cancel", 200)
 			act(running, "cancel", 200)
 			testbed.WaitJob(t, b.Client(t), waiting, 30*time.Second, "cancelled", func(j slurmrest.Job) bool { return j.State.Has("CANCELLED") })
 			log, err := st.AuditLog(testbed.Context(t), 1000)
