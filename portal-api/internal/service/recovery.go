@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 )
@@ -100,7 +102,6 @@ type recoveryCache struct {
 	mu       sync.Mutex // held across a read: concurrent requests wait for it
 	last     *reclaimdRead
 	attempts map[int64]attemptsRead
-	requests int64 // made to reclaimd, for tests
 }
 
 // recoveryCaches are the caches by cluster name, made at New.
@@ -114,11 +115,28 @@ func newRecoveryCaches(cs []Cluster) recoveryCaches {
 	return out
 }
 
-// reclaimdGet reads one of reclaimd's routes: its status and body (at
-// most max bytes), within reclaimdTimeout of a context that does not end
-// with the request that asked, so that a caller gone away does not leave
-// an error in the cache.
-func (s *Server) reclaimdGet(ctx context.Context, base, path string, max int64) (int, []byte, error) {
+// newReclaimdRequests counts the portal's requests to each cluster's
+// reclaimd, which must not grow with the portal's own.
+func newReclaimdRequests(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_portal_reclaimd_requests_total",
+		Help: "Requests to reclaimd by cluster and result (ok, error): at most one read a poll interval for the overview, one a job for attempts."},
+		[]string{"cluster", "result"})
+	reg.MustRegister(c)
+	return c
+}
+
+// reclaimdGet reads one of a cluster's reclaimd's routes: its status and
+// body (at most max bytes), within reclaimdTimeout of a context that does
+// not end with the request that asked, so that a caller gone away does
+// not leave an error in the cache.
+func (s *Server) reclaimdGet(ctx context.Context, cluster, base, path string, max int64) (code int, body []byte, err error) {
+	defer func() {
+		result := "ok"
+		if err != nil || code >= 500 {
+			result = "error"
+		}
+		s.reclaimdRequests.WithLabelValues(cluster, result).Inc()
+	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reclaimdTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
@@ -130,7 +148,7 @@ func (s *Server) reclaimdGet(ctx context.Context, base, path string, max int64) 
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	body, err = io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -151,7 +169,7 @@ func (s *Server) recovery(ctx context.Context, c Cluster) *reclaimdRead {
 		return rc.last
 	}
 	rd := &reclaimdRead{at: now}
-	rd.err = s.readReclaimd(ctx, rc, c.ReclaimdURL, now, rd)
+	rd.err = s.readReclaimd(ctx, c.Poller.Name(), c.ReclaimdURL, now, rd)
 	if rd.err != nil {
 		s.log.Warn("reclaimd unreadable: the overview shows no recovery", "cluster", c.Poller.Name(), "error", rd.err)
 	}
@@ -161,11 +179,10 @@ func (s *Server) recovery(ctx context.Context, c Cluster) *reclaimdRead {
 
 // readReclaimd reads the last week's decisions and failures and the
 // nodes' health into rd.
-func (s *Server) readReclaimd(ctx context.Context, rc *recoveryCache, base string, now time.Time, rd *reclaimdRead) error {
+func (s *Server) readReclaimd(ctx context.Context, cluster, base string, now time.Time, rd *reclaimdRead) error {
 	q := "?since=" + url.QueryEscape(now.Add(-week).UTC().Format(time.RFC3339)) + "&limit=" + strconv.Itoa(reclaimdLimit)
 	get := func(path string, v any, notFound *bool) error {
-		rc.requests++
-		code, body, err := s.reclaimdGet(ctx, base, path, maxRecoveryBytes)
+		code, body, err := s.reclaimdGet(ctx, cluster, base, path, maxRecoveryBytes)
 		switch {
 		case err != nil:
 			return fmt.Errorf("GET %s: %w", path, err)
@@ -363,7 +380,7 @@ func (s *Server) GetJobAttempts(w http.ResponseWriter, r *http.Request, clusterN
 	got, cached := rc.attempts[id]
 	if !cached || now.Sub(got.at) >= c.Poller.Interval() || now.Before(got.at) {
 		var err error
-		got, err = s.readAttempts(r.Context(), rc, c.ReclaimdURL, id, now)
+		got, err = s.readAttempts(r.Context(), clusterName, c.ReclaimdURL, id, now)
 		if err != nil {
 			rc.mu.Unlock()
 			s.log.Warn("reclaimd unreadable", "cluster", clusterName, "job_id", id, "error", err)
@@ -392,10 +409,9 @@ func (s *Server) GetJobAttempts(w http.ResponseWriter, r *http.Request, clusterN
 }
 
 // readAttempts asks reclaimd about one job's attempts.
-func (s *Server) readAttempts(ctx context.Context, rc *recoveryCache, base string, id int64, now time.Time) (attemptsRead, error) {
-	rc.requests++
+func (s *Server) readAttempts(ctx context.Context, cluster, base string, id int64, now time.Time) (attemptsRead, error) {
 	path := "/v1/jobs/" + strconv.FormatInt(id, 10) + "/attempts"
-	code, body, err := s.reclaimdGet(ctx, base, path, maxReclaimBytes)
+	code, body, err := s.reclaimdGet(ctx, cluster, base, path, maxReclaimBytes)
 	switch {
 	case err != nil:
 		return attemptsRead{}, err

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 )
@@ -25,6 +27,14 @@ func overviewOf(t *testing.T, body []byte, name string) api.ClusterOverview {
 	}
 	t.Fatalf("no cluster %s in %s", name, body)
 	return api.ClusterOverview{}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 func classes(kv ...any) []api.ClassCount {
@@ -140,6 +150,9 @@ func TestRecoveryCacheAndOutage(t *testing.T) {
 	if n := h.reclaimdRequests.Load() - start; n != 3 {
 		t.Errorf("40 overviews asked reclaimd %d times, want 3 (decisions, failures, nodes' health: once)", n)
 	}
+	if n := counterValue(h.server.reclaimdRequests.WithLabelValues("gpu1", "ok")); n != 3 {
+		t.Errorf("strata_portal_reclaimd_requests_total{gpu1,ok} = %v, want 3", n)
+	}
 
 	h.reclaimdDown.Store(true)
 	h.now = h.now.Add(time.Second) // the poll interval
@@ -162,6 +175,9 @@ func TestRecoveryCacheAndOutage(t *testing.T) {
 	_, body = h.do("ops", "GET", "/v1/overview", nil)
 	if co := overviewOf(t, body, "gpu1"); co.Recovery == nil || !co.Recovery.Available {
 		t.Errorf("reclaimd back: %s", body)
+	}
+	if n := counterValue(h.server.reclaimdRequests.WithLabelValues("gpu1", "error")); n < 1 {
+		t.Errorf("strata_portal_reclaimd_requests_total{gpu1,error} = %v while reclaimd was down", n)
 	}
 }
 

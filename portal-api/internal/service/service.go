@@ -83,10 +83,11 @@ type Server struct {
 	limiters limiters
 	indexes  indexes
 	// recoveryCache holds each cluster's last read of its reclaimd.
-	recoveryCache recoveryCaches
-	requests      *prometheus.CounterVec
-	latency       *prometheus.HistogramVec
-	log           *slog.Logger
+	recoveryCache    recoveryCaches
+	reclaimdRequests *prometheus.CounterVec
+	requests         *prometheus.CounterVec
+	latency          *prometheus.HistogramVec
+	log              *slog.Logger
 }
 
 var _ api.ServerInterface = (*Server)(nil)
@@ -140,6 +141,7 @@ func New(cfg Config) *Server {
 	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "strata_portal_http_request_duration_seconds",
 		Help: "API request latency by route.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10}}, []string{"route"})
 	cfg.Registry.MustRegister(s.requests, s.latency)
+	s.reclaimdRequests = newReclaimdRequests(cfg.Registry)
 	s.mux = http.NewServeMux()
 	api.HandlerWithOptions(s, api.StdHTTPServerOptions{BaseRouter: s.mux, ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, api.BadRequest, err.Error(), "see /v1/openapi.yaml for the parameters of this route")
