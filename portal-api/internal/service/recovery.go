@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -235,7 +236,7 @@ func newWindow() *window {
 }
 
 func (w *window) api() api.RecoveryWindow {
-	out := api.RecoveryWindow{ReclaimActions: w.actions, GpuHoursReclaimed: float64(int64(w.gpuHours*10+0.5)) / 10,
+	out := api.RecoveryWindow{ReclaimActions: w.actions, GpuHoursReclaimed: math.Round(w.gpuHours*10) / 10,
 		JobsFailed: len(w.failed), JobsRequeued: len(w.requeued), FailureClasses: []api.ClassCount{}}
 	for c, n := range w.classes {
 		out.FailureClasses = append(out.FailureClasses, api.ClassCount{Class: c, Count: n})
@@ -278,7 +279,12 @@ func (s *Server) recoveryOverview(ctx context.Context, c Cluster, m *tenantmap.M
 		co.Recovery = &api.RecoveryOverview{AsOf: ptr(rd.at), Unavailable: ptr("reclaimd does not answer: try again shortly; the rest of the overview is current")}
 		return
 	}
-	now := s.cfg.Now()
+	recoveryOf(rd, m, admin, mine, s.cfg.Now(), co)
+}
+
+// recoveryOf counts a read of reclaimd into co and its tenants as of now:
+// what the caller oversees alone (see recoveryOverview).
+func recoveryOf(rd *reclaimdRead, m *tenantmap.Map, admin bool, mine map[string]bool, now time.Time, co *api.ClusterOverview) {
 	tenantOf := func(account string) (string, bool) {
 		t := "account:" + account
 		if o, ok := m.Lookup(account); ok {

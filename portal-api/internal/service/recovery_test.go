@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 )
 
@@ -215,4 +217,60 @@ func TestJobAttempts(t *testing.T) {
 	if code, _ := h.do("mem", "GET", "/v1/jobs/gpu1/910101/attempts", nil); code != 503 {
 		t.Errorf("reclaimd down = %d", code)
 	}
+}
+
+// FuzzRecoveryOf: whatever reclaimd answers, counting it never panics,
+// gives no negative count or GPU-hours, and a tenant's admin is given no
+// count of an account outside their tenant. Seeded with the answers of
+// reclaimd's own server.
+func FuzzRecoveryOf(f *testing.F) {
+	seed := func(file string) []byte {
+		b, err := os.ReadFile(reclaimdAnswers + file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	f.Add(seed("decisions.json"), seed("failures.json"), seed("nodes-health.json"))
+	f.Add([]byte(`{"decisions":[{"job_id":1,"account":"globex-rl","action":"cancel","outcome":"done","gpus":[{},{}],"evidence":{"JobEnd":"9999-01-01T00:00:00Z"},"decided_at":"2026-11-29T20:00:00Z"}]}`),
+		[]byte(`{"failures":[{"job_id":-1,"account":"","class":"","failed_at":"0001-01-01T00:00:00Z"}]}`), []byte(`{"nodes":null}`))
+	m, err := tenantmap.Load("testdata/tenants.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 20, 24, 32, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, decisions, failures, health []byte) {
+		var d struct {
+			Decisions []reclaimRecord `json:"decisions"`
+		}
+		var fs struct {
+			Failures []failureRecord `json:"failures"`
+		}
+		var h struct {
+			Nodes []nodeHealth `json:"nodes"`
+		}
+		if json.Unmarshal(decisions, &d) != nil || json.Unmarshal(failures, &fs) != nil || json.Unmarshal(health, &h) != nil {
+			return
+		}
+		rd := &reclaimdRead{at: now, records: d.Decisions, failures: fs.Failures, nodes: h.Nodes}
+		for _, admin := range []bool{true, false} {
+			co := api.ClusterOverview{Tenants: []api.TenantOverview{}}
+			recoveryOf(rd, m, admin, map[string]bool{"acme": true}, now, &co)
+			for _, w := range []*api.RecoveryWindow{co.Recovery.Last24h, co.Recovery.Last7d} {
+				if w.ReclaimActions < 0 || w.GpuHoursReclaimed < 0 || w.GpuHoursReclaimed != w.GpuHoursReclaimed || w.JobsFailed < 0 || w.JobsRequeued > w.JobsFailed {
+					t.Fatalf("window %+v", w)
+				}
+			}
+			if !admin {
+				if co.Recovery.NodesDrained != nil {
+					t.Fatal("a tenant's admin sees the drained nodes")
+				}
+				for _, to := range co.Tenants {
+					if to.Tenant != "acme" {
+						t.Fatalf("a tenant's admin sees tenant %q", to.Tenant)
+					}
+				}
+			}
+		}
+	})
 }
