@@ -24,8 +24,9 @@ import (
 
 // What the overview reads of reclaimd, and how.
 const (
-	// reclaimdTimeout bounds one read of reclaimd's API.
-	reclaimdTimeout = 5 * time.Second
+	// defaultReclaimdTimeout bounds one read of reclaimd's API
+	// (Config.ReclaimdTimeout).
+	defaultReclaimdTimeout = 5 * time.Second
 	// maxRecoveryBytes bounds each of reclaimd's answers the overview
 	// reads (a week of decisions and failures: 10,000 each at most).
 	maxRecoveryBytes = 32 << 20
@@ -126,10 +127,15 @@ func newReclaimdRequests(reg prometheus.Registerer) *prometheus.CounterVec {
 	return c
 }
 
+// readContext bounds one read of reclaimd (all the requests it makes) by
+// the timeout, and does not end with the request that asked, so that a
+// caller gone away does not leave an error in the cache.
+func (s *Server) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(s.cfg.ReclaimdTimeout, defaultReclaimdTimeout))
+}
+
 // reclaimdGet reads one of a cluster's reclaimd's routes: its status and
-// body (at most max bytes), within reclaimdTimeout of a context that does
-// not end with the request that asked, so that a caller gone away does
-// not leave an error in the cache.
+// body (at most max bytes).
 func (s *Server) reclaimdGet(ctx context.Context, cluster, base, path string, max int64) (code int, body []byte, err error) {
 	defer func() {
 		result := "ok"
@@ -138,8 +144,6 @@ func (s *Server) reclaimdGet(ctx context.Context, cluster, base, path string, ma
 		}
 		s.reclaimdRequests.WithLabelValues(cluster, result).Inc()
 	}()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reclaimdTimeout)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return 0, nil, err
@@ -170,7 +174,9 @@ func (s *Server) recovery(ctx context.Context, c Cluster) *reclaimdRead {
 		return rc.last
 	}
 	rd := &reclaimdRead{at: now}
-	rd.err = s.readReclaimd(ctx, c.Poller.Name(), c.ReclaimdURL, now, rd)
+	rctx, cancel := s.readContext(ctx)
+	defer cancel()
+	rd.err = s.readReclaimd(rctx, c.Poller.Name(), c.ReclaimdURL, now, rd)
 	if rd.err != nil {
 		s.log.Warn("reclaimd unreadable: the overview shows no recovery", "cluster", c.Poller.Name(), "error", rd.err)
 	}
@@ -385,8 +391,10 @@ func (s *Server) GetJobAttempts(w http.ResponseWriter, r *http.Request, clusterN
 	now := s.cfg.Now()
 	got, cached := rc.attempts[id]
 	if !cached || now.Sub(got.at) >= c.Poller.Interval() || now.Before(got.at) {
+		rctx, cancel := s.readContext(r.Context())
 		var err error
-		got, err = s.readAttempts(r.Context(), clusterName, c.ReclaimdURL, id, now)
+		got, err = s.readAttempts(rctx, clusterName, c.ReclaimdURL, id, now)
+		cancel()
 		if err != nil {
 			rc.mu.Unlock()
 			s.log.Warn("reclaimd unreadable", "cluster", clusterName, "job_id", id, "error", err)

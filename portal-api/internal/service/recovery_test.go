@@ -2,7 +2,10 @@ package service
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,4 +276,35 @@ func FuzzRecoveryOf(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRecoveryTimeout: a reclaimd that does not answer holds the overview
+// no longer than the timeout, and the overview says its recovery is
+// unavailable.
+func TestRecoveryTimeout(t *testing.T) {
+	h := newHarness(t)
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(hang) })
+	cs := slices.Clone(h.server.clusters)
+	cs[0].ReclaimdURL = slow.URL
+	s := New(Config{Clusters: cs, Auth: h.server.cfg.Auth, Store: h.store, RatePerSecond: 1e6, Burst: 1e6,
+		Now: func() time.Time { return h.now }, ReclaimdTimeout: 100 * time.Millisecond})
+	h.srv = httptest.NewServer(s)
+	t.Cleanup(h.srv.Close)
+	start := time.Now()
+	code, body := h.do("ops", "GET", "/v1/overview", nil)
+	co := overviewOf(t, body, "gpu1")
+	if code != 200 || co.Recovery == nil || co.Recovery.Available || co.Running != 3 {
+		t.Fatalf("overview with a hung reclaimd: %d %s", code, body)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the overview took %s with a hung reclaimd and a 100ms timeout", took)
+	}
 }

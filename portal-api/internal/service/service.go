@@ -72,6 +72,9 @@ type Config struct {
 	Now     func() time.Time
 	// HTTPClient reaches the clusters' reclaimd; nil: 10 s timeout.
 	HTTPClient *http.Client
+	// ReclaimdTimeout bounds one read of a reclaimd by the overview (all
+	// its routes) or the attempts route; 0: 5 s.
+	ReclaimdTimeout time.Duration
 }
 
 // Server is the portal API.
