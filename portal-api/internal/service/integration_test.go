@@ -155,8 +155,15 @@ func TestIntegrationClusters(t *testing.T) {
 			// One that waits for the running one to end.
 			after := b.Sbatch(t, alice, "--dependency=afterok:"+fmt.Sprint(running), "--wrap", "true")
 			testbed.WaitJob(t, b.Client(t), after, 30*time.Second, "waiting on its dependency", func(j slurmrest.Job) bool { return j.StateReason == "Dependency" })
+			// And one over the partition's MaxTime (1 day): it never starts,
+			// and both name the limit and what to do.
+			tooLong := b.Sbatch(t, alice, "--time=2-0", "--wrap", "true")
+			testbed.WaitJob(t, b.Client(t), tooLong, 30*time.Second, "over the partition's time limit", func(j slurmrest.Job) bool {
+				return j.StateReason == "PartitionTimeLimit"
+			})
 			pollAll()
 			explainAgrees(t, b, do, alice, n, after, tenantsOf(t, b, alice, bob))
+			explainAgrees(t, b, do, alice, n, tooLong, tenantsOf(t, b, alice, bob))
 			code, body := do(alice, "GET", "/v1/jobs?cluster="+n)
 			if code != 200 || !strings.Contains(body, fmt.Sprintf(`"id":%d`, waiting)) || !strings.Contains(body, fmt.Sprintf(`"id":%d`, running)) {
 				t.Fatalf("alice's jobs: %d %s", code, body)
@@ -195,6 +202,7 @@ func TestIntegrationClusters(t *testing.T) {
 			})
 			act(waiting, "cancel", 200)
 			act(after, "cancel", 200)
+			act(tooLong, "cancel", 200)
 			act(running, "cancel", 200)
 			testbed.WaitJob(t, b.Client(t), waiting, 30*time.Second, "cancelled", func(j slurmrest.Job) bool { return j.State.Has("CANCELLED") })
 			log, err := st.AuditLog(testbed.Context(t), 1000)
