@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -46,6 +45,7 @@ var (
 // reclaimRecord is what the overview reads of one of reclaimd's decision
 // records (GET /v1/decisions).
 type reclaimRecord struct {
+	ID       int64      `json:"id"`
 	JobID    int64      `json:"job_id"`
 	Account  string     `json:"account"`
 	Kind     string     `json:"action"`
@@ -62,11 +62,13 @@ type reclaimRecord struct {
 // failureRecord is what the overview reads of one of reclaimd's
 // classified failures (GET /v1/failures).
 type failureRecord struct {
-	JobID    int64     `json:"job_id"`
-	Account  string    `json:"account"`
-	Class    string    `json:"class"`
-	Action   string    `json:"action"`
-	FailedAt time.Time `json:"failed_at"`
+	ID           int64     `json:"id"`
+	JobID        int64     `json:"job_id"`
+	Account      string    `json:"account"`
+	Class        string    `json:"class"`
+	Action       string    `json:"action"`
+	FailedAt     time.Time `json:"failed_at"`
+	ClassifiedAt time.Time `json:"classified_at"`
 }
 
 // nodeHealth is what the overview reads of one node of GET
@@ -187,7 +189,6 @@ func (s *Server) recovery(ctx context.Context, c Cluster) *reclaimdRead {
 // readReclaimd reads the last week's decisions and failures and the
 // nodes' health into rd.
 func (s *Server) readReclaimd(ctx context.Context, cluster, base string, now time.Time, rd *reclaimdRead) error {
-	q := "?since=" + url.QueryEscape(now.Add(-week).UTC().Format(time.RFC3339)) + "&limit=" + strconv.Itoa(reclaimdLimit)
 	get := func(path string, v any, notFound *bool) error {
 		code, body, err := s.reclaimdGet(ctx, cluster, base, path, maxRecoveryBytes)
 		switch {
@@ -204,21 +205,35 @@ func (s *Server) readReclaimd(ctx context.Context, cluster, base string, now tim
 		}
 		return nil
 	}
-	var decisions struct {
-		Decisions []reclaimRecord `json:"decisions"`
+	from := now.Add(-week)
+	records, err := pages(from, reclaimdLimit, func(since string) ([]reclaimRecord, error) {
+		var out struct {
+			Decisions []reclaimRecord `json:"decisions"`
+		}
+		err := get("/v1/decisions?since="+since+"&limit="+strconv.Itoa(reclaimdLimit), &out, nil)
+		return out.Decisions, err
+	}, func(r reclaimRecord) (int64, time.Time) { return r.ID, r.DecidedAt })
+	if err != nil {
+		return err
 	}
-	var failures struct {
-		Failures []failureRecord `json:"failures"`
+	failures, err := pages(from, reclaimdLimit, func(since string) ([]failureRecord, error) {
+		var out struct {
+			Failures []failureRecord `json:"failures"`
+		}
+		err := get("/v1/failures?since="+since+"&limit="+strconv.Itoa(reclaimdLimit), &out, nil)
+		return out.Failures, err
+	}, func(f failureRecord) (int64, time.Time) { return f.ID, f.ClassifiedAt })
+	if err != nil {
+		return err
 	}
 	var health struct {
 		Nodes []nodeHealth `json:"nodes"`
 	}
 	healthOff := false
-	if err := errors.Join(get("/v1/decisions"+q, &decisions, nil), get("/v1/failures"+q, &failures, nil),
-		get("/v1/nodes/health", &health, &healthOff)); err != nil {
+	if err := get("/v1/nodes/health", &health, &healthOff); err != nil {
 		return err
 	}
-	rd.records, rd.failures = decisions.Decisions, failures.Failures
+	rd.records, rd.failures = records, failures
 	if !healthOff {
 		rd.nodes = health.Nodes
 		if rd.nodes == nil {
@@ -226,6 +241,43 @@ func (s *Server) readReclaimd(ctx context.Context, cluster, base string, now tim
 		}
 	}
 	return nil
+}
+
+// maxPages bounds how many answers of reclaimdLimit items one read of
+// reclaimd's decisions or failures takes.
+const maxPages = 10
+
+// pages reads a list reclaimd gives oldest first, limit at a time, from `from` on: each next answer from the second of the last item
+// (since= has whole seconds), the items already read left out by their
+// id. It stops at a short answer, at one that brings nothing new, or
+// after maxPages.
+func pages[T any](from time.Time, limit int, get func(since string) ([]T, error), key func(T) (int64, time.Time)) ([]T, error) {
+	var out []T
+	seen := map[int64]bool{}
+	since := from.UTC().Truncate(time.Second)
+	for range maxPages {
+		items, err := get(url.QueryEscape(since.Format(time.RFC3339)))
+		if err != nil {
+			return nil, err
+		}
+		added := 0
+		for _, it := range items {
+			id, at := key(it)
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			out = append(out, it)
+			added++
+			if at.After(since) {
+				since = at.UTC().Truncate(time.Second)
+			}
+		}
+		if len(items) < limit || added == 0 {
+			break
+		}
+	}
+	return out, nil
 }
 
 // window adds up what reclaimd did over [since, now].

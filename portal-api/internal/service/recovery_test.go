@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -306,5 +307,66 @@ func TestRecoveryTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the overview took %s with a hung reclaimd and a 100ms timeout", took)
+	}
+}
+
+// TestPages: a list longer than reclaimd gives at once is read page by
+// page from the second of each page's last item, each item once; items
+// of one second that fill a whole page end the read instead of looping.
+func TestPages(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	type item struct {
+		id int64
+		at time.Time
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	tests := map[string]struct {
+		items     []item
+		wantIDs   []int64
+		wantCalls int
+	}{
+		"short": {items: []item{{1, t0}, {2, t0.Add(ms(10))}}, wantIDs: []int64{1, 2}, wantCalls: 1},
+		"three pages, seconds shared across pages": {
+			items: []item{{1, t0}, {2, t0.Add(ms(500))}, {3, t0.Add(time.Second + ms(1))}, {4, t0.Add(time.Second + ms(2))},
+				{5, t0.Add(2 * time.Second)}, {6, t0.Add(3 * time.Second)}, {7, t0.Add(3*time.Second + ms(900))}, {8, t0.Add(5 * time.Second)}},
+			wantIDs: []int64{1, 2, 3, 4, 5, 6, 7, 8}, wantCalls: 5,
+		},
+		"a second fuller than a page": {
+			items:   []item{{1, t0}, {2, t0.Add(ms(1))}, {3, t0.Add(ms(2))}, {4, t0.Add(ms(3))}, {5, t0.Add(ms(4))}},
+			wantIDs: []int64{1, 2, 3}, wantCalls: 2,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			calls := 0
+			got, err := pages(t0, 3, func(since string) ([]item, error) {
+				calls++
+				s, err := url.QueryUnescape(since)
+				if err != nil {
+					return nil, err
+				}
+				from, err := time.Parse(time.RFC3339, s)
+				if err != nil {
+					return nil, err
+				}
+				var out []item
+				for _, it := range tc.items {
+					if !it.at.Before(from) && len(out) < 3 {
+						out = append(out, it)
+					}
+				}
+				return out, nil
+			}, func(it item) (int64, time.Time) { return it.id, it.at })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			for _, it := range got {
+				ids = append(ids, it.id)
+			}
+			if diff := cmp.Diff(tc.wantIDs, ids); diff != "" || calls != tc.wantCalls {
+				t.Errorf("ids (-want +got):\n%s\ncalls %d, want %d", diff, calls, tc.wantCalls)
+			}
+		})
 	}
 }
