@@ -98,8 +98,14 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		if bridge != nil {
 			reload = append(reload, bridge.token)
 		}
+		sc := slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}
+		if cl.Scontrol != "" {
+			// Requeue where slurmrestd has none, as the user: the client
+			// hands scontrol the token it minted for them.
+			sc.Requeuer = slurmrest.ScontrolRequeuer{Path: cl.Scontrol}
+		}
 		p := cluster.New(cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics,
-			Slurm: slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}})
+			Slurm: sc})
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
 			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),

@@ -243,6 +243,18 @@ type ActionResult struct {
 	Target  string `json:"target"`
 }
 
+// Attempts defines model for Attempts.
+type Attempts struct {
+	Attempts []map[string]interface{} `json:"attempts"`
+	JobId    int64                    `json:"job_id"`
+}
+
+// ClassCount defines model for ClassCount.
+type ClassCount struct {
+	Class string `json:"class"`
+	Count int    `json:"count"`
+}
+
 // Cluster defines model for Cluster.
 type Cluster struct {
 	// AgeSeconds Age of the snapshot; absent before the first poll.
@@ -288,6 +300,11 @@ type ClusterOverview struct {
 	// NodesUnavailable Nodes down or drained, with their reasons (cluster admins only).
 	NodesUnavailable *[]UnavailableNode `json:"nodes_unavailable,omitempty"`
 	Pending          int                `json:"pending"`
+
+	// Recovery What reclaimd did on the cluster, read from its API at most once per poll interval: over the
+	// tenants the caller oversees (a tenant's admins see their tenants' alone). Unavailable when the
+	// cluster has no reclaimd or it does not answer; the rest of the overview is served either way.
+	Recovery *RecoveryOverview `json:"recovery,omitempty"`
 
 	// Replicas Their replicas (each deployment's current version's most replicas).
 	Replicas *int             `json:"replicas,omitempty"`
@@ -395,6 +412,16 @@ type DeploymentList struct {
 
 	// UnavailableClusters Clusters with a bridge that did not answer.
 	UnavailableClusters *[]string `json:"unavailable_clusters,omitempty"`
+}
+
+// DrainedNode defines model for DrainedNode.
+type DrainedNode struct {
+	DrainedAt *time.Time `json:"drained_at,omitempty"`
+	Name      string     `json:"name"`
+
+	// Reason The reason Strata drained it with, such as strata: Xid 79 on GPU 3 (GPU fell off the bus).
+	Reason string    `json:"reason"`
+	State  *[]string `json:"state,omitempty"`
 }
 
 // Error defines model for Error.
@@ -669,6 +696,47 @@ type Reclaim struct {
 	State *map[string]interface{} `json:"state,omitempty"`
 }
 
+// RecoveryOverview What reclaimd did on the cluster, read from its API at most once per poll interval: over the
+// tenants the caller oversees (a tenant's admins see their tenants' alone). Unavailable when the
+// cluster has no reclaimd or it does not answer; the rest of the overview is served either way.
+type RecoveryOverview struct {
+	// AsOf When reclaimd was read.
+	AsOf      *time.Time      `json:"as_of,omitempty"`
+	Available bool            `json:"available"`
+	Last24h   *RecoveryWindow `json:"last_24h,omitempty"`
+	Last7d    *RecoveryWindow `json:"last_7d,omitempty"`
+
+	// NodesDrained Nodes Strata holds drained, with its reason (cluster admins only; absent when reclaimd's node health is off).
+	NodesDrained *[]DrainedNode `json:"nodes_drained,omitempty"`
+
+	// Unavailable Why the section is unavailable.
+	Unavailable *string `json:"unavailable,omitempty"`
+}
+
+// RecoveryWindow defines model for RecoveryWindow.
+type RecoveryWindow struct {
+	// FailureClasses Failed runs by class, the most first.
+	FailureClasses []ClassCount `json:"failure_classes"`
+
+	// GpuHoursReclaimed GPU-hours those actions freed, each job's GPUs until its time limit would have ended it (an upper bound; a job with no time limit adds none).
+	GpuHoursReclaimed float64 `json:"gpu_hours_reclaimed"`
+
+	// JobsFailed Jobs with a run that failed (every class but cancelled and reclaimed).
+	JobsFailed int `json:"jobs_failed"`
+
+	// JobsRequeued Jobs recovery retried (requeued after a failure).
+	JobsRequeued int `json:"jobs_requeued"`
+
+	// ReclaimActions Idle jobs reclaimd requeued or cancelled (carried out).
+	ReclaimActions int `json:"reclaim_actions"`
+}
+
+// RecoveryWindows defines model for RecoveryWindows.
+type RecoveryWindows struct {
+	Last24h RecoveryWindow `json:"last_24h"`
+	Last7d  RecoveryWindow `json:"last_7d"`
+}
+
 // RollbackRequest defines model for RollbackRequest.
 type RollbackRequest struct {
 	DryRun *bool `json:"dry_run,omitempty"`
@@ -832,9 +900,10 @@ type TemplateParamType string
 // TenantOverview defines model for TenantOverview.
 type TenantOverview struct {
 	// Deployments The tenant's deployments on the cluster's bridge.
-	Deployments   *int `json:"deployments,omitempty"`
-	GpusAllocated int  `json:"gpus_allocated"`
-	Pending       int  `json:"pending"`
+	Deployments   *int             `json:"deployments,omitempty"`
+	GpusAllocated int              `json:"gpus_allocated"`
+	Pending       int              `json:"pending"`
+	Recovery      *RecoveryWindows `json:"recovery,omitempty"`
 
 	// Replicas Their replicas.
 	Replicas   *int          `json:"replicas,omitempty"`
@@ -939,6 +1008,9 @@ type ServerInterface interface {
 	// GetJob One job.
 	// (GET /v1/jobs/{cluster}/{id})
 	GetJob(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
+	// GetJobAttempts The job's failed runs and their retries, from the cluster's reclaimd.
+	// (GET /v1/jobs/{cluster}/{id}/attempts)
+	GetJobAttempts(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
 	// GetJobOutput The tail of a job's standard output and error, and a listing of its working directory.
 	// (GET /v1/jobs/{cluster}/{id}/output)
 	GetJobOutput(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
@@ -1338,6 +1410,41 @@ func (siw *ServerInterfaceWrapper) GetJob(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetJob(w, r, cluster, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetJobAttempts operation middleware
+func (siw *ServerInterfaceWrapper) GetJobAttempts(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id JobID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetJobAttempts(w, r, cluster, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1893,6 +2000,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/reclaim", wrapper.GetJobReclaim)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/attempts", wrapper.GetJobAttempts)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/output", wrapper.GetJobOutput)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/{action}", wrapper.ControlJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/queue", wrapper.GetQueue)

@@ -130,6 +130,10 @@ func New(cfg Config) *Poller {
 // Name is the cluster's name.
 func (p *Poller) Name() string { return p.cfg.Name }
 
+// Interval is the time between two polls: how often the portal reads
+// what it shows of the cluster.
+func (p *Poller) Interval() time.Duration { return p.cfg.Interval }
+
 // OnSnapshot has f called with each snapshot the poller publishes, in
 // the polling goroutine (Run's or Poll's caller) right after it is
 // published: work done there once per poll, such as what every request

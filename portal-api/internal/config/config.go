@@ -152,6 +152,13 @@ type Cluster struct {
 	BridgeURL       string `yaml:"bridge_url"`
 	BridgeTokenFile string `yaml:"bridge_token_file"`
 	PrometheusURL   string `yaml:"prometheus_url"`
+	// Scontrol is the path of scontrol for requeue on Slurm 25.11 and
+	// older, whose slurmrestd has no requeue: the portal runs `scontrol
+	// requeue` with the user's minted token in SLURM_JWT (Slurm's
+	// auth/jwt; the host needs the cluster's slurm.conf, no munge
+	// identity), so slurmctld checks the user's own permission. Empty
+	// (the default): no scontrol, and a requeue there answers 501.
+	Scontrol string `yaml:"scontrol"`
 }
 
 // Default is the configuration used for keys the file leaves out. It is
@@ -337,6 +344,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 			ps.bad(p+".stale_after", "give more than poll_interval (four polls is usual)", "%s is shorter than poll_interval %s", cl.StaleAfter, cl.PollInterval)
 		}
 		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
+		ps.absFile(p+".scontrol", cl.Scontrol, false, "")
 		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
 		ps.absFile(p+".bridge_token_file", cl.BridgeTokenFile, cl.BridgeURL != "", "the file of the bridge's API token (its api.token_file), with bridge_url")
 		if cl.BridgeTokenFile != "" && cl.BridgeURL == "" {

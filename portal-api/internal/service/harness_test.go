@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -75,7 +76,8 @@ type harness struct {
 
 	reclaimdRequests atomic.Int64
 	// bridge is gpu1's strata-bridge API (gpu2 has none).
-	bridge *bridge
+	bridge       *bridge
+	reclaimdDown atomic.Bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -153,11 +155,50 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+// reclaimdAnswers are the answers of reclaimd's own API server over a
+// real store, written by reclaimd's TestAPIAnswersForThePortal
+// (portal-api may not import reclaimd's packages): the routes the
+// overview and the attempts route read.
+const reclaimdAnswers = "../../../reclaimd/internal/controller/testdata/api/"
+
 // reclaimd is reclaimd's API at the network edge: a record for job
-// 910101 in reclaimd's shape, none for the others.
+// 910101 in reclaimd's shape, none for the others; the decisions,
+// failures, node health and attempts reclaimd's own server gave
+// (reclaimdAnswers). With reclaimdDown set it answers nothing but 503.
 func (h *harness) reclaimd() *httptest.Server {
+	serve := func(w http.ResponseWriter, file string, code int) {
+		body, err := os.ReadFile(reclaimdAnswers + file)
+		if err != nil {
+			h.t.Errorf("reclaimd's answer: %v", err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		w.Write(body)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.reclaimdRequests.Add(1)
+		if h.reclaimdDown.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		q := r.URL.Query()
+		switch {
+		case r.URL.Path == "/v1/decisions" && q.Get("since") != "" && q.Get("limit") != "":
+			serve(w, "decisions.json", http.StatusOK)
+			return
+		case r.URL.Path == "/v1/failures" && q.Get("since") != "" && q.Get("limit") != "":
+			serve(w, "failures.json", http.StatusOK)
+			return
+		case r.URL.Path == "/v1/nodes/health":
+			serve(w, "nodes-health.json", http.StatusOK)
+			return
+		case r.URL.Path == "/v1/jobs/910101/attempts":
+			serve(w, "attempts-910101.json", http.StatusOK)
+			return
+		case strings.HasSuffix(r.URL.Path, "/attempts"):
+			serve(w, "attempts-missing.json", http.StatusNotFound)
+			return
+		}
 		var id int64
 		fmt.Sscanf(r.URL.Path, "/v1/jobs/%d/reclaim", &id)
 		if rec, ok := h.reclaimRecords.Load(id); ok {

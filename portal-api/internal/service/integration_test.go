@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -109,7 +111,11 @@ func TestIntegrationClusters(t *testing.T) {
 		}
 		px := newSwitchable(t, b.URL)
 		n := name(b)
-		p := cluster.New(cluster.Config{Name: n, Slurm: slurmrest.Config{URL: px.URL, User: b.AdminUser, Tokens: signer},
+		// Slurm 25.11 and older have no REST requeue: the portal requeues
+		// through the bed's scontrol, as the user (SLURM_JWT), as a site
+		// sets clusters[].scontrol.
+		p := cluster.New(cluster.Config{Name: n, Slurm: slurmrest.Config{URL: px.URL, User: b.AdminUser, Tokens: signer,
+			Requeuer: slurmrest.ScontrolRequeuer{Path: b.Scontrol}},
 			Interval: time.Second, StaleAfter: 5 * time.Second, Metrics: metrics})
 		m := tenantsOf(t, b, alice, bob)
 		clusters = append(clusters, Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }})
@@ -146,7 +152,18 @@ func TestIntegrationClusters(t *testing.T) {
 			waiting := b.Sbatch(t, alice, "--begin=now+1hour", "--wrap", "sleep 60")
 			running := b.Sbatch(t, alice, "--requeue", "--wrap", "sleep 300")
 			testbed.WaitJob(t, b.Client(t), running, time.Minute, "running", func(j slurmrest.Job) bool { return j.Running() })
+			// One that waits for the running one to end.
+			after := b.Sbatch(t, alice, "--dependency=afterok:"+fmt.Sprint(running), "--wrap", "true")
+			testbed.WaitJob(t, b.Client(t), after, 30*time.Second, "waiting on its dependency", func(j slurmrest.Job) bool { return j.StateReason == "Dependency" })
+			// And one over the partition's MaxTime (1 day): it never starts,
+			// and both name the limit and what to do.
+			tooLong := b.Sbatch(t, alice, "--time=2-0", "--wrap", "true")
+			testbed.WaitJob(t, b.Client(t), tooLong, 30*time.Second, "over the partition's time limit", func(j slurmrest.Job) bool {
+				return j.StateReason == "PartitionTimeLimit"
+			})
 			pollAll()
+			explainAgrees(t, b, do, alice, n, after, tenantsOf(t, b, alice, bob))
+			explainAgrees(t, b, do, alice, n, tooLong, tenantsOf(t, b, alice, bob))
 			code, body := do(alice, "GET", "/v1/jobs?cluster="+n)
 			if code != 200 || !strings.Contains(body, fmt.Sprintf(`"id":%d`, waiting)) || !strings.Contains(body, fmt.Sprintf(`"id":%d`, running)) {
 				t.Fatalf("alice's jobs: %d %s", code, body)
@@ -168,19 +185,24 @@ func TestIntegrationClusters(t *testing.T) {
 					t.Errorf("%s job %d = %d, want %d: %s", action, id, code, want, body)
 				}
 			}
+			explainAgrees(t, b, do, alice, n, waiting, tenantsOf(t, b, alice, bob))
 			act(waiting, "hold", 200)
 			j := testbed.WaitJob(t, b.Client(t), waiting, 30*time.Second, "held", func(j slurmrest.Job) bool { return j.Held || j.StateReason == "JobHeldUser" })
 			if !j.Held && j.StateReason != "JobHeldUser" {
 				t.Errorf("after hold: %+v", j)
 			}
+			pollAll()
+			explainAgrees(t, b, do, alice, n, waiting, tenantsOf(t, b, alice, bob)) // held by its user
 			act(waiting, "release", 200)
 			testbed.WaitJob(t, b.Client(t), waiting, 30*time.Second, "released", func(j slurmrest.Job) bool { return j.StateReason != "JobHeldUser" })
-			wantRequeue := 200
-			if !strings.HasPrefix(b.Version, "26") {
-				wantRequeue = 501 // no REST requeue before 26.05, and the portal runs no scontrol
-			}
-			act(running, "requeue", wantRequeue)
+			before := testbed.WaitJob(t, b.Client(t), running, time.Second, "known", func(slurmrest.Job) bool { return true })
+			act(running, "requeue", 200) // REST on 26.05, scontrol as alice before
+			testbed.WaitJob(t, b.Client(t), running, 30*time.Second, "requeued", func(j slurmrest.Job) bool {
+				return j.RestartCount > before.RestartCount
+			})
 			act(waiting, "cancel", 200)
+			act(after, "cancel", 200)
+			act(tooLong, "cancel", 200)
 			act(running, "cancel", 200)
 			testbed.WaitJob(t, b.Client(t), waiting, 30*time.Second, "cancelled", func(j slurmrest.Job) bool { return j.State.Has("CANCELLED") })
 			log, err := st.AuditLog(testbed.Context(t), 1000)
@@ -193,7 +215,8 @@ func TestIntegrationClusters(t *testing.T) {
 					done[a.Action+" "+a.Target] = true
 				}
 			}
-			for _, want := range []string{fmt.Sprintf("hold %d", waiting), fmt.Sprintf("release %d", waiting), fmt.Sprintf("cancel %d", waiting), fmt.Sprintf("cancel %d", running)} {
+			for _, want := range []string{fmt.Sprintf("hold %d", waiting), fmt.Sprintf("release %d", waiting), fmt.Sprintf("requeue %d", running),
+				fmt.Sprintf("cancel %d", waiting), fmt.Sprintf("cancel %d", running)} {
 				if !done[want] {
 					t.Errorf("no audit record of %s done: %+v", want, log)
 				}
@@ -308,5 +331,52 @@ func TestIntegrationSubmit(t *testing.T) {
 	}
 	if recs, _ := st.Submissions(testbed.Context(t), alice, 10); len(recs) != 1 || recs[0].JobID != sub.JobID {
 		t.Errorf("recorded submissions = %+v", recs)
+	}
+}
+
+// explainAgrees: the reason the portal gives for a real pending job is
+// what strata-policy explain job says of it on the same bed, read the way
+// the command reads it (explain.Read over slurmrestd, then explain.Job
+// with the same tenant map): Slurm's code, the meaning, the detail, the
+// hint and the policy line.
+func explainAgrees(t *testing.T, b *testbed.Bed, do func(user, method, path string) (int, string), user, cluster string, id int64, m *tenantmap.Map) {
+	t.Helper()
+	code, body := do(user, "GET", fmt.Sprintf("/v1/jobs/%s/%d", cluster, id))
+	var job struct {
+		Reason *struct {
+			Slurm      string  `json:"slurm"`
+			Meaning    *string `json:"meaning"`
+			Text       *string `json:"text"`
+			Hint       *string `json:"hint"`
+			PolicyLine *string `json:"policy_line"`
+		} `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(body), &job); code != 200 || err != nil || job.Reason == nil {
+		t.Fatalf("job %d in the portal: %d %s", id, code, body)
+	}
+	live, err := explain.Read(testbed.Context(t), b.Client(t), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := explain.Job(explain.Input{Tenants: m, Live: live}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Why == nil {
+		t.Fatalf("strata-policy explain job %d says it does not wait: %+v", id, rep)
+	}
+	type said struct{ Slurm, Meaning, Text, Hint, PolicyLine string }
+	cliSaid := said{Slurm: rep.Why.Reason, Meaning: rep.Why.Meaning, Text: rep.Why.Detail, Hint: rep.Why.Hint}
+	if rep.Why.Limit != nil && rep.Why.Limit.Limit.Source != nil {
+		cliSaid.PolicyLine = rep.Why.Limit.Limit.Source.String()
+	}
+	r := job.Reason
+	portalSaid := said{Slurm: r.Slurm, Meaning: deref(r.Meaning), Text: deref(r.Text), Hint: deref(r.Hint), PolicyLine: deref(r.PolicyLine)}
+	if portalSaid != cliSaid {
+		t.Errorf("job %d waits, the portal says %+v, strata-policy explain says %+v", id, portalSaid, cliSaid)
+	}
+	t.Logf("job %d: the portal and strata-policy explain say %+v", id, cliSaid)
+	if cliSaid.Meaning == "" {
+		t.Errorf("job %d: explain gives no meaning: %+v", id, rep.Why)
 	}
 }

@@ -336,7 +336,8 @@ func slurmStatus(err error) (int, api.ErrorCode, string) {
 	case errors.Is(err, slurmrest.ErrNotFound):
 		return http.StatusNotFound, api.NotFound, "the job may have ended; GET /v1/jobs shows it after the next poll"
 	case errors.Is(err, slurmrest.ErrUnsupported):
-		return http.StatusNotImplemented, api.Unavailable, "this cluster's Slurm has no REST requeue: use scontrol requeue"
+		return http.StatusNotImplemented, api.Unavailable, "this cluster's Slurm (25.11 or older) has no REST requeue: use scontrol requeue, " +
+			"or ask the portal's admins to set the cluster's scontrol, so the portal requeues through it as you"
 	case errors.Is(err, slurmrest.ErrJobPending):
 		return http.StatusConflict, api.SlurmRefused, "the job is pending"
 	}

@@ -93,6 +93,7 @@ func (s *Server) GetOverview(w http.ResponseWriter, r *http.Request) {
 			}
 			co.GpusTotal, co.NodesUnavailable = ptr(total), &down
 		}
+		s.recoveryOverview(r.Context(), c, m, admin, tenants, &co)
 		out.Clusters = append(out.Clusters, co)
 	}
 	if len(out.Clusters) == 0 {

@@ -84,6 +84,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Sessions configures the session routes and proxy (sessions.go).
 	Sessions SessionConfig
+	// ReclaimdTimeout bounds one read of a reclaimd by the overview (all
+	// its routes) or the attempts route; 0: 5 s.
+	ReclaimdTimeout time.Duration
 }
 
 // Server is the portal API.
@@ -98,6 +101,9 @@ type Server struct {
 	latency  *prometheus.HistogramVec
 	log      *slog.Logger
 	sessions sessions
+	// recoveryCache holds each cluster's last read of its reclaimd.
+	recoveryCache    recoveryCaches
+	reclaimdRequests *prometheus.CounterVec
 }
 
 var _ api.ServerInterface = (*Server)(nil)
@@ -137,6 +143,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, clusters: cfg.Clusters, byName: map[string]Cluster{}, log: cfg.Log,
 		limiters: limiters{m: map[string]*rate.Limiter{}, r: rate.Limit(cfg.RatePerSecond), b: cfg.Burst}}
 	s.indexes = indexes{}
+	s.recoveryCache = newRecoveryCaches(cfg.Clusters)
 	for _, c := range cfg.Clusters {
 		s.byName[c.Poller.Name()] = c
 		s.indexes[c.Poller.Name()] = &atomic.Pointer[index]{}
@@ -150,6 +157,7 @@ func New(cfg Config) *Server {
 	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "strata_portal_http_request_duration_seconds",
 		Help: "API request latency by route.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10}}, []string{"route"})
 	cfg.Registry.MustRegister(s.requests, s.latency)
+	s.reclaimdRequests = newReclaimdRequests(cfg.Registry)
 	s.mux = http.NewServeMux()
 	api.HandlerWithOptions(s, api.StdHTTPServerOptions{BaseRouter: s.mux, ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, api.BadRequest, err.Error(), "see /v1/openapi.yaml for the parameters of this route")

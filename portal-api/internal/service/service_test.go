@@ -165,6 +165,18 @@ func TestTenantIsolation(t *testing.T) {
 					t.Errorf("GET %s/output = %d, want read %v", path, code, wantRead)
 				}
 				h.noForeign(user, "GET "+path+"/output", body, j.id)
+				code, body = h.do(user, "GET", path+"/attempts", nil)
+				wantAttempts := 404
+				switch {
+				case wantRead && j.cluster == "gpu2":
+					wantAttempts = 503 // no reclaimd
+				case wantRead && j.id == 910101:
+					wantAttempts = 200
+				}
+				if code != wantAttempts {
+					t.Errorf("GET %s/attempts = %d, want %d", path, code, wantAttempts)
+				}
+				h.noForeign(user, "GET "+path+"/attempts", body, j.id)
 				if !wantRead {
 					// A foreign job reads exactly as a missing one.
 					_, missing := h.do(user, "GET", fmt.Sprintf("/v1/jobs/%s/%d", j.cluster, 999999), nil)
@@ -197,7 +209,8 @@ func TestTenantIsolation(t *testing.T) {
 			}
 			if user != "ops" {
 				h.noForeign(user, "GET /v1/overview", body, 0)
-				if strings.Contains(string(body), "gpus_total") || strings.Contains(string(body), "nodes_unavailable") {
+				if strings.Contains(string(body), "gpus_total") || strings.Contains(string(body), "nodes_unavailable") ||
+					strings.Contains(string(body), "nodes_drained") || strings.Contains(string(body), "gpu_fault") {
 					t.Errorf("GET /v1/overview as %s shows the cluster's nodes: %s", user, body)
 				}
 			}

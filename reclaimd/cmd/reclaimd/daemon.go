@@ -137,7 +137,8 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	buildinfo.Register(metrics.Registry, "reclaimd")
 	ccfg := controller.Config{Slurm: client, Store: st, Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
 		Collector: col, Log: log, Metrics: metrics,
-		Recovery: controller.Recovery{LogRoot: cfg.Recovery.LogRoot, StderrLines: cfg.Recovery.StderrLines, Matcher: cfg.Recovery.Matcher()}}
+		Recovery: controller.Recovery{LogRoot: cfg.Recovery.LogRoot, StderrLines: cfg.Recovery.StderrLines, Matcher: cfg.Recovery.Matcher(),
+			ApplicationXids: cfg.Health.ApplicationXids}}
 	if len(notifiers) > 0 {
 		ccfg.Notifier = notifiers
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/strictyaml"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
+	"github.com/strata-hpc/strata/reclaimd/internal/failure"
 	"github.com/strata-hpc/strata/reclaimd/internal/notify"
 	"github.com/strata-hpc/strata/reclaimd/internal/source"
 )
@@ -61,6 +62,12 @@ type Health struct {
 	// row_remap_failure).
 	FatalXids []int    `yaml:"fatal_xids"`
 	DrainOn   []string `yaml:"drain_on"`
+	// ApplicationXids are the Xids the job's own program causes
+	// (failure.DefaultApplicationXids): they never drain a node, and a
+	// job whose only Xids are these is no gpu_fault (recovery classes it
+	// by the rest of its evidence, user_error for a non-zero exit). Read
+	// with health on or off: recovery classifies either way.
+	ApplicationXids []int `yaml:"application_xids"`
 	// MaxDrainedShare is the most of a partition's nodes Strata holds
 	// drained at once (0.1: one node in ten); a drain past it is not
 	// made, and admins are told.
@@ -180,6 +187,7 @@ func Default() Config {
 		Agent: Agent{Listen: "0.0.0.0:9810", Interval: 10 * time.Second, Window: 2 * time.Hour, ProcRoot: "/proc",
 			TokenFile: DefaultAgentTokenFile},
 		Health: Health{FatalXids: slices.Clone(controller.DefaultFatalXids), DrainOn: slices.Clone(drainKinds),
+			ApplicationXids: slices.Clone(failure.DefaultApplicationXids),
 			MaxDrainedShare: 0.1, MaxFaultAge: 24 * time.Hour, CheckCommand: []string{}, CheckInterval: 10 * time.Minute, CheckTimeout: 15 * time.Minute},
 		Recovery: defaultRecovery(),
 	}
@@ -338,6 +346,20 @@ func (h Health) validate(bad func(path, hint, format string, args ...any)) {
 			bad(path, "list each Xid once", "Xid %d listed twice", x)
 		}
 		seen[x] = true
+	}
+	apps := map[int]bool{}
+	for i, x := range h.ApplicationXids {
+		path := fmt.Sprintf("health.application_xids[%d]", i)
+		switch {
+		case x < 1 || x > source.MaxFaultCode:
+			bad(path, "give Xid codes from NVIDIA's Xid catalogue, such as 13 (graphics engine exception)", "%d is not an Xid", x)
+		case apps[x]:
+			bad(path, "list each Xid once", "Xid %d listed twice", x)
+		case seen[x]:
+			bad(path, "an Xid the job's program causes is not the GPU's fault: take it out of one of the two lists",
+				"Xid %d is in health.fatal_xids too", x)
+		}
+		apps[x] = true
 	}
 	kinds := map[string]bool{}
 	for i, k := range h.DrainOn {

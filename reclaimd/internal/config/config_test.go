@@ -32,6 +32,7 @@ var goodFiles = map[string]func(c *Config){
 		c.Notify.Mail = true
 		c.Notify.AdminMail = []string{"ops@example.org", "hpc-oncall@example.org"}
 		c.Health = Health{Enabled: true, FatalXids: []int{48, 79, 95}, DrainOn: []string{"ecc_uncorrectable", "row_remap_failure"},
+			ApplicationXids: []int{13, 31, 43, 45, 68, 69},
 			MaxDrainedShare: 0.25, MaxFaultAge: 6 * time.Hour,
 			CheckCommand:  []string{"ssh", "-o", "BatchMode=yes", "{node}", "dcgmi", "diag", "-r", "1"},
 			CheckInterval: 5 * time.Minute, CheckTimeout: 10 * time.Minute}

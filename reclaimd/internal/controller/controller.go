@@ -260,7 +260,7 @@ func signalRequested(j slurmrest.Job) bool {
 
 func (c *Controller) toDecide(j slurmrest.Job) decide.Job {
 	d := decide.Job{ID: j.ID, User: j.User, Account: j.Account, Tenant: c.tenant(j.Account), Class: className(j),
-		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, Requeues: j.RestartCount,
+		QOS: j.QOS, Partition: j.Partition, Start: j.StartTime, TimeLimit: j.TimeLimit, Requeues: j.RestartCount,
 		NoRequeue: !j.Requeue, HetComponent: j.HetComponent(),
 		HetLeader: j.HetComponent() && j.HetJobOffset == 0, SignalRequested: signalRequested(j)}
 	for _, g := range j.GPUs {

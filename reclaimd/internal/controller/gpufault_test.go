@@ -109,3 +109,47 @@ func TestGPUFaultFailedRunRetriedElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// An Xid 13 (graphics engine exception: the program's own error) on GPU
+// 3 of gpu3 while job 1 runs there, then job 1 exits 1: gpu3 is not
+// drained, and the run is a user_error (not retried) with the Xid as
+// evidence, not a gpu_fault that would requeue it elsewhere.
+func TestApplicationXidIsTheJobsError(t *testing.T) {
+	for _, release := range releases {
+		t.Run(release, func(t *testing.T) {
+			hb := newHealthBedWith(t, release, 0.25, gpuFaultRules, func(node string, gpu int) bool { return node == "gpu3" && gpu == 3 })
+			hb.serveJob(onGPU3)
+			hb.tick()
+			hb.inject("gpu3", "3,xid,13\n")
+			hb.tick()
+			if got := hb.nodeUpdates(); len(got) != 0 {
+				t.Errorf("node updates %q after an application Xid", got)
+			}
+			end := hb.clock().Add(5 * time.Second)
+			hb.serveJob(func(j map[string]any) {
+				onGPU3(j)
+				failed(j)
+				j["gres_detail"] = []any{}
+				j["end_time"] = map[string]any{"set": true, "infinite": false, "number": end.Unix()}
+			})
+			hb.tick()
+			if got := hb.changes(); len(got) != 0 {
+				t.Errorf("changes %q: a user_error is not retried", got)
+			}
+			fs := hb.failures()
+			if len(fs) != 1 || fs[0].Class != string(failure.UserError) {
+				t.Fatalf("failures %+v, want one user_error", fs)
+			}
+			var ev failure.Evidence
+			if err := json.Unmarshal(fs[0].Evidence, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Xid != 0 || ev.Node != "" || ev.ApplicationXid == nil || ev.ApplicationXid.Code != 13 || ev.ApplicationXid.Node != "gpu3" {
+				t.Errorf("evidence %s, want the Xid 13 on gpu3 as application_xid and no node at fault", fs[0].Evidence)
+			}
+			if got := hb.nodeUpdates(); len(got) != 0 {
+				t.Errorf("node updates %q after the job's end", got)
+			}
+		})
+	}
+}

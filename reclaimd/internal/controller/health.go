@@ -68,6 +68,7 @@ var xidMeanings = map[int]string{
 	62:  "internal micro-controller halt",
 	63:  "ECC page retirement or row remap recorded",
 	64:  "ECC page retirement or row remap failed",
+	68:  "NVDEC error",
 	74:  "NVLink error",
 	79:  "GPU fell off the bus",
 	92:  "high single-bit ECC error rate",

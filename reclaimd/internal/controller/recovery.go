@@ -47,6 +47,9 @@ type Recovery struct {
 	Faults FaultSource
 	// Matcher holds the nccl signatures (nil: the defaults).
 	Matcher *failure.Matcher
+	// ApplicationXids are the Xids the job's own program causes, never a
+	// gpu_fault (nil: failure.DefaultApplicationXids; empty: none).
+	ApplicationXids []int
 	// LogRoot is where the jobs' stderr paths are read beneath ("": no
 	// stderr is read, and no run is nccl). "/" on a host that mounts the
 	// jobs' file systems where the nodes do.
@@ -277,7 +280,10 @@ func (c *Controller) recoverOne(ctx context.Context, j slurmrest.Job, seen store
 	if requeued || run.End.IsZero() || run.End.After(now) {
 		run.End = now // a requeued record's end time is its time limit's
 	}
-	in := failure.Input{Run: run, DownNodes: down}
+	in := failure.Input{Run: run, DownNodes: down, ApplicationXids: c.cfg.Recovery.ApplicationXids}
+	if in.ApplicationXids == nil {
+		in.ApplicationXids = failure.DefaultApplicationXids
+	}
 	if c.cfg.Recovery.Faults != nil && len(run.Nodes) > 0 {
 		f, err := c.cfg.Recovery.Faults.Faults(ctx, run.Nodes, run.Start, run.End.Add(failure.FaultGrace))
 		if err != nil {

@@ -406,6 +406,9 @@ func signalName(rule reclaimrules.Rule) string {
 // evidence, or why the data is stale.
 func (c *cycle) evaluate(j *Job, rule reclaimrules.Rule, from time.Time) (Evidence, string) {
 	ev := Evidence{WindowStart: from, WindowEnd: c.now, JobStart: j.Start, TotalGPUs: len(j.GPUs)}
+	if j.TimeLimit > 0 && !j.Start.IsZero() {
+		ev.JobEnd = j.Start.Add(j.TimeLimit)
+	}
 	start := len(c.gpus)
 	span := c.now.Sub(from)
 	stale := ""

@@ -782,4 +782,13 @@ func TestEvidence(t *testing.T) {
 	if diff := cmp.Diff(want, d.Actions[0].Evidence); diff != "" {
 		t.Errorf("evidence (-want +got):\n%s", diff)
 	}
+	// With a time limit the evidence says when the limit would end the
+	// run: what a reclaim frees is the GPUs until then.
+	j := job(1, g)
+	j.TimeLimit = 12 * time.Hour
+	s.Jobs = []decide.Job{j}
+	d = decide.Decide(s, now, llmRules(func(r *reclaimrules.Rules) { r.Rules[0].PartialIdle.MinIdleGPUs = 1 }))
+	if len(d.Actions) != 1 || !d.Actions[0].Evidence.JobEnd.Equal(t0.Add(12*time.Hour)) {
+		t.Errorf("with a 12h limit: %+v, want the evidence's job end at %s", d.Actions, t0.Add(12*time.Hour))
+	}
 }

@@ -125,7 +125,10 @@ type Job struct {
 	Partition string
 	// Start is when this run started; a requeued job starts a new run.
 	Start time.Time
-	GPUs  []GPUKey
+	// TimeLimit is the job's time limit (0: none or unknown): a reclaim
+	// frees its GPUs until Start+TimeLimit at the most.
+	TimeLimit time.Duration
+	GPUs      []GPUKey
 	// Requeues is how often Slurm has requeued the job, for any cause
 	// (restart_cnt).
 	Requeues int
@@ -251,7 +254,10 @@ type Evidence struct {
 	WindowStart, WindowEnd time.Time
 	// JobStart and the GPUs' keys identify the run judged; see
 	// Action.StillApplies.
-	JobStart  time.Time
+	JobStart time.Time
+	// JobEnd is when the job's time limit would end this run (zero: no
+	// limit): what a reclaim frees is its GPUs until then at the most.
+	JobEnd    time.Time `json:",omitzero"`
 	GPUs      []GPUEvidence
 	IdleGPUs  int
 	TotalGPUs int

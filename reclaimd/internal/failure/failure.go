@@ -81,11 +81,29 @@ type Input struct {
 	// Faults are the GPU faults reported on the run's nodes; those on the
 	// run's GPUs within [Start, End+FaultGrace] count.
 	Faults []Fault
+	// ApplicationXids are the Xids the job's own program causes
+	// (DefaultApplicationXids, from the configuration): one of them is
+	// evidence, not a gpu_fault, and the run is classed by the rest.
+	ApplicationXids []int
 	// DownNodes are the nodes down or failing now (of any job).
 	DownNodes []string
 	// StderrTail is the last lines of the job's standard error.
 	StderrTail []string
 }
+
+// DefaultApplicationXids are the Xids that NVIDIA's Xid catalogue
+// (https://docs.nvidia.com/deploy/xid-errors/) gives the application
+// among their causes and whose first action is to fix or restart the
+// application, not to service the GPU: 13 graphics engine exception (an
+// illegal instruction or an out-of-range address in a kernel), 31 GPU
+// memory page fault (an illegal memory access), 43 GPU stopped
+// processing (a user program's fault ended its channel), 45 preemptive
+// cleanup (the driver ended the program's channels after another error,
+// or as it was killed) and 68 NVDEC error (a video decoder exception).
+// They are the job's own errors: a job whose only Xids are these is
+// classed as if it had none (user_error for a non-zero exit), and they
+// never drain a node.
+var DefaultApplicationXids = []int{13, 31, 43, 45, 68}
 
 // FaultGrace is how long after a run's end a GPU fault still counts for
 // it: the agent reports an event after the process it killed has gone.
@@ -111,6 +129,9 @@ type Evidence struct {
 	DownNodes  []string `json:"down_nodes,omitempty"`
 	Requeued   bool     `json:"requeued_by_slurm,omitempty"`
 	FaultCount int      `json:"faults,omitempty"`
+	// ApplicationXid is the first Xid the job's program caused on one of
+	// its GPUs (an ApplicationXids code): evidence, not a GPU fault.
+	ApplicationXid *Fault `json:"application_xid,omitempty"`
 }
 
 // Result is a classification.
@@ -169,7 +190,11 @@ func Classify(in Input, m *Matcher) (Result, bool) {
 	if st("PREEMPTED") {
 		return res(Preempted)
 	}
-	if f, n, ok := gpuFault(in); ok {
+	f, n, app := gpuFault(in)
+	if app.Code > 0 {
+		ev.ApplicationXid = &app
+	}
+	if n > 0 {
 		ev.Node, ev.GPU, ev.Xid, ev.FaultKind, ev.FaultCount = f.Node, &f.GPU, f.Code, f.Kind, n
 		return res(GPUFault)
 	}
@@ -204,11 +229,10 @@ func Classify(in Input, m *Matcher) (Result, bool) {
 }
 
 // gpuFault finds the first fault on one of the run's GPUs during it, and
-// how many there were.
-func gpuFault(in Input) (Fault, int, bool) {
+// how many there were, leaving out the application Xids; app is the first
+// of those (Code 0: none).
+func gpuFault(in Input) (first Fault, n int, app Fault) {
 	r := in.Run
-	var first Fault
-	n := 0
 	for _, f := range in.Faults {
 		if !slices.Contains(r.GPUs, GPU{Node: f.Node, Index: f.GPU}) {
 			continue
@@ -219,10 +243,19 @@ func gpuFault(in Input) (Fault, int, bool) {
 		if !r.End.IsZero() && f.Time.After(r.End.Add(FaultGrace)) {
 			continue
 		}
+		if f.Kind == FaultKindXid && slices.Contains(in.ApplicationXids, f.Code) {
+			if app.Code == 0 || f.Time.Before(app.Time) {
+				app = f
+			}
+			continue
+		}
 		if n == 0 || f.Time.Before(first.Time) {
 			first = f
 		}
 		n++
 	}
-	return first, n, n > 0
+	return first, n, app
 }
+
+// FaultKindXid is the Fault.Kind of an Xid.
+const FaultKindXid = "xid"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,56 @@ func TestClassify(t *testing.T) {
 			wantClass: failure.UserError,
 			wantEv:    failure.Evidence{State: "FAILED", Reason: "NonZeroExitCode", ExitCode: 1, Nodes: []string{"gpu1"}},
 		},
+		"an application Xid alone is the job's own error, not a gpu fault": {
+			in: failure.Input{Run: run(exit1, nil, false), ApplicationXids: failure.DefaultApplicationXids,
+				Faults: []failure.Fault{{Time: xidAt, Node: "gpu1", GPU: 0, Code: 13, Kind: "xid"}}},
+			wantClass: failure.UserError,
+			wantEv: failure.Evidence{State: "FAILED", Reason: "NonZeroExitCode", ExitCode: 1, Nodes: []string{"gpu1"},
+				ApplicationXid: &failure.Fault{Time: xidAt, Node: "gpu1", GPU: 0, Code: 13, Kind: "xid"}},
+		},
+		"application Xids 31 and 43 with an NCCL error in stderr are nccl, no node blamed": {
+			in: failure.Input{Run: run(exit1, nil, false), ApplicationXids: failure.DefaultApplicationXids, StderrTail: nccl,
+				Faults: []failure.Fault{
+					{Time: xidAt.Add(time.Second), Node: "gpu1", GPU: 0, Code: 43, Kind: "xid"},
+					{Time: xidAt, Node: "gpu1", GPU: 0, Code: 31, Kind: "xid"},
+				}},
+			wantClass: failure.NCCL,
+			wantEv: failure.Evidence{State: "FAILED", Reason: "NonZeroExitCode", ExitCode: 1, Nodes: []string{"gpu1"},
+				LogLine: nccl[1], Signature: failure.DefaultSignatures[0],
+				ApplicationXid: &failure.Fault{Time: xidAt, Node: "gpu1", GPU: 0, Code: 31, Kind: "xid"}},
+		},
+		"application Xid 45 after an Xid 79: the 79 is the fault": {
+			in: failure.Input{Run: run(exit1, nil, false), ApplicationXids: failure.DefaultApplicationXids,
+				Faults: []failure.Fault{
+					{Time: xidAt, Node: "gpu1", GPU: 0, Code: 45, Kind: "xid"},
+					{Time: xidAt.Add(time.Second), Node: "gpu1", GPU: 0, Code: 79, Kind: "xid"},
+				}},
+			wantClass: failure.GPUFault,
+			wantEv: failure.Evidence{State: "FAILED", Reason: "NonZeroExitCode", ExitCode: 1, Nodes: []string{"gpu1"},
+				Node: "gpu1", GPU: ptr(0), Xid: 79, FaultKind: "xid", FaultCount: 1,
+				ApplicationXid: &failure.Fault{Time: xidAt, Node: "gpu1", GPU: 0, Code: 45, Kind: "xid"}},
+		},
+		"an application Xid under a time limit is still a timeout": {
+			in: failure.Input{Run: run(jobs["timeout"], nil, false), ApplicationXids: failure.DefaultApplicationXids,
+				Faults: []failure.Fault{{Time: jobs["timeout"].StartTime.Add(time.Second), Node: "gpu1", GPU: 0, Code: 68, Kind: "xid"}}},
+			wantClass: failure.Timeout,
+			wantEv: failure.Evidence{State: "TIMEOUT", Reason: "TimeLimit", Signal: 15, Nodes: []string{"gpu1"},
+				ApplicationXid: &failure.Fault{Time: jobs["timeout"].StartTime.Add(time.Second), Node: "gpu1", GPU: 0, Code: 68, Kind: "xid"}},
+		},
+		"Xid 13 counts as a gpu fault where the site lists no application Xids": {
+			in: failure.Input{Run: run(exit1, nil, false), ApplicationXids: []int{},
+				Faults: []failure.Fault{{Time: xidAt, Node: "gpu1", GPU: 0, Code: 13, Kind: "xid"}}},
+			wantClass: failure.GPUFault,
+			wantEv: failure.Evidence{State: "FAILED", Reason: "NonZeroExitCode", ExitCode: 1, Nodes: []string{"gpu1"},
+				Node: "gpu1", GPU: ptr(0), Xid: 13, FaultKind: "xid", FaultCount: 1},
+		},
+		"an uncorrectable ECC event with code 13 is no Xid: a gpu fault": {
+			in: failure.Input{Run: run(exit1, nil, false), ApplicationXids: failure.DefaultApplicationXids,
+				Faults: []failure.Fault{{Time: xidAt, Node: "gpu1", GPU: 0, Code: 13, Kind: "ecc_uncorrectable"}}},
+			wantClass: failure.GPUFault,
+			wantEv: failure.Evidence{State: "FAILED", Reason: "NonZeroExitCode", ExitCode: 1, Nodes: []string{"gpu1"},
+				Node: "gpu1", GPU: ptr(0), Xid: 13, FaultKind: "ecc_uncorrectable", FaultCount: 1},
+		},
 		"time limit": {
 			in:        failure.Input{Run: run(jobs["timeout"], nil, false)},
 			wantClass: failure.Timeout,
@@ -193,6 +244,20 @@ func TestClassify(t *testing.T) {
 			wantClass: failure.Preempted,
 			wantEv:    failure.Evidence{State: "PREEMPTED", Signal: 15, Nodes: []string{"gpu1"}},
 		},
+	}
+	for _, code := range []int{48, 63, 64, 74, 79, 92, 94, 95, 119, 120} {
+		tests["fatal Xid "+strconv.Itoa(code)+" stays a gpu fault"] = struct {
+			in        failure.Input
+			wantClass failure.Class
+			wantNone  bool
+			wantEv    failure.Evidence
+		}{
+			in: failure.Input{Run: run(exit1, nil, false), ApplicationXids: failure.DefaultApplicationXids,
+				Faults: []failure.Fault{{Time: xidAt, Node: "gpu1", GPU: 0, Code: code, Kind: "xid"}}},
+			wantClass: failure.GPUFault,
+			wantEv: failure.Evidence{State: "FAILED", Reason: "NonZeroExitCode", ExitCode: 1, Nodes: []string{"gpu1"},
+				Node: "gpu1", GPU: ptr(0), Xid: code, FaultKind: "xid", FaultCount: 1},
+		}
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
