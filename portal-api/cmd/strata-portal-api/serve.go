@@ -95,7 +95,8 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			Slurm: slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}})
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
-			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots})
+			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots,
+			Priority: priorityWeights(cl.PriorityWeights)})
 	}
 	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
 		set, err := templates.Load(cfg.TemplatesDir)
@@ -142,4 +143,18 @@ func listen(cfg *config.Config) (net.Listener, error) {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
 	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+}
+
+// priorityWeights are a cluster's weights as the service takes them.
+func priorityWeights(w *config.PriorityWeights) *service.PriorityWeights {
+	if w == nil {
+		return nil
+	}
+	out := &service.PriorityWeights{Age: float64(w.Age), Assoc: float64(w.Assoc), Fairshare: float64(w.Fairshare),
+		JobSize: float64(w.JobSize), Partition: float64(w.Partition), QOS: float64(w.QOS), TRES: map[string]float64{},
+		MaxAge: w.MaxAge, CalcPeriod: w.CalcPeriod, FavorSmall: w.FavorSmall}
+	for k, v := range w.TRES {
+		out.TRES[strings.ToLower(k)] = v
+	}
+	return out
 }

@@ -404,6 +404,28 @@ type Overview struct {
 	Clusters []ClusterOverview `json:"clusters"`
 }
 
+// PriorityFactors The job's priority/multifactor factors, weighted as `sprio -l` shows them, worked out from the cluster's priority_weights; shown only for a cluster that has them.
+type PriorityFactors struct {
+	Age   *float64 `json:"age,omitempty"`
+	Assoc *float64 `json:"assoc,omitempty"`
+
+	// Consistent The factors add up (less nice) to the priority Slurm reports, rounded down as Slurm rounds it.
+	Consistent bool     `json:"consistent"`
+	Fairshare  *float64 `json:"fairshare,omitempty"`
+	JobSize    *float64 `json:"job_size,omitempty"`
+
+	// Nice Subtracted from the sum.
+	Nice      *float64 `json:"nice,omitempty"`
+	Partition *float64 `json:"partition,omitempty"`
+	Qos       *float64 `json:"qos,omitempty"`
+
+	// Tres By TRES key, such as gres/gpu.
+	Tres *map[string]float64 `json:"tres,omitempty"`
+
+	// Unexplained What the factors leave out of the priority, when they are not consistent (the weights differ from slurm.conf's, or an admin set the priority).
+	Unexplained *int64 `json:"unexplained,omitempty"`
+}
+
 // Queue defines model for Queue.
 type Queue struct {
 	Groups        []QueueGroup `json:"groups"`
@@ -425,12 +447,36 @@ type QueueGroup struct {
 
 // QueueJob defines model for QueueJob.
 type QueueJob struct {
+	// Ahead How many pending jobs of the partition, of any tenant, come before it.
+	Ahead *int `json:"ahead,omitempty"`
+
+	// AheadJobs The jobs ahead of it that the caller may read (at most 20).
+	AheadJobs    *[]int64   `json:"ahead_jobs,omitempty"`
 	Class        *string    `json:"class,omitempty"`
 	EligibleTime *time.Time `json:"eligible_time,omitempty"`
-	Id           int64      `json:"id"`
-	Reason       string     `json:"reason"`
-	SubmitTime   *time.Time `json:"submit_time,omitempty"`
-	User         string     `json:"user"`
+
+	// Factors The job's priority/multifactor factors, weighted as `sprio -l` shows them, worked out from the cluster's priority_weights; shown only for a cluster that has them.
+	Factors *PriorityFactors `json:"factors,omitempty"`
+
+	// HoldingBack The factor in which the job falls furthest below the mean of the jobs ahead of it, and by how many priority points.
+	HoldingBack *struct {
+		// Factor age, assoc, fairshare, job_size, partition, qos, or tres:<key>
+		Factor string  `json:"factor"`
+		Gap    float64 `json:"gap"`
+	} `json:"holding_back,omitempty"`
+	Id int64 `json:"id"`
+
+	// Partition The partition whose queue the job is placed in (the first it lists).
+	Partition *string `json:"partition,omitempty"`
+
+	// Position The job's place in its partition's queue, 1 for the job Slurm considers first; absent for a held job.
+	Position *int `json:"position,omitempty"`
+
+	// Priority The job's priority as Slurm computed it last (0 is held).
+	Priority   *int64     `json:"priority,omitempty"`
+	Reason     string     `json:"reason"`
+	SubmitTime *time.Time `json:"submit_time,omitempty"`
+	User       string     `json:"user"`
 }
 
 // Reason Why a pending job waits.

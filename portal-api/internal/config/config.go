@@ -140,6 +140,29 @@ type Cluster struct {
 	ReclaimdURL   string        `yaml:"reclaimd_url"`
 	BridgeURL     string        `yaml:"bridge_url"`
 	PrometheusURL string        `yaml:"prometheus_url"`
+	// PriorityWeights are the cluster's slurm.conf settings of the
+	// priority/multifactor plugin, which slurmrestd does not give: with
+	// them GET /v1/queue shows each pending job's priority factors.
+	PriorityWeights *PriorityWeights `yaml:"priority_weights"`
+}
+
+// PriorityWeights copy slurm.conf's Priority* settings (`scontrol show
+// config | grep ^Priority` shows them).
+type PriorityWeights struct {
+	Age       int64 `yaml:"age"`       // PriorityWeightAge
+	Assoc     int64 `yaml:"assoc"`     // PriorityWeightAssoc
+	Fairshare int64 `yaml:"fairshare"` // PriorityWeightFairshare
+	JobSize   int64 `yaml:"job_size"`  // PriorityWeightJobSize
+	Partition int64 `yaml:"partition"` // PriorityWeightPartition
+	QOS       int64 `yaml:"qos"`       // PriorityWeightQOS
+	// TRES is PriorityWeightTRES by TRES: cpu, mem, gres/gpu, ...
+	TRES map[string]float64 `yaml:"tres"`
+	// MaxAge is PriorityMaxAge (default 7d).
+	MaxAge time.Duration `yaml:"max_age"`
+	// CalcPeriod is PriorityCalcPeriod (default 5m).
+	CalcPeriod time.Duration `yaml:"calc_period"`
+	// FavorSmall is PriorityFavorSmall.
+	FavorSmall bool `yaml:"favor_small"`
 }
 
 // Default is the configuration used for keys the file leaves out. It is
@@ -319,6 +342,9 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
 		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
 		ps.url(p+".prometheus_url", cl.PrometheusURL, false, "Prometheus's URL")
+		if w := cl.PriorityWeights; w != nil {
+			ps.priorityWeights(p+".priority_weights", w)
+		}
 	}
 	return strictyaml.Diagnostics(ps)
 }
@@ -375,4 +401,28 @@ func (c *Config) ListenLoopback() bool {
 	}
 	ip := net.ParseIP(host)
 	return strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback())
+}
+
+var tresKey = regexp.MustCompile(`^[a-z]+(/[a-z0-9_:.-]+)?$`)
+
+func (ps *problems) priorityWeights(p string, w *PriorityWeights) {
+	for k, v := range map[string]int64{"age": w.Age, "assoc": w.Assoc, "fairshare": w.Fairshare, "job_size": w.JobSize, "partition": w.Partition, "qos": w.QOS} {
+		if v < 0 || v > 1<<32-1 {
+			ps.bad(p+"."+k, "copy the weight from slurm.conf: 0 to 4294967295", "%d is not a weight", v)
+		}
+	}
+	for k, v := range w.TRES {
+		if !tresKey.MatchString(strings.ToLower(k)) {
+			ps.bad(p+".tres."+k, "name a TRES as slurm.conf's PriorityWeightTRES does: cpu, mem, gres/gpu", "%q is not a TRES", k)
+		}
+		if v < 0 {
+			ps.bad(p+".tres."+k, "copy the weight from slurm.conf's PriorityWeightTRES", "%g is not a weight", v)
+		}
+	}
+	if w.MaxAge < 0 || (w.MaxAge > 0 && w.MaxAge < time.Minute) {
+		ps.bad(p+".max_age", "copy PriorityMaxAge from slurm.conf (7d is its default)", "%s is shorter than a minute", w.MaxAge)
+	}
+	if w.CalcPeriod < 0 || (w.CalcPeriod > 0 && w.CalcPeriod < time.Minute) {
+		ps.bad(p+".calc_period", "copy PriorityCalcPeriod from slurm.conf, in minutes (5m is its default)", "%s is shorter than a minute", w.CalcPeriod)
+	}
 }

@@ -106,6 +106,7 @@ func newHarness(t *testing.T) *harness {
 			cl.Policy = func() *jobpolicy.Policy { return policy }
 			cl.ReclaimdURL = h.reclaimd().URL
 			cl.OutputRoots = []string{h.outputRoot}
+			cl.Priority = &bedWeights
 		}
 		clusters = append(clusters, cl)
 	}

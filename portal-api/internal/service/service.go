@@ -52,6 +52,9 @@ type Cluster struct {
 	// OutputRoots are the shared folders beneath which a job's output
 	// and working directory are shown; none: no job's output is.
 	OutputRoots []string
+	// Priority are the cluster's priority/multifactor weights; nil: the
+	// queue shows no priority factors.
+	Priority *PriorityWeights
 }
 
 // Config is what the server needs.
@@ -85,6 +88,7 @@ type Server struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	log      *slog.Logger
+	queues   queues
 }
 
 var _ api.ServerInterface = (*Server)(nil)

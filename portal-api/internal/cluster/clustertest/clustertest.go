@@ -42,6 +42,9 @@ type Job struct {
 	// as slurmrestd gives them ("": the record's own).
 	UID                     int64
 	WorkDir, StdOut, StdErr string
+	// Priority, Nice and AccrueTime (Unix seconds) replace the record's
+	// when set.
+	Priority, Nice, AccrueTime int64
 }
 
 // Control is a job control request the bed was sent.
@@ -268,6 +271,15 @@ func (b *Bed) record(j Job) map[string]any {
 		}
 	}
 	m["hold"] = j.Hold
+	if j.Priority != 0 {
+		m["priority"] = noval(j.Priority)
+	}
+	if j.Nice != 0 {
+		m["nice"] = j.Nice
+	}
+	if j.AccrueTime != 0 {
+		m["accrue_time"] = noval(j.AccrueTime)
+	}
 	state := j.State
 	if state == "" {
 		state = "RUNNING"
