@@ -96,7 +96,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
 			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots,
-			Priority: priorityWeights(cl.PriorityWeights)})
+			Priority: priorityWeights(cl.PriorityWeights), Prometheus: prometheusOf(cl)})
 	}
 	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
 		set, err := templates.Load(cfg.TemplatesDir)
@@ -157,4 +157,15 @@ func priorityWeights(w *config.PriorityWeights) *service.PriorityWeights {
 		out.TRES[strings.ToLower(k)] = v
 	}
 	return out
+}
+
+// prometheusOf is a cluster's Prometheus as the service takes it; nil
+// without a prometheus_url.
+func prometheusOf(cl config.Cluster) *service.Prometheus {
+	if cl.PrometheusURL == "" {
+		return nil
+	}
+	g := cl.GPUMetrics
+	return &service.Prometheus{URL: strings.TrimRight(cl.PrometheusURL, "/"), NodeLabel: g.NodeLabel, GPULabel: g.GPULabel,
+		UtilMetric: g.UtilMetric, Step: g.Step, Window: g.Window, IdleBelow: g.IdleBelowPercent}
 }

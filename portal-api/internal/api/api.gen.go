@@ -80,6 +80,21 @@ func (e JobAction) Valid() bool {
 	}
 }
 
+// Defines values for JobGpuUseSource.
+const (
+	Prometheus JobGpuUseSource = "prometheus"
+)
+
+// Valid indicates whether the value is a known member of the JobGpuUseSource enum.
+func (e JobGpuUseSource) Valid() bool {
+	switch e {
+	case Prometheus:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MeVia.
 const (
 	Oidc  MeVia = "oidc"
@@ -205,6 +220,9 @@ type ClusterList struct {
 type ClusterOverview struct {
 	Cluster string `json:"cluster"`
 
+	// GpuUse The allocated GPUs' utilisation now, from the cluster's Prometheus (its mean over the last prometheus_window): in use at or above idle_below_percent, idle below it.
+	GpuUse *GpuUseNow `json:"gpu_use,omitempty"`
+
 	// GpusAllocated GPUs held by the running jobs the caller oversees.
 	GpusAllocated int `json:"gpus_allocated"`
 
@@ -238,6 +256,42 @@ type Error struct {
 // ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused, policy_refused, internal.
 type ErrorCode string
 
+// GpuPoint defines model for GpuPoint.
+type GpuPoint struct {
+	Time time.Time `json:"time"`
+
+	// Util Percent.
+	Util float64 `json:"util"`
+}
+
+// GpuSeries defines model for GpuSeries.
+type GpuSeries struct {
+	// Gpu node:index, or "mean" for the mean of the job's GPUs.
+	Gpu string `json:"gpu"`
+
+	// MeanUtil The mean utilisation in percent over the points.
+	MeanUtil *float64   `json:"mean_util,omitempty"`
+	Points   []GpuPoint `json:"points"`
+}
+
+// GpuUseNow The allocated GPUs' utilisation now, from the cluster's Prometheus (its mean over the last prometheus_window): in use at or above idle_below_percent, idle below it.
+type GpuUseNow struct {
+	// Error Why the use is not known (Prometheus did not answer).
+	Error *string `json:"error,omitempty"`
+
+	// Idle Allocated GPUs idle.
+	Idle int `json:"idle"`
+
+	// IdleGpus The idle allocated GPUs, with their jobs (at most 100; a tenant's only).
+	IdleGpus *[]IdleGpu `json:"idle_gpus,omitempty"`
+
+	// InUse Allocated GPUs in use.
+	InUse int `json:"in_use"`
+
+	// NoSamples Allocated GPUs Prometheus has no recent samples of.
+	NoSamples int `json:"no_samples"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Clusters map[string]struct {
@@ -248,6 +302,17 @@ type Health struct {
 
 	// Fresh Clusters served from a fresh snapshot.
 	Fresh int `json:"fresh"`
+}
+
+// IdleGpu defines model for IdleGpu.
+type IdleGpu struct {
+	// Gpu node:index
+	Gpu   string  `json:"gpu"`
+	JobId int64   `json:"job_id"`
+	User  *string `json:"user,omitempty"`
+
+	// Util Percent.
+	Util float64 `json:"util"`
 }
 
 // Job defines model for Job.
@@ -289,6 +354,28 @@ type Job struct {
 
 // JobAction defines model for JobAction.
 type JobAction string
+
+// JobGpuUse defines model for JobGpuUse.
+type JobGpuUse struct {
+	Cluster string    `json:"cluster"`
+	End     time.Time `json:"end"`
+
+	// Gpus Each of the job's GPUs that Prometheus has samples of; empty for a job of more than 64 GPUs.
+	Gpus  []GpuSeries `json:"gpus"`
+	JobId int64       `json:"job_id"`
+	Mean  GpuSeries   `json:"mean"`
+
+	// Missing The job's GPUs (node:index) Prometheus has no samples of.
+	Missing *[]string       `json:"missing,omitempty"`
+	Source  JobGpuUseSource `json:"source"`
+	Start   time.Time       `json:"start"`
+
+	// StepSeconds Each point is the mean utilisation over the step before it.
+	StepSeconds int64 `json:"step_seconds"`
+}
+
+// JobGpuUseSource defines model for JobGpuUse.Source.
+type JobGpuUseSource string
 
 // JobOutput defines model for JobOutput.
 type JobOutput struct {
@@ -575,6 +662,8 @@ type TemplateParamType string
 
 // TenantOverview defines model for TenantOverview.
 type TenantOverview struct {
+	// GpuUse The allocated GPUs' utilisation now, from the cluster's Prometheus (its mean over the last prometheus_window): in use at or above idle_below_percent, idle below it.
+	GpuUse        *GpuUseNow    `json:"gpu_use,omitempty"`
 	GpusAllocated int           `json:"gpus_allocated"`
 	Pending       int           `json:"pending"`
 	Running       int           `json:"running"`
@@ -636,6 +725,9 @@ type ServerInterface interface {
 	// GetJob One job.
 	// (GET /v1/jobs/{cluster}/{id})
 	GetJob(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
+	// GetJobGpu A job's GPU utilisation over its life, from the cluster's Prometheus.
+	// (GET /v1/jobs/{cluster}/{id}/gpu)
+	GetJobGpu(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
 	// GetJobOutput The tail of a job's standard output and error, and a listing of its working directory.
 	// (GET /v1/jobs/{cluster}/{id}/output)
 	GetJobOutput(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
@@ -858,6 +950,41 @@ func (siw *ServerInterfaceWrapper) GetJob(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetJob(w, r, cluster, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetJobGpu operation middleware
+func (siw *ServerInterfaceWrapper) GetJobGpu(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id JobID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetJobGpu(w, r, cluster, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1281,6 +1408,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/reclaim", wrapper.GetJobReclaim)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/gpu", wrapper.GetJobGpu)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/output", wrapper.GetJobOutput)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/{action}", wrapper.ControlJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/queue", wrapper.GetQueue)

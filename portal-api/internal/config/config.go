@@ -144,6 +144,29 @@ type Cluster struct {
 	// priority/multifactor plugin, which slurmrestd does not give: with
 	// them GET /v1/queue shows each pending job's priority factors.
 	PriorityWeights *PriorityWeights `yaml:"priority_weights"`
+	// GPUMetrics says how prometheus_url holds dcgm-exporter's
+	// utilisation, for a job's GPU history and the overview's GPUs in use.
+	GPUMetrics GPUMetrics `yaml:"gpu_metrics"`
+}
+
+// GPUMetrics name dcgm-exporter's series in the cluster's Prometheus, as
+// reclaimd's Prometheus source reads them, and bound what is asked.
+type GPUMetrics struct {
+	// NodeLabel names the Slurm node (default Hostname).
+	NodeLabel string `yaml:"node_label"`
+	// GPULabel holds the GPU index as Slurm numbers it (default gpu).
+	GPULabel string `yaml:"gpu_label"`
+	// UtilMetric is the utilisation in percent (default DCGM_FI_DEV_GPU_UTIL).
+	UtilMetric string `yaml:"util_metric"`
+	// Step is the finest step of a job's history; at least the scrape
+	// interval (default 30s).
+	Step time.Duration `yaml:"step"`
+	// Window is what "now" means in the overview: the mean over it
+	// (default 5m).
+	Window time.Duration `yaml:"window"`
+	// IdleBelowPercent: an allocated GPU under this utilisation is idle
+	// (default 5).
+	IdleBelowPercent float64 `yaml:"idle_below_percent"`
 }
 
 // PriorityWeights copy slurm.conf's Priority* settings (`scontrol show
@@ -342,6 +365,25 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
 		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
 		ps.url(p+".prometheus_url", cl.PrometheusURL, false, "Prometheus's URL")
+		if g := cl.GPUMetrics; g != (GPUMetrics{}) {
+			if cl.PrometheusURL == "" {
+				ps.bad(p+".gpu_metrics", "give the cluster a prometheus_url, or leave gpu_metrics out", "set without a prometheus_url")
+			}
+			for k, v := range map[string]string{"node_label": g.NodeLabel, "gpu_label": g.GPULabel, "util_metric": g.UtilMetric} {
+				if v != "" && !promName.MatchString(v) {
+					ps.bad(p+".gpu_metrics."+k, "give a Prometheus label or metric name, such as Hostname", "%q is not a Prometheus name", v)
+				}
+			}
+			if g.Step < 0 || (g.Step > 0 && g.Step < time.Second) {
+				ps.bad(p+".gpu_metrics.step", "give at least dcgm-exporter's scrape interval, such as 30s", "%s is shorter than 1s", g.Step)
+			}
+			if g.Window < 0 || (g.Window > 0 && g.Window < time.Second) {
+				ps.bad(p+".gpu_metrics.window", "give a few scrape intervals, such as 5m", "%s is shorter than 1s", g.Window)
+			}
+			if g.IdleBelowPercent < 0 || g.IdleBelowPercent > 100 {
+				ps.bad(p+".gpu_metrics.idle_below_percent", "give a percentage, such as 5", "%g is not a percentage", g.IdleBelowPercent)
+			}
+		}
 		if w := cl.PriorityWeights; w != nil {
 			ps.priorityWeights(p+".priority_weights", w)
 		}
@@ -404,6 +446,8 @@ func (c *Config) ListenLoopback() bool {
 }
 
 var tresKey = regexp.MustCompile(`^[a-z]+(/[a-z0-9_:.-]+)?$`)
+
+var promName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 func (ps *problems) priorityWeights(p string, w *PriorityWeights) {
 	for k, v := range map[string]int64{"age": w.Age, "assoc": w.Assoc, "fairshare": w.Fairshare, "job_size": w.JobSize, "partition": w.Partition, "qos": w.QOS} {

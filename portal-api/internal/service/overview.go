@@ -60,6 +60,7 @@ func (s *Server) GetOverview(w http.ResponseWriter, r *http.Request) {
 				reasons[tenant][cmp.Or(j.StateReason, "None")]++
 			}
 		}
+		s.gpuUse(r.Context(), c, x, by, &co)
 		for tenant, to := range by {
 			for reason, n := range reasons[tenant] {
 				to.TopReasons = append(to.TopReasons, api.ReasonCount{Reason: reason, Count: n})

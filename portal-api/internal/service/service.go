@@ -55,6 +55,9 @@ type Cluster struct {
 	// Priority are the cluster's priority/multifactor weights; nil: the
 	// queue shows no priority factors.
 	Priority *PriorityWeights
+	// Prometheus scrapes the cluster's dcgm-exporters; nil: no GPU use
+	// is shown.
+	Prometheus *Prometheus
 }
 
 // Config is what the server needs.
@@ -89,6 +92,7 @@ type Server struct {
 	latency  *prometheus.HistogramVec
 	log      *slog.Logger
 	queues   queues
+	gpuNows  gpuNows
 }
 
 var _ api.ServerInterface = (*Server)(nil)
