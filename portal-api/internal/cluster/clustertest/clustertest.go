@@ -42,9 +42,9 @@ type Job struct {
 	// as slurmrestd gives them ("": the record's own).
 	UID                     int64
 	WorkDir, StdOut, StdErr string
-	// Priority, Nice and AccrueTime (Unix seconds) replace the record's
-	// when set.
-	Priority, Nice, AccrueTime int64
+	// Priority, Nice, AccrueTime and StartTime (Unix seconds) replace
+	// the record's when set.
+	Priority, Nice, AccrueTime, StartTime int64
 }
 
 // Control is a job control request the bed was sent.
@@ -279,6 +279,9 @@ func (b *Bed) record(j Job) map[string]any {
 	}
 	if j.AccrueTime != 0 {
 		m["accrue_time"] = noval(j.AccrueTime)
+	}
+	if j.StartTime != 0 {
+		m["start_time"] = noval(j.StartTime)
 	}
 	state := j.State
 	if state == "" {
