@@ -37,7 +37,7 @@ func freePort(t testing.TB) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -71,7 +71,9 @@ func Start(t testing.TB, bin, scrapeConfigs string) string {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		if err := <-exited; err != nil {
+			t.Logf("prometheus stopped: %v", err) // killed, as meant
+		}
 		logFile.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)

@@ -79,7 +79,7 @@ func TestIntegrationGPUUse(t *testing.T) {
 	defer srv.Close()
 	get := func(user, path string, v any) int {
 		t.Helper()
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+tokens[user])
 		resp, err := srv.Client().Do(req)
 		if err != nil {

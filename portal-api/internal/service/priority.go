@@ -71,14 +71,13 @@ func (f priorityFactors) sum() float64 {
 // priorityInput is what the factors of a snapshot's jobs are made of,
 // looked up once per snapshot.
 type priorityInput struct {
-	at            time.Time
-	qos           map[string]float64 // QOS priority over the largest
-	partFactor    map[string]float64 // PriorityJobFactor over the largest
-	partTRES      map[string]slurmrest.TRESList
-	fairshare     map[[2]string]float64 // (account, user)
-	assoc         map[[2]string]float64 // association priority over the largest
-	nodes, cpus   int
-	assocPriority bool
+	at          time.Time
+	qos         map[string]float64 // QOS priority over the largest
+	partFactor  map[string]float64 // PriorityJobFactor over the largest
+	partTRES    map[string]slurmrest.TRESList
+	fairshare   map[[2]string]float64 // (account, user)
+	assoc       map[[2]string]float64 // association priority over the largest
+	nodes, cpus int
 }
 
 func newPriorityInput(snap *cluster.Snapshot) priorityInput {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -116,7 +117,14 @@ type sprioRow struct {
 // QOSNAME QOS NICE TRES.
 func sprio(t *testing.T, b *testbed.Bed) map[int64]sprioRow {
 	t.Helper()
-	out, err := exec.CommandContext(testbed.Context(t), filepath.Join(b.Bin, "sprio"), "-l", "-h").CombinedOutput()
+	cmd := exec.CommandContext(testbed.Context(t), filepath.Join(b.Bin, "sprio"), "-l", "-h")
+	if _, err := os.Stat(cmd.Path); err != nil {
+		// A bed made before testbed.sh put sprio in its bin/: the same
+		// command as the wrapper runs.
+		cmd = exec.CommandContext(testbed.Context(t), "chroot", b.Root, "sprio", "-l", "-h")
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sprio -l -h: %v: %s", err, out)
 	}
@@ -230,7 +238,7 @@ func TestIntegrationPriorityFactors(t *testing.T) {
 			if err := p.Poll(testbed.Context(t)); err != nil {
 				t.Fatal(err)
 			}
-			req, _ := http.NewRequest("GET", srv.URL+"/v1/queue", nil)
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/queue", nil)
 			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := srv.Client().Do(req)
 			if err != nil {
