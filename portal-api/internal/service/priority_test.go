@@ -227,3 +227,23 @@ func TestQueuePriority(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkQueueOrder: ordering a snapshot's 2,000 pending jobs and
+// working out their factors, once per poll that changed the job list.
+func BenchmarkQueueOrder(b *testing.B) {
+	var jobs []clustertest.Job
+	for i := range 2000 {
+		jobs = append(jobs, clustertest.Job{ID: int64(100000 + i), State: "PENDING", Priority: int64(62 + i%500), AccrueTime: capturedAccrue - int64(i)})
+	}
+	bed := clustertest.New(b, "26.05", jobs...)
+	p := cluster.New(cluster.Config{Name: "c", Slurm: slurmrest.Config{URL: bed.URL, Tokens: slurmrest.StaticToken("t")},
+		Now: func() time.Time { return time.Unix(capturedAccrue+30, 0) }})
+	if err := p.Poll(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	snap := p.Snapshot()
+	b.ReportAllocs()
+	for b.Loop() {
+		orderQueue(snap, &bedWeights)
+	}
+}
