@@ -145,8 +145,9 @@ func (w *PriorityWeights) ageAt(j *slurmrest.Job, t time.Time) float64 {
 // (its set_priority_factors). All but the age factor depend only on what
 // the snapshot holds; the age factor grows with time and slurmctld
 // computed it at its last pass, up to CalcPeriod before the snapshot was
-// read. So the age shown is the one that, within that window, makes the
-// factors add up to the priority Slurm reports; when none does, the
+// read. So the age shown is one that, within that window, makes the
+// factors add up to the priority Slurm reports (the priority, a whole
+// number, leaves it known to within a point); when none does, the
 // factors are shown at the snapshot's time with what they leave
 // unexplained (the weights differ from slurm.conf's, or an admin set the
 // job's priority).
@@ -203,9 +204,11 @@ func (w *PriorityWeights) factors(j *slurmrest.Job, in *priorityInput) priorityF
 		// slurmctld raises a priority below 1 to 1 (0 is held).
 		f.byName["age"], f.consistent = now, true
 	case rest <= now && rest+1 > early:
-		// Some age within the window gives others+age in [p, p+1): the
-		// latest such, since slurmctld computes it every CalcPeriod.
-		f.byName["age"], f.consistent = max(early, min(now, math.Nextafter(rest+1, rest))), true
+		// The ages within the window that give others+age in [p, p+1):
+		// the middle of them, which is off the one slurmctld computed by
+		// half a point at most.
+		lo, hi := max(early, rest), min(now, rest+1)
+		f.byName["age"], f.consistent = (lo+hi)/2, true
 	default:
 		f.byName["age"] = now
 		f.unexplained = j.Priority - int64(math.Floor(others+now))

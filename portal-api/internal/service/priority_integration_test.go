@@ -89,6 +89,47 @@ func bedPriorityWeights(t *testing.T, b *testbed.Bed) *PriorityWeights {
 	return w
 }
 
+// setPriorityConf sets keys of the bed's slurm.conf and reconfigures
+// slurmctld; the test's end puts the file back and reconfigures again.
+func setPriorityConf(t *testing.T, b *testbed.Bed, keys map[string]string) {
+	t.Helper()
+	orig, err := os.ReadFile(b.SlurmConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconfigure := func() error {
+		out, err := exec.Command(b.Scontrol, "reconfigure").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("scontrol reconfigure: %w: %s", err, out)
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(b.SlurmConf, orig, 0o644); err != nil {
+			t.Errorf("put slurm.conf back: %v", err)
+		}
+		if err := reconfigure(); err != nil {
+			t.Error(err)
+		}
+	})
+	var lines []string
+	for _, line := range strings.Split(strings.TrimRight(string(orig), "\n"), "\n") {
+		k, _, _ := strings.Cut(line, "=")
+		if _, ok := keys[k]; !ok {
+			lines = append(lines, line)
+		}
+	}
+	for k, v := range keys {
+		lines = append(lines, k+"="+v)
+	}
+	if err := os.WriteFile(b.SlurmConf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := reconfigure(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // slurmDuration reads Slurm's [days-]hh:mm:ss.
 func slurmDuration(s string) (time.Duration, error) {
 	var days int64
@@ -163,12 +204,17 @@ func sprio(t *testing.T, b *testbed.Bed) map[int64]sprioRow {
 // TestIntegrationPriorityFactors: the factors GET /v1/queue works out
 // from slurmrestd's records and the bed's slurm.conf weights are those
 // sprio shows, job by job (sprio rounds each to a whole number), for
-// jobs that differ in GPUs, nice value and QOS priority, and they add up
-// to each job's priority.
+// jobs that differ in GPUs, nice value and QOS priority, with every
+// factor weighted, and they add up to each job's priority.
 func TestIntegrationPriorityFactors(t *testing.T) {
 	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		b.DumpLogsOnFailure(t)
 		alice := b.Users[0]
+		// The beds weigh fair-share, age, QOS and GPUs; for the test the
+		// other factors too, and an age that fills in a minute, so that
+		// each factor is compared (slurm.conf put back after).
+		setPriorityConf(t, b, map[string]string{"PriorityWeightJobSize": "2000", "PriorityWeightPartition": "3000",
+			"PriorityWeightAssoc": "700", "PriorityMaxAge": "00:01:00"})
 		weights := bedPriorityWeights(t, b)
 		sacctmgr := func(args ...string) {
 			t.Helper()
@@ -186,6 +232,11 @@ func TestIntegrationPriorityFactors(t *testing.T) {
 			exec.Command(filepath.Join(b.Bin, "sacctmgr"), "-i", "delete", "qos", qos).Run()
 		})
 		sacctmgr("modify", "user", alice, "where", "account="+b.Account, "set", "qos+="+qos)
+		// An association priority, the only one: its factor is 1.
+		t.Cleanup(func() {
+			exec.Command(filepath.Join(b.Bin, "sacctmgr"), "-i", "modify", "user", alice, "where", "account="+b.Account, "set", "priority=-1").Run()
+		})
+		sacctmgr("modify", "user", alice, "where", "account="+b.Account, "set", "priority=10")
 
 		// Jobs that wait for a running one that holds every node: pending
 		// and eligible, as sprio shows only those (not a job that waits
@@ -205,6 +256,15 @@ func TestIntegrationPriorityFactors(t *testing.T) {
 			t.Cleanup(func() { exec.Command(filepath.Join(b.Bin, "scancel"), strconv.FormatInt(id, 10)).Run() })
 		}
 
+		// slurmctld set each priority at submission, with no age; wait for
+		// its next pass (PriorityCalcPeriod, a minute on the beds), which
+		// adds the age of the time the jobs have waited since.
+		c := b.Client(t)
+		first, err := c.Job(testbed.Context(t), pending[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		testbed.WaitJob(t, c, pending[0], 2*time.Minute, "priority computed again", func(j slurmrest.Job) bool { return j.Priority != first.Priority })
 		st, err := store.Open(testbed.Context(t), filepath.Join(t.TempDir(), "portal.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -287,10 +347,21 @@ func TestIntegrationPriorityFactors(t *testing.T) {
 					}
 				}
 				for k, want := range r.factors {
-					// sprio prints each weighted factor rounded to a whole number.
-					if math.Abs(mine[k]-want) > 0.5+1e-6 {
+					// sprio prints each weighted factor rounded to a whole
+					// number; the age factor is known to within a point
+					// (see PriorityWeights.factors).
+					tolerance := 0.5
+					if k == "age" {
+						tolerance = 1
+					}
+					if math.Abs(mine[k]-want) > tolerance+1e-6 {
 						problems = append(problems, fmt.Sprintf("job %d: %s = %g, sprio %g", id, k, mine[k], want))
 					}
+				}
+			}
+			for _, id := range pending {
+				if rows[id].factors["age"] == 0 {
+					problems = append(problems, fmt.Sprintf("job %d: no age in sprio: the test compares no age factor", id))
 				}
 			}
 			if len(problems) == 0 {

@@ -55,23 +55,24 @@ func TestPriorityFactors(t *testing.T) {
 		"captured": {
 			job:     clustertest.Job{ID: 1, State: "PENDING"},
 			weights: bedWeights,
-			want:    want{factors: map[string]float64{"age": 0.05, "fairshare": 0, "qos": 0, "tres:gres/gpu": 62.5}, consistent: true},
+			want:    want{factors: map[string]float64{"age": 0.025, "fairshare": 0, "qos": 0, "tres:gres/gpu": 62.5}, consistent: true},
 		},
 		"half the max age": {
-			// 3.5 days old: an age factor of 0.5, 500 points.
+			// 3.5 days old: an age factor of 0.5, 500 points, 499.8 two
+			// minutes before (the window of slurmctld's last pass).
 			job:     clustertest.Job{ID: 2, State: "PENDING", Priority: 62 + 500, AccrueTime: capturedAccrue + 30 - 302400},
 			weights: bedWeights,
-			want:    want{factors: map[string]float64{"age": 500, "fairshare": 0, "qos": 0, "tres:gres/gpu": 62.5}, consistent: true},
+			want:    want{factors: map[string]float64{"age": 499.9, "fairshare": 0, "qos": 0, "tres:gres/gpu": 62.5}, consistent: true},
 		},
 		"fair-share factor 1": {
 			job:     clustertest.Job{ID: 3, State: "PENDING", User: "root", Account: "root", Priority: 10062},
 			weights: bedWeights,
-			want:    want{factors: map[string]float64{"age": 0.05, "fairshare": 10000, "qos": 0, "tres:gres/gpu": 62.5}, consistent: true},
+			want:    want{factors: map[string]float64{"age": 0.025, "fairshare": 10000, "qos": 0, "tres:gres/gpu": 62.5}, consistent: true},
 		},
 		"nice": {
 			job:     clustertest.Job{ID: 4, State: "PENDING", Priority: 52, Nice: 10},
 			weights: bedWeights,
-			want:    want{factors: map[string]float64{"age": 0.05, "fairshare": 0, "qos": 0, "tres:gres/gpu": 62.5, "nice": 10}, consistent: true},
+			want:    want{factors: map[string]float64{"age": 0.025, "fairshare": 0, "qos": 0, "tres:gres/gpu": 62.5, "nice": 10}, consistent: true},
 		},
 		"other weights": {
 			job:     clustertest.Job{ID: 5, State: "PENDING"},
@@ -159,8 +160,8 @@ func TestQueueOrder(t *testing.T) {
 	}
 	// Against job 12 alone, job 9 lacks age most.
 	o.places[5].ahead = o.places[5].ahead[1:]
-	if name, gap, _ := o.holdingBack(o.places[5]); name != "age" || math.Abs(gap-500) > 0.1 {
-		t.Errorf("holding back = %s %g, want age 500", name, gap)
+	if name, gap, _ := o.holdingBack(o.places[5]); name != "age" || math.Abs(gap-499.9) > 0.1 {
+		t.Errorf("holding back = %s %g, want age 499.9", name, gap)
 	}
 }
 
