@@ -102,6 +102,8 @@ func jobV0042(j gen.V0042JobInfo) (Job, error) {
 	out.StateDesc, out.Dependency = deref(j.StateDescription), deref(j.Dependency)
 	out.ArrayJobID, out.ArrayTaskID = noValOr(j.ArrayJobId, 0), noValOr(j.ArrayTaskId, -1)
 	out.HetJobID, out.HetJobOffset = noValOr(j.HetJobId, 0), noValOr(j.HetJobOffset, 0)
+	out.Priority, out.Nice, out.AccrueTime = noValOr(j.Priority, -1), deref(j.Nice), noValTime(j.AccrueTime)
+	out.CPUs, out.NodeCount = int(noValOr(j.Cpus, 0)), int(noValOr(j.NodeCount, 0))
 	return finishJob(out, deref(j.TresAllocStr), deref(j.TresReqStr), derefSlice(j.GresDetail))
 }
 
@@ -263,6 +265,14 @@ func (a *apiV0042) partitions(ctx context.Context) ([]Partition, error) {
 		}
 		if p.Accounts != nil {
 			x.Accounts = unset(p.Accounts.Allowed)
+		}
+		if p.Priority != nil {
+			x.PriorityJobFactor, x.PriorityTier = deref(p.Priority.JobFactor), deref(p.Priority.Tier)
+		}
+		if p.Tres != nil {
+			// A partition's TRES that do not parse leave it without: its
+			// jobs' TRES factors are then unknown, not the listing lost.
+			x.TRES, _ = ParseTRES(deref(p.Tres.Configured))
 		}
 		out = append(out, x)
 	}

@@ -115,6 +115,16 @@ type Job struct {
 	// its ID is the HetJobID.
 	HetJobID     int64
 	HetJobOffset int64
+	// Priority is the job's priority as slurmctld last computed it (0:
+	// held; -1: not given).
+	Priority int64
+	// Nice is the job's nice value, which Slurm subtracts from its priority.
+	Nice int64
+	// AccrueTime is when the job began to accrue age priority.
+	AccrueTime time.Time
+	// CPUs and NodeCount are the job's CPUs and nodes (what it asks for
+	// while it pends).
+	CPUs, NodeCount int
 }
 
 // Running reports whether the job is running.
@@ -257,6 +267,12 @@ type Partition struct {
 	MaxTime    time.Duration // 0 when unlimited
 	QOS        string
 	Accounts   string // AllowAccounts; "" for all
+	// PriorityJobFactor and PriorityTier are slurm.conf's; the partition
+	// factor of a job's priority is its PriorityJobFactor over the largest.
+	PriorityJobFactor, PriorityTier int64
+	// TRES are the partition's TRES in all (its nodes'): what a job's
+	// TRES priority factors are fractions of.
+	TRES TRESList
 }
 
 // Share is one row of the fair-share tree (sshare).

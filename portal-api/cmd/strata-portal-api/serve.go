@@ -109,7 +109,8 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
 			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),
-			SessionRoot: cl.SessionRoot, SessionIdleLimit: cl.SessionIdleLimit})
+			SessionRoot: cl.SessionRoot, SessionIdleLimit: cl.SessionIdleLimit,
+			Priority: priorityWeights(cl.PriorityWeights), Prometheus: prometheusOf(cl)})
 	}
 	tmpl, err := daemon.Load(ctx, "job templates", func(context.Context) (*templates.Set, error) {
 		set, err := templates.Load(cfg.TemplatesDir)
@@ -157,4 +158,29 @@ func listen(cfg *config.Config) (net.Listener, error) {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
 	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+}
+
+// priorityWeights are a cluster's weights as the service takes them.
+func priorityWeights(w *config.PriorityWeights) *service.PriorityWeights {
+	if w == nil {
+		return nil
+	}
+	out := &service.PriorityWeights{Age: float64(w.Age), Assoc: float64(w.Assoc), Fairshare: float64(w.Fairshare),
+		JobSize: float64(w.JobSize), Partition: float64(w.Partition), QOS: float64(w.QOS), TRES: map[string]float64{},
+		MaxAge: w.MaxAge, CalcPeriod: w.CalcPeriod, FavorSmall: w.FavorSmall}
+	for k, v := range w.TRES {
+		out.TRES[strings.ToLower(k)] = v
+	}
+	return out
+}
+
+// prometheusOf is a cluster's Prometheus as the service takes it; nil
+// without a prometheus_url.
+func prometheusOf(cl config.Cluster) *service.Prometheus {
+	if cl.PrometheusURL == "" {
+		return nil
+	}
+	g := cl.GPUMetrics
+	return &service.Prometheus{URL: strings.TrimRight(cl.PrometheusURL, "/"), NodeLabel: g.NodeLabel, GPULabel: g.GPULabel,
+		UtilMetric: g.UtilMetric, Step: g.Step, Window: g.Window, IdleBelow: g.IdleBelowPercent}
 }

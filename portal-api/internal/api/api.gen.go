@@ -110,6 +110,21 @@ func (e JobAction) Valid() bool {
 	}
 }
 
+// Defines values for JobGpuUseSource.
+const (
+	Prometheus JobGpuUseSource = "prometheus"
+)
+
+// Valid indicates whether the value is a known member of the JobGpuUseSource enum.
+func (e JobGpuUseSource) Valid() bool {
+	switch e {
+	case Prometheus:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MeVia.
 const (
 	Oidc  MeVia = "oidc"
@@ -291,6 +306,9 @@ type ClusterOverview struct {
 	// Deployments Models served from the cluster's jobs (the caller's tenants'), from its bridge; left out without a bridge or when it did not answer.
 	Deployments *int `json:"deployments,omitempty"`
 
+	// GpuUse The allocated GPUs' utilisation now, from the cluster's Prometheus (its mean over the last prometheus_window): in use at or above idle_below_percent, idle below it.
+	GpuUse *GpuUseNow `json:"gpu_use,omitempty"`
+
 	// GpusAllocated GPUs held by the running jobs the caller oversees.
 	GpusAllocated int `json:"gpus_allocated"`
 
@@ -449,6 +467,42 @@ type Error struct {
 // session_bad_connection_file, session_busy, session_unreachable.
 type ErrorCode string
 
+// GpuPoint defines model for GpuPoint.
+type GpuPoint struct {
+	Time time.Time `json:"time"`
+
+	// Util Percent.
+	Util float64 `json:"util"`
+}
+
+// GpuSeries defines model for GpuSeries.
+type GpuSeries struct {
+	// Gpu node:index, or "mean" for the mean of the job's GPUs.
+	Gpu string `json:"gpu"`
+
+	// MeanUtil The mean utilisation in percent over the points.
+	MeanUtil *float64   `json:"mean_util,omitempty"`
+	Points   []GpuPoint `json:"points"`
+}
+
+// GpuUseNow The allocated GPUs' utilisation now, from the cluster's Prometheus (its mean over the last prometheus_window): in use at or above idle_below_percent, idle below it.
+type GpuUseNow struct {
+	// Error Why the use is not known (Prometheus did not answer).
+	Error *string `json:"error,omitempty"`
+
+	// Idle Allocated GPUs idle.
+	Idle int `json:"idle"`
+
+	// IdleGpus The idle allocated GPUs, with their jobs (at most 100; a tenant's only).
+	IdleGpus *[]IdleGpu `json:"idle_gpus,omitempty"`
+
+	// InUse Allocated GPUs in use.
+	InUse int `json:"in_use"`
+
+	// NoSamples Allocated GPUs Prometheus has no recent samples of.
+	NoSamples int `json:"no_samples"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Clusters map[string]struct {
@@ -459,6 +513,17 @@ type Health struct {
 
 	// Fresh Clusters served from a fresh snapshot.
 	Fresh int `json:"fresh"`
+}
+
+// IdleGpu defines model for IdleGpu.
+type IdleGpu struct {
+	// Gpu node:index
+	Gpu   string  `json:"gpu"`
+	JobId int64   `json:"job_id"`
+	User  *string `json:"user,omitempty"`
+
+	// Util Percent.
+	Util float64 `json:"util"`
 }
 
 // Job defines model for Job.
@@ -503,6 +568,28 @@ type Job struct {
 
 // JobAction defines model for JobAction.
 type JobAction string
+
+// JobGpuUse defines model for JobGpuUse.
+type JobGpuUse struct {
+	Cluster string    `json:"cluster"`
+	End     time.Time `json:"end"`
+
+	// Gpus Each of the job's GPUs that Prometheus has samples of; empty for a job of more than 64 GPUs.
+	Gpus  []GpuSeries `json:"gpus"`
+	JobId int64       `json:"job_id"`
+	Mean  GpuSeries   `json:"mean"`
+
+	// Missing The job's GPUs (node:index) Prometheus has no samples of.
+	Missing *[]string       `json:"missing,omitempty"`
+	Source  JobGpuUseSource `json:"source"`
+	Start   time.Time       `json:"start"`
+
+	// StepSeconds Each point is the mean utilisation over the step before it.
+	StepSeconds int64 `json:"step_seconds"`
+}
+
+// JobGpuUseSource defines model for JobGpuUse.Source.
+type JobGpuUseSource string
 
 // JobOutput defines model for JobOutput.
 type JobOutput struct {
@@ -628,6 +715,28 @@ type Overview struct {
 	Clusters []ClusterOverview `json:"clusters"`
 }
 
+// PriorityFactors The job's priority/multifactor factors, weighted as `sprio -l` shows them, worked out from the cluster's priority_weights; shown only for a cluster that has them.
+type PriorityFactors struct {
+	Age   *float64 `json:"age,omitempty"`
+	Assoc *float64 `json:"assoc,omitempty"`
+
+	// Consistent The factors add up (less nice) to the priority Slurm reports, rounded down as Slurm rounds it.
+	Consistent bool     `json:"consistent"`
+	Fairshare  *float64 `json:"fairshare,omitempty"`
+	JobSize    *float64 `json:"job_size,omitempty"`
+
+	// Nice Subtracted from the sum.
+	Nice      *float64 `json:"nice,omitempty"`
+	Partition *float64 `json:"partition,omitempty"`
+	Qos       *float64 `json:"qos,omitempty"`
+
+	// Tres By TRES key, such as gres/gpu.
+	Tres *map[string]float64 `json:"tres,omitempty"`
+
+	// Unexplained What the factors leave out of the priority, when they are not consistent (the weights differ from slurm.conf's, or an admin set the priority).
+	Unexplained *int64 `json:"unexplained,omitempty"`
+}
+
 // Queue defines model for Queue.
 type Queue struct {
 	Groups        []QueueGroup `json:"groups"`
@@ -649,12 +758,36 @@ type QueueGroup struct {
 
 // QueueJob defines model for QueueJob.
 type QueueJob struct {
+	// Ahead How many pending jobs of the partition, of any tenant, come before it.
+	Ahead *int `json:"ahead,omitempty"`
+
+	// AheadJobs The jobs ahead of it that the caller may read (at most 20).
+	AheadJobs    *[]int64   `json:"ahead_jobs,omitempty"`
 	Class        *string    `json:"class,omitempty"`
 	EligibleTime *time.Time `json:"eligible_time,omitempty"`
-	Id           int64      `json:"id"`
-	Reason       string     `json:"reason"`
-	SubmitTime   *time.Time `json:"submit_time,omitempty"`
-	User         string     `json:"user"`
+
+	// Factors The job's priority/multifactor factors, weighted as `sprio -l` shows them, worked out from the cluster's priority_weights; shown only for a cluster that has them.
+	Factors *PriorityFactors `json:"factors,omitempty"`
+
+	// HoldingBack The factor in which the job falls furthest below the mean of the jobs ahead of it, and by how many priority points.
+	HoldingBack *struct {
+		// Factor age, assoc, fairshare, job_size, partition, qos, or tres:<key>
+		Factor string  `json:"factor"`
+		Gap    float64 `json:"gap"`
+	} `json:"holding_back,omitempty"`
+	Id int64 `json:"id"`
+
+	// Partition The partition whose queue the job is placed in (the first it lists).
+	Partition *string `json:"partition,omitempty"`
+
+	// Position The job's place in its partition's queue, 1 for the job Slurm considers first; absent for a held job.
+	Position *int `json:"position,omitempty"`
+
+	// Priority The job's priority as Slurm computed it last (0 is held).
+	Priority   *int64     `json:"priority,omitempty"`
+	Reason     string     `json:"reason"`
+	SubmitTime *time.Time `json:"submit_time,omitempty"`
+	User       string     `json:"user"`
 }
 
 // Reason Why a pending job waits.
@@ -900,7 +1033,10 @@ type TemplateParamType string
 // TenantOverview defines model for TenantOverview.
 type TenantOverview struct {
 	// Deployments The tenant's deployments on the cluster's bridge.
-	Deployments   *int             `json:"deployments,omitempty"`
+	Deployments *int `json:"deployments,omitempty"`
+
+	// GpuUse The allocated GPUs' utilisation now, from the cluster's Prometheus (its mean over the last prometheus_window): in use at or above idle_below_percent, idle below it.
+	GpuUse        *GpuUseNow       `json:"gpu_use,omitempty"`
 	GpusAllocated int              `json:"gpus_allocated"`
 	Pending       int              `json:"pending"`
 	Recovery      *RecoveryWindows `json:"recovery,omitempty"`
@@ -1011,6 +1147,9 @@ type ServerInterface interface {
 	// GetJobAttempts The job's failed runs and their retries, from the cluster's reclaimd.
 	// (GET /v1/jobs/{cluster}/{id}/attempts)
 	GetJobAttempts(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
+	// GetJobGpu A job's GPU utilisation over its life, from the cluster's Prometheus.
+	// (GET /v1/jobs/{cluster}/{id}/gpu)
+	GetJobGpu(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
 	// GetJobOutput The tail of a job's standard output and error, and a listing of its working directory.
 	// (GET /v1/jobs/{cluster}/{id}/output)
 	GetJobOutput(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
@@ -1445,6 +1584,41 @@ func (siw *ServerInterfaceWrapper) GetJobAttempts(w http.ResponseWriter, r *http
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetJobAttempts(w, r, cluster, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetJobGpu operation middleware
+func (siw *ServerInterfaceWrapper) GetJobGpu(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id JobID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetJobGpu(w, r, cluster, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2000,6 +2174,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/reclaim", wrapper.GetJobReclaim)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/gpu", wrapper.GetJobGpu)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/attempts", wrapper.GetJobAttempts)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/output", wrapper.GetJobOutput)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/{action}", wrapper.ControlJob)

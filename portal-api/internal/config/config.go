@@ -159,6 +159,52 @@ type Cluster struct {
 	// identity), so slurmctld checks the user's own permission. Empty
 	// (the default): no scontrol, and a requeue there answers 501.
 	Scontrol string `yaml:"scontrol"`
+	// PriorityWeights are the cluster's slurm.conf settings of the
+	// priority/multifactor plugin, which slurmrestd does not give: with
+	// them GET /v1/queue shows each pending job's priority factors.
+	PriorityWeights *PriorityWeights `yaml:"priority_weights"`
+	// GPUMetrics says how prometheus_url holds dcgm-exporter's
+	// utilisation, for a job's GPU history and the overview's GPUs in use.
+	GPUMetrics GPUMetrics `yaml:"gpu_metrics"`
+}
+
+// GPUMetrics name dcgm-exporter's series in the cluster's Prometheus, as
+// reclaimd's Prometheus source reads them, and bound what is asked.
+type GPUMetrics struct {
+	// NodeLabel names the Slurm node (default Hostname).
+	NodeLabel string `yaml:"node_label"`
+	// GPULabel holds the GPU index as Slurm numbers it (default gpu).
+	GPULabel string `yaml:"gpu_label"`
+	// UtilMetric is the utilisation in percent (default DCGM_FI_DEV_GPU_UTIL).
+	UtilMetric string `yaml:"util_metric"`
+	// Step is the finest step of a job's history; at least the scrape
+	// interval (default 30s).
+	Step time.Duration `yaml:"step"`
+	// Window is what "now" means in the overview: the mean over it
+	// (default 5m).
+	Window time.Duration `yaml:"window"`
+	// IdleBelowPercent: an allocated GPU under this utilisation is idle
+	// (default 5).
+	IdleBelowPercent float64 `yaml:"idle_below_percent"`
+}
+
+// PriorityWeights copy slurm.conf's Priority* settings (`scontrol show
+// config | grep ^Priority` shows them).
+type PriorityWeights struct {
+	Age       int64 `yaml:"age"`       // PriorityWeightAge
+	Assoc     int64 `yaml:"assoc"`     // PriorityWeightAssoc
+	Fairshare int64 `yaml:"fairshare"` // PriorityWeightFairshare
+	JobSize   int64 `yaml:"job_size"`  // PriorityWeightJobSize
+	Partition int64 `yaml:"partition"` // PriorityWeightPartition
+	QOS       int64 `yaml:"qos"`       // PriorityWeightQOS
+	// TRES is PriorityWeightTRES by TRES: cpu, mem, gres/gpu, ...
+	TRES map[string]float64 `yaml:"tres"`
+	// MaxAge is PriorityMaxAge (default 7d).
+	MaxAge time.Duration `yaml:"max_age"`
+	// CalcPeriod is PriorityCalcPeriod (default 5m).
+	CalcPeriod time.Duration `yaml:"calc_period"`
+	// FavorSmall is PriorityFavorSmall.
+	FavorSmall bool `yaml:"favor_small"`
 }
 
 // Default is the configuration used for keys the file leaves out. It is
@@ -351,6 +397,28 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 			ps.bad(p+".bridge_token_file", "give bridge_url too, or leave both out", "given without bridge_url")
 		}
 		ps.url(p+".prometheus_url", cl.PrometheusURL, false, "Prometheus's URL")
+		if g := cl.GPUMetrics; g != (GPUMetrics{}) {
+			if cl.PrometheusURL == "" {
+				ps.bad(p+".gpu_metrics", "give the cluster a prometheus_url, or leave gpu_metrics out", "set without a prometheus_url")
+			}
+			for k, v := range map[string]string{"node_label": g.NodeLabel, "gpu_label": g.GPULabel, "util_metric": g.UtilMetric} {
+				if v != "" && !promName.MatchString(v) {
+					ps.bad(p+".gpu_metrics."+k, "give a Prometheus label or metric name, such as Hostname", "%q is not a Prometheus name", v)
+				}
+			}
+			if g.Step < 0 || (g.Step > 0 && g.Step < time.Second) {
+				ps.bad(p+".gpu_metrics.step", "give at least dcgm-exporter's scrape interval, such as 30s", "%s is shorter than 1s", g.Step)
+			}
+			if g.Window < 0 || (g.Window > 0 && g.Window < time.Second) {
+				ps.bad(p+".gpu_metrics.window", "give a few scrape intervals, such as 5m", "%s is shorter than 1s", g.Window)
+			}
+			if g.IdleBelowPercent < 0 || g.IdleBelowPercent > 100 {
+				ps.bad(p+".gpu_metrics.idle_below_percent", "give a percentage, such as 5", "%g is not a percentage", g.IdleBelowPercent)
+			}
+		}
+		if w := cl.PriorityWeights; w != nil {
+			ps.priorityWeights(p+".priority_weights", w)
+		}
 	}
 	return strictyaml.Diagnostics(ps)
 }
@@ -407,4 +475,30 @@ func (c *Config) ListenLoopback() bool {
 	}
 	ip := net.ParseIP(host)
 	return strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback())
+}
+
+var tresKey = regexp.MustCompile(`^[a-z]+(/[a-z0-9_:.-]+)?$`)
+
+var promName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+func (ps *problems) priorityWeights(p string, w *PriorityWeights) {
+	for k, v := range map[string]int64{"age": w.Age, "assoc": w.Assoc, "fairshare": w.Fairshare, "job_size": w.JobSize, "partition": w.Partition, "qos": w.QOS} {
+		if v < 0 || v > 1<<32-1 {
+			ps.bad(p+"."+k, "copy the weight from slurm.conf: 0 to 4294967295", "%d is not a weight", v)
+		}
+	}
+	for k, v := range w.TRES {
+		if !tresKey.MatchString(strings.ToLower(k)) {
+			ps.bad(p+".tres."+k, "name a TRES as slurm.conf's PriorityWeightTRES does: cpu, mem, gres/gpu", "%q is not a TRES", k)
+		}
+		if v < 0 {
+			ps.bad(p+".tres."+k, "copy the weight from slurm.conf's PriorityWeightTRES", "%g is not a weight", v)
+		}
+	}
+	if w.MaxAge < 0 || (w.MaxAge > 0 && w.MaxAge < time.Minute) {
+		ps.bad(p+".max_age", "copy PriorityMaxAge from slurm.conf (7d is its default)", "%s is shorter than a minute", w.MaxAge)
+	}
+	if w.CalcPeriod < 0 || (w.CalcPeriod > 0 && w.CalcPeriod < time.Minute) {
+		ps.bad(p+".calc_period", "copy PriorityCalcPeriod from slurm.conf, in minutes (5m is its default)", "%s is shorter than a minute", w.CalcPeriod)
+	}
 }

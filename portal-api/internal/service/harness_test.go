@@ -76,8 +76,9 @@ type harness struct {
 
 	reclaimdRequests atomic.Int64
 	// bridge is gpu1's strata-bridge API (gpu2 has none).
-	bridge       *bridge
-	reclaimdDown atomic.Bool
+	bridge            *bridge
+	reclaimdDown      atomic.Bool
+	prometheusQueries atomic.Int64
 }
 
 func newHarness(t *testing.T) *harness {
@@ -118,6 +119,8 @@ func newHarness(t *testing.T) *harness {
 			cl.Bridge = h.newBridge()
 			cl.OutputRoots = []string{h.outputRoot}
 			cl.SessionRoot, cl.SessionIdleLimit = h.sessionRoot, time.Hour
+			cl.Priority = &bedWeights
+			cl.Prometheus = &Prometheus{URL: h.prometheus().URL, Step: time.Second}
 		}
 		clusters = append(clusters, cl)
 	}
@@ -160,6 +163,43 @@ func newHarness(t *testing.T) *harness {
 // (portal-api may not import reclaimd's packages): the routes the
 // overview and the attempts route read.
 const reclaimdAnswers = "../../../reclaimd/internal/controller/testdata/api/"
+
+// prometheus is Prometheus's API at the network edge, answering as
+// Prometheus does a query of dcgm-exporter's utilisation: gpu1's GPUs 0
+// (busy), 1 (idle) and 2 (of no job of the harness), whatever GPUs the
+// query names, so that only the asker can keep a job to its own.
+func (h *harness) prometheus() *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.prometheusQueries.Add(1)
+		if err := r.ParseForm(); err != nil || r.Form.Get("query") == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"no query"}`))
+			return
+		}
+		series := func(gpu string, util ...string) string {
+			var pts []string
+			for i, u := range util {
+				pts = append(pts, fmt.Sprintf(`[%d,%q]`, h.now.Unix()-int64(len(util)-1-i), u))
+			}
+			return `{"metric":{"Hostname":"gpu1","gpu":"` + gpu + `"},"values":[` + strings.Join(pts, ",") + `]}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/query_range":
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[%s,%s,%s]}}`,
+				series("0", "80", "90", "100"), series("1", "0", "0", "3"), series("2", "50", "50", "50"))
+		case "/api/v1/query":
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[`+
+				`{"metric":{"Hostname":"gpu1","gpu":"0"},"value":[%[1]d,"77.5"]},`+
+				`{"metric":{"Hostname":"gpu1","gpu":"1"},"value":[%[1]d,"0.25"]},`+
+				`{"metric":{"Hostname":"gpu1","gpu":"2"},"value":[%[1]d,"50"]}]}}`, h.now.Unix())
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	h.t.Cleanup(srv.Close)
+	return srv
+}
 
 // reclaimd is reclaimd's API at the network edge: a record for job
 // 910101 in reclaimd's shape, none for the others; the decisions,

@@ -368,6 +368,7 @@ func (s *Server) GetQueue(w http.ResponseWriter, r *http.Request, p api.GetQueue
 		}
 	}
 	views, stale := s.visible(only, identity(r.Context()).User)
+	places := s.places(views)
 	type key struct{ cluster, tenant, project string }
 	groups := map[key]*api.QueueGroup{}
 	counts := map[key]map[string]int{}
@@ -390,8 +391,7 @@ func (s *Server) GetQueue(w http.ResponseWriter, r *http.Request, p api.GetQueue
 		reason := cmp.Or(v.job.StateReason, "None")
 		g.Pending++
 		counts[k][reason]++
-		*g.Jobs = append(*g.Jobs, api.QueueJob{Id: v.job.ID, User: v.job.User, Reason: reason, Class: ptr(v.class),
-			SubmitTime: nonZeroTime(v.job.SubmitTime), EligibleTime: nonZeroTime(v.job.EligibleTime)})
+		*g.Jobs = append(*g.Jobs, s.queueJob(v, reason, places))
 	}
 	slices.SortFunc(order, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.project, b.project))

@@ -61,6 +61,7 @@ func (s *Server) GetOverview(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		co.Deployments, co.Replicas, co.BridgeUnavailable = s.overviewDeployments(r.Context(), c, user, admin, tenants, by, reasons)
+		s.gpuUse(r.Context(), c, x, by, &co)
 		for tenant, to := range by {
 			for reason, n := range reasons[tenant] {
 				to.TopReasons = append(to.TopReasons, api.ReasonCount{Reason: reason, Count: n})

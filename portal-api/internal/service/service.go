@@ -62,6 +62,12 @@ type Cluster struct {
 	// SessionIdleLimit ends a session without GPUs idle this long, by its
 	// server's activity, unless its template gives its own; 0: never.
 	SessionIdleLimit time.Duration
+	// Priority are the cluster's priority/multifactor weights; nil: the
+	// queue shows no priority factors.
+	Priority *PriorityWeights
+	// Prometheus scrapes the cluster's dcgm-exporters; nil: no GPU use
+	// is shown.
+	Prometheus *Prometheus
 }
 
 // Config is what the server needs.
@@ -104,6 +110,8 @@ type Server struct {
 	// recoveryCache holds each cluster's last read of its reclaimd.
 	recoveryCache    recoveryCaches
 	reclaimdRequests *prometheus.CounterVec
+	queues           queues
+	gpuNows          gpuNows
 }
 
 var _ api.ServerInterface = (*Server)(nil)

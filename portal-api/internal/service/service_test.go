@@ -177,6 +177,20 @@ func TestTenantIsolation(t *testing.T) {
 					t.Errorf("GET %s/attempts = %d, want %d", path, code, wantAttempts)
 				}
 				h.noForeign(user, "GET "+path+"/attempts", body, j.id)
+				// GPU use: gpu1's running jobs have it; its pending jobs hold
+				// no GPU; gpu2 has no Prometheus.
+				code, body = h.do(user, "GET", path+"/gpu", nil)
+				wantGPU := 404
+				switch {
+				case wantRead && j.cluster == "gpu2":
+					wantGPU = 503
+				case wantRead && slices.Contains([]int64{910101, 910104, 910106}, j.id):
+					wantGPU = 200
+				}
+				if code != wantGPU {
+					t.Errorf("GET %s/gpu = %d, want %d", path, code, wantGPU)
+				}
+				h.noForeign(user, "GET "+path+"/gpu", body, j.id)
 				if !wantRead {
 					// A foreign job reads exactly as a missing one.
 					_, missing := h.do(user, "GET", fmt.Sprintf("/v1/jobs/%s/%d", j.cluster, 999999), nil)
@@ -274,7 +288,7 @@ func TestUnauthenticated(t *testing.T) {
 	h := newHarness(t)
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/v1/me"}, {"GET", "/v1/clusters"}, {"GET", "/v1/jobs"}, {"GET", "/v1/jobs/gpu1/910101"},
-		{"POST", "/v1/jobs/gpu1/910101/cancel"}, {"GET", "/v1/queue"}, {"GET", "/v1/nodes/gpu1"}, {"POST", "/v1/nodes/gpu1/gpu1/drain"},
+		{"POST", "/v1/jobs/gpu1/910101/cancel"}, {"GET", "/v1/jobs/gpu1/910101/gpu"}, {"GET", "/v1/queue"}, {"GET", "/v1/nodes/gpu1"}, {"POST", "/v1/nodes/gpu1/gpu1/drain"},
 		{"GET", "/v1/deployments"}, {"POST", "/v1/deployments"}, {"POST", "/v1/deployments/gpu1/llm-chat/rollback"},
 		{"DELETE", "/v1/deployments/gpu1/llm-chat"},
 		{"GET", "/v1/sessions"}, {"POST", "/v1/sessions"}, {"GET", "/v1/sessions/abc"}, {"DELETE", "/v1/sessions/abc"},

@@ -9,27 +9,19 @@ package collect_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/promtest"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
-
-// httpClient asks the Prometheus under test; loopback answers fast.
-var httpClient = &http.Client{Timeout: 5 * time.Second}
 
 // replayExporter serves a recorded dcgm-exporter exposition at /metrics,
 // as dcgm-exporter does.
@@ -51,114 +43,8 @@ func replayExporter(t *testing.T, file string) *httptest.Server {
 	return srv
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startPrometheus runs the prometheus binary on a free loopback port with
-// the given scrape config, and returns its base URL once it is ready. It
-// kills it when the test ends, and prints its log if the test failed.
-func startPrometheus(t *testing.T, bin, scrapeConfigs string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	yml := "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" + scrapeConfigs
-	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "prometheus.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	cmd := exec.Command(bin,
-		"--config.file="+cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--log.level=info")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("prometheus.yml:\n%s\nprometheus log:\n%s", yml, b)
-		}
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			t.Fatalf("prometheus exited before it was ready: %v", err)
-		default:
-		}
-		if resp, err := httpClient.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus at %s not ready after 30s", base)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// instantQuery runs an instant query and returns its vector's values.
-func instantQuery(base, q string) ([]float64, error) {
-	resp, err := httpClient.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" {
-		return nil, errors.New(ans.Error)
-	}
-	var out []float64
-	for _, r := range ans.Data.Result {
-		s, _ := r.Value[1].(string)
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func TestPrometheusRealServer(t *testing.T) {
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("the prometheus binary is not on PATH: install Debian's package prometheus (make deps installs it)")
-	}
+	bin := promtest.Bin(t)
 	gpu1 := replayExporter(t, "dcgm-exporter-gpu1.prom")
 	gpu2 := replayExporter(t, "dcgm-exporter-gpu2.prom")
 	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
@@ -176,17 +62,17 @@ func TestPrometheusRealServer(t *testing.T) {
         target_label: instance
         replacement: "${1}:9400"
 `, host(gpu1), host(gpu2))
-	base := startPrometheus(t, bin, scrape)
+	base := promtest.Start(t, bin, scrape)
 
 	// Wait until each target has been scraped at least 8 times.
 	deadline := time.Now().Add(45 * time.Second)
 	for {
-		v, err := instantQuery(base, `count_over_time(up{job="dcgm"}[1m]) >= 8 and up == 1`)
+		v, err := promtest.Instant(base, `count_over_time(up{job="dcgm"}[1m]) >= 8 and up == 1`)
 		if err == nil && len(v) == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			v, err := instantQuery(base, `up`)
+			v, err := promtest.Instant(base, `up`)
 			t.Fatalf("prometheus did not scrape both replayed exporters 8 times in 45s (up = %v, %v)", v, err)
 		}
 		time.Sleep(250 * time.Millisecond)

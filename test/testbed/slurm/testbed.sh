@@ -314,7 +314,7 @@ cmd_up() {
 # scontrol of test bed $TB_NAME; authenticates with SLURM_JWT when it is set (no munge identity needed).
 exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \${SLURM_JWT:+SLURM_JWT=\$SLURM_JWT} chroot $R scontrol "\$@"
 SC
-  for n in sbatch squeue scancel sacctmgr sinfo sshare sacct; do
+  for n in sbatch squeue scancel sacctmgr sinfo sshare sacct sprio; do
     sed -e "s/scontrol/$n/g" "$INST/bin/scontrol" >"$INST/bin/$n"
   done
   chmod 755 "$INST"/bin/*

@@ -44,6 +44,9 @@ type Job struct {
 	WorkDir, StdOut, StdErr string
 	// CPUOnly: the job holds no GPUs (the captured record holds two).
 	CPUOnly bool
+	// Priority, Nice, AccrueTime and StartTime (Unix seconds) replace
+	// the record's when set.
+	Priority, Nice, AccrueTime, StartTime int64
 }
 
 // Control is a job control request the bed was sent.
@@ -275,6 +278,18 @@ func (b *Bed) record(j Job) map[string]any {
 		m["tres_alloc_str"] = "cpu=1,mem=1000M,node=1,billing=1"
 		m["tres_req_str"] = "cpu=1,mem=1000M,node=1,billing=1"
 		m["tres_per_node"] = ""
+	}
+	if j.Priority != 0 {
+		m["priority"] = noval(j.Priority)
+	}
+	if j.Nice != 0 {
+		m["nice"] = j.Nice
+	}
+	if j.AccrueTime != 0 {
+		m["accrue_time"] = noval(j.AccrueTime)
+	}
+	if j.StartTime != 0 {
+		m["start_time"] = noval(j.StartTime)
 	}
 	state := j.State
 	if state == "" {
