@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -504,6 +505,19 @@ func overhead(t *testing.T, l *live, p string) {
 	t.Logf("\n%s", tbl.String())
 }
 
+// The terminal's escape sequences: OSC (titles, the shell integration's
+// marks) and CSI (colours, modes).
+var termEscape = regexp.MustCompile(`\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b\[[0-9;?]*[A-Za-z]`)
+
+// termLines is the terminal's output as plain lines.
+func termLines(out string) []string {
+	var lines []string
+	for _, line := range strings.Split(termEscape.ReplaceAllString(out, ""), "\n") {
+		lines = append(lines, strings.TrimSpace(line))
+	}
+	return lines
+}
+
 // TestTerminalSession: alice's web terminal through the proxy's
 // WebSocket, in ttyd's protocol: `echo $SLURM_JOB_ID` reads the job's id
 // back; the proxy refuses the file's variants and the finished session.
@@ -543,11 +557,11 @@ func TestTerminalSession(t *testing.T) {
 		if err := ws.Write(ctx, websocket.MessageBinary, []byte("0echo $SLURM_JOB_ID\r")); err != nil {
 			t.Fatal(err)
 		}
-		want := "\n" + strconv.FormatInt(l.jobID, 10) + "\r"
+		want := strconv.FormatInt(l.jobID, 10)
 		var out strings.Builder
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		for !strings.Contains(out.String(), want) {
+		for !slices.Contains(termLines(out.String()), want) {
 			_, data, err := ws.Read(rctx)
 			if err != nil {
 				t.Fatalf("the terminal did not print job id %d: %v; it printed:\n%q", l.jobID, err, out.String())
