@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -112,6 +113,25 @@ func fakeServer(name string, args []string) error {
 	}))
 }
 
+// syncBuffer is a job's output, written by its process while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // TestShippedSessionScripts runs each shipped session template's script
 // as its job would (a fake Slurm environment, the fake server under the
 // real program's name), reads the connection file it writes and reaches
@@ -154,7 +174,7 @@ func TestShippedSessionScripts(t *testing.T) {
 				"STRATA_FAKE_SERVER=1")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-			out := &strings.Builder{}
+			out := &syncBuffer{}
 			cmd.Stdout, cmd.Stderr = out, out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
