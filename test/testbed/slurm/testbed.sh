@@ -74,7 +74,7 @@ if [ -n "$TB_MARIADB_MAX_PACKET" ] && ! [[ $TB_MARIADB_MAX_PACKET =~ ^[0-9]+[KMG
 fi
 
 if [ "$TB_SESSIONS" = 1 ] && [ "$SLURM_VERSION" != 26.05 ]; then
-  echo "testbed: --sessions is for --version 26.05 only (Debian testing's jupyterlab 4.4 and ttyd)" >&2; exit 2
+  echo "testbed: --sessions is for --version 26.05 only: Debian 13 has no ttyd package (and jupyterlab 4.0)" >&2; exit 2
 fi
 
 case $SLURM_VERSION in
