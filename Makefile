@@ -43,6 +43,8 @@ PKG_FORMATS ?= deb rpm
 SLURM_VERSIONS ?= 26.05 24.11
 TESTBED := test/testbed/slurm/testbed.sh
 TB_STATE ?= /var/lib/strata/testbed
+# Beds whose root also has the session templates' servers (testbed.sh --sessions).
+TB_SESSION_VERSIONS ?= 26.05
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
@@ -140,10 +142,12 @@ test-unit: $(OAPI_CODEGEN) ## unit tests: no network, no services (race detector
 	OAPI_CODEGEN=$(OAPI_CODEGEN) $(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: testbed-up
-testbed-up: deps ## start one Slurm test bed per SLURM_VERSIONS (fresh state)
-	@pids=""; for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) build & pids="$$pids $$!"; done; \
+testbed-up: deps ## start one Slurm test bed per SLURM_VERSIONS (fresh state); those of TB_SESSION_VERSIONS run JupyterLab and ttyd
+	@pids=""; for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v TB_SESSIONS=$$(case " $(TB_SESSION_VERSIONS) " in *" $$v "*) echo 1;; *) echo 0;; esac) \
+	  bash $(TESTBED) build & pids="$$pids $$!"; done; \
 	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
-	@pids=""; for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) up --fresh & pids="$$pids $$!"; done; \
+	@pids=""; for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v TB_SESSIONS=$$(case " $(TB_SESSION_VERSIONS) " in *" $$v "*) echo 1;; *) echo 0;; esac) \
+	  bash $(TESTBED) up --fresh & pids="$$pids $$!"; done; \
 	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 
 .PHONY: testbed-down

@@ -53,6 +53,12 @@ type Bed struct {
 	// are /nodes, /partitions, /jobs, /jobs-users-accts, /scheduler);
 	// empty where the release has none (24.11).
 	MetricsURL string
+	// Sessions is whether the bed's root has the servers of the portal's
+	// session templates (testbed.sh up --sessions: JupyterLab, ttyd).
+	Sessions bool
+	// NodeAddr is the address every node's slurmd listens on (NodeAddr):
+	// the nodes' names resolve to it inside the root, not on the host.
+	NodeAddr string
 }
 
 // EnvVar names the environment files of the test beds.
@@ -108,7 +114,7 @@ func Load(path string) (*Bed, error) {
 		Logs: strings.Fields(kv["STRATA_TB_LOGS"]), Nodes: strings.Fields(kv["STRATA_TB_NODES"]),
 		GPUType: kv["STRATA_TB_GPU_TYPE"], Partition: kv["STRATA_TB_PARTITION"], Account: kv["STRATA_TB_ACCOUNT"],
 		Users: strings.Fields(kv["STRATA_TB_USERS"]), JobDir: kv["STRATA_TB_JOB_DIR"], SlurmConf: kv["SLURM_CONF"],
-		MetricsURL: kv["STRATA_TB_METRICS_URL"],
+		MetricsURL: kv["STRATA_TB_METRICS_URL"], Sessions: kv["STRATA_TB_SESSIONS"] == "1", NodeAddr: kv["STRATA_TB_NODE_ADDR"],
 	}
 	if _, err := fmt.Sscan(kv["STRATA_TB_GPUS_PER_NODE"], &b.GPUsPerNode); err != nil {
 		return nil, fmt.Errorf("%s: STRATA_TB_GPUS_PER_NODE: %w", path, err)

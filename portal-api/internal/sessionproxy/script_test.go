@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
-// TestMain lets this test binary stand in for jupyter, ttyd and
+// TestMain lets this test binary stand in for jupyter-lab, ttyd and
 // code-server (run under those names with STRATA_FAKE_SERVER set): a
 // server that takes the real programs' options for its address, base
 // path and secret, and answers only with that secret.
@@ -39,10 +40,10 @@ func TestMain(m *testing.M) {
 func fakeServer(name string, args []string) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var addr, port, base, cred string
+	var debug int
 	var auth func(r *http.Request) bool
 	switch name {
-	case "jupyter":
-		args = args[1:] // "lab"
+	case "jupyter-lab":
 		fs.StringVar(&addr, "ip", "", "")
 		fs.StringVar(&port, "port", "", "")
 		fs.StringVar(&base, "ServerApp.base_url", "/", "")
@@ -62,6 +63,7 @@ func fakeServer(name string, args []string) error {
 		fs.Bool("writable", false, "")
 		fs.Bool("check-origin", false, "")
 		fs.Int("ping-interval", 0, "")
+		fs.IntVar(&debug, "debug", 7, "")
 		auth = func(r *http.Request) bool {
 			return cred != "" && r.Header.Get("Authorization") == "Basic "+base64.StdEncoding.EncodeToString([]byte(cred))
 		}
@@ -90,6 +92,10 @@ func fakeServer(name string, args []string) error {
 			return err
 		}
 	}
+	if debug&4 != 0 && cred != "" {
+		// What ttyd prints at its default log level (notices on).
+		fmt.Fprintln(os.Stderr, "N:   credential:", base64.StdEncoding.EncodeToString([]byte(cred)))
+	}
 	base = strings.TrimSuffix(base, "/") + "/"
 	l, err := net.Listen("tcp", net.JoinHostPort(addr, port))
 	if err != nil {
@@ -105,6 +111,25 @@ func fakeServer(name string, args []string) error {
 			_, _ = fmt.Fprintf(w, "%s %s", name, strings.TrimPrefix(r.URL.Path, base))
 		}
 	}))
+}
+
+// syncBuffer is a job's output, written by its process while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestShippedSessionScripts runs each shipped session template's script
@@ -124,12 +149,12 @@ func TestShippedSessionScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	for _, n := range []string{"jupyter", "ttyd", "code-server"} {
+	for _, n := range []string{"jupyter-lab", "ttyd", "code-server"} {
 		if err := os.Symlink(self, filepath.Join(bin, n)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, want := range map[string]string{"jupyterlab": "jupyter", "terminal": "ttyd", "vscode": "code-server"} {
+	for name, want := range map[string]string{"jupyterlab": "jupyter-lab", "terminal": "ttyd", "vscode": "code-server"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			spec, err := set.Render(name, nil, templates.User{Name: "alice", WorkDir: dir,
@@ -149,7 +174,7 @@ func TestShippedSessionScripts(t *testing.T) {
 				"STRATA_FAKE_SERVER=1")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-			out := &strings.Builder{}
+			out := &syncBuffer{}
 			cmd.Stdout, cmd.Stderr = out, out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -184,6 +209,10 @@ func TestShippedSessionScripts(t *testing.T) {
 			res.Body.Close()
 			if res.StatusCode != http.StatusOK || string(body) != want+" api/status" {
 				t.Errorf("through the proxy: %d %q, want 200 from %s at the session's base path\n%s", res.StatusCode, body, want, out)
+			}
+			if strings.Contains(out.String(), target.Secret) ||
+				strings.Contains(out.String(), base64.StdEncoding.EncodeToString([]byte(ttydUser+":"+target.Secret))) {
+				t.Errorf("the job's output holds the server's secret:\n%s", out)
 			}
 			direct, err := http.Get("http://" + target.Addr() + "/v1/sessions/s1/proxy/api/status")
 			if err == nil {

@@ -28,6 +28,9 @@ Options (or the variables in brackets):
   --nodes N       number of slurmd nodes                                        [TB_NODES, default 4]
   --gpus N        fake GPUs per node                                            [TB_GPUS, default 8]
   --fresh         (up) start from the cached root: empty accounting DB and state [TB_FRESH=1]
+  --sessions      (build, up) a root that also runs portal sessions: JupyterLab with
+                  the Python kernel, and ttyd (26.05 only: Debian testing's
+                  jupyterlab 4.4; a separate, larger cached root)            [TB_SESSIONS=1]
   --mariadb-max-packet S  (up) MariaDB max_allowed_packet, e.g. 256M, for a bed
                   that loads large sacctmgr flat files (the benchmark's own);
                   shared beds keep MariaDB's default, 16M, as most sites do  [TB_MARIADB_MAX_PACKET]
@@ -46,6 +49,7 @@ SLURM_VERSION=${SLURM_VERSION:-26.05}
 TB_NODES=${TB_NODES:-4}
 TB_GPUS=${TB_GPUS:-8}
 TB_FRESH=${TB_FRESH:-0}
+TB_SESSIONS=${TB_SESSIONS:-0}
 TB_MARIADB_MAX_PACKET=${TB_MARIADB_MAX_PACKET:-}
 PURGE=0
 while [ $# -gt 0 ]; do
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
     --nodes) TB_NODES=$2; shift 2 ;;
     --gpus) TB_GPUS=$2; shift 2 ;;
     --fresh) TB_FRESH=1; shift ;;
+    --sessions) TB_SESSIONS=1; shift ;;
     --mariadb-max-packet) TB_MARIADB_MAX_PACKET=$2; shift 2 ;;
     --purge) PURGE=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -66,6 +71,10 @@ done
 
 if [ -n "$TB_MARIADB_MAX_PACKET" ] && ! [[ $TB_MARIADB_MAX_PACKET =~ ^[0-9]+[KMG]?$ ]]; then
   echo "testbed: --mariadb-max-packet $TB_MARIADB_MAX_PACKET: want a size such as 256M" >&2; exit 2
+fi
+
+if [ "$TB_SESSIONS" = 1 ] && [ "$SLURM_VERSION" != 26.05 ]; then
+  echo "testbed: --sessions is for --version 26.05 only: Debian 13 has no ttyd package (and jupyterlab 4.0)" >&2; exit 2
 fi
 
 case $SLURM_VERSION in
@@ -81,8 +90,15 @@ TB_STATE=${TB_STATE:-/var/lib/strata/testbed}
 TB_MIRROR=${TB_MIRROR:-http://deb.debian.org/debian}
 # Bump RECIPE when the package list or the build steps change: the cache key follows it.
 PACKAGES="slurmctld slurmd slurmdbd slurmrestd slurm-client slurm-wlm-jwt-plugin munge mariadb-server procps lua5.4"
-RECIPE=1
-TARBALL=$TB_CACHE/root-$VTAG-r$RECIPE.tar.zst
+# --sessions adds the servers of the portal's session templates. jupyterlab
+# depends on its whole build toolchain (nodejs, webpack, jest, ~700 node-*
+# packages, 1.2 GB); its prebuilt pages in /usr/share/jupyter/lab/static are
+# all it serves, so the toolchain's files are removed from the root after
+# the install: `jupyter lab build` cannot run in the bed.
+SESSION_PACKAGES="jupyterlab python3-ipykernel ttyd"
+RECIPE=2
+VARIANT=$VTAG; [ "$TB_SESSIONS" = 1 ] && VARIANT=$VTAG-sessions
+TARBALL=$TB_CACHE/root-$VARIANT-r$RECIPE.tar.zst
 INST=$TB_STATE/$TB_NAME
 R=$INST/root
 PIDS=$INST/pids
@@ -125,11 +141,11 @@ cmd_build() {
   [ -s "$TARBALL" ] && { log "root for Slurm $SLURM_VERSION is cached: $TARBALL"; return 0; }
   command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap zstd"
   mkdir -p "$TB_CACHE"
-  local b=$TB_CACHE/build-$VTAG.$$ t0; t0=$(now)
+  local b=$TB_CACHE/build-$VARIANT.$$ t0 blog=$TB_CACHE/build-$VARIANT.log; t0=$(now)
   trap 'mounts_down "'"$b"'" 2>/dev/null; rm -rf "'"$b"'"' EXIT
   log "debootstrap $SUITE into $b (a few minutes, once per machine)"
-  debootstrap --variant=minbase "$SUITE" "$b" "$TB_MIRROR" >"$TB_CACHE/build-$VTAG.log" 2>&1 \
-    || { tail -20 "$TB_CACHE/build-$VTAG.log" >&2; die "debootstrap failed (log: $TB_CACHE/build-$VTAG.log)"; }
+  debootstrap --variant=minbase "$SUITE" "$b" "$TB_MIRROR" >"$blog" 2>&1 \
+    || { tail -20 "$blog" >&2; die "debootstrap failed (log: $blog)"; }
   log "debootstrap done after $(since "$t0")s"
   # Debian testing's Release files on some mirrors carry an expired Valid-Until.
   echo 'Acquire::Check-Valid-Until "false";' >"$b/etc/apt/apt.conf.d/99no-valid-until"
@@ -140,12 +156,26 @@ path-exclude /usr/share/man/*
 path-exclude /usr/share/locale/*
 path-exclude /usr/share/info/*
 SLIM
+  # A throwaway root: dpkg need not fsync every file.
+  echo force-unsafe-io >"$b/etc/dpkg/dpkg.cfg.d/02-strata-unsafe-io"
   printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$b/etc/hosts"
   mounts_up "$b"
   "${CH[@]}" "$b" sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get -q update && \
-     apt-get install -y -q --no-install-recommends $PACKAGES && apt-get clean" >>"$TB_CACHE/build-$VTAG.log" 2>&1 \
-    || { tail -20 "$TB_CACHE/build-$VTAG.log" >&2; die "apt-get install failed (log: $TB_CACHE/build-$VTAG.log)"; }
+     apt-get install -y -q --no-install-recommends $PACKAGES && apt-get clean" >>"$blog" 2>&1 \
+    || { tail -20 "$blog" >&2; die "apt-get install failed (log: $blog)"; }
   log "packages installed after $(since "$t0")s"
+  if [ "$TB_SESSIONS" = 1 ]; then
+    "${CH[@]}" "$b" sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get install -y -q --no-install-recommends $SESSION_PACKAGES && apt-get clean" \
+      >>"$blog" 2>&1 || { tail -20 "$blog" >&2; die "apt-get install of the session servers failed (log: $blog)"; }
+    # The build toolchain goes after the install (a dpkg path-exclude breaks the node packages'
+    # update-alternatives). Without the node command JupyterLab does not try it (it asks node for
+    # yarn's configuration at start when it finds it).
+    rm -rf "$b/usr/share/nodejs" "$b/usr/lib/nodejs" "$b"/usr/lib/x86_64-linux-gnu/libnode.so* \
+      "$b/usr/bin/node" "$b/usr/bin/nodejs" "$b/etc/alternatives/js"
+    "${CH[@]}" "$b" sh -c 'command -v jupyter-lab && command -v ttyd && python3 -c "import ipykernel"' >>"$blog" 2>&1 \
+      || die "the session servers do not run in the root (log: $blog)"
+    log "session servers installed after $(since "$t0")s"
+  fi
   rm -rf "$b"/var/lib/apt/lists/* "$b"/var/cache/apt/*.bin
   # Test users with fixed UIDs (far from the host's own): restd runs slurmrestd,
   # alice and bob submit jobs.
@@ -154,7 +184,7 @@ SLIM
   # forky's mariadb-server postinst no longer initialises the data dir; do it here for both.
   if [ ! -d "$b/var/lib/mysql/mysql" ]; then
     "${CH[@]}" "$b" mariadb-install-db --user=mysql --datadir=/var/lib/mysql \
-      --auth-root-authentication-method=socket --skip-test-db >>"$TB_CACHE/build-$VTAG.log" 2>&1 || die "mariadb-install-db failed"
+      --auth-root-authentication-method=socket --skip-test-db >>"$blog" 2>&1 || die "mariadb-install-db failed"
   fi
   "${CH[@]}" "$b" dpkg-query -W -f='${Version}\n' slurmctld >"$b/etc/strata-testbed-slurm-package"
   mounts_down "$b"
@@ -206,7 +236,9 @@ render_conf() { # writes every config file for this instance into $R/etc
   else
     rm -f "$packet"
   fi
-  { printf '127.0.0.1\tlocalhost %s\n' "$(hostname)"; printf '::1\tlocalhost ip6-localhost ip6-loopback\n'; } >"$R/etc/hosts"
+  # The node names resolve to their NodeAddr, as on a cluster: a job finds its node's address by name
+  # (the session templates bind their servers to it).
+  { printf '127.0.0.1\tlocalhost %s %s\n' "$(hostname)" "$NODE_NAMES"; printf '::1\tlocalhost ip6-localhost ip6-loopback\n'; } >"$R/etc/hosts"
   if [ ! -s "$e/jwt_hs256.key" ]; then
     head -c 32 /dev/urandom >"$e/jwt_hs256.key"
     in_root sh -c 'chown slurm:slurm /etc/slurm/jwt_hs256.key; chmod 600 /etc/slurm/jwt_hs256.key'
@@ -264,10 +296,10 @@ cmd_up() {
   [ -s "$TARBALL" ] || cmd_build
   T0=$(now)
   cmd_down_quiet
-  if [ "$TB_FRESH" = 1 ] || [ ! -s "$R/etc/strata-testbed-slurm-package" ] || [ ! -f "$INST/recipe-r$RECIPE" ]; then
+  if [ "$TB_FRESH" = 1 ] || [ ! -s "$R/etc/strata-testbed-slurm-package" ] || [ ! -f "$INST/root-$VARIANT-r$RECIPE" ]; then
     rm -rf "$INST"; mkdir -p "$R"
     tar --numeric-owner --xattrs -I zstd -xpf "$TARBALL" -C "$R"
-    touch "$INST/recipe-r$RECIPE"
+    touch "$INST/root-$VARIANT-r$RECIPE"
     log "root unpacked at +$(since "$T0")s"
   fi
   mkdir -p "$PIDS" "$LOGS"
@@ -343,6 +375,8 @@ STRATA_TB_PARTITION=gpu
 STRATA_TB_ACCOUNT=testbed
 STRATA_TB_USERS="alice bob"
 STRATA_TB_JOB_DIR=/var/lib/strata-jobs
+STRATA_TB_SESSIONS=$TB_SESSIONS
+STRATA_TB_NODE_ADDR=127.0.0.1
 SLURM_CONF=$R/etc/slurm/slurm.conf
 ENV
   log "up in $(since "$T0")s; Slurm $release, REST parsers: $parsers; env file: $INST/env"
