@@ -60,12 +60,19 @@ func benchMap(b *testing.B) (*tenantmap.Map, []string, map[string]string) {
 // 26.05 and 24.11) of 2,000 jobs each, 500 users with personal tokens,
 // and an open-loop load of GET /v1/jobs and GET /v1/jobs/{cluster}/{id}
 // at STRATA_BENCH_RATE requests a second (500) for STRATA_BENCH_SECONDS
-// (60), once from one user and once from all 500. It prints p50 and p99
-// of each route and the requests slurmrestd got a minute in each phase:
-// the pollers' alone, whatever the number of users.
+// (60), once from one user and once from all 500, after a warm-up of
+// STRATA_BENCH_WARMUP seconds (5) from all 500 that opens the client's
+// connections and lets the collector settle after building the clusters
+// (0: none). It prints p50 and p99 of each route and the requests
+// slurmrestd got a minute in each phase (the warm-up's too, not part of
+// the result): the pollers' alone, whatever the number of users.
 func BenchmarkPortalLoad(b *testing.B) {
 	rate := envInt("STRATA_BENCH_RATE", 500)
 	seconds := envInt("STRATA_BENCH_SECONDS", 60)
+	warmup := 5
+	if v, err := strconv.Atoi(os.Getenv("STRATA_BENCH_WARMUP")); err == nil && v >= 0 {
+		warmup = v
+	}
 	m, users, accountOf := benchMap(b)
 	reg := prometheus.NewRegistry()
 	metrics := cluster.NewMetrics(reg)
@@ -123,7 +130,7 @@ func BenchmarkPortalLoad(b *testing.B) {
 		slurm                 float64
 		elapsed               time.Duration
 	}
-	phase := func(name string, who []string) result {
+	phase := func(name string, who []string, seconds int) result {
 		r := result{name: name}
 		var mu sync.Mutex
 		before := metrics.Requests("gpu1") + metrics.Requests("gpu2")
@@ -185,7 +192,11 @@ func BenchmarkPortalLoad(b *testing.B) {
 		return r
 	}
 	b.ResetTimer()
-	results := []result{phase("1 user", users[:1]), phase("500 users", users)}
+	var results []result
+	if warmup > 0 {
+		results = append(results, phase("warm-up", users, warmup))
+	}
+	results = append(results, phase("1 user", users[:1], seconds), phase("500 users", users, seconds))
 	b.StopTimer()
 	cancel()
 	wg.Wait()
@@ -196,7 +207,7 @@ func BenchmarkPortalLoad(b *testing.B) {
 		slices.Sort(ds)
 		return ds[min(len(ds)-1, int(float64(len(ds))*p))].Round(100 * time.Microsecond).String()
 	}
-	fmt.Fprintf(os.Stdout, "\nportal-api load: 2 clusters x 2000 jobs, %d req/s for %ds a phase, half GET /v1/jobs, half GET /v1/jobs/{cluster}/{id}\n", rate, seconds)
+	fmt.Fprintf(os.Stdout, "\nportal-api load: 2 clusters x 2000 jobs, %d req/s for %ds a phase after a warm-up of %ds, half GET /v1/jobs, half GET /v1/jobs/{cluster}/{id}\n", rate, seconds, warmup)
 	fmt.Fprintf(os.Stdout, "%-10s %10s %10s %10s %10s %10s %8s %8s %8s %15s %22s\n", "phase", "req/s", "list p50", "list p99", "job p50", "job p99",
 		"sent", "failed", "dropped", "slurmrestd/min", "slurmrestd/portal req")
 	for _, r := range results {
