@@ -144,6 +144,14 @@ func newHarness(t *testing.T) *harness {
 	h.server, h.srv = s, httptest.NewServer(s)
 	t.Cleanup(h.srv.Close)
 
+	h.router = specRouter(t)
+	return h
+}
+
+// specRouter finds a request's route in openapi.yaml, to validate the
+// answer against it.
+func specRouter(t *testing.T) routers.Router {
+	t.Helper()
 	doc, err := openapi3.NewLoader().LoadFromData(portalapi.Spec)
 	if err != nil {
 		t.Fatal(err)
@@ -152,10 +160,11 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	doc.Servers = nil
-	if h.router, err = legacy.NewRouter(doc); err != nil {
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return router
 }
 
 // reclaimdAnswers are the answers of reclaimd's own API server over a

@@ -61,18 +61,22 @@ func newSwitchable(t *testing.T, target string) *switchable {
 // project, so alice's jobs are foreign to him.
 func tenantsOf(t *testing.T, b *testbed.Bed, alice, bob string) *tenantmap.Map {
 	t.Helper()
-	data := fmt.Sprintf(`{"apiVersion": "strata/v1", "kind": "TenantMap", "cluster": %q, "admins": [],
+	m, err := tenantmap.Parse([]byte(tenantsJSON(b, alice, bob)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// tenantsJSON is tenantsOf's map as tenants.json (reclaimd reads it too).
+func tenantsJSON(b *testbed.Bed, alice, bob string) string {
+	return fmt.Sprintf(`{"apiVersion": "strata/v1", "kind": "TenantMap", "cluster": %q, "admins": [],
 	  "tenants": [
 	    {"name": "lab", "account": "lab", "admins": [], "projects": [
 	      {"name": "main", "account": %q, "classes": [], "members": [{"user": %q, "role": "member", "default": true}]}]},
 	    {"name": "other", "account": "other", "admins": [], "projects": [
 	      {"name": "x", "account": "other-x", "classes": [], "members": [{"user": %q, "role": "member"}]}]}]}`,
 		b.Cluster, b.Account, alice, bob)
-	m, err := tenantmap.Parse([]byte(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // TestIntegrationClusters serves every test bed at once as a cluster of

@@ -3,7 +3,6 @@
 package sessionproxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +26,7 @@ import (
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
 	"github.com/strata-hpc/strata/portal-api/internal/session"
+	"github.com/strata-hpc/strata/portal-api/internal/session/sessiontest"
 	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
@@ -72,7 +71,11 @@ func startSession(t *testing.T, b *testbed.Bed, name string, values map[string]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &live{b: b, admin: b.Client(t), id: testbed.Unique("s"), uid: userID(t, b, "alice")}
+	uid, err := sessiontest.UserID(b, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &live{b: b, admin: b.Client(t), id: testbed.Unique("s"), uid: uid}
 	l.work = path.Join(b.JobDir, l.id)
 	if err := os.Mkdir(b.HostPath(l.work), 0o700); err != nil {
 		t.Fatal(err)
@@ -116,7 +119,7 @@ func startSession(t *testing.T, b *testbed.Bed, name string, values map[string]s
 	})
 	l.started.running = time.Since(t0)
 	l.job = session.Job{State: "RUNNING", Nodes: j.Nodes}
-	l.proxy, err = New(Config{Lookup: l.lookup, Transport: &http.Transport{DialContext: nodeDialer(b)}})
+	l.proxy, err = New(Config{Lookup: l.lookup, Transport: &http.Transport{DialContext: sessiontest.NodeDialer(b)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,44 +218,6 @@ func (l *live) finish(t *testing.T) {
 	l.mu.Lock()
 	l.job = session.Job{State: j.State.Base(), Nodes: j.Nodes}
 	l.mu.Unlock()
-}
-
-// nodeDialer reaches a node by its name at the bed's node address: the
-// names resolve inside the bed's root, not on the host.
-func nodeDialer(b *testbed.Bed) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 5 * time.Second}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		if slices.Contains(b.Nodes, host) {
-			addr = net.JoinHostPort(b.NodeAddr, port)
-		}
-		return d.DialContext(ctx, network, addr)
-	}
-}
-
-func userID(t *testing.T, b *testbed.Bed, name string) uint32 {
-	t.Helper()
-	f, err := os.Open(b.HostPath("/etc/passwd"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), ":")
-		if len(fields) > 2 && fields[0] == name {
-			n, err := strconv.ParseUint(fields[2], 10, 32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return uint32(n)
-		}
-	}
-	t.Fatalf("no user %s in the bed's /etc/passwd", name)
-	return 0
 }
 
 // refusal asks the proxy for p and wants status with the error code.
@@ -403,52 +368,14 @@ func TestJupyterLabSession(t *testing.T) {
 	})
 }
 
-// execute runs code in the kernel behind ws (Jupyter's JSON WebSocket
-// protocol) and returns its result's text/plain.
+// execute runs code in the kernel behind ws and returns its result.
 func execute(t *testing.T, ctx context.Context, ws *websocket.Conn, code string) string {
 	t.Helper()
-	id := testbed.Unique("m")
-	msg, _ := json.Marshal(map[string]any{
-		"header": map[string]any{"msg_id": id, "msg_type": "execute_request", "username": "alice", "session": "s",
-			"date": time.Now().UTC().Format(time.RFC3339), "version": "5.3"},
-		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell", "buffers": []any{},
-		"content": map[string]any{"code": code, "silent": false, "store_history": false, "user_expressions": map[string]any{},
-			"allow_stdin": false, "stop_on_error": true},
-	})
-	if err := ws.Write(ctx, websocket.MessageText, msg); err != nil {
-		t.Fatalf("send %q to the kernel: %v", code, err)
+	got, err := sessiontest.Execute(ctx, ws, code)
+	if err != nil {
+		t.Fatal(err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		typ, data, err := ws.Read(rctx)
-		if err != nil {
-			t.Fatalf("no result of %q from the kernel: %v", code, err)
-		}
-		if typ != websocket.MessageText {
-			continue
-		}
-		var m struct {
-			MsgType string `json:"msg_type"`
-			Parent  struct {
-				MsgID string `json:"msg_id"`
-			} `json:"parent_header"`
-			Content struct {
-				Data   map[string]string `json:"data"`
-				EName  string            `json:"ename"`
-				EValue string            `json:"evalue"`
-			} `json:"content"`
-		}
-		if err := json.Unmarshal(data, &m); err != nil || m.Parent.MsgID != id {
-			continue
-		}
-		switch m.MsgType {
-		case "execute_result":
-			return m.Content.Data["text/plain"]
-		case "error":
-			t.Fatalf("%q in the kernel: %s: %s", code, m.Content.EName, m.Content.EValue)
-		}
-	}
+	return got
 }
 
 // overhead times GET p on the real server directly (with its secret, as
@@ -505,19 +432,6 @@ func overhead(t *testing.T, l *live, p string) {
 	t.Logf("\n%s", tbl.String())
 }
 
-// The terminal's escape sequences: OSC (titles, the shell integration's
-// marks) and CSI (colours, modes).
-var termEscape = regexp.MustCompile(`\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b\[[0-9;?]*[A-Za-z]`)
-
-// termLines is the terminal's output as plain lines.
-func termLines(out string) []string {
-	var lines []string
-	for _, line := range strings.Split(termEscape.ReplaceAllString(out, ""), "\n") {
-		lines = append(lines, strings.TrimSpace(line))
-	}
-	return lines
-}
-
 // TestTerminalSession: alice's web terminal through the proxy's
 // WebSocket, in ttyd's protocol: `echo $SLURM_JOB_ID` reads the job's id
 // back; the proxy refuses the file's variants and the finished session.
@@ -541,7 +455,7 @@ func TestTerminalSession(t *testing.T) {
 			t.Fatalf("GET token through the proxy: %d, %v", res.StatusCode, err)
 		}
 		ws, wres, err := websocket.Dial(ctx, l.wsURL("ws"), &websocket.DialOptions{
-			Subprotocols: []string{"tty"}, HTTPHeader: http.Header{"Origin": {l.front.URL}}})
+			Subprotocols: []string{sessiontest.TerminalSubprotocol}, HTTPHeader: http.Header{"Origin": {l.front.URL}}})
 		if wres != nil && wres.Body != nil {
 			defer wres.Body.Close()
 		}
@@ -549,26 +463,8 @@ func TestTerminalSession(t *testing.T) {
 			t.Fatalf("the terminal's WebSocket through the proxy: %v", err)
 		}
 		defer ws.Close(websocket.StatusNormalClosure, "")
-		hello, _ := json.Marshal(map[string]any{"AuthToken": tok.Token, "columns": 120, "rows": 30})
-		if err := ws.Write(ctx, websocket.MessageText, hello); err != nil {
-			t.Fatal(err)
-		}
-		// '0' is ttyd's INPUT command, and the first byte of its OUTPUT.
-		if err := ws.Write(ctx, websocket.MessageBinary, []byte("0echo $SLURM_JOB_ID\r")); err != nil {
-			t.Fatal(err)
-		}
-		want := strconv.FormatInt(l.jobID, 10)
-		var out strings.Builder
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		for !slices.Contains(termLines(out.String()), want) {
-			_, data, err := ws.Read(rctx)
-			if err != nil {
-				t.Fatalf("the terminal did not print job id %d: %v; it printed:\n%q", l.jobID, err, out.String())
-			}
-			if len(data) > 0 && data[0] == '0' {
-				out.Write(data[1:])
-			}
+		if out, err := sessiontest.Terminal(ctx, ws, tok.Token, "echo $SLURM_JOB_ID", strconv.FormatInt(l.jobID, 10)); err != nil {
+			t.Fatalf("job id %d: %v; it printed:\n%q", l.jobID, err, out)
 		}
 
 		t.Run("refused", func(t *testing.T) { refusals(t, l, "token") })
