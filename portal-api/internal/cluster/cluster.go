@@ -68,6 +68,10 @@ type Config struct {
 	// SlowEvery: associations, QOS and users are read every this many
 	// polls (and at the first); default 4.
 	SlowEvery int
+	// SoonAfter is how long after a Soon the poller reads the cluster
+	// (default 1s, at most Interval): one early poll for every Soon in
+	// that time, so early polls come at most once a SoonAfter.
+	SoonAfter time.Duration
 	Log       *slog.Logger
 	Metrics   *Metrics
 	Now       func() time.Time
@@ -86,6 +90,8 @@ type Poller struct {
 	polled  bool
 	polls   int // successful polls so far
 	onSnap  []func(*Snapshot)
+
+	soon chan struct{} // Soon's, taken by Run
 }
 
 // New makes a poller; it reaches slurmrestd only when it polls.
@@ -102,6 +108,10 @@ func New(cfg Config) *Poller {
 	if cfg.SlowEvery <= 0 {
 		cfg.SlowEvery = 4
 	}
+	if cfg.SoonAfter <= 0 {
+		cfg.SoonAfter = time.Second
+	}
+	cfg.SoonAfter = min(cfg.SoonAfter, cfg.Interval)
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = 4 * cfg.Interval
 	}
@@ -120,7 +130,7 @@ func New(cfg Config) *Poller {
 	hc.Transport = rt
 	cfg.Slurm.HTTPClient = &hc
 	cfg.Slurm.Logger = cfg.Log
-	p := &Poller{cfg: cfg}
+	p := &Poller{cfg: cfg, soon: make(chan struct{}, 1)}
 	if cfg.Metrics != nil {
 		cfg.Metrics.register(p)
 	}
@@ -187,11 +197,34 @@ func (p *Poller) Run(ctx context.Context) error {
 			p.cfg.Log.Warn("cluster poll failed: serving its last snapshot", "cluster", p.cfg.Name, "error", err)
 		}
 		daemon.Beat(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+		var early <-chan time.Time
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				break wait
+			case <-p.soon:
+				if early == nil {
+					early = time.After(p.cfg.SoonAfter)
+				}
+			case <-early:
+				break wait
+			}
 		}
+	}
+}
+
+// Soon asks Run for a poll SoonAfter from now, ahead of the interval: a
+// job the portal just submitted then shows (and its session turns usable)
+// within about a second, not an interval. Soons within SoonAfter make one
+// poll, so early polls follow writes made through the portal and come at
+// most once a SoonAfter, whatever the number of readers.
+func (p *Poller) Soon() {
+	select {
+	case p.soon <- struct{}{}:
+	default:
 	}
 }
 

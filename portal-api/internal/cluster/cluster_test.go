@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -154,4 +155,45 @@ func TestOnSnapshot(t *testing.T) {
 			t.Errorf("hook %d saw %p, want %p", i, got, want)
 		}
 	}
+}
+
+// TestSoon: Soon brings the next poll forward to SoonAfter, not the
+// interval; Soons made together make one early poll; without one the
+// poller waits its interval.
+func TestSoon(t *testing.T) {
+	bed := clustertest.New(t, "26.05", clustertest.Job{ID: 10, User: "alice", Account: "acme-llm"})
+	m := NewMetrics(prometheus.NewRegistry())
+	p := New(Config{Name: "gpu1", Slurm: slurmrest.Config{URL: bed.URL, Tokens: slurmrest.StaticToken("t")},
+		Interval: time.Hour, SoonAfter: 50 * time.Millisecond, Metrics: m})
+	polls := make(chan *Snapshot, 16)
+	p.OnSnapshot(func(s *Snapshot) { polls <- s })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-polls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no poll within 10 s (the interval is an hour)", what)
+		}
+	}
+	none := func(what string) {
+		t.Helper()
+		select {
+		case <-polls:
+			t.Fatalf("%s: a poll nobody asked for", what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	wait("the first poll")
+	none("after the first poll")
+	for range 5 {
+		p.Soon()
+	}
+	wait("after 5 Soons")
+	none("the 5 Soons made together")
+	p.Soon()
+	wait("after one more Soon")
 }

@@ -223,6 +223,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req api.Submissi
 		return api.Submission{}, false
 	}
 	res, err := client.Submit(r.Context(), who.User, spec)
+	if err == nil {
+		c.Poller.Soon() // the job shows after the next poll: make it soon
+	}
 	if ferr := s.cfg.Store.Finish(r.Context(), aid, err); ferr != nil {
 		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
 	}
