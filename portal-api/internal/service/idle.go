@@ -242,22 +242,33 @@ func parseActivity(kind session.Kind, body []byte) (time.Time, bool) {
 
 // reclaimDecision is reclaimd's latest decision on a job, when it has one.
 func (s *Server) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (api.SessionReclaim, bool) {
+	d, ok, _ := s.reclaimAnswer(ctx, c, jobID)
+	return d, ok
+}
+
+// reclaimAnswer is reclaimDecision, and whether reclaimd answered at all:
+// false when it could not be reached or its answer was not a record or a
+// 404 (it may have a decision the portal has not seen).
+func (s *Server) reclaimAnswer(ctx context.Context, c Cluster, jobID int64) (_ api.SessionReclaim, ok, answered bool) {
 	// A session's answer does not wait long for reclaimd.
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ReclaimdURL+"/v1/jobs/"+strconv.FormatInt(jobID, 10)+"/reclaim", nil)
 	if err != nil {
-		return api.SessionReclaim{}, false
+		return api.SessionReclaim{}, false, false
 	}
 	resp, err := s.cfg.HTTPClient.Do(req)
 	if err != nil {
 		s.log.Warn("reclaimd unreachable", "cluster", c.Poller.Name(), "error", err)
-		return api.SessionReclaim{}, false
+		return api.SessionReclaim{}, false, false
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReclaimBytes+1))
+	if err == nil && resp.StatusCode == http.StatusNotFound {
+		return api.SessionReclaim{}, false, true // no record: reclaimd did nothing to the job
+	}
 	if err != nil || resp.StatusCode != http.StatusOK || len(body) > maxReclaimBytes {
-		return api.SessionReclaim{}, false
+		return api.SessionReclaim{}, false, false
 	}
 	var rec struct {
 		JobID     int64 `json:"job_id"`
@@ -269,8 +280,11 @@ func (s *Server) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (a
 			At      string `json:"decided_at"`
 		} `json:"decisions"`
 	}
-	if json.Unmarshal(body, &rec) != nil || rec.JobID != jobID || len(rec.Decisions) == 0 {
-		return api.SessionReclaim{}, false
+	if json.Unmarshal(body, &rec) != nil || rec.JobID != jobID {
+		return api.SessionReclaim{}, false, false
+	}
+	if len(rec.Decisions) == 0 {
+		return api.SessionReclaim{}, false, true
 	}
 	d := rec.Decisions[len(rec.Decisions)-1]
 	out := api.SessionReclaim{Action: d.Action, Reason: d.Reason}
@@ -279,5 +293,5 @@ func (s *Server) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (a
 			*p = ptr(v)
 		}
 	}
-	return out, true
+	return out, true, true
 }

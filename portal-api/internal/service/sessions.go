@@ -392,8 +392,14 @@ func (s *Server) settle(ctx context.Context, at sessionAt) sessionAt {
 	case !slices.Contains(openStates, j.State.Base()):
 		reason = endReason(j)
 		if hasGPUs(j) && at.c.ReclaimdURL != "" {
-			if d, ok := s.reclaimDecision(ctx, at.c, rec.JobID); ok && d.Action == "cancel" {
+			d, ok, answered := s.reclaimAnswer(ctx, at.c, rec.JobID)
+			switch {
+			case ok && d.Action == "cancel":
 				reason = reclaimdPrefix + d.Reason
+			case !answered && j.State.Base() == "CANCELLED" && now.Sub(j.EndTime) < reclaimdEndWait:
+				// reclaimd may have cancelled it and not answer just now:
+				// the end is settled at a later look, not with a wrong reason.
+				return at
 			}
 		}
 	case j.Running() && rec.Host == "":
@@ -414,6 +420,11 @@ func (s *Server) settle(ctx context.Context, at sessionAt) sessionAt {
 	s.log.Info("session ended", "session_id", rec.ID, "cluster", rec.Cluster, "job_id", rec.JobID, "user", rec.User, "reason", at.rec.EndReason)
 	return at
 }
+
+// reclaimdEndWait is how long after a GPU session's job was cancelled the
+// portal keeps asking reclaimd whether it was reclaimd that cancelled it,
+// before it records the end as a plain cancel.
+const reclaimdEndWait = 10 * time.Minute
 
 // endReason says why a job that is no longer running ended.
 func endReason(j *slurmrest.Job) string {

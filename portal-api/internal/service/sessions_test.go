@@ -825,3 +825,40 @@ func TestSessionStream(t *testing.T) {
 		t.Errorf("streamed through the proxy: %d %q %v", resp.StatusCode, body, err)
 	}
 }
+
+// TestSessionEndWaitsForReclaimd: a GPU session whose job was cancelled
+// while reclaimd does not answer is not settled as a plain cancel at once:
+// reclaimd may have cancelled it, and once it answers its reason is the
+// session's. After reclaimdEndWait without an answer the end is a cancel.
+func TestSessionEndWaitsForReclaimd(t *testing.T) {
+	h := newHarness(t)
+	h.store.SetClock(func() time.Time { return h.now })
+	cancelled := func(s started, endedAgo time.Duration) {
+		h.setJob(clustertest.Job{ID: s.JobID, User: "mem", Account: "acme-llm", State: "CANCELLED", QOS: "interactive",
+			Comment: "strata:class=interactive strata:template=gpunotebook", EndTime: h.now.Add(-endedAgo).Unix()})
+	}
+	recent := h.start("mem", "gpunotebook", nil)
+	h.run(recent, "mem", "gpunotebook", "RUNNING", true)
+	cancelled(recent, time.Minute)
+	h.reclaimdDown.Store(true)
+	h.server.CheckSessions(t.Context())
+	if rec, _ := h.store.GetSession(t.Context(), recent.ID); !rec.Ended.IsZero() {
+		t.Fatalf("ended while reclaimd did not answer: %+v", rec)
+	}
+	h.reclaimdDown.Store(false)
+	h.reclaimRecords.Store(recent.JobID, fmt.Sprintf(`{"job_id": %d, "decisions": [
+		{"rule": "interactive-idle", "action": "cancel", "reason": "GPU gpu1:0 idle for 2h15m", "outcome": "done", "decided_at": "2026-12-01T10:15:00Z"}]}`, recent.JobID))
+	h.server.CheckSessions(t.Context())
+	if rec, _ := h.store.GetSession(t.Context(), recent.ID); rec.EndReason != "reclaimd: GPU gpu1:0 idle for 2h15m" {
+		t.Errorf("once reclaimd answered: %+v", rec)
+	}
+
+	old := h.start("mem", "gpunotebook", nil)
+	h.run(old, "mem", "gpunotebook", "RUNNING", true)
+	cancelled(old, reclaimdEndWait+time.Minute)
+	h.reclaimdDown.Store(true)
+	h.server.CheckSessions(t.Context())
+	if rec, _ := h.store.GetSession(t.Context(), old.ID); rec.EndReason != "the session's job was cancelled in Slurm" {
+		t.Errorf("past the wait: %+v", rec)
+	}
+}

@@ -44,9 +44,9 @@ type Job struct {
 	WorkDir, StdOut, StdErr string
 	// CPUOnly: the job holds no GPUs (the captured record holds two).
 	CPUOnly bool
-	// Priority, Nice, AccrueTime and StartTime (Unix seconds) replace
-	// the record's when set.
-	Priority, Nice, AccrueTime, StartTime int64
+	// Priority, Nice, AccrueTime, StartTime and EndTime (Unix seconds)
+	// replace the record's when set.
+	Priority, Nice, AccrueTime, StartTime, EndTime int64
 }
 
 // Control is a job control request the bed was sent.
@@ -290,6 +290,9 @@ func (b *Bed) record(j Job) map[string]any {
 	}
 	if j.StartTime != 0 {
 		m["start_time"] = noval(j.StartTime)
+	}
+	if j.EndTime != 0 {
+		m["end_time"] = noval(j.EndTime)
 	}
 	state := j.State
 	if state == "" {
