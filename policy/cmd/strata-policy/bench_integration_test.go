@@ -526,9 +526,9 @@ func (r benchResult) table(bed *testbed.Bed) string {
 		fmt.Fprintf(&w, "sacctmgr load: FAILED, no baseline: %s\n", r.loadFailed)
 	} else {
 		cl, ca := r.median(toolLoad, benchRun.cpuTotal), r.median(toolApply, benchRun.cpuTotal)
-		fmt.Fprintf(&w, "first apply, medians: %.2fx the speed of sacctmgr load by wall time (%.1f%% less time), %.2fx by CPU time (%.1f%% less); "+
+		fmt.Fprintf(&w, "first apply, medians: %.2fx the speed of sacctmgr load by wall time (%s), %.2fx by CPU time (%s); "+
 			"after every run plan found Slurm in sync and slurmdbd listed the same associations, limits and defaults as after the first apply\n",
-			r.load.Seconds()/r.apply.Seconds(), 100*(1-r.apply.Seconds()/r.load.Seconds()), cl.Seconds()/ca.Seconds(), 100*(1-ca.Seconds()/cl.Seconds()))
+			r.load.Seconds()/r.apply.Seconds(), lessTime(r.apply, r.load), cl.Seconds()/ca.Seconds(), lessTime(ca, cl))
 	}
 	if r.perObject {
 		fmt.Fprintf(&w, "sacctmgr, time per tenant (the first is the QOS): %s\n", blockTimes(r.blocks))
@@ -982,6 +982,14 @@ func cpuNow(b *testing.B, pids [cpuClient]int) cpuSample {
 		s[cpuClient] += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return s
+}
+
+// lessTime says how much less time (or more) a took than b.
+func lessTime(a, b time.Duration) string {
+	if a <= b {
+		return fmt.Sprintf("%.1f%% less time", 100*(1-a.Seconds()/b.Seconds()))
+	}
+	return fmt.Sprintf("%.1f%% more time", 100*(a.Seconds()/b.Seconds()-1))
 }
 
 // cpuText is a CPU time for the table, in seconds.
