@@ -551,7 +551,7 @@ func (r benchResult) runsTable() string {
 		"|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, run := range r.runs {
 		c := run.cpu()
-		held := "yes"
+		held := run.same // "yes (N lines)"
 		if run.failed != "" {
 			held = "**no**: " + run.failed
 		}
