@@ -217,6 +217,9 @@ bench: ## benchmarks (topogen on real and generated fabrics; reclaimd's decide o
 BENCH_POLICY_SCALE ?= 20x10x20
 BENCH_POLICY_SACCTMGR_TENANTS ?=
 BENCH_POLICY_SACCTMGR_SAMPLES ?=
+# How many times each of sacctmgr load and apply runs, alternating (load,
+# apply, apply, load, ...): empty, once each.
+BENCH_POLICY_ROUNDS ?=
 # The bench bed's MariaDB max_allowed_packet: at MariaDB's default (16M)
 # slurmdbd loses a `sacctmgr load` of the full-size flat file, so the load
 # baseline would keep nothing. Empty: MariaDB's default.
@@ -224,12 +227,12 @@ BENCH_POLICY_MAX_PACKET ?= 256M
 BENCH_TB_OPTS := --version 26.05 --name sbench --port-base 27300 --cluster sbench
 BENCH_TB_UP := $(BENCH_TB_OPTS)$(if $(BENCH_POLICY_MAX_PACKET), --mariadb-max-packet $(BENCH_POLICY_MAX_PACKET))
 .PHONY: bench-policy
-bench-policy: deps ## strata-policy apply against per-object sacctmgr on a private Slurm 26.05 (BENCH_POLICY_SCALE=200x10x20: full size)
+bench-policy: deps ## strata-policy apply against sacctmgr load and per-object sacctmgr on a private Slurm 26.05 (BENCH_POLICY_SCALE=200x10x20: full size; BENCH_POLICY_ROUNDS=N: N alternating runs of load and apply)
 	bash $(TESTBED) up --fresh $(BENCH_TB_UP)
 	rc=0; STRATA_BENCH_TESTBED=$(TB_STATE)/sbench/env \
 		STRATA_BENCH_RESET="bash $(CURDIR)/$(TESTBED) up --fresh $(BENCH_TB_UP) >/dev/null" \
 		STRATA_BENCH_SCALE=$(BENCH_POLICY_SCALE) STRATA_BENCH_SACCTMGR_TENANTS=$(BENCH_POLICY_SACCTMGR_TENANTS) \
-		STRATA_BENCH_SACCTMGR_SAMPLES="$(BENCH_POLICY_SACCTMGR_SAMPLES)" \
+		STRATA_BENCH_SACCTMGR_SAMPLES="$(BENCH_POLICY_SACCTMGR_SAMPLES)" STRATA_BENCH_ROUNDS=$(BENCH_POLICY_ROUNDS) \
 		$(GO) test -tags integration -run '^$$' -bench BenchmarkPolicyApply -benchtime 1x -timeout 0 ./policy/cmd/strata-policy/ || rc=$$?; \
 		bash $(TESTBED) down $(BENCH_TB_OPTS) --purge; exit $$rc
 

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,6 +49,10 @@ const (
 	// and sacctmgr adds one more tenant there, timed, for a tighter lower
 	// bound on the per-object run that was not made.
 	benchSamplesVar = "STRATA_BENCH_SACCTMGR_SAMPLES"
+	// benchRoundsVar is how many times each of sacctmgr load and apply
+	// runs (default 1), alternating (benchOrder): the machine's load
+	// moves wall times by tens of percent from one run to the next.
+	benchRoundsVar = "STRATA_BENCH_ROUNDS"
 )
 
 // BenchmarkPolicyApply compares, each time on an empty slurmdbd, the
@@ -57,7 +62,11 @@ const (
 // make them), with `strata-policy apply --apply`, and times the no-op
 // re-apply. After each, plan must find Slurm in sync, and the load's and
 // apply's slurmdbd must list the same associations, limits and defaults.
-// It prints a table and reports the figures as metrics. Run it with `make
+// Load and apply run STRATA_BENCH_ROUNDS times each, alternating
+// (benchOrder), and each run records its wall time, the CPU time of the
+// bed's daemons and of the client, and the machine's load average: on a
+// shared machine CPU time moves much less with other work than wall time.
+// It prints a table and reports the medians as metrics. Run it with `make
 // bench-policy`.
 func BenchmarkPolicyApply(b *testing.B) {
 	env, reset := os.Getenv(benchBedVar), os.Getenv(benchResetVar)
@@ -87,11 +96,20 @@ func BenchmarkPolicyApply(b *testing.B) {
 		}
 		samples = append(samples, n)
 	}
+	rounds := 1
+	if v := os.Getenv(benchRoundsVar); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			b.Fatalf("%s=%q: give a number of rounds, 1 or more", benchRoundsVar, v)
+		}
+	}
 	var r benchResult
 	for b.Loop() {
-		r = benchOnce(b, bed, reset, s, baseline, samples)
+		r = benchOnce(b, bed, reset, s, baseline, samples, benchOrder(rounds))
 	}
 	fmt.Print(r.table(bed))
+	for _, f := range r.applyFailed {
+		b.Errorf("apply: slurmdbd does not hold the policy after it: %s", f)
+	}
 	if r.loadFailed != "" {
 		// Its time is no baseline: a load that keeps nothing is not the
 		// way to put a policy into slurmdbd.
@@ -104,6 +122,10 @@ func BenchmarkPolicyApply(b *testing.B) {
 	if r.loadFailed == "" {
 		b.ReportMetric(r.load.Seconds(), "load-s")
 		b.ReportMetric(r.load.Seconds()/r.apply.Seconds(), "speedup-load")
+		cl, ca := r.median(toolLoad, benchRun.cpuTotal), r.median(toolApply, benchRun.cpuTotal)
+		b.ReportMetric(cl.Seconds(), "load-cpu-s")
+		b.ReportMetric(ca.Seconds(), "apply-cpu-s")
+		b.ReportMetric(cl.Seconds()/ca.Seconds(), "speedup-load-cpu")
 	}
 	b.ReportMetric(r.apply.Seconds(), "apply-s")
 	b.ReportMetric(r.noop[0].Seconds(), "noop-s")
@@ -133,23 +155,21 @@ type benchResult struct {
 	// whether apply's slurmdbd lists the same.
 	perObjectListing []string
 	perObjectSame    string
-	// sacctmgr load of the flat file: the QOS (loadQOS calls) and the load,
-	// what plan says after it, and whether slurmdbd then lists the same as
-	// after apply.
-	load, loadQOSTime time.Duration
-	loadQOS           int
-	loadMatches       string
-	loadSame          string
-	// loadFailed says why the load is no baseline (it exited 0 but
-	// slurmdbd does not hold the policy), empty when it is one.
+	// The runs of sacctmgr load of the flat file (after loadQOS sacctmgr
+	// calls for the QOS) and of apply, in their order, and the medians of
+	// their wall times.
+	runs        []benchRun
+	load, apply time.Duration
+	loadQOS     int
+	// loadFailed says why a load is no baseline (it exited 0 but slurmdbd
+	// does not hold the policy), empty when every one is; applyFailed
+	// lists the apply runs after which slurmdbd did not.
 	loadFailed            string
-	maxPacket             string // the bed's MariaDB max_allowed_packet
-	loadLog               string // slurmdbd's storage errors after the load (dbdErrors)
-	apply                 time.Duration
+	applyFailed           []string
+	maxPacket             string           // the bed's MariaDB max_allowed_packet
 	noop                  [2]time.Duration // reading associations through sacctmgr, then slurmrestd (noopReads)
-	applyRequests         int
+	applyRequests         int              // of the first apply
 	applySummary          string
-	applyTimeline         string // when apply's writes finished (timeline)
 	noopSummary           [2]string
 	loadBefore, loadAfter string
 }
@@ -226,7 +246,7 @@ func (r *benchResult) perObjectRun(b *testing.B, bed *testbed.Bed, reset, dir, b
 }
 
 // benchOnce runs the measurements, each from an empty slurmdbd.
-func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policygen.Spec, samples []int) benchResult {
+func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policygen.Spec, samples []int, order []string) benchResult {
 	var r benchResult
 	r.loadBefore = loadAverage()
 	dir := b.TempDir()
@@ -241,52 +261,81 @@ func benchOnce(b *testing.B, bed *testbed.Bed, reset string, full, base policyge
 		r.perObjectRun(b, bed, reset, dir, baseFile, baseState, full, samples)
 	}
 
-	// (a2) sacctmgr load of the flat file of the same state, after the QOS.
-	resetBed(b, reset)
+	// (a2) sacctmgr load of the flat file of the same state, after the QOS,
+	// and (b) strata-policy apply, alternating, each on an empty slurmdbd;
+	// (c) the same apply again after the first (b).
 	flat := flatFile(b, fullState)
 	qos := sacctmgrCalls(b, fullState)[0]
 	r.loadQOS = len(qos)
-	start := time.Now()
-	runSacctmgr(b, bed, qos)
-	r.loadQOSTime = time.Since(start)
-	if out, err := benchSacctmgrInput(bed, flat, "load", "file=/dev/stdin"); err != nil {
-		b.Fatalf("sacctmgr load: %v\n%s", err, tail(string(out)))
+	listings := make([][]string, len(order))
+	var applied []string // after the first apply: what every run must list
+	for i, tool := range order {
+		resetBed(b, reset)
+		run := benchRun{tool: tool}
+		dbd := bedDaemons(b, bed)
+		run.loadStart, run.before = loadAverage(), cpuNow(b, dbd)
+		start := time.Now()
+		switch tool {
+		case toolLoad:
+			runSacctmgr(b, bed, qos)
+			run.qos = time.Since(start)
+			if out, err := benchSacctmgrInput(bed, flat, "load", "file=/dev/stdin"); err != nil {
+				b.Fatalf("sacctmgr load: %v\n%s", err, tail(string(out)))
+			}
+			run.wall = time.Since(start)
+		case toolApply:
+			code, out := benchPolicyRunLevel(b, bed, "info", fullFile, "apply", "--apply")
+			run.wall = time.Since(start)
+			if code != exitOK {
+				b.Fatalf("apply: exit %d:\n%s", code, tail(out))
+			}
+			run.timeline = timeline(start, out)
+			run.summary, run.requests = requestsLine(b, out)
+		}
+		run.after, run.loadEnd = cpuNow(b, dbd), loadAverage()
+		run.log = dbdErrors(bed)
+		run.inSync = inSync(b, bed, fullFile)
+		listings[i] = slurmdbdListing(b, bed)
+		if tool == toolApply && applied == nil {
+			applied = listings[i]
+			r.applySummary, r.applyRequests = run.summary, run.requests
+			for j, mode := range noopReads {
+				t := time.Now()
+				code, out := benchPolicyRun(b, bed, fullFile, "apply", "--apply", "--read-with", mode)
+				r.noop[j] = time.Since(t)
+				if code != exitOK || !strings.Contains(out, "Slurm matches") {
+					b.Fatalf("apply again: exit %d, want no change:\n%s", code, tail(out))
+				}
+				r.noopSummary[j], _ = requestsLine(b, out)
+			}
+		}
+		r.runs = append(r.runs, run)
 	}
-	r.load = time.Since(start)
-	r.loadLog = dbdErrors(bed)
-	r.loadMatches = inSync(b, bed, fullFile)
-	loaded := slurmdbdListing(b, bed)
 	r.maxPacket = maxAllowedPacket(bed)
-
-	// (b) strata-policy apply, then (c) the same again.
-	resetBed(b, reset)
-	start = time.Now()
-	code, out := benchPolicyRunLevel(b, bed, "info", fullFile, "apply", "--apply")
-	r.apply = time.Since(start)
-	if code != exitOK {
-		b.Fatalf("apply: exit %d:\n%s", code, tail(out))
-	}
-	r.applyTimeline = timeline(start, out)
-	r.applySummary, r.applyRequests = requestsLine(b, out)
-	applied := slurmdbdListing(b, bed)
-	r.loadSame = sameListing(loaded, applied)
-	if r.loadMatches != "yes" || !strings.HasPrefix(r.loadSame, "yes") {
+	for i := range r.runs {
+		run := &r.runs[i]
+		run.same = sameListing(listings[i], applied)
+		if run.inSync == "yes" && strings.HasPrefix(run.same, "yes") {
+			continue
+		}
+		if run.tool == toolApply {
+			// apply reads back what it wrote: this is a defect of apply,
+			// or of slurmdbd, and no result.
+			run.failed = fmt.Sprintf("plan after it in sync: %s; it lists the same as the first apply: %s", run.inSync, run.same)
+			r.applyFailed = append(r.applyFailed, fmt.Sprintf("run %d: %s", i+1, run.failed))
+			continue
+		}
 		// A load slurmdbd loses still exits 0: it is caught only here.
-		r.loadFailed = fmt.Sprintf("it exited 0 after %s, but slurmdbd then lists %d lines of associations and users against %d after apply; "+
+		run.failed = fmt.Sprintf("it exited 0 after %s, but slurmdbd then lists %d lines of associations and users against %d after apply; "+
 			"plan after it in sync: %s; MariaDB max_allowed_packet %s; slurmdbd.log: %s",
-			round(r.load), len(loaded), len(applied), r.loadMatches, r.maxPacket, r.loadLog)
+			round(run.wall), len(listings[i]), len(applied), run.inSync, r.maxPacket, run.log)
+		if r.loadFailed == "" {
+			r.loadFailed = fmt.Sprintf("run %d: %s", i+1, run.failed)
+		}
 	}
+	r.load, r.apply = r.median(toolLoad, benchRun.wallTime), r.median(toolApply, benchRun.wallTime)
 	if r.perObjectListing != nil {
 		r.perObjectSame = sameListing(r.perObjectListing, applied)
-	}
-	for i, mode := range noopReads {
-		start = time.Now()
-		code, out = benchPolicyRun(b, bed, fullFile, "apply", "--apply", "--read-with", mode)
-		r.noop[i] = time.Since(start)
-		if code != exitOK || !strings.Contains(out, "Slurm matches") {
-			b.Fatalf("apply again: exit %d, want no change:\n%s", code, tail(out))
-		}
-		r.noopSummary[i], _ = requestsLine(b, out)
 	}
 
 	if r.perObject && base.Tenants != full.Tenants {
@@ -434,15 +483,24 @@ func (r benchResult) table(bed *testbed.Bed) string {
 				r.baseStats.Tenants, r.stats.Objects(), round(r.lowerBound3))
 		}
 	}
+	nLoad, nApply := 0, 0
+	for _, run := range r.runs {
+		if run.tool == toolLoad {
+			nLoad++
+		} else {
+			nApply++
+		}
+	}
 	loadTime := round(r.load)
 	if r.loadFailed != "" {
 		loadTime = fmt.Sprintf("**FAILED**: exited 0 after %s and kept nothing of the policy (see below)", loadTime)
 	}
-	fmt.Fprintf(&w, "| `sacctmgr load` of the flat file, after %d sacctmgr calls for the QOS (%s) | %d sacctmgr calls + 1 load | %s |\n",
-		r.loadQOS, round(r.loadQOSTime), r.loadQOS, loadTime)
-	fmt.Fprintf(&w, "| `strata-policy apply --apply` | %s | %s |\n", r.applySummary, round(r.apply))
+	fmt.Fprintf(&w, "| `sacctmgr load` of the flat file, after %d sacctmgr calls for the QOS (%s), median of %d | %d sacctmgr calls + 1 load | %s |\n",
+		r.loadQOS, round(r.median(toolLoad, func(r benchRun) time.Duration { return r.qos })), nLoad, r.loadQOS, loadTime)
+	fmt.Fprintf(&w, "| `strata-policy apply --apply`, median of %d | %s | %s |\n", nApply, r.applySummary, round(r.apply))
 	fmt.Fprintf(&w, "| `strata-policy apply --apply` again (no-op; associations read through sacctmgr, the default) | %s | %s |\n", r.noopSummary[0], round(r.noop[0]))
 	fmt.Fprintf(&w, "| `strata-policy apply --apply --read-with rest` again (no-op; everything read through slurmrestd) | %s | %s |\n", r.noopSummary[1], round(r.noop[1]))
+	w.WriteString(r.runsTable())
 	w.WriteString("\n")
 	if !r.perObject {
 		w.WriteString("per-object sacctmgr: not run")
@@ -467,16 +525,60 @@ func (r benchResult) table(bed *testbed.Bed) string {
 	if r.loadFailed != "" {
 		fmt.Fprintf(&w, "sacctmgr load: FAILED, no baseline: %s\n", r.loadFailed)
 	} else {
-		fmt.Fprintf(&w, "first apply: %.2fx the speed of sacctmgr load (%.1f%% less time); slurmdbd after the load matches the policy: %s; "+
-			"it lists the same associations, limits and defaults as after apply: %s\n",
-			r.load.Seconds()/r.apply.Seconds(), 100*(1-r.apply.Seconds()/r.load.Seconds()), r.loadMatches, r.loadSame)
+		cl, ca := r.median(toolLoad, benchRun.cpuTotal), r.median(toolApply, benchRun.cpuTotal)
+		fmt.Fprintf(&w, "first apply, medians: %.2fx the speed of sacctmgr load by wall time (%s), %.2fx by CPU time (%s); "+
+			"after every run plan found Slurm in sync and slurmdbd listed the same associations, limits and defaults as after the first apply\n",
+			r.load.Seconds()/r.apply.Seconds(), lessTime(r.apply, r.load), cl.Seconds()/ca.Seconds(), lessTime(ca, cl))
 	}
 	if r.perObject {
 		fmt.Fprintf(&w, "sacctmgr, time per tenant (the first is the QOS): %s\n", blockTimes(r.blocks))
 	}
-	if r.applyTimeline != "" {
-		fmt.Fprintf(&w, "first apply, its writes: %s\n", r.applyTimeline)
+	for i, run := range r.runs {
+		if run.timeline != "" {
+			fmt.Fprintf(&w, "run %d (apply), its writes: %s\n", i+1, run.timeline)
+		}
 	}
+	return w.String()
+}
+
+// runsTable lists every run of load and apply with its wall and CPU
+// times and the machine's load, then the medians and their ratios.
+func (r benchResult) runsTable() string {
+	var w strings.Builder
+	w.WriteString("\nEach run from an empty slurmdbd, in the order run (CPU time: of the bed's daemons from /proc/<pid>/stat, " +
+		"and of the client, sacctmgr or strata-policy with its sacctmgr runs, from getrusage):\n\n" +
+		"| run | what | wall time | CPU slurmdbd | CPU mariadbd | CPU slurmrestd | CPU slurmctld | CPU client | CPU total | load average at the start | at the end | slurmdbd holds the policy |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, run := range r.runs {
+		c := run.cpu()
+		held := run.same // "yes (N lines)"
+		if run.failed != "" {
+			held = "**no**: " + run.failed
+		}
+		fmt.Fprintf(&w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, run.tool, round(run.wall),
+			cpuText(c[cpuSlurmdbd]), cpuText(c[cpuMariadbd]), cpuText(c[cpuSlurmrestd]), cpuText(c[cpuSlurmctld]), cpuText(c[cpuClient]),
+			cpuText(run.cpuTotal()), run.loadStart, run.loadEnd, held)
+	}
+	part := func(i int) func(benchRun) time.Duration {
+		return func(r benchRun) time.Duration { return r.cpu()[i] }
+	}
+	meds := map[string][]time.Duration{}
+	for _, tool := range []string{toolLoad, toolApply} {
+		m := []time.Duration{r.median(tool, benchRun.wallTime)}
+		for i := range cpuParts {
+			m = append(m, r.median(tool, part(i)))
+		}
+		meds[tool] = append(m, r.median(tool, benchRun.cpuTotal))
+		fmt.Fprintf(&w, "| median | %s | %s | %s | %s | %s | %s | %s | %s | | | |\n", tool, round(m[0]),
+			cpuText(m[1]), cpuText(m[2]), cpuText(m[3]), cpuText(m[4]), cpuText(m[5]), cpuText(meds[tool][6]))
+	}
+	ratio := func(i int) string {
+		if meds[toolApply][i] <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", meds[toolLoad][i].Seconds()/meds[toolApply][i].Seconds())
+	}
+	fmt.Fprintf(&w, "| load / apply | | %s | %s | %s | %s | %s | %s | %s | | | |\n\n", ratio(0), ratio(1), ratio(2), ratio(3), ratio(4), ratio(5), ratio(6))
 	return w.String()
 }
 
@@ -769,3 +871,126 @@ time=2026-12-01T16:00:10.000Z level=INFO msg="policy changes loaded in parts sid
 		t.Errorf("timeline:\n got %s\nwant %s", got, want)
 	}
 }
+
+// benchRun is one run of sacctmgr load or apply on an empty slurmdbd.
+type benchRun struct {
+	tool          string // toolLoad or toolApply
+	wall          time.Duration
+	qos           time.Duration // of a load: its sacctmgr calls for the QOS
+	before, after cpuSample
+	// The machine's load average (1, 5, 15 minutes) at the start and end.
+	loadStart, loadEnd string
+	inSync             string // what plan says after it
+	same               string // whether slurmdbd lists the same as after the first apply
+	log                string // slurmdbd's storage errors after it (dbdErrors)
+	failed             string // why slurmdbd does not hold the policy after it; empty when it does
+	// Of an apply: its requests, and when its writes finished (timeline).
+	summary  string
+	requests int
+	timeline string
+}
+
+// What a run's CPU time is counted of: the bed's daemons that do its work,
+// and the client, sacctmgr or strata-policy with its sacctmgr runs.
+const (
+	cpuSlurmdbd = iota
+	cpuMariadbd
+	cpuSlurmrestd
+	cpuSlurmctld
+	cpuClient
+	cpuParts
+)
+
+// bedPidFiles are the pid files of the daemons counted, by cpu index.
+var bedPidFiles = [cpuClient]string{cpuSlurmdbd: "slurmdbd", cpuMariadbd: "mariadb", cpuSlurmrestd: "slurmrestd", cpuSlurmctld: "slurmctld"}
+
+// cpuSample is the CPU time used so far by each of the cpu parts.
+type cpuSample [cpuParts]time.Duration
+
+// cpu is the CPU time a run used, by part.
+func (r benchRun) cpu() cpuSample {
+	var d cpuSample
+	for i := range d {
+		d[i] = r.after[i] - r.before[i]
+	}
+	return d
+}
+
+func (r benchRun) wallTime() time.Duration { return r.wall }
+
+// cpuTotal is the CPU time of the run: the bed's daemons and the client.
+func (r benchRun) cpuTotal() time.Duration {
+	var sum time.Duration
+	for _, d := range r.cpu() {
+		sum += d
+	}
+	return sum
+}
+
+// median is the median of a measure of the runs of a tool.
+func (r benchResult) median(tool string, of func(benchRun) time.Duration) time.Duration {
+	var ds []time.Duration
+	for _, run := range r.runs {
+		if run.tool == tool {
+			ds = append(ds, of(run))
+		}
+	}
+	return median(ds)
+}
+
+// bedDaemons are the pids of the bench bed's daemons, by cpu index, read
+// after a reset restarted them; each must run in the bed's root.
+func bedDaemons(b *testing.B, bed *testbed.Bed) [cpuClient]int {
+	b.Helper()
+	var pids [cpuClient]int
+	for i, name := range bedPidFiles {
+		f := filepath.Join(filepath.Dir(bed.Root), "pids", name+".pid")
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pids[i], err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
+			b.Fatalf("%s: %v", f, err)
+		}
+		if root, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pids[i])); err != nil || root != bed.Root {
+			b.Fatalf("%s: pid %d is not a daemon of the bed (root %q, %v)", f, pids[i], root, err)
+		}
+	}
+	return pids
+}
+
+// cpuNow samples the CPU time used by the daemons so far, from their
+// /proc/<pid>/stat, and by this process and its children that have ended
+// (sacctmgr runs, the bed's own and apply's).
+func cpuNow(b *testing.B, pids [cpuClient]int) cpuSample {
+	b.Helper()
+	var s cpuSample
+	for i, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatalf("%s: %v", bedPidFiles[i], err)
+		}
+		if s[i], err = statCPU(string(data)); err != nil {
+			b.Fatalf("%s: %v", bedPidFiles[i], err)
+		}
+	}
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			b.Fatal(err)
+		}
+		s[cpuClient] += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return s
+}
+
+// lessTime says how much less time (or more) a took than b.
+func lessTime(a, b time.Duration) string {
+	if a <= b {
+		return fmt.Sprintf("%.1f%% less time", 100*(1-a.Seconds()/b.Seconds()))
+	}
+	return fmt.Sprintf("%.1f%% more time", 100*(a.Seconds()/b.Seconds()-1))
+}
+
+// cpuText is a CPU time for the table, in seconds.
+func cpuText(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
