@@ -21,10 +21,16 @@ var cliMu sync.Mutex // urfave/cli shares its help flag between apps
 
 func policyOn(t *testing.T, b *testbed.Bed, file string, args ...string) (int, string) {
 	t.Helper()
+	return policyOnLevel(t, b, "warn", file, args...)
+}
+
+// policyOnLevel is policyOn logging at level.
+func policyOnLevel(t *testing.T, b *testbed.Bed, level, file string, args ...string) (int, string) {
+	t.Helper()
 	cliMu.Lock()
 	defer cliMu.Unlock()
 	var out, errb bytes.Buffer
-	full := append([]string{"strata-policy", "--log-level", "warn"}, args...)
+	full := append([]string{"strata-policy", "--log-level", level}, args...)
 	full = append(full, "--policy", file, "--url", b.URL, "--user", b.AdminUser, "--token-file", b.TokenFile)
 	if slices.Contains([]string{"plan", "apply", "drift"}, args[0]) {
 		// The test bed's sacctmgr, and associations read through it

@@ -23,14 +23,17 @@ type Loader interface {
 	LoadInOrder(ctx context.Context, files [][]byte) (n int, err error)
 }
 
-// loadPartAssocs is about the most user associations one load of a run
-// makes (loadParts at most): sacctmgr's own time grows with the square of
-// a file's lines, and slurmdbd logs a load's associations in one INSERT
-// that MariaDB refuses over max_allowed_packet (16 MiB by default, about
-// 30,000 associations), so a run of many users is loaded in parts side by
-// side.
+// A run of new users is loaded in parts side by side, loadParts at most,
+// of loadPartAssocs user associations or more each: sacctmgr's own time
+// grows with the square of a file's lines, slurmdbd logs a load's
+// associations in one INSERT that MariaDB refuses over max_allowed_packet
+// (16 MiB by default, about 30,000 associations), and one load keeps one
+// slurmdbd connection, and so about one CPU, busy. On the 2-CPU benchmark
+// bed a first apply of 4,000 user associations took 5.8 s in 4 parts,
+// 6.6–6.9 s in 8 and 13.4–14.1 s in one load (sacctmgr load of the same
+// file: 10.3–13.6 s); of 40,000, 87–98 s in 2, 4 or 8 parts.
 const (
-	loadPartAssocs = 2500
+	loadPartAssocs = 1000
 	loadParts      = 8
 )
 
@@ -230,8 +233,7 @@ func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change,
 			assocs += len(c.User.Accounts)
 		}
 	}
-	parts := min(loadParts, assocs/loadPartAssocs)
-	if parts < 2 {
+	if loadPartsFor(assocs) < 2 {
 		if err := loadChanges(ctx, l, cluster, run); err != nil {
 			log.Warn("sacctmgr load failed, and kept nothing: writing its changes in batches", "changes", len(run),
 				"first", run[0].Name, "error", err)
@@ -255,33 +257,12 @@ func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change,
 		res.Loads++
 		done = accounts
 	}
-	// Parts of about assocs/parts associations, each cut before a user's
-	// change (its association changes follow it).
 	rest := run[done:]
-	var cuts []int // start of each part in rest
-	per, seen := (assocs+parts-1)/parts, 0
-	for i, c := range rest {
-		if c.Kind != "user" {
-			continue
-		}
-		if len(cuts) == 0 || seen >= per*len(cuts) {
-			cuts = append(cuts, i)
-		}
-		seen += len(c.User.Accounts)
-	}
-	if len(cuts) == 0 || cuts[0] != 0 {
-		cuts = append([]int{0}, cuts...)
-	}
-	files := make([][]byte, len(cuts))
-	bounds := make([][2]int, len(cuts))
-	for k, from := range cuts {
-		to := len(rest)
-		if k+1 < len(cuts) {
-			to = cuts[k+1]
-		}
-		bounds[k] = [2]int{from, to}
+	bounds := splitUsers(rest)
+	files := make([][]byte, len(bounds))
+	for k, b := range bounds {
 		var us []*compile.User
-		for _, c := range rest[from:to] {
+		for _, c := range rest[b[0]:b[1]] {
 			if c.Kind == "user" {
 				us = append(us, c.User)
 			}
@@ -308,4 +289,47 @@ func applyLoad(ctx context.Context, l Loader, cluster string, run []plan.Change,
 	}
 	log.Info("policy changes loaded in parts side by side", "changes", len(rest), "parts", len(files), "first", rest[0].Name, "last", rest[len(rest)-1].Name)
 	return done
+}
+
+// loadPartsFor is how many parts a run of new users with assocs user
+// associations is loaded in.
+func loadPartsFor(assocs int) int {
+	return max(1, min(loadParts, assocs/loadPartAssocs))
+}
+
+// splitUsers cuts a run of new users (each followed by its associations'
+// changes) into loadPartsFor parts to load side by side, of about as many associations
+// each, every user whole in one part. It returns each part's start and
+// end in run.
+func splitUsers(run []plan.Change) [][2]int {
+	assocs := 0
+	for _, c := range run {
+		if c.Kind == "user" {
+			assocs += len(c.User.Accounts)
+		}
+	}
+	parts := loadPartsFor(assocs)
+	per, seen := (assocs+parts-1)/parts, 0
+	var cuts []int // start of each part
+	for i, c := range run {
+		if c.Kind != "user" {
+			continue
+		}
+		if len(cuts) == 0 || seen >= per*len(cuts) {
+			cuts = append(cuts, i)
+		}
+		seen += len(c.User.Accounts)
+	}
+	if len(cuts) == 0 || cuts[0] != 0 {
+		cuts = append([]int{0}, cuts...)
+	}
+	bounds := make([][2]int, len(cuts))
+	for k, from := range cuts {
+		to := len(run)
+		if k+1 < len(cuts) {
+			to = cuts[k+1]
+		}
+		bounds[k] = [2]int{from, to}
+	}
+	return bounds
 }

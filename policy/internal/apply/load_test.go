@@ -2,6 +2,7 @@ package apply
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,87 @@ func TestFlatFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if _, err := FlatFile("c1", tc.accounts, tc.users); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSplitUsers: a run of new users is cut into min(8, associations /
+// 1,000) parts, at least one, of about as many associations each; a part
+// starts at a user's change and holds the changes of that user's
+// associations, so no two parts write the same user.
+func TestSplitUsers(t *testing.T) {
+	// users makes n users of k projects each, each followed by the limit
+	// changes of its associations.
+	users := func(n, k int) []plan.Change {
+		var run []plan.Change
+		for i := range n {
+			u := fmt.Sprintf("u%05d", i)
+			var accts []string
+			for j := range k {
+				accts = append(accts, fmt.Sprintf("p%d", (i+j)%50))
+			}
+			run = append(run, userChange("create", u, accts...))
+			for _, a := range accts {
+				run = append(run, assocChange(a, u, 8))
+			}
+		}
+		return run
+	}
+	for name, tc := range map[string]struct {
+		run   []plan.Change
+		parts int
+	}{
+		"1,999 associations: one part (one load of the whole run)": {run: users(1999, 1), parts: 1},
+		"2,000: two parts":                           {run: users(2000, 1), parts: 2},
+		"3,000: three parts":                         {run: users(3000, 1), parts: 3},
+		"4,000 (the CI-scale benchmark): four parts": {run: users(4000, 1), parts: 4},
+		"1,500 users of two projects: three parts":   {run: users(1500, 2), parts: 3},
+		"40,000 (full size): eight parts":            {run: users(40000, 1), parts: 8},
+		"100,000: still eight":                       {run: users(50000, 2), parts: 8},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bounds := splitUsers(tc.run)
+			if len(bounds) != tc.parts {
+				t.Fatalf("%d parts, want %d: %v", len(bounds), tc.parts, bounds)
+			}
+			assocs, users := 0, map[string]int{}
+			var sizes []int
+			for k, b := range bounds {
+				if want := 0; k > 0 {
+					want = bounds[k-1][1]
+					if b[0] != want {
+						t.Fatalf("part %d starts at %d, want %d (where part %d ends)", k+1, b[0], want, k)
+					}
+				}
+				if c := tc.run[b[0]]; c.Kind != "user" {
+					t.Errorf("part %d starts with a %s change, want a user's", k+1, c.Kind)
+				}
+				n := 0
+				for _, c := range tc.run[b[0]:b[1]] {
+					switch c.Kind {
+					case "user":
+						users[c.Name] = k
+						n += len(c.User.Accounts)
+					case "association":
+						if p, ok := users[c.Assoc.User]; !ok || p != k {
+							t.Errorf("part %d holds association %s, whose user is not in it", k+1, c.Name)
+						}
+					}
+				}
+				sizes = append(sizes, n)
+				assocs += n
+			}
+			if last := bounds[len(bounds)-1][1]; last != len(tc.run) {
+				t.Errorf("the parts end at %d, want %d", last, len(tc.run))
+			}
+			per := (assocs + tc.parts - 1) / tc.parts
+			for k, n := range sizes {
+				// A part ends at the first user past its share, so it
+				// exceeds it by less than one user's associations.
+				if n > per+2 || k < len(sizes)-1 && n < per-2 {
+					t.Errorf("part %d has %d associations, want about %d: %v", k+1, n, per, sizes)
+				}
 			}
 		})
 	}
