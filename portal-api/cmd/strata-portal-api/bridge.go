@@ -17,9 +17,10 @@ import (
 // outcome either way, and GET /v1/deployments shows it.
 const bridgeTimeout = 55 * time.Second
 
-// bridgeRule is the rule of the bridge's token file: the portal's own
-// group may read it, as packaged (root:strata-portal-api 0640).
-var bridgeRule = secretfile.Rule{Groups: []string{"strata-portal-api"}}
+// secretRule is the rule of the portal's secret files (the bridge's
+// token, the sessions' cookie key): the portal's own group may read them,
+// as packaged (root:strata-portal-api 0640).
+var secretRule = secretfile.Rule{Groups: []string{"strata-portal-api"}}
 
 // bridge is a cluster's bridge client with its token file.
 type bridge struct {
@@ -42,7 +43,7 @@ func bridgeClient(log *slog.Logger, cl config.Cluster) (*bridge, error) {
 	if cl.BridgeURL == "" {
 		return nil, nil
 	}
-	f := &secretfile.File{Path: cl.BridgeTokenFile, What: "bridge_token_file", Rule: bridgeRule, Log: log}
+	f := &secretfile.File{Path: cl.BridgeTokenFile, What: "bridge_token_file", Rule: secretRule, Log: log}
 	if _, err := f.Get(); err != nil {
 		return nil, fmt.Errorf("bridge_token_file: %w", err)
 	}
@@ -56,7 +57,7 @@ func checkBridgeToken(cl config.Cluster) (warning string, err error) {
 	if cl.BridgeTokenFile == "" {
 		return "", nil
 	}
-	warning, err = bridgeRule.Check(cl.BridgeTokenFile)
+	warning, err = secretRule.Check(cl.BridgeTokenFile)
 	if err != nil {
 		return "", fmt.Errorf("bridge_token_file: %w", err)
 	}

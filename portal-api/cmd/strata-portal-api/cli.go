@@ -141,6 +141,11 @@ func cmdCheck(c *cli.Context) error {
 	if _, err := templates.Load(cfg.TemplatesDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
+	if warning, err := checkCookieKey(cfg.Sessions); err != nil {
+		errs = append(errs, err)
+	} else if warning != "" {
+		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", warning)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/portal-api/internal/config"
 )
 
 // setup writes a config whose database, tenant map and jwt key are in a
@@ -152,4 +153,67 @@ func TestBridgeTokenFile(t *testing.T) {
 	if _, _, err := runCLI(t, "--config", cfg, "serve"); err == nil || !strings.Contains(err.Error(), "bridge_token_file") {
 		t.Errorf("serve without the token file: %v", err)
 	}
+}
+
+// TestCookieKeyFile: sessions.cookie_key_file is held to the rule of
+// every secret and to 32 bytes or more, by check-config and by serve,
+// and never quoted; a good key is what the sessions' cookies are signed
+// with.
+func TestCookieKeyFile(t *testing.T) {
+	cfg := setup(t)
+	key := filepath.Join(filepath.Dir(cfg), "session.key")
+	data, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, append(data, []byte("sessions:\n  cookie_key_file: "+key+"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const good = "the-cookie-secret-of-forty-bytes-or-more"
+	for _, tc := range []struct {
+		name, content string
+		mode          os.FileMode // 0: no file
+		want          string      // "": check-config passes
+	}{
+		{"a key only its owner reads", good + "\n", 0o600, ""},
+		{"a key every user reads", good + "\n", 0o644, "readable or writable by every user"},
+		{"a short key", "short-cookie-secret\n", 0o600, "19 bytes, want 32 or more"},
+		{"no file", "", 0, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(key)
+			if tc.mode != 0 {
+				if err := os.WriteFile(key, []byte(tc.content), tc.mode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(key, tc.mode); err != nil { // past the umask
+					t.Fatal(err)
+				}
+			}
+			out, stderr, err := runCLI(t, "check-config", cfg)
+			if tc.want == "" {
+				if err != nil || !strings.Contains(out, "ok (1 clusters)") || stderr != "" {
+					t.Fatalf("check-config = %q %q, %v", out, stderr, err)
+				}
+				got, err := cookieKey(nil, config.Sessions{CookieKeyFile: key})
+				if err != nil || string(got) != good {
+					t.Errorf("cookieKey = %q, %v; want the file's key", got, err)
+				}
+				return
+			}
+			for what, err := range map[string]error{"check-config": err, "serve": serveErr(t, cfg)} {
+				if err == nil || !strings.Contains(err.Error(), "sessions.cookie_key_file") || !strings.Contains(err.Error(), tc.want) ||
+					tc.content != "" && strings.Contains(err.Error(), strings.TrimSpace(tc.content)) {
+					t.Errorf("%s: %v; want sessions.cookie_key_file, %q and not the key", what, err, tc.want)
+				}
+			}
+		})
+	}
+	got, err := cookieKey(nil, config.Sessions{})
+	if got != nil || err != nil {
+		t.Errorf("cookieKey without a file = %q, %v; want nil (a key of the process)", got, err)
+	}
+}
+
+func serveErr(t *testing.T, cfg string) error {
+	t.Helper()
+	_, _, err := runCLI(t, "--config", cfg, "serve")
+	return err
 }

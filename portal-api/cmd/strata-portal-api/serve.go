@@ -124,11 +124,18 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	reload = append(reload, tmpl)
+	key, err := cookieKey(log, cfg.Sessions)
+	if err != nil {
+		return err
+	}
+	if key == nil {
+		log.Info("sessions' cookies signed with a key of this process: after a restart browsers ask for new ones", "hint", "set sessions.cookie_key_file")
+	}
 	a := auth.New(auth.Config{Issuer: cfg.Auth.OIDC.Issuer, Audience: cfg.Auth.OIDC.Audience, UserClaim: cfg.Auth.OIDC.UserClaim,
 		Tokens: st, TokenPrefix: store.TokenPrefix, Proxies: cfg.TrustedProxies(), Header: cfg.Auth.Proxy.Header})
 	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, Templates: tmpl.Get, RatePerSecond: cfg.Limits.RatePerSecond,
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Log: log})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key}, Log: log})
 
 	ln, err := listen(cfg)
 	if err != nil {

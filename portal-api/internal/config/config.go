@@ -43,7 +43,19 @@ type Config struct {
 	TemplatesDir string    `yaml:"templates_dir"`
 	Auth         Auth      `yaml:"auth"`
 	Limits       Limits    `yaml:"limits"`
+	Sessions     Sessions  `yaml:"sessions"`
 	Clusters     []Cluster `yaml:"clusters"`
+}
+
+// Sessions tunes the interactive sessions' proxy.
+type Sessions struct {
+	// CookieKeyFile holds the key, 32 bytes or more, that signs the
+	// proxy's browser cookies: a secret held to internal/secretfile's
+	// rule, kept across restarts and shared by every portal instance
+	// behind one address. "": a random key per process, so that after a
+	// restart, or on another instance, a browser must ask for a new
+	// cookie (POST /v1/sessions/{id}/cookie).
+	CookieKeyFile string `yaml:"cookie_key_file"`
 }
 
 // TLS serves HTTPS when both files are given.
@@ -313,6 +325,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	ps.absFile("tls.key_file", c.TLS.KeyFile, false, "")
 	ps.absFile("database", c.Database, true, "the SQLite file of tokens, audit log and submissions")
 	ps.absFile("templates_dir", c.TemplatesDir, true, "the folder of the job templates")
+	ps.absFile("sessions.cookie_key_file", c.Sessions.CookieKeyFile, false, "the file of the key that signs the sessions' cookies")
 
 	o := c.Auth.OIDC
 	if o.Issuer != "" {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 	"github.com/strata-hpc/strata/portal-api/internal/session"
@@ -860,5 +861,44 @@ func TestSessionEndWaitsForReclaimd(t *testing.T) {
 	h.server.CheckSessions(t.Context())
 	if rec, _ := h.store.GetSession(t.Context(), old.ID); rec.EndReason != "the session's job was cancelled in Slurm" {
 		t.Errorf("past the wait: %+v", rec)
+	}
+}
+
+// TestSessionCookieKey: portals given one CookieKey (a restarted one, or
+// a second behind the same address, over the same database) take each
+// other's cookies; a portal with another key, or with none (a key of its
+// own process), refuses them and says to ask for a new one.
+func TestSessionCookieKey(t *testing.T) {
+	h := newHarness(t)
+	srv := newServer(t, session.JupyterLab)
+	s := h.start("mem", "notebook", nil)
+	h.run(s, "mem", "notebook", "RUNNING", false)
+	h.writeConn(s.ID, session.JupyterLab, "gpu1", srv.port, sessionSecret)
+	// portal is a server over h's clusters and store with key.
+	portal := func(key []byte) *httptest.Server {
+		cfg := h.server.cfg
+		cfg.Registry = prometheus.NewRegistry()
+		cfg.Sessions.CookieKey = key
+		ts := httptest.NewServer(New(cfg))
+		t.Cleanup(ts.Close)
+		return ts
+	}
+	key := []byte("a-cookie-key-the-portals-share-0123456789")
+	first, second := portal(key), portal(key)
+	other, own := portal([]byte("another-cookie-key-of-a-portal-0123456789")), portal(nil)
+	h.srv = first
+	cookie := h.sessionCookie(s.ID)
+	for name, tc := range map[string]struct {
+		ts   *httptest.Server
+		want int
+	}{
+		"the portal that set it": {first, 200}, "another with its key": {second, 200},
+		"one with another key": {other, 401}, "one with a key of its own": {own, 401},
+	} {
+		h.srv = tc.ts
+		code, body, _ := h.proxied("", "GET", s.URL+"lab", cookie)
+		if code != tc.want || tc.want == 401 && !strings.Contains(body, "cookie") {
+			t.Errorf("%s: %d %s, want %d", name, code, body, tc.want)
+		}
 	}
 }
