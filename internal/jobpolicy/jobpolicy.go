@@ -25,7 +25,6 @@ package jobpolicy
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -142,28 +141,9 @@ func Load(path string) (*Policy, error) {
 	}
 	p, err := Parse(data)
 	if err != nil {
-		return nil, prefix(path, err)
+		return nil, strictjson.InFile(path, err)
 	}
 	return p, nil
-}
-
-// prefix puts path before every line of a joined error, keeping each
-// *strictjson.FieldError reachable through errors.As.
-func prefix(path string, err error) error {
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		var fe *strictjson.FieldError
-		if errors.As(e, &fe) && fe.Line > 0 {
-			out[i] = fmt.Errorf("%s:%w", path, e)
-		} else {
-			out[i] = fmt.Errorf("%s: %w", path, e)
-		}
-	}
-	return errors.Join(out...)
 }
 
 // Validate returns every problem of p, each a *strictjson.FieldError with

@@ -106,6 +106,26 @@ func (doc *Document) Locate(errs []error) error {
 	return errors.Join(errs...)
 }
 
+// InFile puts the file's path before every problem of a joined error:
+// "path:3:4: …" for a *FieldError with a position, "path: …" for any
+// other, keeping each *FieldError reachable through errors.As.
+func InFile(path string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		var fe *FieldError
+		if errors.As(e, &fe) && fe.Line > 0 {
+			out[i] = fmt.Errorf("%s:%w", path, e)
+		} else {
+			out[i] = fmt.Errorf("%s: %w", path, e)
+		}
+	}
+	return errors.Join(out...)
+}
+
 func (doc *Document) position(path string) (int, int) {
 	for {
 		if off, ok := doc.offsets[path]; ok {

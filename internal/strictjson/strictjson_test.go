@@ -253,3 +253,30 @@ func TestDecodeMapsAndPointers(t *testing.T) {
 		})
 	}
 }
+
+// TestInFile: every problem of a joined error gets the file's path, as
+// "path:line:col: …" where it has a position and "path: …" where it has
+// none, and each *FieldError stays reachable; a single error too.
+func TestInFile(t *testing.T) {
+	joined := errors.Join(
+		&strictjson.FieldError{Line: 3, Col: 4, Path: "tenants[0].name", Msg: "required"},
+		&strictjson.FieldError{Path: "cluster", Msg: "no position"},
+		errors.New("not a field error"),
+	)
+	got := strictjson.InFile("/etc/strata/tenants.json", joined)
+	want := []string{
+		"/etc/strata/tenants.json:3:4: tenants[0].name: required",
+		"/etc/strata/tenants.json: cluster: no position",
+		"/etc/strata/tenants.json: not a field error",
+	}
+	if diff := cmp.Diff(want, strings.Split(got.Error(), "\n")); diff != "" {
+		t.Errorf("InFile (-want +got):\n%s", diff)
+	}
+	var fe *strictjson.FieldError
+	if !errors.As(got, &fe) || fe.Path != "tenants[0].name" {
+		t.Errorf("errors.As found %+v, want the first FieldError", fe)
+	}
+	if got := strictjson.InFile("p.json", errors.New("decode: bad")).Error(); got != "p.json: decode: bad" {
+		t.Errorf("one error = %q", got)
+	}
+}

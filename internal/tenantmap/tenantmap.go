@@ -44,7 +44,6 @@ package tenantmap
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -280,29 +279,9 @@ func Load(path string) (*Map, error) {
 	}
 	m, err := Parse(data)
 	if err != nil {
-		return nil, prefix(path, err)
+		return nil, strictjson.InFile(path, err)
 	}
 	return m, nil
-}
-
-// prefix puts path before every line of a joined error ("path:3:4: …",
-// or "path: …" for a problem without a position), keeping each
-// *strictjson.FieldError reachable through errors.As.
-func prefix(path string, err error) error {
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		var fe *strictjson.FieldError
-		if errors.As(e, &fe) && fe.Line > 0 {
-			out[i] = fmt.Errorf("%s:%w", path, e)
-		} else {
-			out[i] = fmt.Errorf("%s: %w", path, e)
-		}
-	}
-	return errors.Join(out...)
 }
 
 func (m *Map) index() {
