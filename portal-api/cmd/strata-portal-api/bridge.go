@@ -54,12 +54,18 @@ func bridgeClient(log *slog.Logger, cl config.Cluster) (*bridge, error) {
 // checkBridgeToken holds a cluster's bridge token file to the rule, for
 // check-config.
 func checkBridgeToken(cl config.Cluster) (warning string, err error) {
-	if cl.BridgeTokenFile == "" {
+	return checkSecret("bridge_token_file", cl.BridgeTokenFile)
+}
+
+// checkSecret holds one of the config's secret files (key, path; none
+// when path is "") to secretRule, for check-config.
+func checkSecret(key, path string) (warning string, err error) {
+	if path == "" {
 		return "", nil
 	}
-	warning, err = secretRule.Check(cl.BridgeTokenFile)
+	warning, err = secretRule.Check(path)
 	if err != nil {
-		return "", fmt.Errorf("bridge_token_file: %w", err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	return warning, nil
 }

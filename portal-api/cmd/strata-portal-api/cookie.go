@@ -35,12 +35,9 @@ func cookieKey(log *slog.Logger, s config.Sessions) ([]byte, error) {
 // checkCookieKey is cookieKey for check-config: the warning of a key its
 // group may read.
 func checkCookieKey(s config.Sessions) (warning string, err error) {
-	if s.CookieKeyFile == "" {
-		return "", nil
-	}
-	warning, err = secretRule.Check(s.CookieKeyFile)
-	if err != nil {
-		return "", fmt.Errorf("sessions.cookie_key_file: %w", err)
+	warning, err = checkSecret("sessions.cookie_key_file", s.CookieKeyFile)
+	if err != nil || s.CookieKeyFile == "" {
+		return "", err
 	}
 	if _, err := cookieKey(nil, s); err != nil {
 		return "", err
