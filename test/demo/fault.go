@@ -93,41 +93,17 @@ func liveFault(ctx context.Context, b *testbed.Bed, admin, asUser *slurmrest.Cli
 	ds := newDaemons(o.reclaimd, o.work, fail)
 	defer ds.stop()
 	died, start := ds.died, func(name string, args ...string) error { return ds.start(step, name, args...) }
-	agents := map[string]string{}
 	faultFile := func(node string) string { return filepath.Join(o.work, "faults-"+node+".csv") }
 	for _, node := range b.Nodes {
-		replay := filepath.Join(o.work, "replay-"+node+".csv")
-		if err := os.WriteFile(replay, replayOf(node, b.GPUsPerNode, nil, 0), 0o644); err != nil {
-			return err
-		}
 		if err := os.WriteFile(faultFile(node), nil, 0o644); err != nil {
 			return err
 		}
-		addr, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		agents[node] = addr
-		cfg := filepath.Join(o.work, "agent-"+node+".yaml")
-		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-slurm:
-  url: %s
-  token_file: %s
-agent:
-  listen: %s
-  node: %s
-  interval: 1s
-  window: 5m
-  token_file: %s
-  replay: %s
-  faults_file: %s
-`, b.URL, b.TokenFile, addr, node, secret, replay, faultFile(node))), 0o600); err != nil {
-			return err
-		}
-		if err := start("agent-"+node, "--config", cfg, "--log-level", "warn", "agent"); err != nil {
-			return err
-		}
+	}
+	agents, err := startAgents(b, o.work, secret, start, func(node string) ([]byte, string) {
+		return replayOf(node, b.GPUsPerNode, nil, 0), "  faults_file: " + faultFile(node) + "\n"
+	})
+	if err != nil {
+		return err
 	}
 	proxy, err := agentProxy(agents)
 	if err != nil {
@@ -142,28 +118,7 @@ agent:
 	if err := os.WriteFile(check, []byte(healthCheck), 0o755); err != nil {
 		return err
 	}
-	ctlAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	ctlCfg := filepath.Join(o.work, "reclaimd.yaml")
-	_ = os.Remove(filepath.Join(o.work, "reclaimd.db"))
-	if err := os.WriteFile(ctlCfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-listen: %s
-state_file: %s
-interval: 5s
-rules_file: %s
-tenants_file: %s
-slurm:
-  url: %s
-  user: %s
-  token_file: %s
-agents:
-  url_template: http://%s/{node}
-  timeout: 2s
-  token_file: %s
-health:
+	ctlCfg, ctlAddr, err := controllerConfig(b, o.work, rules, o.tenants, proxy.Addr, secret, fmt.Sprintf(`health:
   enabled: true
   max_drained_share: 0.25
   # stands in for [ssh, -o, BatchMode=yes, "{node}", dcgmi, diag, -r, "1"]
@@ -171,8 +126,8 @@ health:
   check_interval: 1m
 recovery:
   log_root: %s
-`, ctlAddr, filepath.Join(o.work, "reclaimd.db"), rules, o.tenants, b.URL, b.AdminUser, b.TokenFile,
-		proxy.Addr, secret, check, b.Root)), 0o600); err != nil {
+`, check, b.Root))
+	if err != nil {
 		return err
 	}
 	if err := start("controller", "--config", ctlCfg, "run"); err != nil {

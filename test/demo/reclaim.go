@@ -121,39 +121,14 @@ func liveReclaim(ctx context.Context, b *testbed.Bed, admin, asUser *slurmrest.C
 	if err := os.WriteFile(secret, []byte(demoAgentSecret), 0o600); err != nil {
 		return err
 	}
-	agents := map[string]string{} // node -> address
 	ds := newDaemons(o.reclaimd, o.work, stepError)
 	defer ds.stop()
 	died, start := ds.died, func(name string, args ...string) error { return ds.start(step, name, args...) }
-	for _, node := range b.Nodes {
-		replay := filepath.Join(o.work, "replay-"+node+".csv")
-		if err := os.WriteFile(replay, replayOf(node, b.GPUsPerNode, holders[node], o.idle), 0o644); err != nil {
-			return err
-		}
-		addr, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		agents[node] = addr
-		cfg := filepath.Join(o.work, "agent-"+node+".yaml")
-		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-slurm:
-  url: %s
-  token_file: %s
-agent:
-  listen: %s
-  node: %s
-  interval: 1s
-  window: 5m
-  token_file: %s
-  replay: %s
-`, b.URL, b.TokenFile, addr, node, secret, replay)), 0o600); err != nil {
-			return err
-		}
-		if err := start("agent-"+node, "--config", cfg, "--log-level", "warn", "agent"); err != nil {
-			return err
-		}
+	agents, err := startAgents(b, o.work, secret, start, func(node string) ([]byte, string) {
+		return replayOf(node, b.GPUsPerNode, holders[node], o.idle), ""
+	})
+	if err != nil {
+		return err
 	}
 	// The agents share this host: one address answers for all of them,
 	// routing /<node>/... to that node's agent (agents.url_template).
@@ -166,28 +141,8 @@ agent:
 	if err := os.WriteFile(rules, []byte(demoRules), 0o644); err != nil {
 		return err
 	}
-	ctlAddr, err := freeAddr()
+	ctlCfg, ctlAddr, err := controllerConfig(b, o.work, rules, o.tenants, proxy.Addr, secret, "")
 	if err != nil {
-		return err
-	}
-	ctlCfg := filepath.Join(o.work, "reclaimd.yaml")
-	_ = os.Remove(filepath.Join(o.work, "reclaimd.db"))
-	if err := os.WriteFile(ctlCfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-listen: %s
-state_file: %s
-interval: 5s
-rules_file: %s
-tenants_file: %s
-slurm:
-  url: %s
-  user: %s
-  token_file: %s
-agents:
-  url_template: http://%s/{node}
-  timeout: 2s
-  token_file: %s
-`, ctlAddr, filepath.Join(o.work, "reclaimd.db"), rules, o.tenants, b.URL, b.AdminUser, b.TokenFile, proxy.Addr, secret)), 0o600); err != nil {
 		return err
 	}
 	started := time.Now()
@@ -400,6 +355,78 @@ func reclaimedHours(ctx context.Context, api string) (map[string]float64, error)
 		}
 	}
 	return out, sc.Err()
+}
+
+// startAgents starts a reclaimd agent for each of b's nodes, replaying
+// what replay(node) says (and with its extra config lines, such as a
+// faults_file), each on a free address of this host: it returns each
+// node's address.
+func startAgents(b *testbed.Bed, work, secret string, start func(name string, args ...string) error,
+	replay func(node string) (samples []byte, extra string)) (map[string]string, error) {
+	agents := map[string]string{} // node -> address
+	for _, node := range b.Nodes {
+		samples, extra := replay(node)
+		file := filepath.Join(work, "replay-"+node+".csv")
+		if err := os.WriteFile(file, samples, 0o644); err != nil {
+			return nil, err
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		agents[node] = addr
+		cfg := filepath.Join(work, "agent-"+node+".yaml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
+kind: ReclaimdConfig
+slurm:
+  url: %s
+  token_file: %s
+agent:
+  listen: %s
+  node: %s
+  interval: 1s
+  window: 5m
+  token_file: %s
+  replay: %s
+`, b.URL, b.TokenFile, addr, node, secret, file)+extra), 0o600); err != nil {
+			return nil, err
+		}
+		if err := start("agent-"+node, "--config", cfg, "--log-level", "warn", "agent"); err != nil {
+			return nil, err
+		}
+	}
+	return agents, nil
+}
+
+// controllerConfig writes work/reclaimd.yaml, a controller of b with its
+// API on a free address of this host, the rules and tenant map, the agents
+// behind agentsAddr, and extra lines at its end (health, recovery), and
+// removes the state of a run before it: it returns the file and the API's
+// address.
+func controllerConfig(b *testbed.Bed, work, rules, tenants, agentsAddr, secret, extra string) (string, string, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return "", "", err
+	}
+	cfg := filepath.Join(work, "reclaimd.yaml")
+	_ = os.Remove(filepath.Join(work, "reclaimd.db"))
+	err = os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
+kind: ReclaimdConfig
+listen: %s
+state_file: %s
+interval: 5s
+rules_file: %s
+tenants_file: %s
+slurm:
+  url: %s
+  user: %s
+  token_file: %s
+agents:
+  url_template: http://%s/{node}
+  timeout: 2s
+  token_file: %s
+`, addr, filepath.Join(work, "reclaimd.db"), rules, tenants, b.URL, b.AdminUser, b.TokenFile, agentsAddr, secret)+extra), 0o600)
+	return cfg, addr, err
 }
 
 func freeAddr() (string, error) {
