@@ -376,19 +376,7 @@ func startAgents(b *testbed.Bed, work, secret string, start func(name string, ar
 		}
 		agents[node] = addr
 		cfg := filepath.Join(work, "agent-"+node+".yaml")
-		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-slurm:
-  url: %s
-  token_file: %s
-agent:
-  listen: %s
-  node: %s
-  interval: 1s
-  window: 5m
-  token_file: %s
-  replay: %s
-`, b.URL, b.TokenFile, addr, node, secret, file)+extra), 0o600); err != nil {
+		if err := os.WriteFile(cfg, []byte(b.ReclaimdAgentConfig(node, addr, secret, file)+extra), 0o600); err != nil {
 			return nil, err
 		}
 		if err := start("agent-"+node, "--config", cfg, "--log-level", "warn", "agent"); err != nil {
@@ -410,22 +398,7 @@ func controllerConfig(b *testbed.Bed, work, rules, tenants, agentsAddr, secret, 
 	}
 	cfg := filepath.Join(work, "reclaimd.yaml")
 	_ = os.Remove(filepath.Join(work, "reclaimd.db"))
-	err = os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-listen: %s
-state_file: %s
-interval: 5s
-rules_file: %s
-tenants_file: %s
-slurm:
-  url: %s
-  user: %s
-  token_file: %s
-agents:
-  url_template: http://%s/{node}
-  timeout: 2s
-  token_file: %s
-`, addr, filepath.Join(work, "reclaimd.db"), rules, tenants, b.URL, b.AdminUser, b.TokenFile, agentsAddr, secret)+extra), 0o600)
+	err = os.WriteFile(cfg, []byte(b.ReclaimdControllerConfig(addr, filepath.Join(work, "reclaimd.db"), rules, tenants, "http://"+agentsAddr, secret)+extra), 0o600)
 	return cfg, addr, err
 }
 

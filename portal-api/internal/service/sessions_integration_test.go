@@ -758,19 +758,7 @@ func startReclaimd(t *testing.T, b *testbed.Bed, bin, work, ctlAddr, tenants str
 		}
 		replay := write("replay-"+node+".csv", csv.String())
 		addr := freeAddr(t)
-		cfg := write("agent-"+node+".yaml", fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-slurm:
-  url: %s
-  token_file: %s
-agent:
-  listen: %s
-  node: %s
-  interval: 1s
-  window: 5m
-  token_file: %s
-  replay: %s
-`, b.URL, b.TokenFile, addr, node, secret, replay))
+		cfg := write("agent-"+node+".yaml", b.ReclaimdAgentConfig(node, addr, secret, replay))
 		r.start(t, bin, "agent-"+node, "--config", cfg, "--log-level", "warn", "agent")
 		mux.Handle("/"+node+"/", http.StripPrefix("/"+node, httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})))
 	}
@@ -778,23 +766,8 @@ agent:
 	// routing /<node>/... to that node's agent (agents.url_template).
 	agents := httptest.NewServer(mux)
 	t.Cleanup(agents.Close)
-	cfg := write("reclaimd.yaml", fmt.Sprintf(`apiVersion: strata/v1
-kind: ReclaimdConfig
-listen: %s
-state_file: %s
-interval: 5s
-rules_file: %s
-tenants_file: %s
-slurm:
-  url: %s
-  user: %s
-  token_file: %s
-agents:
-  url_template: %s/{node}
-  timeout: 2s
-  token_file: %s
-`, ctlAddr, filepath.Join(work, "reclaimd.db"), write("reclaim-rules.json", interactiveRules), write("tenants.json", tenants),
-		b.URL, b.AdminUser, b.TokenFile, agents.URL, secret))
+	cfg := write("reclaimd.yaml", b.ReclaimdControllerConfig(ctlAddr, filepath.Join(work, "reclaimd.db"), write("reclaim-rules.json", interactiveRules),
+		write("tenants.json", tenants), agents.URL, secret))
 	r.start(t, bin, "controller", "--config", cfg, "run")
 	t.Cleanup(func() {
 		if t.Failed() {
