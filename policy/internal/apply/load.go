@@ -29,9 +29,9 @@ type Loader interface {
 // associations in one INSERT that MariaDB refuses over max_allowed_packet
 // (16 MiB by default, about 30,000 associations), and one load keeps one
 // slurmdbd connection, and so about one CPU, busy. On the 2-CPU benchmark
-// bed a first apply of 4,000 user associations took 5.8 s in 4 parts,
-// 6.6–6.9 s in 8 and 13.4–14.1 s in one load (sacctmgr load of the same
-// file: 10.3–13.6 s); of 40,000, 87–98 s in 2, 4 or 8 parts.
+// bed a first apply of 4,000 user associations took 5.8–8.4 s in 4
+// parts, 6.6–6.9 s in 8 and 13.4–14.1 s in one load (sacctmgr load of
+// the same file: 10.3–20.2 s); of 40,000, 91–98 s in 2, 4 or 8 parts.
 const (
 	loadPartAssocs = 1000
 	loadParts      = 8
