@@ -18,6 +18,12 @@ import (
 // command does not take, or a missing one. Nothing was read or changed.
 const ExitUsage = 2
 
+// ExitChanges is the exit code of a plan, diff or drift check that ran
+// and found changes (terraform plan -detailed-exitcode's 2, moved to 3 so
+// that a usage error never reads as drift): 0 means the same, 1 an error,
+// 2 a usage error.
+const ExitChanges = 3
+
 // Error is an error with an exit code. It prints Msg, or the error it
 // wraps when Msg is empty; when both are empty it prints nothing (the
 // command already explained itself on stdout). Err stays reachable to
