@@ -49,7 +49,10 @@ type Options struct {
 	// (topology.yaml), is the same topology as topology.conf lines: it is
 	// what gets validated and what `scontrol show topology` (which shows
 	// the default topology) must report. Nil means the candidate itself.
-	Expect     []byte
+	Expect []byte
+	// YAML says the live file and the candidate are topology.yaml, which
+	// the change budget reads as such (every topology in it).
+	YAML       bool
 	KnownNodes []string // the cluster's nodes, for validation; nil skips that check
 	// SkipValidation writes a candidate that fails validation (or the
 	// change budget) anyway (to test the rollback path; never in
@@ -150,22 +153,23 @@ func Apply(ctx context.Context, o Options) (Result, error) {
 	if target != o.Path {
 		o.Log.Info("topology file is a symbolic link: writing through it", "path", o.Path, "target", target)
 	}
-	old, err := os.ReadFile(target)
+	old, err := ReadTopology(target)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return res, fmt.Errorf("read %s: %w", o.Path, err)
+		return res, fmt.Errorf("the live file: %w", err)
 	}
 	existed := err == nil
 	if existed && bytes.Equal(old, o.Candidate) {
 		o.Log.Info("topology unchanged: nothing to apply", "path", o.Path)
 		return res, nil
 	}
-	// The change budget: topology.conf syntax only (the candidate of a
-	// topology.yaml is measured by its tree, the live file is YAML).
+	// The change budget, in both formats. A live file it cannot read
+	// refuses the apply too (unless forced): skipping the check there
+	// would let a truncated candidate through without a word.
 	var live []byte
-	if existed && o.Expect == nil {
+	if existed {
 		live = old
 	}
-	if problems := checkBudget(live, expect, o); len(problems) > 0 {
+	if problems := Budget(live, o.Candidate, o.YAML, o.MaxDrop, o.DuplicateGUIDs); len(problems) > 0 {
 		if !o.Force && !o.SkipValidation {
 			res.Problems = append(res.Problems, problems...)
 			return res, fmt.Errorf("%w: %s; nothing was written (apply with --force if this is what the fabric now is)",

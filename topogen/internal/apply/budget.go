@@ -13,7 +13,7 @@ import (
 // ErrBudget says the candidate would lose more of the live topology than
 // an apply may without Options.Force, or that the fabric scan it came from
 // is suspect (duplicate GUIDs). Nothing was written.
-var ErrBudget = errors.New("the candidate would change too much of the live topology")
+var ErrBudget = errors.New("the change budget refused the candidate")
 
 // DefaultMaxDrop is the largest share of the live file's nodes, and of its
 // switches, that an apply may drop without Force: a truncated fabric dump
@@ -21,25 +21,35 @@ var ErrBudget = errors.New("the candidate would change too much of the live topo
 // node or two leaving for repair drops less.
 const DefaultMaxDrop = 0.10
 
-// checkBudget compares the live file old with the candidate expect (both
-// topology.conf syntax) and returns why the candidate may not replace it
-// without Force, or nil.
-func checkBudget(old, expect []byte, o Options) []string {
+// Budget compares the live file with the candidate (both topology.conf,
+// or both topology.yaml when isYAML, where every topology of the file
+// counts) and returns why the candidate may not replace the live file
+// without Force, or nil. A live file it cannot read is a reason too: the
+// budget cannot tell what the candidate would drop, and a truncated
+// candidate must not pass because the file it replaces has a line topogen
+// does not know. live is nil when there is no live file.
+func Budget(live, candidate []byte, isYAML bool, maxDrop float64, duplicateGUIDs []string) []string {
+	if maxDrop <= 0 {
+		maxDrop = DefaultMaxDrop
+	}
 	var problems []string
-	if len(o.DuplicateGUIDs) > 0 {
+	if len(duplicateGUIDs) > 0 {
 		problems = append(problems, fmt.Sprintf("the fabric dump declares %d GUIDs more than once (%s): hosts behind them may be misplaced; "+
-			"check the dump (two scans pasted together, or HCAs with cloned GUIDs)", len(o.DuplicateGUIDs), strings.Join(o.DuplicateGUIDs, ", ")))
+			"check the dump (two scans pasted together, or HCAs with cloned GUIDs)", len(duplicateGUIDs), strings.Join(duplicateGUIDs, ", ")))
 	}
-	if old == nil {
+	if live == nil {
 		return problems
 	}
-	oldTC, errs := render.ParseTopoConf(old)
-	if len(errs) > 0 {
-		// The live file is not one topogen can read: there is nothing to
-		// measure against, and the candidate was validated.
-		return problems
+	oldTC, err := measure(live, isYAML)
+	if err != nil {
+		return append(problems, fmt.Sprintf("the live file cannot be read to measure the change against it (%v), so what the candidate "+
+			"would drop is unknown: fix that line of the live file (or move the file away) and run again, or apply with --force "+
+			"if the candidate is right", err))
 	}
-	newTC, _ := render.ParseTopoConf(expect)
+	newTC, err := measure(candidate, isYAML)
+	if err != nil {
+		return append(problems, fmt.Sprintf("the candidate cannot be measured (%v)", err))
+	}
 	oldNodes, newNodes := nodeSet(oldTC), nodeSet(newTC)
 	var lost []string
 	for n := range oldNodes {
@@ -47,10 +57,10 @@ func checkBudget(old, expect []byte, o Options) []string {
 			lost = append(lost, n)
 		}
 	}
-	if over(len(lost), len(oldNodes), o.MaxDrop) {
+	if over(len(lost), len(oldNodes), maxDrop) {
 		slices.Sort(lost)
 		problems = append(problems, fmt.Sprintf("it drops %d of the live file's %d nodes (%s, more than the %s allowed): %s",
-			len(lost), len(oldNodes), pct(len(lost), len(oldNodes)), pct100(o.MaxDrop), hostlist.Compress(lost)))
+			len(lost), len(oldNodes), pct(len(lost), len(oldNodes)), pct100(maxDrop), hostlist.Compress(lost)))
 	}
 	// Switches and blocks are counted, not named: a new naming rule
 	// renames every switch and loses none, and a tree becoming blocks is
@@ -62,13 +72,32 @@ func checkBudget(old, expect []byte, o Options) []string {
 		{"switches", len(oldTC.Switches), len(newTC.Switches)},
 		{"blocks", len(oldTC.Blocks), len(newTC.Blocks)},
 	} {
-		if m.new == 0 || m.new >= m.old || !over(m.old-m.new, m.old, o.MaxDrop) {
+		if m.new == 0 || m.new >= m.old || !over(m.old-m.new, m.old, maxDrop) {
 			continue
 		}
 		problems = append(problems, fmt.Sprintf("it has %d %s where the live file has %d (%s fewer, more than the %s allowed)",
-			m.new, m.what, m.old, pct(m.old-m.new, m.old), pct100(o.MaxDrop)))
+			m.new, m.what, m.old, pct(m.old-m.new, m.old), pct100(maxDrop)))
 	}
 	return problems
+}
+
+// measure reads a topology file for the budget.
+func measure(data []byte, isYAML bool) (*render.TopoConf, error) {
+	if isYAML {
+		return render.ParseTopologyYAML(data)
+	}
+	tc, errs := render.ParseTopoConf(data)
+	if len(errs) > 0 {
+		msgs := make([]string, 0, min(len(errs), 3))
+		for _, e := range errs[:min(len(errs), 3)] {
+			msgs = append(msgs, e.Error())
+		}
+		if len(errs) > 3 {
+			msgs = append(msgs, fmt.Sprintf("and %d more", len(errs)-3))
+		}
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	return tc, nil
 }
 
 func over(lost, of int, share float64) bool { return lost > 0 && float64(lost) > share*float64(of) }

@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/strata-hpc/strata/topogen/internal/apply"
 )
@@ -56,7 +57,7 @@ func TestApplyBackupsAreUnique(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{b.path + ".20250102T010405Z.2.bak", b.path + backupSuffix}; !cmp.Equal(want, got) || second.Backup != want[0] {
+	if want := []string{b.path + ".20250102T010405Z.2.bak", b.path + backupSuffix}; !gocmp.Equal(want, got) || second.Backup != want[0] {
 		t.Errorf("Backups = %q, want %q, newest (the second apply's) first", got, want)
 	}
 }
@@ -77,7 +78,7 @@ func TestApplyKeepsBackupsByCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"topology.conf", "topology.conf.20240102T000000Z.2.bak", "topology.conf.20250102T010405Z.bak", "topology.conf.manual.bak"}
-	if diff := cmp.Diff(want, b.etcFiles()); diff != "" {
+	if diff := gocmp.Diff(want, b.etcFiles()); diff != "" {
 		t.Errorf("files after keeping 2 backups (-want +got):\n%s", diff)
 	}
 	if res.Backup != b.path+backupSuffix {
@@ -189,7 +190,7 @@ func TestApplyCanceledDuringSettle(t *testing.T) {
 	if !errors.Is(err, apply.ErrRolledBack) || !res.RolledBack {
 		t.Fatalf("Apply canceled while settling = %+v, %v; want ErrRolledBack", res, err)
 	}
-	if diff := cmp.Diff([]string{reconfigure, reconfigure, ping, show}, b.log()); diff != "" {
+	if diff := gocmp.Diff([]string{reconfigure, reconfigure, ping, show}, b.log()); diff != "" {
 		t.Errorf("scontrol calls (-want +got):\n%s", diff)
 	}
 	if content, _ := readFile(t, b.path); content != oldConf {
@@ -273,13 +274,23 @@ func TestApplyChangeBudget(t *testing.T) {
 	)
 	renamed := strings.NewReplacer("leaf", "LEAF-000", "spine1", "SPINE-0001").Replace(oldConf)
 	renamedShow := strings.NewReplacer("leaf", "LEAF-000", "spine1", "SPINE-0001").Replace(oldShow(t))
+	// A live file with a line topogen cannot parse (Slurm may or may not
+	// take it): what it holds is unknown, so nothing can be measured.
+	unreadable := oldConf + "SwitchName=spine2 Switches=leaf[1-2] Weight=3\n"
 	tests := map[string]struct {
+		live            string // oldConf when ""
 		candidate, show string
 		maxDrop         float64
 		dups            []string
 		force           bool
 		want            []string // in the error; nil: applied
 	}{
+		"a truncated candidate over a live file topogen cannot read is refused, not measured": {live: unreadable, candidate: truncated, want: []string{
+			"the live file cannot be read to measure the change against it (line 4: unknown key \"weight\" on a SwitchName line)",
+			"fix that line of the live file (or move the file away) and run again, or apply with --force if the candidate is right"}},
+		"any candidate over a live file topogen cannot read is refused": {live: unreadable, candidate: oldConf,
+			want: []string{"the live file cannot be read to measure the change"}},
+		"a live file topogen cannot read, forced, it is applied": {live: unreadable, candidate: newConf, show: newShow, force: true},
 		"a truncated dump is refused": {candidate: truncated, want: []string{
 			"drops 3 of the live file's 4 nodes (75%, more than the 10% allowed): gpu[2-4]",
 			"it has 1 switches where the live file has 3 (67% fewer, more than the 10% allowed)",
@@ -295,7 +306,8 @@ func TestApplyChangeBudget(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			b := newBed(t)
-			write(t, b.path, oldConf)
+			live := cmp.Or(tc.live, oldConf)
+			write(t, b.path, live)
 			b.set("show", tc.show)
 			o := b.options(tc.candidate)
 			o.MaxDrop, o.DuplicateGUIDs, o.Force = tc.maxDrop, tc.dups, tc.force
@@ -314,8 +326,64 @@ func TestApplyChangeBudget(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
 			}
-			if content, _ := readFile(t, b.path); content != oldConf || len(b.log()) != 0 || len(b.etcFiles()) != 1 {
+			if content, _ := readFile(t, b.path); content != live || len(b.log()) != 0 || len(b.etcFiles()) != 1 {
 				t.Errorf("a refused apply changed something: file %q, scontrol %q, files %q", content, b.log(), b.etcFiles())
+			}
+		})
+	}
+}
+
+// The change budget of a topology.yaml: every topology in the live file
+// is measured against the candidate's, so a truncated scan is refused as
+// for topology.conf; a live topology.yaml topogen cannot read refuses too.
+func TestApplyChangeBudgetYAML(t *testing.T) {
+	const (
+		liveYAML = "- topology: fabric\n  cluster_default: true\n  tree:\n    switches:\n" +
+			"      - switch: spine1\n        children: leaf[1-2]\n" +
+			"      - switch: leaf1\n        nodes: gpu[1-2]\n      - switch: leaf2\n        nodes: gpu[3-4]\n" +
+			"- topology: nvl\n  cluster_default: false\n  block:\n    block_sizes:\n      - 2\n    blocks:\n" +
+			"      - block: nvl1\n        nodes: gpu[1-2]\n      - block: nvl2\n        nodes: gpu[3-4]\n"
+		// A scan that saw gpu1 and gpu2 only.
+		partialYAML = "- topology: fabric\n  cluster_default: true\n  tree:\n    switches:\n" +
+			"      - switch: leaf1\n        nodes: gpu[1-2]\n"
+		partialConf = "SwitchName=leaf1 Nodes=gpu[1-2]\n"
+	)
+	for name, tc := range map[string]struct {
+		live  string
+		force bool
+		want  []string // in the error; nil: applied
+	}{
+		"a partial scan is refused": {live: liveYAML, want: []string{
+			"drops 2 of the live file's 4 nodes (50%, more than the 10% allowed): gpu[3-4]",
+			"it has 1 switches where the live file has 3"}},
+		"a live topology.yaml topogen cannot read is refused": {live: "- topology: fabric\n  tree:\n    nodez: []\n",
+			want: []string{"the live file cannot be read to measure the change against it (topology.yaml: line 3: unknown key nodez)"}},
+		"a partial scan, forced, is applied": {live: liveYAML, force: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := newBed(t)
+			b.path = filepath.Join(b.etc, "topology.yaml")
+			write(t, b.path, tc.live)
+			b.set("show", "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[1-2]\n")
+			o := b.options(partialYAML)
+			o.Expect, o.YAML, o.Force = []byte(partialConf), true, tc.force
+			res, err := apply.Apply(t.Context(), o)
+			if tc.want == nil {
+				if err != nil || !res.Changed {
+					t.Fatalf("Apply = %+v, %v; want applied", res, err)
+				}
+				return
+			}
+			if !errors.Is(err, apply.ErrBudget) || res.Changed {
+				t.Fatalf("Apply = %+v, %v; want ErrBudget and nothing changed", res, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if content, _ := readFile(t, b.path); content != tc.live || len(b.log()) != 0 {
+				t.Errorf("a refused apply changed something: file %q, scontrol %q", content, b.log())
 			}
 		})
 	}
