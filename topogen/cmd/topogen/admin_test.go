@@ -130,7 +130,7 @@ func TestAdminMessages(t *testing.T) {
 			config:   "slurm:\n  slurm_conf: " + filepath.Join(dir, "slurm.conf") + "\n",
 			args:     []string{"render", rails, "--include-hca", `mlx5_0$`},
 			wantCode: exitFailure,
-			wantErr:  filepath.Join(dir, "slurm.conf") + ": no such file or directory; topogen compares the fabric with Slurm's nodes: --no-node-check (or --nodes LIST) renders without the node list",
+			wantErr:  filepath.Join(dir, "slurm.conf") + ": no such file or directory; topogen compares the fabric with Slurm's nodes: --no-node-check (or --nodes LIST) goes on without the node list",
 		},
 		"an unreadable slurmrestd says --no-node-check renders without it": {
 			config:   "slurm:\n  node_source: slurmrestd\n  rest:\n    url: http://127.0.0.1:1\n    token_file: " + filepath.Join(dir, "none.jwt") + "\n",

@@ -21,8 +21,10 @@ const APIVersion = "strata/v1"
 
 // Config is topogen's configuration.
 type Config struct {
-	APIVersion string `yaml:"apiVersion"`
-	Kind       string `yaml:"kind"`
+	// APIVersion and Kind are required in a file that sets anything (an
+	// empty or all-comment file is the defaults, as no file is).
+	APIVersion string `yaml:"apiVersion" strictyaml:"required"`
+	Kind       string `yaml:"kind" strictyaml:"required"`
 	Slurm      Slurm  `yaml:"slurm"`
 	Fabric     Fabric `yaml:"fabric"`
 	NVLink     NVLink `yaml:"nvlink"`
@@ -60,6 +62,10 @@ type Fabric struct {
 	ExcludeHCA    string   `yaml:"exclude_hca"`
 	ExcludeGUIDs  []string `yaml:"exclude_guids"`
 	SwitchNames   string   `yaml:"switch_names"`
+	// MaxDumpMiB bounds the dump topogen reads, in MiB: a larger input is
+	// refused (an endless one, such as /dev/zero, would take the host's
+	// memory). A fabric of 10,000 hosts on 8 rails dumps 32 MiB.
+	MaxDumpMiB int `yaml:"max_dump_mib"`
 }
 
 // NVLink says where the per-node GPU descriptions are.
@@ -80,7 +86,8 @@ func Default() Config {
 			NodeSource: "slurm.conf", SlurmConf: "/etc/slurm/slurm.conf",
 			REST: REST{URL: "http://127.0.0.1:6820", User: "root", TokenFile: "/etc/strata/slurmrestd.jwt"},
 		},
-		Fabric: Fabric{IBNetDiscover: "/var/lib/strata/topogen/ibnetdiscover.out", HostRule: graph.DefaultHostRule, SwitchNames: "auto"},
+		Fabric: Fabric{IBNetDiscover: "/var/lib/strata/topogen/ibnetdiscover.out", HostRule: graph.DefaultHostRule, SwitchNames: "auto",
+			MaxDumpMiB: 256},
 		NVLink: NVLink{NodesDir: "/var/lib/strata/topogen/nodes", BlockPrefix: "nvl", Degraded: "exclude"},
 	}
 }
@@ -100,6 +107,12 @@ func Parse(name string, data []byte) (Config, error) {
 }
 
 var decodeOptions = strictyaml.Options{What: "a topogen config", AllowEmpty: true,
+	RequiredHint: func(path, key string) string {
+		if key == "apiVersion" {
+			return "add apiVersion: " + APIVersion + " at the top of the file"
+		}
+		return "add kind: TopogenConfig at the top of the file"
+	},
 	Nouns:   map[reflect.Type]string{reflect.TypeFor[Config](): "the topogen config"},
 	Example: "start with apiVersion: " + APIVersion + " and kind: TopogenConfig (see /etc/strata/topogen.yaml)"}
 
@@ -157,6 +170,10 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		} else if path == "fabric.host_rule" && r.NumSubexp() < 1 {
 			bad(path, `put the host name part in ( ), e.g. ^(\S+) HCA-\d+`, "%q has no capture group", re)
 		}
+	}
+	if c.Fabric.MaxDumpMiB <= 0 || c.Fabric.MaxDumpMiB > 1<<14 {
+		bad("fabric.max_dump_mib", "give the most MiB of dump to read, such as 256 (the default), up to 16384",
+			"%d is not a size in MiB from 1 to 16384", c.Fabric.MaxDumpMiB)
 	}
 	if graph.SanitizeName(c.NVLink.BlockPrefix) != c.NVLink.BlockPrefix {
 		bad("nvlink.block_prefix", "use letters, digits, '.', '_' and '-' only, not at either end: block names are the prefix and a number",

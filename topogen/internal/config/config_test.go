@@ -41,6 +41,7 @@ var goodFiles = map[string]func(c *config.Config){
 			ExcludeHCA:    "storage",
 			ExcludeGUIDs:  []string{"0x0002c90300000010", "H-e09d730300859298"},
 			SwitchNames:   "guid",
+			MaxDumpMiB:    512,
 		}
 	},
 }
@@ -106,7 +107,7 @@ func TestExampleFileMentionsEveryKey(t *testing.T) {
 		"slurm:", "format:", "topology_file:", "scontrol:", "restart_command:", "node_source:", "slurm_conf:",
 		"rest:", "url:", "user:", "token_file:",
 		"fabric:", "ibnetdiscover:", "host_rule:", "guid_map:", "include_hca:", "exclude_hca:", "exclude_guids:", "switch_names:",
-		"nvlink:", "nodes_dir:", "block_prefix:", "degraded:", "block_sizes:",
+		"max_dump_mib:", "nvlink:", "nodes_dir:", "block_prefix:", "degraded:", "block_sizes:",
 	} {
 		if !strings.Contains(string(data), key) {
 			t.Errorf("%s does not mention %s", exampleFile, key)

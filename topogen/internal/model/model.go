@@ -8,6 +8,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -122,8 +123,14 @@ func buildTree(cfg config.Config, nodes []string, log *slog.Logger) (*graph.Grap
 		return nil, fmt.Errorf("fabric dump: %w (capture one with: ibnetdiscover > %s)", err, cfg.Fabric.IBNetDiscover)
 	}
 	defer f.Close()
-	fab, err := ib.Parse(f)
-	if err != nil {
+	fab, err := ib.ParseLimited(f, ib.Limits{MaxBytes: int64(cfg.Fabric.MaxDumpMiB) << 20})
+	switch {
+	case errors.Is(err, ib.ErrTooLarge):
+		return nil, fmt.Errorf("%s: %w: check that fabric.ibnetdiscover is the fabric's dump (ibnetdiscover > FILE), "+
+			"or for a larger fabric raise fabric.max_dump_mib (now %d)", cfg.Fabric.IBNetDiscover, err, cfg.Fabric.MaxDumpMiB)
+	case errors.Is(err, ib.ErrLineTooLong):
+		return nil, fmt.Errorf("%s: %w; check that fabric.ibnetdiscover is the fabric's dump (ibnetdiscover > FILE)", cfg.Fabric.IBNetDiscover, err)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", cfg.Fabric.IBNetDiscover, err)
 	}
 	// Every line the parser skipped, with its number: nothing is dropped
@@ -209,7 +216,7 @@ func ReadNodeDescriptions(dir string) ([]nvml.Node, error) {
 // noNodeCheckHint ends the error of a node list that cannot be read: off
 // the cluster (a laptop, a CI job) there is none, and the admin must learn
 // how to go on without it.
-const noNodeCheckHint = "; topogen compares the fabric with Slurm's nodes: --no-node-check (or --nodes LIST) renders without the node list, " +
+const noNodeCheckHint = "; topogen compares the fabric with Slurm's nodes: --no-node-check (or --nodes LIST) goes on without the node list, " +
 	"as slurm.node_source: none does"
 
 // SlurmNodes returns the cluster's node list: given when not nil, else

@@ -35,6 +35,11 @@ func TestBuild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A dump of comment lines just over 1 MiB.
+	bigDump := filepath.Join(dir, "big.out")
+	if err := os.WriteFile(bigDump, []byte(strings.Repeat("# a comment line of 32 bytes ..\n", 1<<15)+"#\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for name, tc := range map[string]struct {
 		edit      func(*config.Config)
 		given     []string
@@ -74,7 +79,21 @@ func TestBuild(t *testing.T) {
 		},
 		"missing slurm.conf": {
 			edit:    func(c *config.Config) { c.Slurm.SlurmConf = filepath.Join(dir, "none.conf") },
-			wantErr: "--no-node-check (or --nodes LIST) renders without the node list, as slurm.node_source: none does",
+			wantErr: "--no-node-check (or --nodes LIST) goes on without the node list, as slurm.node_source: none does",
+		},
+		"a dump past fabric.max_dump_mib names the key that raises it": {
+			edit: func(c *config.Config) {
+				c.Fabric.IBNetDiscover, c.Fabric.MaxDumpMiB, c.Slurm.NodeSource = bigDump, 1, "none"
+			},
+			wantErr: "big.out: ib: the dump is 1048578 bytes, more than 1 MiB, the most topogen reads (a fabric of 10,000 hosts on 8 rails dumps 32 MiB): " +
+				"check that fabric.ibnetdiscover is the fabric's dump (ibnetdiscover > FILE), or for a larger fabric raise fabric.max_dump_mib (now 1)",
+		},
+		"an endless dump (/dev/zero) is refused": {
+			edit: func(c *config.Config) {
+				c.Fabric.IBNetDiscover, c.Slurm.NodeSource = "/dev/zero", "none"
+			},
+			wantErr: "/dev/zero: ib: line 1 is longer than 64 KiB, where a dump's lines are a few hundred bytes: this is no ibnetdiscover dump; " +
+				"check that fabric.ibnetdiscover is the fabric's dump (ibnetdiscover > FILE)",
 		},
 		"block without node descriptions": {
 			edit:    func(c *config.Config) { c.Slurm.Format, c.Slurm.NodeSource, c.NVLink.NodesDir = "block", "none", dir },

@@ -3,6 +3,7 @@ package render
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -52,8 +53,9 @@ func ParseTopoConf(data []byte) (*TopoConf, []ConfError) {
 	tc := &TopoConf{}
 	var errs []ConfError
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 64*1024), maxConfLine)
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := sc.Text()
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
@@ -124,11 +126,17 @@ func ParseTopoConf(data []byte) (*TopoConf, []ConfError) {
 			errs = append(errs, ConfError{n, fmt.Sprintf("unknown line type %q", fields[0])})
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		errs = append(errs, ConfError{n, fmt.Sprintf("longer than %d MiB: no topology.conf line is (check the file)", maxConfLine>>20)})
+	} else if err != nil {
 		errs = append(errs, ConfError{0, err.Error()})
 	}
 	return tc, errs
 }
+
+// maxConfLine is the longest topology.conf line read: a leaf of thousands
+// of nodes whose names no range shortens is a few hundred KiB.
+const maxConfLine = 16 << 20
 
 // Validate checks a topology.conf for everything that makes slurmctld
 // stop (duplicate or undefined switches, non-numeric ranges, a switch

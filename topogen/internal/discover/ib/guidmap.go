@@ -20,7 +20,7 @@ import (
 // twice with different names) is an error that names the line. The same
 // line repeated is allowed, so map files can be concatenated.
 func ParseGUIDMap(r io.Reader) (map[string]string, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(newCapped(r, Limits{MaxBytes: maxGUIDMap}))
 	if err != nil {
 		return nil, fmt.Errorf("ib: read GUID map: %w", err)
 	}
@@ -52,6 +52,10 @@ func ParseGUIDMap(r io.Reader) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// maxGUIDMap bounds a GUID map, as Limits bound a dump: a map of 100,000
+// HCAs is some 4 MiB.
+const maxGUIDMap = 64 << 20
 
 // guidMapLine parses one non-blank, non-comment line of a GUID map.
 func guidMapLine(t string) (guid, name, msg string) {

@@ -3,6 +3,7 @@ package ib
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -39,7 +40,16 @@ import (
 // fabric of 80,000 CAs. A link line found wrong only once every node is
 // known is read again for its diagnostic, from r when r can seek (a file,
 // a strings.Reader); other readers (a pipe) are read whole first.
-func Parse(r io.Reader) (*Fabric, error) {
+//
+// Parse reads at most DefaultMaxBytes and lines of at most DefaultMaxLine
+// bytes (ParseLimited sets other limits): past them it fails with an error
+// wrapping ErrTooLarge or ErrLineTooLong, having read no more than that.
+func Parse(r io.Reader) (*Fabric, error) { return ParseLimited(r, Limits{}) }
+
+// ParseLimited is Parse with other limits.
+func ParseLimited(r io.Reader, lim Limits) (*Fabric, error) {
+	c := newCapped(r, lim)
+	lim = c.lim
 	rs, seeks := r.(io.ReadSeeker)
 	ra, readsAt := r.(io.ReaderAt)
 	var base, end int64
@@ -53,15 +63,22 @@ func Parse(r io.Reader) (*Fabric, error) {
 			}
 		}
 	}
+	if err == nil && end-base > lim.MaxBytes {
+		return nil, tooLarge(end-base, lim.MaxBytes)
+	}
 	if !seeks || !readsAt || err != nil {
-		data, err := io.ReadAll(r)
+		data, err := io.ReadAll(c)
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrLineTooLong) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ib: read dump: %w", err)
 		}
 		sr := strings.NewReader(string(data))
-		r, ra, base, end = sr, sr, 0, int64(len(data))
+		ra, base, end = sr, 0, int64(len(data))
+		c = newCapped(sr, lim)
 	}
-	return parse(r, ra, base, int(min(end-base, int64(chunkSize)))+1)
+	return parse(c, ra, base, int(min(end-base, int64(chunkSize)))+1, lim.MaxLine)
 }
 
 // chunkSize is how much of the dump is read at a time: a few thousand
@@ -152,7 +169,7 @@ func (p *parser) lookup(guid string) (*Node, int32) {
 	return nil, -1
 }
 
-func parse(r io.Reader, ra io.ReaderAt, base int64, bufSize int) (*Fabric, error) {
+func parse(r io.Reader, ra io.ReaderAt, base int64, bufSize, maxLine int) (*Fabric, error) {
 	p := &parser{
 		num:     make(map[uint64]int32),
 		lidPort: make(map[int32]int),
@@ -167,6 +184,9 @@ func parse(r io.Reader, ra io.ReaderAt, base int64, bufSize int) (*Fabric, error
 	for first := true; ; first = false {
 		m, err := io.ReadFull(r, buf[carry:])
 		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrLineTooLong) {
+			return nil, err
+		}
 		if err != nil && !eof {
 			return nil, fmt.Errorf("ib: read dump: %w", err)
 		}
@@ -181,6 +201,9 @@ func parse(r io.Reader, ra io.ReaderAt, base int64, bufSize int) (*Fabric, error
 				break
 			}
 			n++
+			if i > maxLine {
+				return nil, lineTooLong(n, maxLine)
+			}
 			p.lineOff = off + pos
 			p.line(n, chunk[pos:pos+i])
 			pos += i + 1
@@ -188,6 +211,9 @@ func parse(r io.Reader, ra io.ReaderAt, base int64, bufSize int) (*Fabric, error
 		if eof {
 			if pos < len(chunk) {
 				n++
+				if len(chunk)-pos > maxLine {
+					return nil, lineTooLong(n, maxLine)
+				}
 				p.lineOff = off + pos
 				p.line(n, chunk[pos:])
 			}
