@@ -46,8 +46,8 @@ func TestArgs(t *testing.T) {
 		"plan: extra":             {args: []string{"plan", dump, "x"}, wantCode: cliexit.ExitUsage, wantErr: `plan: unexpected argument "x"`},
 		"apply: missing dump":     {args: append([]string{"apply", missing}, fabric...), wantCode: exitFailure, wantErr: missing},
 		"apply: extra":            {args: []string{"apply", dump, "x"}, wantCode: cliexit.ExitUsage, wantErr: `apply: unexpected argument "x"`},
-		"validate: file":          {args: []string{"validate", valid}, wantOut: valid + " is valid."},
-		"validate: file by flag":  {args: []string{"validate", "--file", valid}, wantOut: valid + " is valid."},
+		"validate: file":          {args: []string{"validate", valid, "--no-node-check"}, wantOut: valid + " is valid."},
+		"validate: file by flag":  {args: []string{"validate", "--no-node-check", "--file", valid}, wantOut: valid + " is valid."},
 		"validate: flag after it": {args: []string{"validate", valid, "--nodes", "n[1-2]"}, wantOut: valid + " is valid."},
 		"validate: missing file":  {args: []string{"validate", missing}, wantCode: exitFailure, wantErr: missing},
 		"validate: no file": {args: []string{"validate"}, wantCode: cliexit.ExitUsage,
@@ -84,8 +84,9 @@ func TestArgs(t *testing.T) {
 }
 
 // TestCheckConfigDefault: without a file, check-config reads the default
-// one, and a missing default means the built-in defaults, which it says; a
-// missing file that was named is an error (above).
+// one, and a missing default means the built-in defaults, which it says
+// plainly (never "is valid" of a file it did not read); a missing file
+// that was named is an error (above).
 func TestCheckConfigDefault(t *testing.T) {
 	if _, err := os.Stat("/etc/strata/topogen.yaml"); err == nil {
 		t.Skip("this host has /etc/strata/topogen.yaml")
@@ -94,7 +95,44 @@ func TestCheckConfigDefault(t *testing.T) {
 	if err := run(t.Context(), []string{"topogen", "check-config"}, &out, &out); err != nil {
 		t.Fatalf("check-config: %v\n%s", err, out.String())
 	}
-	if !strings.HasPrefix(out.String(), "/etc/strata/topogen.yaml does not exist; the built-in defaults: format tree") {
-		t.Errorf("got %q", out.String())
+	if want := "No configuration file was read (/etc/strata/topogen.yaml does not exist): topogen runs on its built-in defaults: format tree"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("got %q, want it to start with %q", out.String(), want)
+	}
+}
+
+// TestCheckConfigFiles: an all-comment file is said to set nothing; a file
+// that sets keys without apiVersion and kind is refused, as the example
+// file says they are required.
+func TestCheckConfigFiles(t *testing.T) {
+	for name, tc := range map[string]struct {
+		content  string
+		wantCode int
+		want     string // in stdout, or in the error
+	}{
+		"all comments": {content: "# apiVersion: strata/v1\n# kind: TopogenConfig\n", want: " sets nothing (it is empty or all comments): topogen runs on its built-in defaults"},
+		"no apiVersion and kind": {content: "slurm:\n  format: block\n", wantCode: exitFailure,
+			want: "missing key apiVersion in the topogen config (hint: add apiVersion: strata/v1 at the top of the file)"},
+		"no kind": {content: "apiVersion: strata/v1\nslurm:\n  format: block\n", wantCode: exitFailure,
+			want: "missing key kind in the topogen config (hint: add kind: TopogenConfig at the top of the file)"},
+		"both": {content: "apiVersion: strata/v1\nkind: TopogenConfig\n", want: " is valid: format tree"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "topogen.yaml")
+			if err := os.WriteFile(cfg, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			err := run(t.Context(), []string{"topogen", "check-config", cfg}, &out, &errb)
+			if code := cliexit.CodeOf(err); code != tc.wantCode {
+				t.Fatalf("exit %d (%v), want %d", code, err, tc.wantCode)
+			}
+			got := out.String()
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("got %q, want it to contain %q", got, tc.want)
+			}
+		})
 	}
 }

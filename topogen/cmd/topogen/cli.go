@@ -28,14 +28,15 @@ import (
 	"github.com/strata-hpc/strata/topogen/internal/render"
 )
 
-// Exit codes, stable for cron and CI.
+// Exit codes, stable for cron and CI: 0 the same (or done), 1 an error, 2
+// a usage error, 3 changes found, as every Strata command has them.
 const (
-	exitOK          = 0 // done; for plan: nothing to change
-	exitFailure     = 1 // could not run (bad config, unreadable input, slurmctld unreachable)
-	exitChanges     = 2 // plan: the live file differs from what topogen would write
-	exitInvalid     = 3 // the candidate topology failed validation; nothing was written
-	exitRolledBack  = 4 // apply wrote the file, slurmctld did not take it, the old file is back
-	exitRollbackErr = 5 // apply could not restore the old file or slurmctld: act now
+	exitOK          = 0                   // done; for plan: nothing to change
+	exitFailure     = 1                   // could not run (bad config, unreadable input, slurmctld unreachable)
+	exitChanges     = cliexit.ExitChanges // plan: the live file differs from what topogen would write
+	exitRolledBack  = 4                   // apply wrote the file, slurmctld did not take it, the old file is back
+	exitRollbackErr = 5                   // apply could not restore the old file or slurmctld: act now
+	exitInvalid     = 6                   // the candidate failed validation or the change budget; nothing was written
 )
 
 // exitErr is an error with one of the exit codes above.
@@ -45,13 +46,14 @@ func exitErr(code int, msg string) error { return cliexit.Error{Code: code, Msg:
 func failure(err error) error { return cliexit.Wrap(exitFailure, err) }
 
 const exitCodesHelp = `EXIT CODES:
-   0  done (plan: the live file already matches)
+   0  done; plan: the live file already matches; validate: the file is valid
    1  could not run: bad config, unreadable input, slurmctld unreachable
-   2  plan: the live file differs from what topogen would write; or a usage error
-      (an argument or flag the command does not take: the message says what it takes)
-   3  the candidate topology failed validation; nothing was written
+   2  usage error: an argument or flag the command does not take (the message says what it takes)
+   3  plan: the live file differs from what topogen would write (changes found)
    4  apply: slurmctld did not take the new file; the previous file is back in place
-   5  apply: the rollback failed; slurmctld may be down: act now`
+   5  apply: the rollback failed; slurmctld may be down: act now
+   6  refused: the candidate (plan, apply) or the file (validate) failed validation, or apply's
+      change budget refused it (a truncated scan looks like that); nothing was written`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var logger *slog.Logger
@@ -64,7 +66,7 @@ with an HCA; no agents, no sudo on compute nodes) and the GPUs of each node from
 
 A typical round:
    topogen render                  # print what topogen would write
-   topogen plan                    # diff against the live file (exit 2 when they differ)
+   topogen plan                    # diff against the live file (exit 3 when they differ)
    topogen apply                   # validate, back up, write, reconfigure, verify, roll back on failure
 
 Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags override it.`,
@@ -110,10 +112,16 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 			}, dumpArg),
 			cliargs.Bind(&cli.Command{
 				Name:  "validate",
-				Usage: "check a topology.conf the way apply does before writing it",
+				Usage: "check a topology.conf the way apply does before writing it, and what it leaves out of Slurm's reach",
+				Description: `validate reports, on stderr, what makes slurmctld stop or place jobs wrongly (the checks apply
+makes), cluster nodes under no switch (topology/tree never gives them to a job) and, as a
+warning, leaf switches with no common ancestor (no job spans them). The cluster's nodes come
+from slurm.node_source, as for render; --nodes gives them, --no-node-check leaves them out.
+Exit 0 when the file is valid (warnings or not), 6 when it is not, 1 when it cannot be read.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "the topology.conf to check (or give it as the argument)"},
-					&cli.StringFlag{Name: "nodes", Usage: "the cluster's nodes as a host list, to catch unknown ones"},
+					&cli.StringFlag{Name: "nodes", Usage: "the cluster's nodes as a host list (instead of slurm.node_source)"},
+					&cli.BoolFlag{Name: "no-node-check", Usage: "do not compare the file with the cluster's node list (slurm.node_source: none)"},
 				},
 				Action: cmdValidate,
 			}, cliargs.Arg{Name: "FILE", Flag: "file", Required: true}),
@@ -322,20 +330,19 @@ func cmdPlan(c *cli.Context, log *slog.Logger) error {
 	w := c.App.Writer
 	warnOtherFile(cfg, log)
 	cand := m.Candidate()
-	if cfg.Slurm.Format != "yaml" {
-		if problems := apply.Validate(cand, m.Nodes); len(problems) > 0 {
-			fmt.Fprintln(w, "The candidate topology is invalid:")
-			for _, p := range problems {
-				fmt.Fprintln(w, "  "+p)
-			}
-			return exitErr(exitInvalid, "")
+	if problems := candidateProblems(m); len(problems) > 0 {
+		fmt.Fprintln(w, "The candidate topology is invalid:")
+		for _, p := range problems {
+			fmt.Fprintln(w, "  "+p)
 		}
+		return exitErr(exitInvalid, "")
 	}
-	live, err := os.ReadFile(cfg.Slurm.TopologyFile)
+	live, err := apply.ReadTopology(cfg.Slurm.TopologyFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return failure(err)
 	}
-	if bytes.Equal(live, cand) {
+	existed := err == nil
+	if existed && bytes.Equal(live, cand) {
 		fmt.Fprintf(w, "%s is up to date.\n", cfg.Slurm.TopologyFile)
 		return nil
 	}
@@ -353,8 +360,53 @@ func cmdPlan(c *cli.Context, log *slog.Logger) error {
 			}
 		}
 	}
+	if !existed {
+		live = nil
+	}
+	// What apply would say of it: a plan that says "run apply" where apply
+	// refuses would send the admin to a refusal.
+	if problems := apply.Budget(live, cand, cfg.Slurm.Format == "yaml", 0, duplicateGUIDs(m)); len(problems) > 0 {
+		fmt.Fprintln(w, "\ntopogen apply would refuse this (the change budget):")
+		for _, p := range problems {
+			fmt.Fprintln(w, "  "+p)
+		}
+		fmt.Fprintln(w, "Check the fabric dump (a scan cut short looks like this); if the fabric really is this now, apply with --force.")
+		return exitErr(exitInvalid, "")
+	}
 	fmt.Fprintln(w, "\nRun `topogen apply` to put it in place.")
 	return exitErr(exitChanges, "")
+}
+
+// candidateProblems validates the candidate of m as apply does: a
+// topology.conf as it is; a topology.yaml by its tree and its blocks, each
+// as the topology.conf it stands for.
+func candidateProblems(m *model.Model) []string {
+	if m.Config.Slurm.Format != "yaml" {
+		return apply.Validate(m.Candidate(), m.Nodes)
+	}
+	var problems []string
+	if m.Tree != nil {
+		problems = append(problems, apply.Validate(render.TreeConf(m.Tree, m.Source), m.Nodes)...)
+	}
+	if m.Blocks != nil {
+		for _, p := range apply.Validate(render.BlockConf(*m.Blocks, m.Source), m.Nodes) {
+			problems = append(problems, "NVLink blocks: "+p)
+		}
+	}
+	return problems
+}
+
+// duplicateGUIDs are the GUIDs the fabric dump declared more than once.
+func duplicateGUIDs(m *model.Model) []string {
+	var dups []string
+	if m.Tree != nil {
+		for _, f := range m.Tree.Findings {
+			if f.Kind == graph.KindDuplicateGUID {
+				dups = append(dups, f.Subject)
+			}
+		}
+	}
+	return dups
 }
 
 // warnOtherFile warns when both topology.conf and topology.yaml exist:
@@ -383,7 +435,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	var cand, expect []byte
 	var nodes, dupGUIDs []string
 	if f := c.String("from-file"); f != "" {
-		if cand, err = os.ReadFile(f); err != nil {
+		if cand, err = apply.ReadTopology(f); err != nil {
 			return failure(err)
 		}
 		if nodes, err = givenNodes(c); err == nil {
@@ -397,26 +449,17 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		cand, nodes = m.Candidate(), m.Nodes
-		if m.Tree != nil {
-			for _, f := range m.Tree.Findings {
-				if f.Kind == graph.KindDuplicateGUID {
-					dupGUIDs = append(dupGUIDs, f.Subject)
-				}
-			}
-		}
+		cand, nodes, dupGUIDs = m.Candidate(), m.Nodes, duplicateGUIDs(m)
 		if cfg.Slurm.Format == "yaml" {
 			// topology.yaml holds the tree (the default topology, which
 			// scontrol show topology reports) and the blocks: validate both
 			// as topology.conf, verify against the default one.
-			if m.Blocks != nil {
-				if problems := apply.Validate(render.BlockConf(*m.Blocks, m.Source), nodes); len(problems) > 0 {
-					fmt.Fprintln(c.App.Writer, "Not applied: the NVLink blocks are invalid:")
-					for _, p := range problems {
-						fmt.Fprintln(c.App.Writer, "  "+p)
-					}
-					return exitErr(exitInvalid, "")
+			if problems := candidateProblems(m); len(problems) > 0 {
+				fmt.Fprintln(c.App.Writer, "Not applied: the candidate topology is invalid:")
+				for _, p := range problems {
+					fmt.Fprintln(c.App.Writer, "  "+p)
 				}
+				return exitErr(exitInvalid, "")
 			}
 			if m.Tree != nil {
 				expect = render.TreeConf(m.Tree, m.Source)
@@ -430,7 +473,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	warnOtherFile(cfg, log)
 	ctl := apply.Scontrol{Path: cfg.Slurm.Scontrol, RestartCommand: cfg.Slurm.RestartCommand}
-	opt := apply.Options{Path: cfg.Slurm.TopologyFile, Candidate: cand, Expect: expect, KnownNodes: nodes, SkipValidation: c.Bool("skip-validation"),
+	opt := apply.Options{Path: cfg.Slurm.TopologyFile, Candidate: cand, Expect: expect, YAML: cfg.Slurm.Format == "yaml", KnownNodes: nodes, SkipValidation: c.Bool("skip-validation"),
 		Settle: c.Duration("settle"), Ctl: ctl, Log: log, DuplicateGUIDs: dupGUIDs, Force: c.Bool("force")}
 	if cfg.Slurm.RestartCommand != "" {
 		opt.Restarter = ctl
@@ -445,7 +488,7 @@ func cmdApply(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		}
 		return exitErr(exitInvalid, "")
 	case errors.Is(err, apply.ErrBudget):
-		fmt.Fprintln(w, "Not applied: the candidate would change too much of the live topology:")
+		fmt.Fprintln(w, "Not applied: the change budget refused the candidate:")
 		for _, p := range res.Problems {
 			fmt.Fprintln(w, "  "+p)
 		}
@@ -474,29 +517,6 @@ func orNone(s string) string {
 	return s
 }
 
-func cmdValidate(c *cli.Context) error {
-	file := c.String("file")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return failure(err)
-	}
-	var nodes []string
-	if c.IsSet("nodes") {
-		if nodes, err = hostlist.Expand(c.String("nodes")); err != nil {
-			return failure(err)
-		}
-	}
-	problems := apply.Validate(data, nodes)
-	if len(problems) == 0 {
-		fmt.Fprintf(c.App.Writer, "%s is valid.\n", file)
-		return nil
-	}
-	for _, p := range problems {
-		fmt.Fprintf(c.App.Writer, "%s: %s\n", file, p)
-	}
-	return exitErr(exitInvalid, "")
-}
-
 func cmdCheckConfig(c *cli.Context) error {
 	cfg, err := loadConfig(c)
 	if err != nil {
@@ -513,11 +533,26 @@ func cmdCheckConfig(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "WARNING: slurm.rest.token_file: %s\n", w)
 		}
 	}
-	what := c.String("config") + " is valid"
-	if _, err := os.Stat(c.String("config")); errors.Is(err, os.ErrNotExist) {
-		what = c.String("config") + " does not exist; the built-in defaults"
+	path := c.String("config")
+	what := path + " is valid"
+	if data, err := os.ReadFile(path); errors.Is(err, os.ErrNotExist) {
+		what = "No configuration file was read (" + path + " does not exist): topogen runs on its built-in defaults"
+	} else if err == nil && setsNothing(data) {
+		what = path + " sets nothing (it is empty or all comments): topogen runs on its built-in defaults"
 	}
 	fmt.Fprintf(c.App.Writer, "%s: format %s, topology file %s, nodes from %s, fabric dump %s, node descriptions in %s\n",
 		what, cfg.Slurm.Format, cfg.Slurm.TopologyFile, cfg.Slurm.NodeSource, cfg.Fabric.IBNetDiscover, cfg.NVLink.NodesDir)
 	return nil
+}
+
+// setsNothing reports whether a YAML file holds no key: blank lines,
+// comments and document markers only.
+func setsNothing(data []byte) bool {
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(l, "\uFEFF"))
+		if l != "" && l[0] != '#' && l != "---" && l != "..." {
+			return false
+		}
+	}
+	return true
 }
