@@ -311,3 +311,79 @@ func TestYAMLApply(t *testing.T) {
 		}
 	})
 }
+
+// TestPartialScanRefusedOnBed: after a whole fabric is applied, a scan that
+// saw only gpu1 and gpu3 is refused by the change budget, in topology.conf
+// (both releases) and in topology.yaml (26.05): nothing is written, and
+// slurmctld still reports all four nodes. A live file with a line topogen
+// cannot parse refuses too, instead of skipping the budget.
+func TestPartialScanRefusedOnBed(t *testing.T) {
+	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
+		for _, format := range []string{"tree", "yaml"} {
+			t.Run(format, func(t *testing.T) {
+				if format == "yaml" && b.Version == "24.11" {
+					t.Skip("topology.yaml needs Slurm 25.05 or later")
+				}
+				dir := t.TempDir()
+				write := func(name string, spec fabricgen.Spec) string {
+					var buf bytes.Buffer
+					if err := fabricgen.Write(&buf, spec); err != nil {
+						t.Fatal(err)
+					}
+					path := filepath.Join(dir, name)
+					if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return path
+				}
+				full := write("full.out", fabricgen.Spec{Leaves: [][]string{{"gpu1", "gpu3"}, {"gpu2", "gpu4"}}, Spines: 1, Seed: 5})
+				partial := write("partial.out", fabricgen.Spec{Leaves: [][]string{{"gpu1", "gpu3"}}, Spines: 1, Seed: 5})
+				cfg := setup(t, b, format, full, dir)
+				live := b.HostPath("/etc/slurm/topology.conf")
+				if format == "yaml" {
+					live = b.HostPath("/etc/slurm/topology.yaml")
+				}
+				t.Cleanup(func() {
+					backups, _ := filepath.Glob(live + ".*.bak")
+					for _, f := range backups {
+						os.Remove(f)
+					}
+				})
+				if code, out := topogenOn(t, cfg, "apply", "--settle", "1s"); code != exitOK {
+					t.Fatalf("apply of the whole fabric: exit %d:\n%s", code, out)
+				}
+				before, _ := os.ReadFile(live)
+				code, out := topogenOn(t, cfg, "apply", "--settle", "1s", partial)
+				if code != exitInvalid || !strings.Contains(out, "it drops 2 of the live file's 4 nodes (50%, more than the 10% allowed): gpu[2,4]") {
+					t.Fatalf("apply of a partial scan: exit %d, want %d with the budget's message:\n%s", code, exitInvalid, out)
+				}
+				if after, _ := os.ReadFile(live); !bytes.Equal(before, after) {
+					t.Errorf("the refused apply changed %s:\n%s", live, after)
+				}
+				placed, err := render.ParseShowTopology(showTopology(t, b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range b.Nodes {
+					if placed["node "+n] == "" {
+						t.Errorf("slurmctld no longer places %s after the refused apply: %v", n, placed)
+					}
+				}
+				if format == "tree" {
+					// A live file with a line topogen cannot parse.
+					odd := append(bytes.Clone(before), "SwitchName=extra Switches=R0-LEAF-0001 Weight=1\n"...)
+					if err := os.WriteFile(live, odd, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					code, out := topogenOn(t, cfg, "apply", "--settle", "1s", partial)
+					if code != exitInvalid || !strings.Contains(out, "the live file cannot be read to measure the change against it") {
+						t.Fatalf("apply over a live file topogen cannot read: exit %d, want %d:\n%s", code, exitInvalid, out)
+					}
+					if after, _ := os.ReadFile(live); !bytes.Equal(odd, after) {
+						t.Errorf("the refused apply changed %s", live)
+					}
+				}
+			})
+		}
+	})
+}
