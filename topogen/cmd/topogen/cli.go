@@ -95,14 +95,21 @@ Configuration: /etc/strata/topogen.yaml (see etc/strata/topogen.yaml); flags ove
 				Action: func(c *cli.Context) error { return cmdRender(c, logger) },
 			}, dumpArg),
 			cliargs.Bind(&cli.Command{
-				Name:   "plan",
-				Usage:  "show how the live topology file differs from what topogen would write",
+				Name:  "plan",
+				Usage: "show how the live topology file differs from what topogen would write",
+				Description: `Exit 0 when the live file already matches, 3 when it differs (changes found: apply would
+write them), 6 when apply would refuse the candidate (invalid, or past the change budget: the
+reasons are printed), 1 when topogen cannot run, 2 on a usage error.`,
 				Flags:  inputFlags(),
 				Action: func(c *cli.Context) error { return cmdPlan(c, logger) },
 			}, dumpArg),
 			cliargs.Bind(&cli.Command{
 				Name:  "apply",
 				Usage: "validate, back up, write, reconfigure slurmctld, verify, and roll back on failure",
+				Description: `Exit 0 when applied (or nothing to change), 6 when the candidate is refused (invalid, or
+past the change budget, or the live file cannot be measured; nothing written, --force overrides
+the budget), 4 when slurmctld did not take it and the old file is back, 5 when the rollback failed,
+1 when topogen cannot run, 2 on a usage error.`,
 				Flags: append(inputFlags(),
 					&cli.BoolFlag{Name: "skip-validation", Usage: "write a candidate that fails validation (tests only: slurmctld may stop)"},
 					&cli.BoolFlag{Name: "force", Usage: "apply a candidate that drops more than 10% of the live file's nodes or switches, or comes from a dump with duplicate GUIDs"},

@@ -216,6 +216,11 @@ func TestExitCodes(t *testing.T) {
 			t.Errorf("--help lacks %q:\n%s", want, help.out)
 		}
 	}
+	for verb, want := range map[string]string{"plan": "3 when it differs", "apply": "6 when the candidate is refused", "validate": "6 when it is not"} {
+		if r := topogen(t, "", verb, "--help"); !strings.Contains(strings.Join(strings.Fields(r.out), " "), want) {
+			t.Errorf("%s --help lacks %q:\n%s", verb, want, r.out)
+		}
+	}
 	if codes := regexp.MustCompile(`(?m)^   ([0-9])  `).FindAllStringSubmatch(help.out, -1); !slices.EqualFunc(codes, []string{"0", "1", "2", "3", "4", "5", "6"},
 		func(m []string, c string) bool { return m[1] == c }) {
 		t.Errorf("--help lists exit codes %v, want 0 to 6 once each", codes)

@@ -343,6 +343,8 @@ func FuzzParseTopoConf(f *testing.F) {
 		}
 		errs = append(errs, tc.Validate(nil)...)
 		errs = append(errs, tc.Validate([]string{"gpu1"})...)
+		reach, warns := tc.Reach([]string{"gpu1", "gpu2"})
+		errs = append(append(errs, reach...), warns...)
 		lines := strings.Count(string(data), "\n") + 1
 		for _, e := range errs {
 			if e.Line < 0 || e.Line > lines {
