@@ -21,6 +21,10 @@ func cmdValidate(c *cli.Context) error {
 	if err != nil {
 		return failure(err)
 	}
+	if _, err := render.ParseTopologyYAML(data); err == nil && strings.HasPrefix(strings.TrimSpace(stripComments(data)), "- topology:") {
+		return exitErr(exitInvalid, fmt.Sprintf("%s is a topology.yaml: validate checks topology.conf files; "+
+			"topogen plan and apply (slurm.format: yaml) check the topology.yaml topogen writes", file))
+	}
 	tc, parseErrs := render.ParseTopoConf(data)
 	if what := notTopologyConf(data, parseErrs); what != "" {
 		return exitErr(exitInvalid, fmt.Sprintf("%s is not a topology.conf: %s", file, what))
@@ -110,4 +114,17 @@ func notTopologyConf(data []byte, errs []render.ConfError) string {
 		return fmt.Sprintf("%d of its %d lines are not SwitchName, BlockName or BlockSizes lines (the first: line %d): check the path", unknown, lines, first)
 	}
 	return ""
+}
+
+// stripComments is data without its '#' comments.
+func stripComments(data []byte) string {
+	var b strings.Builder
+	for _, l := range strings.Split(string(data), "\n") {
+		if i := strings.IndexByte(l, '#'); i >= 0 {
+			l = l[:i]
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -136,6 +136,8 @@ func TestValidateOtherFiles(t *testing.T) {
 	}{
 		"slurm.conf": {"../../../test/testbed/slurm/etc/slurm.conf.in",
 			"is not a topology.conf: it looks like a slurm.conf (line 3 starts with a slurm.conf key): give the topology.conf, which sits beside slurm.conf"},
+		"topology.yaml": {writeTemp(t, "topology.yaml", "# written by hand\n- topology: fabric\n  tree:\n    switches:\n      - switch: s1\n        nodes: n1\n"),
+			"is a topology.yaml: validate checks topology.conf files; topogen plan and apply (slurm.format: yaml) check the topology.yaml topogen writes"},
 		"a log": {writeTemp(t, "messages", log.String()),
 			"is not a topology.conf: 20 of its 20 lines are not SwitchName, BlockName or BlockSizes lines (the first: line 1): check the path"},
 	} {
