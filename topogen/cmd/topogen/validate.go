@@ -106,7 +106,9 @@ func notTopologyConf(data []byte, errs []render.ConfError) string {
 			}
 		}
 	}
-	if keyed > 0 {
+	// A stray slurm.conf line in a topology.conf is that line's problem;
+	// several, or mostly such lines, are a slurm.conf.
+	if keyed >= 3 || keyed > 0 && 2*keyed >= lines {
 		return fmt.Sprintf("it looks like a slurm.conf (line %d starts with a slurm.conf key): give the topology.conf, which sits beside slurm.conf "+
 			"(/etc/slurm/topology.conf by default)", first)
 	}

@@ -122,6 +122,16 @@ func TestValidateReach(t *testing.T) {
 	}
 }
 
+// A topology.conf with one slurm.conf line is a topology.conf with a bad
+// line, reported as such.
+func TestValidateStraySlurmConfLine(t *testing.T) {
+	file := writeTemp(t, "topology.conf", "SwitchName=l1 Nodes=n[1-2]\nSwitchName=l2 Nodes=n[3-4]\nTopologyPlugin=topology/tree\nSwitchName=s Switches=l[1-2]\n")
+	r := topogen(t, "", "validate", "--no-node-check", file)
+	if r.code != exitInvalid || !strings.Contains(r.stderr, file+": line 3: unknown line type \"TopologyPlugin=topology/tree\"") {
+		t.Fatalf("exit %d (%v), want %d and line 3 reported:\n%s", r.code, r.err, exitInvalid, r.stderr)
+	}
+}
+
 // TestValidateOtherFiles: a slurm.conf, or a file most of whose lines are
 // no topology.conf lines, is one clear error, not an "unknown line type"
 // a line.
