@@ -83,7 +83,7 @@ cmd_kernel() {
   local t0; t0=$(now)
   command -v busybox >/dev/null && busybox --list | grep -qx switch_root \
     || die "busybox (static) is missing: apt-get install busybox-static"
-  [ "$(file -b "$(command -v busybox)" | grep -c static)" = 1 ] || die "busybox is not the static build: apt-get install busybox-static"
+  ldd "$(command -v busybox)" >/dev/null 2>&1 && die "busybox is not the static build: apt-get install busybox-static"
   local pkg
   pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | awk '{print $1}' | sort -V | tail -1)
   [ -n "$pkg" ] || die "apt-cache knows no linux-image-6.1.0-*-cloud-amd64 (apt-get update; Debian 12's main suite serves it)"

@@ -368,7 +368,8 @@ rest_ping() { # parser
 cmd_up() {
   need_root
   command -v curl >/dev/null || die "curl is missing: apt-get install curl"
-  if [ "$TB_FRESH" != 1 ] && alive "$PIDS/slurmctld.pid" && alive "$PIDS/slurmrestd.pid" && [ -s "$INST/env" ]; then
+  if [ "$TB_FRESH" != 1 ] && alive "$PIDS/slurmctld.pid" && alive "$PIDS/slurmrestd.pid" && [ -s "$INST/env" ] \
+    && { [ "$TB_NODE_VM" != 1 ] || alive "$PIDS/node-vm.pid"; }; then
     log "already running; environment file: $INST/env"; return 0
   fi
   [ -s "$TARBALL" ] || cmd_build
