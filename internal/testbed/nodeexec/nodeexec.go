@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os/exec"
@@ -41,7 +40,7 @@ func Run(ctx context.Context, addr string, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node agent at %s: %w (is the node bed up? testbed.sh status --node-vm)", addr, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
@@ -55,7 +54,7 @@ func Run(ctx context.Context, addr string, req Request) (*Response, error) {
 		return nil, fmt.Errorf("node agent at %s: read answer: %w", addr, err)
 	}
 	if resp.Err != "" {
-		return &resp, fmt.Errorf("node agent at %s: %s: %s", addr, req.Args[0], resp.Err)
+		return &resp, fmt.Errorf("node agent at %s: %q: %s", addr, req.Args, resp.Err)
 	}
 	return &resp, nil
 }
@@ -68,7 +67,7 @@ func Serve(ln net.Listener, log *slog.Logger) error {
 			return err
 		}
 		go func() {
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			if err := handle(conn); err != nil {
 				log.Error("request failed", "from", conn.RemoteAddr(), "err", err)
 			}
@@ -99,8 +98,6 @@ func exec1(req Request) Response {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
-	} else {
-		cmd.Stdin = io.LimitReader(nil, 0)
 	}
 	err := cmd.Run()
 	resp := Response{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
