@@ -258,9 +258,11 @@ node_vm_up() { # boot the VM, give it the instance's configs and key, start mung
     else cat "$R/etc/slurm/$f"; fi | node_vm_agent sh -c "cat >/etc/slurm/$f.tmp && mv /etc/slurm/$f.tmp /etc/slurm/$f"
   done
   node_vm_agent sh -c 'cat >/etc/munge/munge.key && chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key' <"$R/etc/munge/munge.key"
+  node_vm_agent sh -c 'cat >/etc/slurm/oci.conf' <"$HERE/../node/oci.conf"
   printf '127.0.0.1\tlocalhost gpu1\n' | node_vm_agent sh -c 'cat >/etc/hosts'
   node_vm_agent sh -c 'install -d -o munge -g munge -m 755 /run/munge; install -d -o slurm -g slurm /run/slurm /var/log/slurm
     mkdir -p /var/lib/slurm/slurmd/gpu1 /var/lib/strata-jobs; chmod 1777 /var/lib/strata-jobs
+    for u in alice bob; do install -d -o $u -g $u -m 700 /run/user/$(id -u $u); done
     setsid chroot --userspec=munge:munge / /usr/sbin/munged -F >/var/log/munged.out 2>&1 </dev/null &
     i=0; until munge -n 2>/dev/null | unmunge >/dev/null 2>&1; do i=$((i+1)); [ $i -lt 100 ] || exit 1; sleep 0.2; done
     setsid /usr/sbin/slurmd -D -N gpu1 >/var/log/slurm/slurmd-gpu1.out 2>&1 </dev/null &' \
