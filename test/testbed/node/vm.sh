@@ -77,6 +77,12 @@ kver() { # the newest cached kernel's version
   local v; v=$(cat "$NC/kernel-version" 2>/dev/null) || return 1; echo "$v"
 }
 
+locked() { # name cmd...: one at a time per machine (two beds start together)
+  local name=$1; shift
+  mkdir -p "$NC"
+  ( flock 9; "$@" ) 9>"$NC/.lock-$name"
+}
+
 cmd_kernel() {
   mkdir -p "$NC"
   if [ -s "$NC/kernel-version" ] && [ -s "$NC/initrd-$(kver)-r$NODE_RECIPE.cpio.gz" ]; then return 0; fi
@@ -176,10 +182,11 @@ agent() { # cmd...: run in the guest
 cmd_start() {
   local d; d=$(vm_dir)
   [ -n "$SLURMD_PORT" ] && [ -n "$AGENT_PORT" ] || die "--slurmd-port and --agent-port are required"
-  cmd_kernel; cmd_image
+  locked kernel cmd_kernel; locked "image-$VARIANT" cmd_image
   local accel=$NODE_VM_ACCEL
-  [ "$accel" = auto ] && accel=$(cmd_probe)
-  (cd "$REPO" && go build -o "$NC/agent" ./test/testbed/node/agent) || die "go build of the node agent failed"
+  [ "$accel" = auto ] && accel=$(locked kernel cmd_probe)
+  locked agent sh -c "cd '$REPO' && go build -o '$NC/agent.tmp' ./test/testbed/node/agent && mv '$NC/agent.tmp' '$NC/agent'" \
+    || die "go build of the node agent failed"
   mkdir -p "$d"
   cmd_stop_quiet
   # The XFS scratch disk: sparse, made on the host (mkfs.xfs needs no mount), fresh at every start.
@@ -222,9 +229,9 @@ cmd_stop_quiet() {
 }
 
 case $CMD in
-  kernel) cmd_kernel ;;
-  image) cmd_kernel; cmd_image ;;
-  probe) cmd_probe ;;
+  kernel) locked kernel cmd_kernel ;;
+  image) locked kernel cmd_kernel; locked "image-$VARIANT" cmd_image ;;
+  probe) locked kernel cmd_probe ;;
   start) cmd_start ;;
   stop) cmd_stop_quiet ;;
   exec) [ -n "$AGENT_PORT" ] || die "--agent-port is required"; agent "$@" ;;
