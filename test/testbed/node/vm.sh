@@ -62,7 +62,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# Bump NODE_RECIPE when the initramfs, the image's packages or the guest init change.
+# Bump NODE_RECIPE when the initramfs, the image's packages, the guest init or the agent's protocol change
+# (the agent is built into the image).
 NODE_RECIPE=1
 # The guest's extra packages: xfs_quota/xfs_io for the quota script, crun for containers.
 NODE_PACKAGES="xfsprogs crun"
