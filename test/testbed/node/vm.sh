@@ -158,7 +158,7 @@ qemu_base() { # accel: the command line shared by the probe and the node
   local accel=$1 v; v=$(kver)
   QEMU=(qemu-system-x86_64 -nodefaults -no-user-config -nographic -machine q35 -m "$NODE_VM_MEM"
     -kernel "$NC/vmlinuz-$v" -initrd "$NC/initrd-$v-r$NODE_RECIPE.cpio.gz" -serial stdio)
-  if [ "$accel" = kvm ]; then QEMU+=(-accel kvm -cpu host); else QEMU+=(-accel tcg,thread=multi -cpu max); fi
+  if [ "$accel" = kvm ]; then QEMU+=(-accel kvm -cpu host); else QEMU+=(-accel tcg,thread=multi,tb-size=256 -cpu max); fi
 }
 
 cmd_probe() { # prints kvm or tcg
