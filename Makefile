@@ -46,9 +46,14 @@ TB_STATE ?= /var/lib/strata/testbed
 # Beds whose root also has the session templates' servers (testbed.sh --sessions).
 TB_SESSION_VERSIONS ?= 26.05
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
+# Node beds (testbed.sh --node-vm): a compute node under its own kernel in qemu, one per release.
+NODEBED_VERSIONS ?= $(SLURM_VERSIONS)
+NODEBED_ENVS = $(foreach v,$(NODEBED_VERSIONS),$(TB_STATE)/n$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
-DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm xfsprogs
+# qemu-system-x86 and busybox-static: the node bed's VM and its initramfs (test/testbed/node).
+DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm xfsprogs \
+	qemu-system-x86 busybox-static
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s
@@ -150,14 +155,27 @@ testbed-up: deps ## start one Slurm test bed per SLURM_VERSIONS (fresh state); t
 	  bash $(TESTBED) up --fresh & pids="$$pids $$!"; done; \
 	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 
+.PHONY: nodebed-up
+nodebed-up: deps ## start one node bed per NODEBED_VERSIONS: Slurm's compute node in a qemu VM with cgroup v2 confinement and XFS quotas
+	@# Not --fresh: the VM's disk is a snapshot of its image, fresh at every boot, and
+	@# unpacking the controller's 1.2 GB root again would add a minute or more on a busy machine.
+	@pids=""; for v in $(NODEBED_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) up --node-vm & pids="$$pids $$!"; done; \
+	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
+
+.PHONY: nodebed-down
+nodebed-down: ## stop the node beds
+	@for v in $(NODEBED_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) down --node-vm; done
+
 .PHONY: testbed-down
-testbed-down: ## stop the test beds (Slurm and Kubernetes)
+testbed-down: ## stop the test beds (Slurm, node beds and Kubernetes)
 	@for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) down; done
+	@for v in $(NODEBED_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) down --node-vm; done
 	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) down --name $(KUBE_NAME)
 
 .PHONY: testbed-status
 testbed-status: ## show the test beds' daemons
 	@for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) status || true; done
+	@for v in $(NODEBED_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) status --node-vm || true; done
 
 .PHONY: kube-build
 kube-build: ## build the Kubernetes test bed's binaries (~15 min once per machine, cached in /var/cache/strata/kubebin)
@@ -180,8 +198,8 @@ kube-status: ## show the Kubernetes test bed's daemons and nodes
 	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) status --name $(KUBE_NAME) || true
 
 .PHONY: test-integration
-test-integration: testbed-up kube-up packages $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS and a real Kubernetes, and the packages' install tests
-	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" STRATA_PACKAGES=$(DIST) $(GO) test -race -count=1 -tags integration -timeout 20m ./...
+test-integration: testbed-up nodebed-up kube-up packages $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS, its node beds and a real Kubernetes, and the packages' install tests
+	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_NODEBEDS="$(NODEBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" STRATA_PACKAGES=$(DIST) $(GO) test -race -count=1 -tags integration -timeout 20m ./...
 
 .PHONY: test
 test: test-unit test-integration ## every test: unit, then integration on the test beds

@@ -59,6 +59,16 @@ type Bed struct {
 	// NodeAddr is the address every node's slurmd listens on (NodeAddr):
 	// the nodes' names resolve to it inside the root, not on the host.
 	NodeAddr string
+	// Node* describe a node bed (testbed.sh up --node-vm): its node runs
+	// in a qemu VM under its own kernel. NodeAgent is the address of the
+	// guest's exec agent (forwarded from the host's loopback), NodeAccel
+	// "tcg" or "kvm", NodeKernel the guest's kernel release, NodeScratch
+	// the guest's XFS file system mounted with prjquota.
+	NodeVM      bool
+	NodeAgent   string
+	NodeAccel   string
+	NodeKernel  string
+	NodeScratch string
 }
 
 // EnvVar names the environment files of the test beds.
@@ -115,6 +125,8 @@ func Load(path string) (*Bed, error) {
 		GPUType: kv["STRATA_TB_GPU_TYPE"], Partition: kv["STRATA_TB_PARTITION"], Account: kv["STRATA_TB_ACCOUNT"],
 		Users: strings.Fields(kv["STRATA_TB_USERS"]), JobDir: kv["STRATA_TB_JOB_DIR"], SlurmConf: kv["SLURM_CONF"],
 		MetricsURL: kv["STRATA_TB_METRICS_URL"], Sessions: kv["STRATA_TB_SESSIONS"] == "1", NodeAddr: kv["STRATA_TB_NODE_ADDR"],
+		NodeVM: kv["STRATA_TB_NODE_VM"] == "1", NodeAgent: kv["STRATA_TB_NODE_AGENT"], NodeAccel: kv["STRATA_TB_NODE_ACCEL"],
+		NodeKernel: kv["STRATA_TB_NODE_KERNEL"], NodeScratch: kv["STRATA_TB_NODE_SCRATCH"],
 	}
 	if _, err := fmt.Sscan(kv["STRATA_TB_GPUS_PER_NODE"], &b.GPUsPerNode); err != nil {
 		return nil, fmt.Errorf("%s: STRATA_TB_GPUS_PER_NODE: %w", path, err)

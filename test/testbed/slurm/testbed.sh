@@ -34,6 +34,13 @@ Options (or the variables in brackets):
   --mariadb-max-packet S  (up) MariaDB max_allowed_packet, e.g. 256M, for a bed
                   that loads large sacctmgr flat files (the benchmark's own);
                   shared beds keep MariaDB's default, 16M, as most sites do  [TB_MARIADB_MAX_PACKET]
+  --node-vm       (up, down, status) a node bed: the compute node runs under its own
+                  kernel in a qemu VM (test/testbed/node/vm.sh) with cgroup v2,
+                  task/cgroup, device, core and memory confinement and an XFS
+                  scratch disk; slurmctld, slurmdbd and slurmrestd stay in the
+                  chroot. Defaults: --name n<version>, --port-base 26300 (26.05)
+                  or 24300 (24.11), --nodes 1, --gpus 4. Tests find it through
+                  STRATA_NODEBEDS, never STRATA_TESTBEDS                   [TB_NODE_VM=1]
   --purge         (down) also delete the instance folder
 
 Paths: roots are cached in TB_CACHE (/var/cache/strata/testbed); instances live in
@@ -51,6 +58,7 @@ TB_GPUS=${TB_GPUS:-8}
 TB_FRESH=${TB_FRESH:-0}
 TB_SESSIONS=${TB_SESSIONS:-0}
 TB_MARIADB_MAX_PACKET=${TB_MARIADB_MAX_PACKET:-}
+TB_NODE_VM=${TB_NODE_VM:-0}
 PURGE=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -58,11 +66,12 @@ while [ $# -gt 0 ]; do
     --name) TB_NAME=$2; shift 2 ;;
     --port-base) TB_PORT_BASE=$2; shift 2 ;;
     --cluster) TB_CLUSTER=$2; shift 2 ;;
-    --nodes) TB_NODES=$2; shift 2 ;;
-    --gpus) TB_GPUS=$2; shift 2 ;;
+    --nodes) TB_NODES=$2; TB_NODES_SET=1; shift 2 ;;
+    --gpus) TB_GPUS=$2; TB_GPUS_SET=1; shift 2 ;;
     --fresh) TB_FRESH=1; shift ;;
     --sessions) TB_SESSIONS=1; shift ;;
     --mariadb-max-packet) TB_MARIADB_MAX_PACKET=$2; shift 2 ;;
+    --node-vm) TB_NODE_VM=1; shift ;;
     --purge) PURGE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "testbed: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -83,6 +92,17 @@ case $SLURM_VERSION in
   *) echo "testbed: unsupported SLURM_VERSION $SLURM_VERSION (26.05 or 24.11)" >&2; exit 2 ;;
 esac
 VTAG=${SLURM_VERSION//./}
+if [ "$TB_NODE_VM" = 1 ]; then
+  # The node bed: its own name and ports; one VM node with 4 fake GPUs. 26.05's
+  # root is the one with the session servers (the one `make testbed-up` caches);
+  # the bed does not offer sessions (its node is not on the host's loopback).
+  DEF_PORT=$(( DEF_PORT + 200 ))
+  TB_NAME=${TB_NAME:-n$VTAG}
+  [ "$SLURM_VERSION" = 26.05 ] && TB_SESSIONS=1
+  [ "${TB_NODES_SET:-}" = 1 ] || TB_NODES=1
+  [ "${TB_GPUS_SET:-}" = 1 ] || TB_GPUS=4
+  [ "$TB_NODES" = 1 ] || { echo "testbed: --node-vm runs one node" >&2; exit 2; }
+fi
 TB_NAME=${TB_NAME:-s$VTAG}
 TB_PORT_BASE=${TB_PORT_BASE:-$DEF_PORT}
 TB_CACHE=${TB_CACHE:-/var/cache/strata/testbed}
@@ -194,13 +214,72 @@ SLIM
   log "cached $TARBALL ($(du -h "$TARBALL" | cut -f1)) after $(since "$t0")s"
 }
 
+NODE_VM=$HERE/../node/vm.sh
+NODE_VM_CPUS=${NODE_VM_CPUS:-2}
+NODE_VM_MEM=${NODE_VM_MEM:-1024}
+NODE_VM_REALMEM=$(( NODE_VM_MEM - 256 ))
+P_AGENT=$((TB_PORT_BASE + 20))
+node_vm_conf() { # dir: the node bed's confinement, on top of the chroot bed's configs
+  local e=$1 i
+  sed -i -e 's|^ProctrackType=.*|ProctrackType=proctrack/cgroup|' \
+    -e 's|^TaskPlugin=.*|TaskPlugin=task/cgroup,task/affinity|' \
+    -e 's|^JobAcctGatherType=.*|JobAcctGatherType=jobacct_gather/cgroup|' \
+    -e 's|^DefMemPerCPU=.*|DefMemPerCPU=100|' \
+    -e 's|^# No cgroups in the root.*|# The node runs under its own kernel (a qemu VM): cgroup v2 confines every job.|' "$e/slurm.conf"
+  cat >"$e/cgroup.conf" <<CG
+# The node bed's VM: cgroup v2 without systemd (slurmd makes its own scope).
+CgroupPlugin=cgroup/v2
+IgnoreSystemd=yes
+ConstrainCores=yes
+ConstrainDevices=yes
+ConstrainRAMSpace=yes
+AllowedRAMSpace=100
+ConstrainSwapSpace=no
+CG
+  { echo "AutoDetect=off"
+    for i in $(seq 1 "$TB_NODES"); do echo "NodeName=gpu$i Name=gpu Type=h100 File=/dev/fakegpu[0-$((TB_GPUS - 1))]"; done
+  } >"$e/gres.conf"
+}
+
+node_vm_agent() { "$TB_CACHE/node/agent" exec "127.0.0.1:$P_AGENT" "$@"; }
+
+node_vm_up() { # boot the VM, give it the instance's configs and key, start munged and slurmd in it
+  local variant=$VTAG; [ "$SLURM_VERSION" = 26.05 ] && variant=$VTAG-sessions
+  bash "$NODE_VM" start --inst "$INST" --variant "$variant" --node gpu1 --cpus "$NODE_VM_CPUS" --mem "$NODE_VM_MEM" \
+    --gpus "$TB_GPUS" --slurmd-port "$(p_slurmd 1)" --agent-port "$P_AGENT" || die "the node VM did not start"
+  cp "$INST/vm/qemu.pid" "$PIDS/node-vm.pid"
+  log "node VM answers at +$(since "$T0")s ($(cat "$INST/vm/accel"))"
+  # The guest reaches slurmctld through qemu's user network (10.0.2.2 is the host's
+  # loopback); slurmd listens on every guest address for the forwarded port.
+  local f
+  for f in slurm.conf gres.conf cgroup.conf topology.conf; do
+    if [ "$f" = slurm.conf ]; then
+      sed -e 's|^SlurmctldHost=.*|SlurmctldHost=localhost(10.0.2.2)|' -e '/^CommunicationParameters=NoInAddrAny/d' "$R/etc/slurm/$f"
+    else cat "$R/etc/slurm/$f"; fi | node_vm_agent sh -c "cat >/etc/slurm/$f.tmp && mv /etc/slurm/$f.tmp /etc/slurm/$f"
+  done
+  node_vm_agent sh -c 'cat >/etc/munge/munge.key && chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key' <"$R/etc/munge/munge.key"
+  node_vm_agent sh -c 'cat >/etc/slurm/oci.conf' <"$HERE/../node/oci.conf"
+  printf '127.0.0.1\tlocalhost gpu1\n' | node_vm_agent sh -c 'cat >/etc/hosts'
+  node_vm_agent sh -c 'install -d -o munge -g munge -m 755 /run/munge; install -d -o slurm -g slurm /run/slurm /var/log/slurm
+    mkdir -p /var/lib/slurm/slurmd/gpu1 /var/lib/strata-jobs; chmod 1777 /var/lib/strata-jobs
+    for u in alice bob; do install -d -o $u -g $u -m 700 /run/user/$(id -u $u); done
+    setsid chroot --userspec=munge:munge / /usr/sbin/munged -F >/var/log/munged.out 2>&1 </dev/null &
+    i=0; until munge -n 2>/dev/null | unmunge >/dev/null 2>&1; do i=$((i+1)); [ $i -lt 100 ] || exit 1; sleep 0.2; done
+    setsid /usr/sbin/slurmd -D -N gpu1 >/var/log/slurm/slurmd-gpu1.out 2>&1 </dev/null &' \
+    || die "munged did not start in the node VM"
+}
+
 render_conf() { # writes every config file for this instance into $R/etc
   local e=$R/etc/slurm n i first last nodes="gpu[1-$TB_NODES]"
   mkdir -p "$e"
   sed -e "s/@CLUSTER@/$CLUSTER/g" -e "s/@P_CTLD@/$P_CTLD/g" -e "s/@P_DBD@/$P_DBD/g" \
     "$HERE/etc/slurm.conf.in" >"$e/slurm.conf"
   for i in $(seq 1 "$TB_NODES"); do
-    echo "NodeName=gpu$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(p_slurmd "$i") CPUs=16 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=64000 Gres=gpu:h100:$TB_GPUS State=UNKNOWN"
+    if [ "$TB_NODE_VM" = 1 ]; then # what the VM has: confinement is checked against real numbers
+      echo "NodeName=gpu$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(p_slurmd "$i") CPUs=$NODE_VM_CPUS Boards=1 SocketsPerBoard=1 CoresPerSocket=$NODE_VM_CPUS ThreadsPerCore=1 RealMemory=$NODE_VM_REALMEM Gres=gpu:h100:$TB_GPUS State=UNKNOWN"
+    else
+      echo "NodeName=gpu$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(p_slurmd "$i") CPUs=16 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=64000 Gres=gpu:h100:$TB_GPUS State=UNKNOWN"
+    fi
   done >>"$e/slurm.conf"
   echo "PartitionName=gpu Nodes=$nodes Default=YES MaxTime=1-0 DefaultTime=1:00:00 State=UP OverSubscribe=NO" >>"$e/slurm.conf"
   if [ "$SLURM_VERSION" = 26.05 ]; then # 24.11 has no metrics plugin
@@ -223,6 +302,7 @@ render_conf() { # writes every config file for this instance into $R/etc
     fi
   } >"$e/topology.conf"
   echo "CgroupPlugin=disabled" >"$e/cgroup.conf"
+  [ "$TB_NODE_VM" = 1 ] && node_vm_conf "$e"
   install_plugins
   sed -e "s/@P_DBD@/$P_DBD/g" "$HERE/etc/slurmdbd.conf.in" >"$e/slurmdbd.conf"
   if [ "$SLURM_VERSION" = 24.11 ]; then # 24.11 has no StorageHost=unix:; its libmariadb uses the socket for localhost
@@ -290,7 +370,8 @@ rest_ping() { # parser
 cmd_up() {
   need_root
   command -v curl >/dev/null || die "curl is missing: apt-get install curl"
-  if [ "$TB_FRESH" != 1 ] && alive "$PIDS/slurmctld.pid" && alive "$PIDS/slurmrestd.pid" && [ -s "$INST/env" ]; then
+  if [ "$TB_FRESH" != 1 ] && alive "$PIDS/slurmctld.pid" && alive "$PIDS/slurmrestd.pid" && [ -s "$INST/env" ] \
+    && { [ "$TB_NODE_VM" != 1 ] || alive "$PIDS/node-vm.pid"; }; then
     log "already running; environment file: $INST/env"; return 0
   fi
   [ -s "$TARBALL" ] || cmd_build
@@ -322,8 +403,12 @@ cmd_up() {
   launch slurmctld slurm /usr/sbin/slurmctld -D
   waitfor slurmctld 60 in_root scontrol ping
   local n
-  for n in $NODE_NAMES; do launch "slurmd-$n" root /usr/sbin/slurmd -D -N "$n"; done
-  waitfor "slurmd x$TB_NODES" 60 bash -c "[ \$(${CH[*]} $R sinfo -h -N -o %t | grep -cE '^(idle|mix|alloc)') -eq $TB_NODES ]"
+  if [ "$TB_NODE_VM" = 1 ]; then
+    node_vm_up
+  else
+    for n in $NODE_NAMES; do launch "slurmd-$n" root /usr/sbin/slurmd -D -N "$n"; done
+  fi
+  waitfor "slurmd x$TB_NODES" 120 bash -c "[ \$(${CH[*]} $R sinfo -h -N -o %t | grep -cE '^(idle|mix|alloc)') -eq $TB_NODES ]"
   # Accounts the tests and the demo submit under. Idempotent.
   if ! in_root sacctmgr -n -P show account testbed format=account | grep -qx testbed; then
     in_root sacctmgr -i add account testbed Description="strata test bed" Organization=testbed >/dev/null
@@ -375,10 +460,27 @@ STRATA_TB_PARTITION=gpu
 STRATA_TB_ACCOUNT=testbed
 STRATA_TB_USERS="alice bob"
 STRATA_TB_JOB_DIR=/var/lib/strata-jobs
-STRATA_TB_SESSIONS=$TB_SESSIONS
+STRATA_TB_SESSIONS=$([ "$TB_NODE_VM" = 1 ] && echo 0 || echo "$TB_SESSIONS")
 STRATA_TB_NODE_ADDR=127.0.0.1
 SLURM_CONF=$R/etc/slurm/slurm.conf
 ENV
+  if [ "$TB_NODE_VM" = 1 ]; then
+    cat >"$INST/bin/node-exec" <<NX
+#!/bin/sh
+# Runs a command as root in the node VM of test bed $TB_NAME (stdin, output and exit code pass through).
+exec $TB_CACHE/node/agent exec 127.0.0.1:$P_AGENT "\$@"
+NX
+    chmod 755 "$INST/bin/node-exec"
+    cat >>"$INST/env" <<ENV
+# The node bed: gpu1 runs in a qemu VM under its own kernel.
+STRATA_TB_NODE_VM=1
+STRATA_TB_NODE_AGENT=127.0.0.1:$P_AGENT
+STRATA_TB_NODE_ACCEL=$(cat "$INST/vm/accel")
+STRATA_TB_NODE_KERNEL=$(cat "$TB_CACHE/node/kernel-version")
+STRATA_TB_NODE_SCRATCH=/scratch
+STRATA_TB_NODE_BOOT_SECONDS=$(cat "$INST/vm/boot-seconds")
+ENV
+  fi
   log "up in $(since "$T0")s; Slurm $release, REST parsers: $parsers; env file: $INST/env"
 }
 
@@ -416,6 +518,7 @@ cmd_down_quiet() {
     fi
   fi
   stop_group "$PIDS/slurmrestd.pid" "$PIDS"/slurmd-*.pid "$PIDS/slurmctld.pid"
+  if [ -s "$PIDS/node-vm.pid" ] || [ -s "$INST/vm/qemu.pid" ]; then bash "$NODE_VM" stop --inst "$INST"; rm -f "$PIDS/node-vm.pid"; fi
   stop_group "$PIDS/slurmdbd.pid"
   stop_group "$PIDS/mariadb.pid" "$PIDS/munged.pid"
   local rest; rest=$(leftovers)

@@ -1,0 +1,120 @@
+//go:build integration
+
+package nodebed
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/testbed"
+)
+
+// bundleConfig is an OCI runtime config for a rootless bundle of one user:
+// the user's own uid and gid mapped (an unprivileged user namespace can
+// map no other), the root read-only, and every GPU device of the node
+// bound in, so that only the job's device cgroup decides which opens.
+func bundleConfig(uid, gid, gpus int) ([]byte, error) {
+	mounts := []map[string]any{
+		{"destination": "/proc", "type": "proc", "source": "proc"},
+		{"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": []string{"nosuid", "mode=755", "size=1m"}},
+		{"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": []string{"nosuid", "mode=1777"}},
+	}
+	for i := range gpus {
+		d := fmt.Sprintf("/dev/fakegpu%d", i)
+		mounts = append(mounts, map[string]any{"destination": d, "type": "none", "source": d, "options": []string{"bind"}})
+	}
+	return json.MarshalIndent(map[string]any{
+		"ociVersion": "1.0.0",
+		"process": map[string]any{"terminal": false, "user": map[string]int{"uid": uid, "gid": gid},
+			"args": []string{"sh"}, "env": []string{"PATH=/bin"}, "cwd": "/", "noNewPrivileges": true},
+		"root":     map[string]any{"path": "rootfs", "readonly": true},
+		"hostname": "container",
+		"mounts":   mounts,
+		"linux": map[string]any{
+			"uidMappings": []map[string]int{{"containerID": uid, "hostID": uid, "size": 1}},
+			"gidMappings": []map[string]int{{"containerID": gid, "hostID": gid, "size": 1}},
+			"namespaces":  []map[string]string{{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "user"}},
+		},
+	}, "", "  ")
+}
+
+// TestContainerJobs: a batch job with --container runs in the image under
+// crun (oci.conf) as its submitting user, not root: it sees the image's
+// files and not the node's, CUDA_VISIBLE_DEVICES for its one GPU, and of
+// the GPU devices bound into the container it can open only its own.
+func TestContainerJobs(t *testing.T) {
+	testbed.EachNode(t, func(t *testing.T, b *testbed.Bed) {
+		c := b.Client(t)
+		for _, user := range []string{"alice", "bob"} {
+			var uid, gid int
+			if _, err := fmt.Sscan(b.NodeSh(t, "id -u "+user+"; id -g "+user), &uid, &gid); err != nil {
+				t.Fatal(err)
+			}
+			// The image: static busybox and a file of its own, owned by
+			// the user (crun makes the mount points of Slurm's spool in it).
+			bundle := "/var/lib/strata-images/" + user + "/" + testbed.Unique("busybox")
+			b.NodeSh(t, fmt.Sprintf(`set -e; r=%[1]s/rootfs
+mkdir -p $r/bin $r/etc $r/dev $r/proc $r/tmp
+cp /usr/local/sbin/busybox $r/bin/busybox
+for c in sh cat head id echo; do ln -s busybox $r/bin/$c; done
+echo "strata test image of %[2]s" >$r/etc/strata-image
+chown -R %[2]s:%[2]s %[1]s`, bundle, user))
+			cfg, err := bundleConfig(uid, gid, b.GPUsPerNode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.NodeWriteFile(t, bundle+"/config.json", cfg, 0o644)
+			t.Cleanup(func() { b.NodeExec(t, nil, "rm", "-rf", bundle) })
+
+			out := b.JobDir + "/" + testbed.Unique("ctr-"+user) + ".out"
+			script := `echo "UID=$(id -u)"
+cat /etc/strata-image
+[ -e /etc/os-release ] && echo "NODE-FILES-VISIBLE"
+echo "CVD=$CUDA_VISIBLE_DEVICES"
+echo "JOBGPUS=$SLURM_JOB_GPUS"
+for d in /dev/fakegpu*; do
+  if err=$(head -c0 "$d" 2>&1); then echo "OPEN $d ok"; else echo "OPEN $d ${err##*: }"; fi
+done
+echo PROBED`
+			id := b.Sbatch(t, user, "-o", out, "--chdir", "/tmp", "-c1", "--mem=64M", "--gres=gpu:"+b.GPUType+":1",
+				"--container="+bundle, "--wrap", script)
+			j := testbed.WaitJob(t, c, id, 2*time.Minute, "ended", func(j slurmrest.Job) bool {
+				return !j.Running() && !j.State.Has("PENDING") && !j.State.Has("COMPLETING") && !j.State.Has("CONFIGURING")
+			})
+			got := b.NodeWaitFile(t, out, "PROBED", 10*time.Second)
+			if !strings.Contains(got, "UID="+strconv.Itoa(uid)+"\n") {
+				t.Errorf("%s's container job (%v) ran as:\n%s\nwant uid %d, the user's", user, j.State, got, uid)
+			}
+			if !strings.Contains(got, "strata test image of "+user) || strings.Contains(got, "NODE-FILES-VISIBLE") {
+				t.Errorf("%s's container job sees the node's files or not the image's:\n%s", user, got)
+			}
+			if !strings.Contains(got, "CVD=0\n") {
+				t.Errorf("%s's container job: CUDA_VISIBLE_DEVICES is not its one GPU:\n%s", user, got)
+			}
+			var own int
+			if _, err := fmt.Sscanf(got[strings.Index(got, "JOBGPUS="):], "JOBGPUS=%d", &own); err != nil {
+				t.Fatalf("%s's container job: no SLURM_JOB_GPUS:\n%s", user, got)
+			}
+			opens := openRE.FindAllStringSubmatch(got, -1)
+			if len(opens) != b.GPUsPerNode {
+				t.Fatalf("%s's container job probed %d devices, want %d:\n%s", user, len(opens), b.GPUsPerNode, got)
+			}
+			for _, m := range opens {
+				i, _ := strconv.Atoi(m[1])
+				want := syscall.EPERM.Error()
+				if i == own {
+					want = syscall.ENXIO.Error()
+				}
+				if !strings.EqualFold(m[2], want) {
+					t.Errorf("%s's container job (GPU %d) opening /dev/fakegpu%d: %q, want %q", user, own, i, m[2], want)
+				}
+			}
+		}
+	})
+}
