@@ -38,10 +38,10 @@ func deploymentOf(cluster string, d bridgeclient.Deployment) api.Deployment {
 	if d.Version != "" {
 		out.Version = ptr(d.Version)
 	}
-	if d.Current != 0 {
-		out.JobId = ptr(d.Current)
+	if d.JobID() != 0 {
+		out.JobId = ptr(d.JobID())
 	}
-	if v := d.CurrentVersion; v != nil {
+	if v := d.Current; v != nil {
 		out.User, out.Account = optional(v.User), optional(v.Account)
 		out.Outcome, out.Message, out.Model, out.Tier = optional(v.Outcome), optional(v.Message), optional(v.ModelPath), optional(v.Tier)
 		out.Gpus, out.Replicas = ptr(v.GPUs), ptr(replicas(d))
@@ -59,10 +59,10 @@ func optional(s string) *string {
 // replicas of a deployment: its current version's most replicas; none
 // for a deployment that serves nothing.
 func replicas(d bridgeclient.Deployment) int {
-	if d.State != "active" || d.CurrentVersion == nil {
+	if d.State != "active" || d.Current == nil {
 		return 0
 	}
-	return max(d.CurrentVersion.MaxReplicas, 1)
+	return max(d.Current.MaxReplicas, 1)
 }
 
 // bridged is a cluster's deployments that user may read. ok is false when
@@ -141,7 +141,7 @@ func (s *Server) served(ctx context.Context, c Cluster, user string, id int64) *
 	}
 	out := []api.Deployment{}
 	for _, d := range ds {
-		if d.Current == id && d.State == "active" {
+		if d.JobID() == id && d.State == "active" {
 			out = append(out, deploymentOf(c.Poller.Name(), d))
 		}
 	}
