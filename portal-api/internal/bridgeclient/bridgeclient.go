@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/strata-hpc/strata/internal/bridgeapi"
 	"io"
 	"net/http"
 	"net/url"
@@ -24,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/bridgeapi"
 )
 
 // The bridge's answers are its API contract (internal/bridgeapi), which

@@ -1,6 +1,7 @@
 package bridgeclient
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -10,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"encoding/json"
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/strata-hpc/strata/internal/bridgeapi"
 )
 

@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 )
 
 // Fault is one GPU fault event an agent reported, as kept and served
