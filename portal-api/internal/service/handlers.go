@@ -225,3 +225,9 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// ListProjects lists the caller's projects with their limits and use.
+func (s *Server) ListProjects(w http.ResponseWriter, r *http.Request, p api.ListProjectsParams) {
+	out, pr := s.core.Projects(r.Context(), identity(r.Context()), deref(p.Cluster))
+	respond(w, http.StatusOK, out, pr)
+}
