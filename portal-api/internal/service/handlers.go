@@ -108,6 +108,11 @@ func (s *Server) SubmitJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if deref(req.DryRun) {
+		out, p := s.core.CheckSubmission(r.Context(), identity(r.Context()), req)
+		respond(w, http.StatusOK, out, p)
+		return
+	}
 	out, p := s.core.Submit(r.Context(), identity(r.Context()), req)
 	respond(w, http.StatusCreated, out, p)
 }
@@ -182,6 +187,10 @@ func (s *Server) DeleteDeployment(w http.ResponseWriter, r *http.Request, cluste
 func (s *Server) CreateSession(w http.ResponseWriter, r *http.Request) {
 	req, ok := decodeSubmission(w, r)
 	if !ok {
+		return
+	}
+	if deref(req.DryRun) {
+		writeError(w, http.StatusBadRequest, api.BadRequest, "a session takes no dry_run", "POST /v1/submissions checks a batch template with dry_run")
 		return
 	}
 	out, p := s.core.CreateSession(r.Context(), identity(r.Context()), req)
