@@ -13,17 +13,17 @@ import (
 func TestBrowserPattern(t *testing.T) {
 	for p, want := range map[string]string{ // want: "" for valid, else a word of the reason
 		// Valid under v.
-		`[a-z]+`:                            "", // a range between two characters
+		`[a-z]+`:                           "", // a range between two characters
 		`[A-Za-z0-9][A-Za-z0-9._\-]{0,63}`: "", // the shipped run_name: \- is a ClassSetReservedPunctuator escape
-		`[A-Za-z0-9_.\-]{1,64}`:             "", // the validator's own hint
-		`[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?`:  "", // - outside a class is a plain character; \. escapes a SyntaxCharacter
-		`(?:ab|cd)*c?`:                      "", // non-capturing group and quantifiers
-		`(?<run>[a-z]{2,})`:                 "", // a named group both read
-		`\d{4}-\d{2}-\d{2}`:                 "", // class escapes outside a class
-		`[\w\s]+`:                           "", // class escapes inside one
-		`[^\]\[]`:                           "", // escaped ] and [ in a negated class
-		`a\/b`:                              "", // / is an identity escape under u and v
-		`[a\-z]`:                            "", // an escaped - is a character, not a range, in both
+		`[A-Za-z0-9_.\-]{1,64}`:            "", // the validator's own hint
+		`[0-9]+(\.[0-9]+)?([eE]-?[0-9]+)?`: "", // - outside a class is a plain character; \. escapes a SyntaxCharacter
+		`(?:ab|cd)*c?`:                     "", // non-capturing group and quantifiers
+		`(?<run>[a-z]{2,})`:                "", // a named group both read
+		`\d{4}-\d{2}-\d{2}`:                "", // class escapes outside a class
+		`[\w\s]+`:                          "", // class escapes inside one
+		`[^\]\[]`:                          "", // escaped ] and [ in a negated class
+		`a\/b`:                             "", // / is an identity escape under u and v
+		`[a\-z]`:                           "", // an escaped - is a character, not a range, in both
 		// Invalid under v, or read otherwise than Go.
 		`[A-Za-z0-9._-]{0,63}`: "a - in a class",  // ClassSetSyntaxCharacter - at a class's end
 		`[-a-z]`:               "a - in a class",  // - first in a class
