@@ -32,7 +32,7 @@ import (
 // checkKey holds a cluster's jwt key to the rule of every secret file
 // (internal/secretfile): others may not read or write it.
 func checkKey(log *slog.Logger, path string) error {
-	warning, err := secretfile.Rule{}.Check(path)
+	warning, err := secretfile.Rule{}.Verify(path)
 	if err != nil {
 		return fmt.Errorf("jwt_key_file: %w", err)
 	}
@@ -46,6 +46,15 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	cfg, err := config.Load(c.String("config"))
 	if err != nil {
 		return err
+	}
+	// Every file the configuration names, checked as check-config checks
+	// them, before anything is opened.
+	warnings, err := preflight(cfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn("configuration warning", "warning", w)
 	}
 	st, err := store.Open(ctx, cfg.Database)
 	if err != nil {

@@ -184,8 +184,13 @@ type Cluster struct {
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
-	StaleAfter  time.Duration `yaml:"stale_after"`
-	ReclaimdURL string        `yaml:"reclaimd_url"`
+	StaleAfter time.Duration `yaml:"stale_after"`
+	// ReclaimdURL is the cluster's reclaimd API (its listen, port 9811 by
+	// default); ReclaimdTokenFile holds the bearer token it wants (the
+	// content of reclaimd's api.token_file), a secret held to
+	// internal/secretfile's rule.
+	ReclaimdURL       string `yaml:"reclaimd_url"`
+	ReclaimdTokenFile string `yaml:"reclaimd_token_file"`
 	// BridgeURL is the cluster's strata-bridge API; BridgeTokenFile holds
 	// the bearer token it wants (the content of the bridge's
 	// api.token_file), a secret held to internal/secretfile's rule.
@@ -256,7 +261,7 @@ func Default() Config {
 		Database:     "/var/lib/strata/portal-api/portal.db",
 		TemplatesDir: "/etc/strata/templates",
 		Auth: Auth{
-			OIDC:   OIDC{UserClaim: "preferred_username"},
+			OIDC: OIDC{UserClaim: "preferred_username"},
 			Proxy: Proxy{Trusted: []string{}, Header: "X-Remote-User",
 				MinPrefixIPv4: DefaultMinPrefixIPv4, MinPrefixIPv6: DefaultMinPrefixIPv6},
 			Tokens: Tokens{MaxLifetime: 90 * 24 * time.Hour},
@@ -433,6 +438,11 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 			ps.bad(p+".stale_after", "give more than poll_interval (four polls is usual)", "%s is shorter than poll_interval %s", cl.StaleAfter, cl.PollInterval)
 		}
 		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
+		ps.absFile(p+".reclaimd_token_file", cl.ReclaimdTokenFile, cl.ReclaimdURL != "",
+			"the file of reclaimd's API token (its api.token_file), with reclaimd_url: reclaimd answers no read without it")
+		if cl.ReclaimdTokenFile != "" && cl.ReclaimdURL == "" {
+			ps.bad(p+".reclaimd_token_file", "give reclaimd_url too, or leave both out", "given without reclaimd_url")
+		}
 		ps.absFile(p+".scontrol", cl.Scontrol, false, "")
 		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
 		ps.absFile(p+".bridge_token_file", cl.BridgeTokenFile, cl.BridgeURL != "", "the file of the bridge's API token (its api.token_file), with bridge_url")

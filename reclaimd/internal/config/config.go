@@ -32,6 +32,7 @@ type Config struct {
 	APIVersion string        `yaml:"apiVersion"`
 	Kind       string        `yaml:"kind"`
 	Listen     string        `yaml:"listen"`
+	API        API           `yaml:"api"`
 	StateFile  string        `yaml:"state_file"`
 	Interval   time.Duration `yaml:"interval"`
 	RulesFile  string        `yaml:"rules_file"`
@@ -51,6 +52,18 @@ type Config struct {
 	Health     Health     `yaml:"health"`
 	Recovery   Recovery   `yaml:"recovery"`
 }
+
+// API is the controller's read API on listen.
+type API struct {
+	// TokenFile holds the bearer token every /v1 request must carry (the
+	// portal's clusters[].reclaimd_token_file is the same file): the
+	// answers name every tenant's jobs and users. A secret held to
+	// internal/secretfile's rule.
+	TokenFile string `yaml:"token_file"`
+}
+
+// DefaultAPITokenFile is where the controller finds its API's token.
+const DefaultAPITokenFile = "/etc/strata/reclaimd-api.token"
 
 // Health is GPU node health: drain a node whose GPU reports a fatal
 // fault, resume it once a health command passes on it, and never hold
@@ -175,7 +188,7 @@ var drainKinds = []string{string(source.FaultECC), string(source.FaultRetiredPag
 func Default() Config {
 	return Config{
 		APIVersion: "strata/v1", Kind: "ReclaimdConfig",
-		Listen: "127.0.0.1:9811", StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
+		Listen: "127.0.0.1:9811", API: API{TokenFile: DefaultAPITokenFile}, StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
 		RulesFile: "/etc/strata/reclaim-rules.json", TenantsFile: "/etc/strata/tenants.json",
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
 			Scontrol: "scontrol", SignalBatchOnly: true},
@@ -252,8 +265,11 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("prometheus", "set prometheus.url, a step of at least the scrape interval, and a window of the longest rule window",
 			"url, a positive step and a window of at least one step are required")
 	}
-	for _, f := range []struct{ path, value string }{{"agents.token_file", c.Agents.TokenFile}, {"agent.token_file", c.Agent.TokenFile}} {
+	for _, f := range []struct{ path, value string }{{"api.token_file", c.API.TokenFile}, {"agents.token_file", c.Agents.TokenFile}, {"agent.token_file", c.Agent.TokenFile}} {
 		switch {
+		case f.value == "" && f.path == "api.token_file":
+			bad(f.path, "give the file of the API's bearer token, such as "+DefaultAPITokenFile+" (the portal's reclaimd_token_file)",
+				"required: the API answers only requests that carry it")
 		case f.value == "":
 			bad(f.path, "give the file of the secret the agents and the controller share, such as "+DefaultAgentTokenFile,
 				"required: the controller believes only snapshots signed with it")
