@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/fieldcheck"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
@@ -483,8 +484,8 @@ func (ps *problems) url(path, value string, required bool, what string) {
 		}
 		return
 	}
-	if u, err := url.Parse(value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		ps.bad(path, "give "+what, "%q is not an http:// or https:// URL", value)
+	if err := fieldcheck.HTTPURL(value); err != nil {
+		ps.bad(path, "give "+what, "%v", err)
 	}
 }
 

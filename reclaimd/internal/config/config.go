@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/fieldcheck"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/failure"
@@ -250,6 +251,18 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	}
 	if c.Slurm.URL == "" || c.Slurm.TokenFile == "" {
 		bad("slurm", "set slurm.url and slurm.token_file: reclaimd acts through slurmrestd", "url and token_file are required")
+	} else if err := fieldcheck.HTTPURL(c.Slurm.URL); err != nil {
+		bad("slurm.url", "give slurmrestd's URL, such as http://127.0.0.1:6820", "%v", err)
+	}
+	if c.Source == "prometheus" && c.Prometheus.URL != "" {
+		if err := fieldcheck.HTTPURL(c.Prometheus.URL); err != nil {
+			bad("prometheus.url", "give Prometheus's URL, such as http://127.0.0.1:9090", "%v", err)
+		}
+	}
+	if c.Notify.Webhook != "" {
+		if err := fieldcheck.HTTPURL(c.Notify.Webhook); err != nil {
+			bad("notify.webhook", "give the URL notices are POSTed to, such as https://chat.example.org/hooks/reclaim, or leave it out", "%v", err)
+		}
 	}
 	if c.Health.Enabled && c.Source != "agents" {
 		bad("health.enabled", "set source: agents: the GPU faults come from the node agents", "node health needs source: agents, not %s", c.Source)
@@ -280,6 +293,9 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	if !strings.Contains(c.Agents.URLTemplate, "{node}") {
 		bad("agents.url_template", "write {node} where the Slurm node name goes, such as http://{node}:9810",
 			"%q has no {node}", c.Agents.URLTemplate)
+	} else if err := fieldcheck.HTTPURL(strings.ReplaceAll(c.Agents.URLTemplate, "{node}", "gpu01")); c.Source == "agents" && err != nil {
+		bad("agents.url_template", "write an http:// URL with {node} where the Slurm node name goes, such as http://{node}:9810",
+			"with {node} as gpu01, %v", err)
 	}
 	checkListen := func(path, addr, example string) {
 		if addr == "" {
