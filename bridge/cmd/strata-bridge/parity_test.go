@@ -20,7 +20,9 @@ func TestCheckConfigAgreesWithRun(t *testing.T) {
 		cases[filepath.Base(f)] = f
 	}
 	for name, edit := range map[string]func(dir string) error{
-		"empty API token":   func(dir string) error { return os.WriteFile(filepath.Join(dir, "bridge-api.token"), []byte("\n"), 0o600) },
+		"empty API token": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "bridge-api.token"), []byte("\n"), 0o600)
+		},
 		"empty Slurm token": func(dir string) error { return os.WriteFile(filepath.Join(dir, "bridge.jwt"), nil, 0o600) },
 		"no serving file":   func(dir string) error { return os.Remove(filepath.Join(dir, "serving.json")) },
 	} {
