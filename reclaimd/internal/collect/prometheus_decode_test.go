@@ -65,7 +65,7 @@ func FuzzPrometheusResultDecode(f *testing.F) {
 		`[{"metric":{"Hostname":"gpu1"},"metric":null,"values":[[1,"1"]]}]`,
 		`[{"values":[[1,"1"],[2,"2"]]}],"result":[{"metric":{"a":"b"}}],"RESULT":[{},{}]`,
 		`[{"values":[ [ 1e3 , "1e-2" ] ]}]`, `[{"values":[[1,"\u0031"]]}]`, `[{"values":[[1,"1",3]]}]`,
-		`[{"values":[[-0,"-0"],[0.0005,"0x1p-2"]]}]`, `[{"metric":{"a":"\xff"}}]`, `[{"metric":{"a":"cafÃ©"}}]`,
+		`[{"values":[[-0,"-0"],[0.0005,"0x1p-2"]]}]`, `[{"metric":{"a":"\xff"}}]`, `[{"metric":{"a":"cafÃ©"}}]`, `[{"metric":{"\xfb":"a","b\xff":"c"}}]`,
 	} {
 		f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":` + s + `}}`))
 	}
