@@ -107,6 +107,15 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		if bridge != nil {
 			reload = append(reload, bridge.token)
 		}
+		// reclaimd's API token: read again when it changes and on SIGHUP.
+		var reclaimdToken func() ([]byte, error)
+		if cl.ReclaimdTokenFile != "" {
+			f := &secretfile.File{Path: cl.ReclaimdTokenFile, What: "reclaimd_token_file", Rule: secretRule, Log: log}
+			if _, err := f.Get(); err != nil {
+				return fmt.Errorf("cluster %s: reclaimd_token_file: %w", cl.Name, err)
+			}
+			reload, reclaimdToken = append(reload, f), f.Get
+		}
 		sc := slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}
 		if cl.Scontrol != "" {
 			// Requeue where slurmrestd has none, as the user: the client
@@ -117,7 +126,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			Slurm: sc})
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
-			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),
+			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), ReclaimdToken: reclaimdToken, WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),
 			SessionRoot: cl.SessionRoot, SessionIdleLimit: cl.SessionIdleLimit,
 			Priority: priorityWeights(cl.PriorityWeights), Prometheus: prometheusOf(cl)})
 	}
