@@ -90,6 +90,7 @@ func TestQueriesOnPrometheus(t *testing.T) {
 	}
 	files := map[string]string{
 		"agent.token": "dashboard test agent secret\n",
+		"api.token":   "dashboard test API token\n",
 		"tenants.json": `{"apiVersion": "strata/v1", "kind": "TenantMap", "cluster": "` + bed.Cluster + `", "admins": [],
   "tenants": [{"name": "testbed", "account": "` + bed.Account + `", "admins": [], "projects": []}]}`,
 		"agent.yaml": `apiVersion: strata/v1
@@ -109,6 +110,7 @@ agent:
 		"controller.yaml": `apiVersion: strata/v1
 kind: ReclaimdConfig
 listen: ` + ctlAddr + `
+api: {token_file: ` + filepath.Join(dir, "api.token") + `}
 state_file: ` + filepath.Join(dir, "reclaimd.db") + `
 interval: 5s
 rules_file: ` + rules + `

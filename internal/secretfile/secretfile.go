@@ -20,6 +20,7 @@ package secretfile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -115,6 +116,27 @@ func (r Rule) Check(path string) (warning string, err error) {
 		return "", err
 	}
 	return r.Judge(path, st)
+}
+
+// Verify checks what a daemon's start-up would refuse, for check-config:
+// the rule on the file's mode, and a content that is not empty or
+// oversized (Read's checks), with Read's messages, so that check-config
+// and the daemon say the same. A file this process may not read (an
+// admin's check as another user than the daemon's) is held to the rule on
+// its mode alone, with a warning that its content went unchecked.
+func (r Rule) Verify(path string) (warning string, err error) {
+	_, warning, _, err = r.Read(path)
+	if errors.Is(err, fs.ErrPermission) {
+		if warning, err = r.Check(path); err != nil {
+			return "", err
+		}
+		note := fmt.Sprintf("%s is not readable by this user, so its content was not checked: run check-config as the daemon's user or root", path)
+		if warning != "" {
+			note = warning + "; " + note
+		}
+		return note, nil
+	}
+	return warning, err
 }
 
 // Read reads the secret at path and applies the rule to the file it

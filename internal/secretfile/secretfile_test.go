@@ -220,3 +220,39 @@ func TestFileWarnsOncePerChange(t *testing.T) {
 		t.Errorf("the warning does not name the secret, or quotes it:\n%s", logs.String())
 	}
 }
+
+// TestVerify: check-config's look at a secret refuses what a daemon's
+// start-up refuses, with the same message: an empty or oversized file as
+// well as one others may read, not only its mode.
+func TestVerify(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]struct {
+		data string
+		mode os.FileMode
+	}{"good": {secret, 0o600}, "empty": {"\n", 0o600}, "open": {secret, 0o644}, "big": {strings.Repeat("x", MaxSize+1), 0o600}}
+	for name, f := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(f.data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range files {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name)
+			_, verr := Rule{}.Verify(p)
+			_, _, _, rerr := Rule{}.Read(p)
+			switch {
+			case name == "good" && verr != nil:
+				t.Errorf("Verify = %v", verr)
+			case name != "good" && (verr == nil || rerr == nil || verr.Error() != rerr.Error()):
+				t.Errorf("Verify = %v, Read = %v: want the same refusal", verr, rerr)
+			}
+			if verr != nil && strings.Contains(verr.Error(), secret) {
+				t.Errorf("Verify quotes the secret: %v", verr)
+			}
+		})
+	}
+}

@@ -26,12 +26,15 @@ agent:
 // ReclaimdControllerConfig is the config of a reclaimd controller of the
 // bed, acting as its admin: its API on addr, its state in stateFile, a
 // 5 s loop over the rules and tenant map files, and the agents at
-// agentsURL/{node} with the shared secret file. Sections (health,
-// recovery) may follow it.
-func (b *Bed) ReclaimdControllerConfig(addr, stateFile, rules, tenants, agentsURL, secret string) string {
+// agentsURL/{node} with the shared secret file, and the bearer token of
+// its read API in apiToken (api.token_file: every /v1 request carries
+// the file's content). Sections (health, recovery) may follow it.
+func (b *Bed) ReclaimdControllerConfig(addr, stateFile, rules, tenants, agentsURL, secret, apiToken string) string {
 	return fmt.Sprintf(`apiVersion: strata/v1
 kind: ReclaimdConfig
 listen: %s
+api:
+  token_file: %s
 state_file: %s
 interval: 5s
 rules_file: %s
@@ -44,5 +47,5 @@ agents:
   url_template: %s/{node}
   timeout: 2s
   token_file: %s
-`, addr, stateFile, rules, tenants, b.URL, b.AdminUser, b.TokenFile, agentsURL, secret)
+`, addr, apiToken, stateFile, rules, tenants, b.URL, b.AdminUser, b.TokenFile, agentsURL, secret)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,3 +71,17 @@ func (d *daemons) stop() {
 
 // The demo's agents share this secret with the controller.
 const demoAgentSecret = "demo agent secret, not for production\n"
+
+// demoAPIToken is the bearer token of the demo controller's read API
+// (api.token_file): every /v1 request carries it.
+const demoAPIToken = "demo-reclaimd-api-token-not-for-production"
+
+// apiRequest is a GET of the demo controller's read API, with its token.
+func apiRequest(ctx context.Context, url string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+demoAPIToken)
+	return req, nil
+}

@@ -278,7 +278,7 @@ recovery:
 		if n, err := nodeNamed(ctx, admin, node); err == nil && !slices.Contains(n.State, "DRAIN") {
 			fmt.Fprintf(out, "   +%-5s %s %s: the health check passed and reclaimd resumed it\n", since(injected), node, strings.Join(n.State, "+"))
 			if lc, err := lastCheck(ctx, api, node); err == nil {
-				fmt.Fprintf(out, "          $ curl %s/v1/nodes/health?node=%s: last check passed %v, output %q\n", api, node, lc.Passed, strings.TrimSpace(lc.Output))
+				fmt.Fprintf(out, "          $ curl -H 'Authorization: Bearer <api.token_file>' %s/v1/nodes/health?node=%s: last check passed %v, output %q\n", api, node, lc.Passed, strings.TrimSpace(lc.Output))
 			}
 			break
 		}
@@ -313,7 +313,7 @@ type attempt struct {
 }
 
 func attempts(ctx context.Context, api string, id int64) ([]attempt, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/jobs/%d/attempts", api, id), nil)
+	req, err := apiRequest(ctx, fmt.Sprintf("%s/v1/jobs/%d/attempts", api, id))
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +341,7 @@ type lastCheckResult struct {
 }
 
 func lastCheck(ctx context.Context, api, node string) (lastCheckResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/v1/nodes/health?node="+node, nil)
+	req, err := apiRequest(ctx, api+"/v1/nodes/health?node="+node)
 	if err != nil {
 		return lastCheckResult{}, err
 	}

@@ -309,7 +309,7 @@ type decision struct {
 }
 
 func decisions(ctx context.Context, api string, since time.Time) ([]decision, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/v1/decisions?since="+url.QueryEscape(since.UTC().Format(time.RFC3339)), nil)
+	req, err := apiRequest(ctx, api+"/v1/decisions?since="+url.QueryEscape(since.UTC().Format(time.RFC3339)))
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +398,11 @@ func controllerConfig(b *testbed.Bed, work, rules, tenants, agentsAddr, secret, 
 	}
 	cfg := filepath.Join(work, "reclaimd.yaml")
 	_ = os.Remove(filepath.Join(work, "reclaimd.db"))
-	err = os.WriteFile(cfg, []byte(b.ReclaimdControllerConfig(addr, filepath.Join(work, "reclaimd.db"), rules, tenants, "http://"+agentsAddr, secret)+extra), 0o600)
+	token := filepath.Join(work, "reclaimd-api.token")
+	if err := os.WriteFile(token, []byte(demoAPIToken+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	err = os.WriteFile(cfg, []byte(b.ReclaimdControllerConfig(addr, filepath.Join(work, "reclaimd.db"), rules, tenants, "http://"+agentsAddr, secret, token)+extra), 0o600)
 	return cfg, addr, err
 }
 

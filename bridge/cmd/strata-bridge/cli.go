@@ -547,11 +547,28 @@ func cmdCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	warnings, serving, err := preflight(path, cfg)
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", w)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "%s: %d tenants\n", cfg.Policy.ServingFile, len(serving.Tenants))
+	fmt.Fprintf(c.App.Writer, "%s is valid (%s every %s, field manager %s, store %s)\n", path, cfg.Slurm.URL, cfg.Slurm.PollInterval,
+		cfg.Kubernetes.FieldManager, cfg.Store.Path)
+	return nil
+}
+
+// preflight checks every file and folder the configuration names (the
+// serving quotas, the default runtime, the model roots, the kubeconfig,
+// the secrets), all problems at once. check-config and run both call it
+// first, after config.Load, so that the two can never disagree; warnings
+// are what run logs and starts anyway with.
+func preflight(path string, cfg *config.Config) (warnings []string, serving *servingquota.File, err error) {
 	var problems []string
-	if f, err := servingquota.Load(cfg.Policy.ServingFile); err != nil {
+	if serving, err = servingquota.Load(cfg.Policy.ServingFile); err != nil {
 		problems = append(problems, fmt.Sprintf("policy.serving_file: %v", err))
-	} else {
-		fmt.Fprintf(c.App.Writer, "%s: %d tenants\n", cfg.Policy.ServingFile, len(f.Tenants))
 	}
 	if _, err := render.LoadRuntime(cfg.Runtimes.Dir, cfg.Defaults.Runtime); err != nil {
 		problems = append(problems, fmt.Sprintf("defaults.runtime %q in %s: %v", cfg.Defaults.Runtime, cfg.Runtimes.Dir, err))
@@ -570,17 +587,12 @@ func cmdCheck(c *cli.Context) error {
 	if w := listenWarning(cfg); w != "" {
 		warnings = append(warnings, w)
 	}
-	for _, w := range warnings {
-		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", w)
-	}
 	if len(problems) > 0 {
 		noun := "problems"
 		if len(problems) == 1 {
 			noun = "problem"
 		}
-		return fmt.Errorf("%s: %d %s:\n  %s", path, len(problems), noun, strings.Join(problems, "\n  "))
+		return warnings, nil, fmt.Errorf("%s: %d %s:\n  %s", path, len(problems), noun, strings.Join(problems, "\n  "))
 	}
-	fmt.Fprintf(c.App.Writer, "%s is valid (%s every %s, field manager %s, store %s)\n", path, cfg.Slurm.URL, cfg.Slurm.PollInterval,
-		cfg.Kubernetes.FieldManager, cfg.Store.Path)
-	return nil
+	return warnings, serving, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,16 +52,15 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// Secrets others can read are refused before anything starts.
-	warnings, problems := checkSecrets(cfg)
-	if len(problems) > 0 {
-		return fmt.Errorf("%s: %s", c.String("config"), strings.Join(problems, "; "))
+	// Every file the configuration names, secrets others can read
+	// included, is checked as check-config checks it, before anything
+	// starts.
+	warnings, _, err := preflight(c.String("config"), cfg)
+	if err != nil {
+		return err
 	}
 	for _, w := range warnings {
-		log.Warn("secret file readable by another group", "warning", w)
-	}
-	if w := listenWarning(cfg); w != "" {
-		log.Warn("API reachable from other hosts without TLS", "listen", cfg.Listen, "warning", w)
+		log.Warn("configuration warning", "warning", w)
 	}
 	// The API's token and slurmrestd's: read again when their file
 	// changes, and on SIGHUP, each held to the rule at every read.

@@ -25,6 +25,10 @@ var secretRule = secretfile.Rule{Groups: []string{"strata-bridge"}}
 func checkSecrets(cfg *config.Config) (warnings, problems []string) {
 	check := func(key, path string) {
 		w, err := secretRule.Check(path)
+		if key == "slurm.token_file" || key == "api.token_file" {
+			// Read as run reads them: an empty token is refused alike.
+			w, err = secretRule.Verify(path)
+		}
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("%s: %v", key, err))

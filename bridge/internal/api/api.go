@@ -30,6 +30,7 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/internal/bridgeapi"
+	"github.com/strata-hpc/strata/internal/strictjson"
 )
 
 // Config of the handler.
@@ -218,8 +219,12 @@ func Handler(cfg Config) http.Handler {
 // maxBody bounds a request body: the requests are a few fields.
 const maxBody = 64 << 10
 
-// decode reads a JSON body strictly: unknown fields are errors, an empty
-// body is an empty request.
+// decode reads a JSON body strictly, as internal/strictjson reads the
+// contracts: an unknown field, a field given twice (which encoding/json
+// takes, the last one winning, so that a proxy and the bridge could read
+// two different requests), a value of the wrong type and anything after
+// the object are errors, each with its line and column. An empty body is
+// an empty request.
 func decode(r *http.Request, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -231,13 +236,8 @@ func decode(r *http.Request, v any) error {
 	if strings.TrimSpace(string(data)) == "" {
 		return nil
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("body: %w", err)
-	}
-	if dec.More() {
-		return errors.New("body: more than one JSON value")
+	if _, err := strictjson.Decode(data, v, "want a JSON object"); err != nil {
+		return fmt.Errorf("body: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return nil
 }

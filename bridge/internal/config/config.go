@@ -10,7 +10,6 @@ package config
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/strata-hpc/strata/bridge/internal/servespec"
+	"github.com/strata-hpc/strata/internal/fieldcheck"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
@@ -232,8 +232,8 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.bad("kind", "use kind: "+Kind, "%q is not a bridge config", c.Kind)
 	}
 
-	if u, err := url.Parse(c.Slurm.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		ps.bad("slurm.url", "give slurmrestd's URL, such as http://127.0.0.1:6820", "%q is not an http:// or https:// URL", c.Slurm.URL)
+	if err := fieldcheck.HTTPURL(c.Slurm.URL); err != nil {
+		ps.bad("slurm.url", "give slurmrestd's URL, such as http://127.0.0.1:6820", "%v", err)
 	}
 	if c.Slurm.User == "" {
 		ps.bad("slurm.user", "give the Slurm user the bridge reads jobs as (an operator, to see every user's jobs)", "required")

@@ -123,7 +123,9 @@ func statCPU(line string) (time.Duration, error) {
 	var sum time.Duration
 	for _, s := range f[11:13] {
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
+		// A count past a century of CPU time is no process's: refused
+		// rather than overflowing into a negative duration.
+		if err != nil || n < 0 || n > int64(100*365*24*time.Hour/clockTick) {
 			return 0, fmt.Errorf("/proc stat time %q: not a tick count", s)
 		}
 		sum += time.Duration(n) * clockTick
@@ -171,6 +173,9 @@ func TestStatCPU(t *testing.T) {
 		{"cut short", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 3", 0, true},
 		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 3 x 0", 0, true},
 		{"negative", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 -3 4 0", 0, true},
+		// Found by FuzzStatCPU: ticks past int64 nanoseconds overflowed
+		// into a negative time.
+		{"overflowing", ")0 0 0 0 0 0 0 0 0 0 0 0 922700000000", 0, true},
 	} {
 		got, err := statCPU(tc.line)
 		if (err != nil) != tc.err || got != tc.want {
@@ -182,6 +187,7 @@ func TestStatCPU(t *testing.T) {
 func FuzzStatCPU(f *testing.F) {
 	f.Add("4242 (mariadbd) S 1 4242 4242 0 -1 4194560 9811 0 0 0 1234 56 0 0 20 0 24 0 31337")
 	f.Add("7 (a) b (c)) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 5")
+	f.Add(")0 0 0 0 0 0 0 0 0 0 0 0 922700000000")
 	f.Fuzz(func(t *testing.T, line string) {
 		if d, err := statCPU(line); err == nil && d < 0 {
 			t.Errorf("statCPU(%q) = %s, want no negative time", line, d)

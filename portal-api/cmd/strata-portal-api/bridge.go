@@ -51,19 +51,14 @@ func bridgeClient(log *slog.Logger, cl config.Cluster) (*bridge, error) {
 		HTTP: &http.Client{Timeout: bridgeTimeout}})}, nil
 }
 
-// checkBridgeToken holds a cluster's bridge token file to the rule, for
-// check-config.
-func checkBridgeToken(cl config.Cluster) (warning string, err error) {
-	return checkSecret("bridge_token_file", cl.BridgeTokenFile)
-}
-
 // checkSecret holds one of the config's secret files (key, path; none
-// when path is "") to secretRule, for check-config.
+// when path is "") to secretRule, with the messages of serve's reads (an
+// empty file refused too), for check-config.
 func checkSecret(key, path string) (warning string, err error) {
 	if path == "" {
 		return "", nil
 	}
-	warning, err = secretRule.Check(path)
+	warning, err = secretRule.Verify(path)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", key, err)
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"strconv"
 	"text/tabwriter"
@@ -17,11 +15,8 @@ import (
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/duration"
-	"github.com/strata-hpc/strata/internal/jobpolicy"
-	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/config"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
-	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 const description = `strata-portal-api serves one JSON API (portal-api/openapi.yaml, also at
@@ -119,34 +114,11 @@ func cmdCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, cl := range cfg.Clusters {
-		if _, err := tenantmap.Load(cl.TenantsFile); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
-		}
-		if err := checkKey(nil, cl.JWTKeyFile); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
-		}
-		if warning, err := checkBridgeToken(cl); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
-		} else if warning != "" {
-			fmt.Fprintf(c.App.ErrWriter, "WARNING: cluster %s: %s\n", cl.Name, warning)
-		}
-		if cl.JobPolicyFile != "" {
-			if _, err := jobpolicy.Load(cl.JobPolicyFile); err != nil {
-				errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
-			}
-		}
+	warnings, err := preflight(cfg)
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", w)
 	}
-	if _, err := templates.Load(cfg.TemplatesDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	if warning, err := checkCookieKey(cfg.Sessions); err != nil {
-		errs = append(errs, err)
-	} else if warning != "" {
-		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", warning)
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "%s: ok (%d clusters)\n", c.String("config"), len(cfg.Clusters))

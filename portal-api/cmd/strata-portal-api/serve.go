@@ -32,7 +32,7 @@ import (
 // checkKey holds a cluster's jwt key to the rule of every secret file
 // (internal/secretfile): others may not read or write it.
 func checkKey(log *slog.Logger, path string) error {
-	warning, err := secretfile.Rule{}.Check(path)
+	warning, err := secretfile.Rule{}.Verify(path)
 	if err != nil {
 		return fmt.Errorf("jwt_key_file: %w", err)
 	}
@@ -46,6 +46,15 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	cfg, err := config.Load(c.String("config"))
 	if err != nil {
 		return err
+	}
+	// Every file the configuration names, checked as check-config checks
+	// them, before anything is opened.
+	warnings, err := preflight(cfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn("configuration warning", "warning", w)
 	}
 	st, err := store.Open(ctx, cfg.Database)
 	if err != nil {
@@ -98,6 +107,15 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		if bridge != nil {
 			reload = append(reload, bridge.token)
 		}
+		// reclaimd's API token: read again when it changes and on SIGHUP.
+		var reclaimdToken func() ([]byte, error)
+		if cl.ReclaimdTokenFile != "" {
+			f := &secretfile.File{Path: cl.ReclaimdTokenFile, What: "reclaimd_token_file", Rule: secretRule, Log: log}
+			if _, err := f.Get(); err != nil {
+				return fmt.Errorf("cluster %s: reclaimd_token_file: %w", cl.Name, err)
+			}
+			reload, reclaimdToken = append(reload, f), f.Get
+		}
 		sc := slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}
 		if cl.Scontrol != "" {
 			// Requeue where slurmrestd has none, as the user: the client
@@ -108,7 +126,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			Slurm: sc})
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
-			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),
+			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), ReclaimdToken: reclaimdToken, WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),
 			SessionRoot: cl.SessionRoot, SessionIdleLimit: cl.SessionIdleLimit,
 			Priority: priorityWeights(cl.PriorityWeights), Prometheus: prometheusOf(cl)})
 	}

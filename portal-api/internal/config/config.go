@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/fieldcheck"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
@@ -62,6 +63,12 @@ type Sessions struct {
 type TLS struct {
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
+	// TerminatedByProxy says that a listen address other hosts reach is
+	// served in plain HTTP on purpose: a TLS-terminating proxy or load
+	// balancer is the only way in. Without it, or cert_file and key_file,
+	// a non-loopback listen is refused: bearer tokens, cookies and every
+	// answer would cross the network in clear.
+	TerminatedByProxy bool `yaml:"terminated_by_proxy"`
 }
 
 // Enabled reports whether TLS is configured.
@@ -99,7 +106,29 @@ type Proxy struct {
 	Trusted []string `yaml:"trusted"`
 	// Header carries the user name.
 	Header string `yaml:"header"`
+	// MinPrefixIPv4 and MinPrefixIPv6 bound how wide a trusted network
+	// may be (defaults /24 and /64: one subnet, where a proxy tier
+	// lives). Every host of a trusted network may name any user in the
+	// header, a cluster admin included, so a wider network is refused
+	// unless AllowAny is set.
+	MinPrefixIPv4 int `yaml:"min_prefix_ipv4"`
+	MinPrefixIPv6 int `yaml:"min_prefix_ipv6"`
+	// AllowAny accepts trusted networks wider than the bounds above (an
+	// operator's statement that every address in them is a proxy).
+	AllowAny bool `yaml:"allow_any"`
+	// TrustLoopback accepts a trusted network that holds a loopback
+	// address: on a host where users log in, any of them could then send
+	// the header. Set it only where the proxy runs on the portal's host
+	// and no user logs in there.
+	TrustLoopback bool `yaml:"trust_loopback"`
 }
+
+// Default bounds of a trusted proxy network (auth.proxy.min_prefix_ipv4
+// and min_prefix_ipv6).
+const (
+	DefaultMinPrefixIPv4 = 24
+	DefaultMinPrefixIPv6 = 64
+)
 
 // Tokens tunes personal API tokens.
 type Tokens struct {
@@ -156,8 +185,13 @@ type Cluster struct {
 	// PollInterval between two polls.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// StaleAfter: a snapshot older than this is shown as stale.
-	StaleAfter  time.Duration `yaml:"stale_after"`
-	ReclaimdURL string        `yaml:"reclaimd_url"`
+	StaleAfter time.Duration `yaml:"stale_after"`
+	// ReclaimdURL is the cluster's reclaimd API (its listen, port 9811 by
+	// default); ReclaimdTokenFile holds the bearer token it wants (the
+	// content of reclaimd's api.token_file), a secret held to
+	// internal/secretfile's rule.
+	ReclaimdURL       string `yaml:"reclaimd_url"`
+	ReclaimdTokenFile string `yaml:"reclaimd_token_file"`
 	// BridgeURL is the cluster's strata-bridge API; BridgeTokenFile holds
 	// the bearer token it wants (the content of the bridge's
 	// api.token_file), a secret held to internal/secretfile's rule.
@@ -228,8 +262,9 @@ func Default() Config {
 		Database:     "/var/lib/strata/portal-api/portal.db",
 		TemplatesDir: "/etc/strata/templates",
 		Auth: Auth{
-			OIDC:   OIDC{UserClaim: "preferred_username"},
-			Proxy:  Proxy{Trusted: []string{}, Header: "X-Remote-User"},
+			OIDC: OIDC{UserClaim: "preferred_username"},
+			Proxy: Proxy{Trusted: []string{}, Header: "X-Remote-User",
+				MinPrefixIPv4: DefaultMinPrefixIPv4, MinPrefixIPv6: DefaultMinPrefixIPv6},
 			Tokens: Tokens{MaxLifetime: 90 * 24 * time.Hour},
 		},
 		Limits: Limits{RatePerSecond: 20, Burst: 40, MaxBodyBytes: 1 << 20},
@@ -317,9 +352,17 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		ps.bad("listen", "give a port from 1 to 65535", "%q: port %q is not a port number", c.Listen, port)
 	} else if host == "" {
 		ps.bad("listen", fmt.Sprintf("write 0.0.0.0:%s if that is meant, or 127.0.0.1:%s", port, port), "%q listens on every address", c.Listen)
+	} else if !c.TLS.Enabled() && !c.TLS.TerminatedByProxy && !c.ListenLoopback() {
+		ps.bad("listen", fmt.Sprintf("give tls.cert_file and tls.key_file; or listen on 127.0.0.1:%s behind a TLS proxy on this host; "+
+			"or, when a TLS-terminating proxy or load balancer is the only way in, set tls.terminated_by_proxy: true", port),
+			"%q is reachable from other hosts without TLS: tokens, cookies and every answer would cross the network in clear", c.Listen)
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		ps.bad("tls", "give both cert_file and key_file, or neither", "only one of cert_file and key_file is set")
+	}
+	if c.TLS.TerminatedByProxy && c.TLS.Enabled() {
+		ps.bad("tls.terminated_by_proxy", "leave it out when the portal serves TLS itself (cert_file and key_file)",
+			"set with cert_file: the portal serves TLS itself")
 	}
 	ps.absFile("tls.cert_file", c.TLS.CertFile, false, "")
 	ps.absFile("tls.key_file", c.TLS.KeyFile, false, "")
@@ -339,14 +382,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 			ps.bad("auth.oidc.user_claim", "name the claim that holds the Slurm user name, such as preferred_username", "required with an issuer")
 		}
 	}
-	for i, t := range c.Auth.Proxy.Trusted {
-		if _, err := netip.ParsePrefix(t); err != nil {
-			if _, err := netip.ParseAddr(t); err != nil {
-				ps.bad(fmt.Sprintf("auth.proxy.trusted[%d]", i), "give an address or a network, such as 10.0.0.5 or 10.0.0.0/24",
-					"%q is neither an address nor a network", t)
-			}
-		}
-	}
+	c.Auth.Proxy.validate(&ps)
 	if len(c.Auth.Proxy.Trusted) > 0 && c.Auth.Proxy.Header == "" {
 		ps.bad("auth.proxy.header", "name the header the proxy sets, such as X-Remote-User", "required with trusted proxies")
 	}
@@ -403,6 +439,11 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 			ps.bad(p+".stale_after", "give more than poll_interval (four polls is usual)", "%s is shorter than poll_interval %s", cl.StaleAfter, cl.PollInterval)
 		}
 		ps.url(p+".reclaimd_url", cl.ReclaimdURL, false, "reclaimd's API URL")
+		ps.absFile(p+".reclaimd_token_file", cl.ReclaimdTokenFile, cl.ReclaimdURL != "",
+			"the file of reclaimd's API token (its api.token_file), with reclaimd_url: reclaimd answers no read without it")
+		if cl.ReclaimdTokenFile != "" && cl.ReclaimdURL == "" {
+			ps.bad(p+".reclaimd_token_file", "give reclaimd_url too, or leave both out", "given without reclaimd_url")
+		}
 		ps.absFile(p+".scontrol", cl.Scontrol, false, "")
 		ps.url(p+".bridge_url", cl.BridgeURL, false, "the bridge's API URL")
 		ps.absFile(p+".bridge_token_file", cl.BridgeTokenFile, cl.BridgeURL != "", "the file of the bridge's API token (its api.token_file), with bridge_url")
@@ -443,8 +484,8 @@ func (ps *problems) url(path, value string, required bool, what string) {
 		}
 		return
 	}
-	if u, err := url.Parse(value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		ps.bad(path, "give "+what, "%q is not an http:// or https:// URL", value)
+	if err := fieldcheck.HTTPURL(value); err != nil {
+		ps.bad(path, "give "+what, "%v", err)
 	}
 }
 
@@ -471,13 +512,79 @@ func (c *Config) Cluster(name string) (*Cluster, bool) {
 func (c *Config) TrustedProxies() []netip.Prefix {
 	var out []netip.Prefix
 	for _, t := range c.Auth.Proxy.Trusted {
-		if p, err := netip.ParsePrefix(t); err == nil {
-			out = append(out, p.Masked())
-		} else if a, err := netip.ParseAddr(t); err == nil {
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		if p, ok := parseTrusted(t); ok {
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// parseTrusted reads an address (a network of one) or a network.
+func parseTrusted(t string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(t); err == nil {
+		return p.Masked(), true
+	}
+	if a, err := netip.ParseAddr(t); err == nil && a.Zone() == "" {
+		return netip.PrefixFrom(a, a.BitLen()), true
+	}
+	return netip.Prefix{}, false
+}
+
+var (
+	loopback4 = netip.MustParsePrefix("127.0.0.0/8")
+	loopback6 = netip.MustParsePrefix("::1/128")
+)
+
+// validate refuses trusted networks that let more than the proxies name
+// a user: every host of a trusted network may send the header as anyone,
+// a cluster admin included, and the portal mints Slurm tokens for whoever
+// it names. A network wider than the bounds needs allow_any; one that
+// holds loopback (every user logged in on this host) needs
+// trust_loopback.
+func (p Proxy) validate(ps *problems) {
+	if p.MinPrefixIPv4 < 8 || p.MinPrefixIPv4 > 32 {
+		ps.bad("auth.proxy.min_prefix_ipv4", fmt.Sprintf("give 8 to 32 (%d is usual); for a wider network set allow_any: true", DefaultMinPrefixIPv4),
+			"%d is not an IPv4 prefix length from 8 to 32", p.MinPrefixIPv4)
+	}
+	if p.MinPrefixIPv6 < 16 || p.MinPrefixIPv6 > 128 {
+		ps.bad("auth.proxy.min_prefix_ipv6", fmt.Sprintf("give 16 to 128 (%d is usual); for a wider network set allow_any: true", DefaultMinPrefixIPv6),
+			"%d is not an IPv6 prefix length from 16 to 128", p.MinPrefixIPv6)
+	}
+	for i, t := range p.Trusted {
+		path := fmt.Sprintf("auth.proxy.trusted[%d]", i)
+		n, ok := parseTrusted(t)
+		if !ok {
+			ps.bad(path, "give an address or a network, such as 10.0.0.5 or 10.0.0.0/24", "%q is neither an address nor a network", t)
+			continue
+		}
+		if n.Addr().Is4In6() {
+			// Callers' IPv4-mapped addresses are compared as IPv4: such an
+			// entry would never match, or match what was not meant.
+			ps.bad(path, "write the IPv4 address or network itself, such as 10.0.0.5 or 10.0.0.0/24",
+				"%q is an IPv4-mapped IPv6 network", t)
+			continue
+		}
+		bound, family := p.MinPrefixIPv4, "min_prefix_ipv4"
+		if n.Addr().Is6() {
+			bound, family = p.MinPrefixIPv6, "min_prefix_ipv6"
+		}
+		if n.Bits() < bound && !p.AllowAny {
+			ps.bad(path, fmt.Sprintf("list the proxies' own addresses, or a network of /%d or narrower (auth.proxy.%s); "+
+				"only if every address in it is a proxy you run, set auth.proxy.allow_any: true", bound, family),
+				"%q is wider than /%d: every host in it could send %s as any user, a cluster admin included", t, bound, p.headerName())
+		}
+		if (n.Overlaps(loopback4) || n.Contains(loopback6.Addr())) && !p.TrustLoopback {
+			ps.bad(path, "leave loopback out; only if the proxy runs on this host and no user logs in here, set auth.proxy.trust_loopback: true",
+				"%q holds loopback: every user logged in on this host could send %s as any user, a cluster admin included", t, p.headerName())
+		}
+	}
+}
+
+func (p Proxy) headerName() string {
+	if p.Header == "" {
+		return "the user header"
+	}
+	return p.Header
 }
 
 // ListenLoopback reports whether only local clients reach the API.

@@ -46,8 +46,10 @@ type Cluster struct {
 	// Policy is the cluster's job policy (jobpolicy.json) now; nil, or a
 	// nil answer: the cluster takes no submissions through the portal.
 	Policy func() *jobpolicy.Policy
-	// ReclaimdURL is the cluster's reclaimd API; "": none.
-	ReclaimdURL string
+	// ReclaimdURL is the cluster's reclaimd API; "": none. ReclaimdToken
+	// gives the bearer token it wants (reclaimd_token_file).
+	ReclaimdURL   string
+	ReclaimdToken func() ([]byte, error)
 	// Bridge is the cluster's strata-bridge API; nil: none.
 	Bridge *bridgeclient.Client
 	// WorkDir is a submitted job's working directory unless its template
@@ -192,7 +194,7 @@ func New(cfg Config) *Core {
 		s.indexes[c.Poller.Name()] = &atomic.Pointer[index]{}
 		if c.ReclaimdURL != "" {
 			s.reclaimd[c.Poller.Name()] = reclaimclient.New(reclaimclient.Config{Cluster: c.Poller.Name(), URL: c.ReclaimdURL,
-				HTTP: cfg.HTTPClient, Requests: requests})
+				Token: c.ReclaimdToken, HTTP: cfg.HTTPClient, Requests: requests})
 		}
 	}
 	for _, c := range cfg.Clusters {

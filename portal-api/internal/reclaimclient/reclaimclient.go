@@ -47,9 +47,14 @@ var ErrNotFound = errors.New("reclaimd has no such record")
 type StatusError struct {
 	Path   string
 	Status int
+	// Hint says what to do, where the status tells (a 401).
+	Hint string
 }
 
 func (e *StatusError) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("GET %s: reclaimd answered %d: %s", e.Path, e.Status, e.Hint)
+	}
 	return fmt.Sprintf("GET %s: reclaimd answered %d", e.Path, e.Status)
 }
 
@@ -68,8 +73,13 @@ func (e *AnswerError) Unwrap() error { return e.Err }
 type Config struct {
 	// Cluster names the cluster in the request counter.
 	Cluster string
-	// URL is reclaimd's API, such as http://127.0.0.1:9465.
+	// URL is reclaimd's API, such as http://127.0.0.1:9811.
 	URL string
+	// Token gives the bearer token reclaimd's API wants (the content of
+	// its api.token_file; the portal's reclaimd_token_file, a
+	// secretfile.File's Get), sent with every request: reclaimd answers
+	// 401 without it. nil sends none.
+	Token func() ([]byte, error)
 	// HTTP sends the requests; nil: a client with a 10 s timeout.
 	HTTP *http.Client
 	// Requests counts the counted reads by cluster and result (ok,
@@ -115,6 +125,13 @@ func (c *Client) get(ctx context.Context, path string, max int64, counted bool) 
 	if err != nil {
 		return 0, nil, err
 	}
+	if c.cfg.Token != nil {
+		token, err := c.cfg.Token()
+		if err != nil {
+			return 0, nil, fmt.Errorf("reclaimd_token_file: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+string(token))
+	}
 	resp, err := c.cfg.HTTP.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -142,6 +159,9 @@ func (c *Client) read(ctx context.Context, path string, max int64, counted bool,
 		return fmt.Errorf("GET %s: %w", path, err)
 	case code == http.StatusNotFound:
 		return ErrNotFound
+	case code == http.StatusUnauthorized:
+		return &StatusError{Path: path, Status: code, Hint: "reclaimd refused the portal's token: give the cluster a reclaimd_token_file " +
+			"holding the content of reclaimd's api.token_file"}
 	case code != http.StatusOK:
 		return &StatusError{Path: path, Status: code}
 	}

@@ -117,6 +117,7 @@ func newHarness(t *testing.T) *harness {
 			// gpu2 has no job policy: it takes no submissions; nor a reclaimd.
 			cl.Policy = func() *jobpolicy.Policy { return policy }
 			cl.ReclaimdURL = h.reclaimd().URL
+			cl.ReclaimdToken = func() ([]byte, error) { return []byte(reclaimdToken), nil }
 			cl.Bridge = h.newBridge()
 			cl.OutputRoots = []string{h.outputRoot}
 			cl.SessionRoot, cl.SessionIdleLimit = h.sessionRoot, time.Hour
@@ -215,6 +216,10 @@ func (h *harness) prometheus() *httptest.Server {
 // 910101 in reclaimd's shape, none for the others; the decisions,
 // failures, node health and attempts reclaimd's own server gave
 // (reclaimdAnswers). With reclaimdDown set it answers nothing but 503.
+// reclaimdToken is the stand-in reclaimd's API token (its api.token_file,
+// the cluster's reclaimd_token_file).
+const reclaimdToken = "reclaimd-api-token"
+
 func (h *harness) reclaimd() *httptest.Server {
 	serve := func(w http.ResponseWriter, file string, code int) {
 		body, err := os.ReadFile(reclaimdAnswers + file)
@@ -227,6 +232,11 @@ func (h *harness) reclaimd() *httptest.Server {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.reclaimdRequests.Add(1)
+		// As reclaimd's API: nothing without its token.
+		if r.Header.Get("Authorization") != "Bearer "+reclaimdToken {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
 		if h.reclaimdDown.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return

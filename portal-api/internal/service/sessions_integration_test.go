@@ -195,7 +195,8 @@ func newSessionPortal(t *testing.T, b *testbed.Bed, reclaimdURL string) *session
 	m := tenantsOf(t, b, p.alice, p.bob)
 	policy := bedJobPolicy(t, b, p.alice)
 	c := Cluster{Poller: poller, Tenants: func() *tenantmap.Map { return m }, Policy: func() *jobpolicy.Policy { return policy },
-		ReclaimdURL: reclaimdURL, WorkDir: b.JobDir, SessionRoot: sessionRootOf(t, b, p.alice, p.bob), SessionIdleLimit: 2 * time.Hour}
+		ReclaimdURL: reclaimdURL, WorkDir: b.JobDir, SessionRoot: sessionRootOf(t, b, p.alice, p.bob), SessionIdleLimit: 2 * time.Hour,
+		ReclaimdToken: func() ([]byte, error) { return []byte(sessionReclaimdToken), nil }}
 	s := New(Config{Clusters: []Cluster{c}, Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}), Store: st,
 		Templates: func() *templates.Set { return set }, Log: log,
 		Sessions: SessionConfig{Transport: &http.Transport{DialContext: sessiontest.NodeDialer(b)}, IdleInterval: 2 * time.Second}})
@@ -718,6 +719,10 @@ type reclaimdRun struct {
 // 95 %, so that no other job on the bed is judged idle) behind one
 // address, and the controller at ctlAddr with interactiveRules and the
 // bed's tenants.
+// sessionReclaimdToken is the test controller's API token (its
+// api.token_file), which the portal presents.
+const sessionReclaimdToken = "session-test-reclaimd-api-token"
+
 func startReclaimd(t *testing.T, b *testbed.Bed, bin, work, ctlAddr, tenants string, idle, busy slurmrest.Job) *reclaimdRun {
 	t.Helper()
 	r := &reclaimdRun{work: work, api: "http://" + ctlAddr}
@@ -731,6 +736,7 @@ func startReclaimd(t *testing.T, b *testbed.Bed, bin, work, ctlAddr, tenants str
 		return f
 	}
 	write("agent.token", "session test agent secret\n")
+	apiToken := write("reclaimd-api.token", sessionReclaimdToken+"\n")
 	holders := map[string]map[int]int64{}
 	for _, j := range []slurmrest.Job{idle, busy} {
 		for _, g := range j.GPUs {
@@ -767,7 +773,7 @@ func startReclaimd(t *testing.T, b *testbed.Bed, bin, work, ctlAddr, tenants str
 	agents := httptest.NewServer(mux)
 	t.Cleanup(agents.Close)
 	cfg := write("reclaimd.yaml", b.ReclaimdControllerConfig(ctlAddr, filepath.Join(work, "reclaimd.db"), write("reclaim-rules.json", interactiveRules),
-		write("tenants.json", tenants), agents.URL, secret))
+		write("tenants.json", tenants), agents.URL, secret, apiToken))
 	r.start(t, bin, "controller", "--config", cfg, "run")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -836,7 +842,12 @@ func (r *reclaimdRun) logs() string {
 // reclaim is reclaimd's record of job id, as the portal reads it.
 func (r *reclaimdRun) reclaim(t *testing.T, id int64) (int, string) {
 	t.Helper()
-	resp, err := http.Get(r.api + "/v1/jobs/" + strconv.FormatInt(id, 10) + "/reclaim")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, r.api+"/v1/jobs/"+strconv.FormatInt(id, 10)+"/reclaim", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+sessionReclaimdToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

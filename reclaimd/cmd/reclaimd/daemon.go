@@ -77,6 +77,11 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The API's bearer token: every /v1 read names tenants' jobs.
+	apiToken, err := openSecret("api.token_file", cfg.API.TokenFile, log)
+	if err != nil {
+		return err
+	}
 	var secret *secretfile.File // the agents': read again when it changes and on SIGHUP
 	if cfg.Source == "agents" {
 		if secret, err = openSecret("agents.token_file", cfg.Agents.TokenFile, log); err != nil {
@@ -87,7 +92,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	reload := append(rl.list(), slurmToken)
+	reload := append(rl.list(), slurmToken, apiToken)
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
 		Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log})
 	if err != nil {
@@ -136,7 +141,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	metrics := controller.NewMetrics()
 	buildinfo.Register(metrics.Registry, "reclaimd")
 	ccfg := controller.Config{Slurm: client, Store: st, Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
-		Collector: col, Log: log, Metrics: metrics,
+		Collector: col, Log: log, Metrics: metrics, APIToken: apiToken.Get,
 		Recovery: controller.Recovery{LogRoot: cfg.Recovery.LogRoot, StderrLines: cfg.Recovery.StderrLines, Matcher: cfg.Recovery.Matcher(),
 			ApplicationXids: cfg.Health.ApplicationXids}}
 	if len(notifiers) > 0 {

@@ -19,7 +19,7 @@ type secret struct{ key, path, neededBy string }
 
 // With source: prometheus there are no agents, and no agents' secret.
 func secrets(cfg config.Config) []secret {
-	out := []secret{{"slurm.token_file", cfg.Slurm.TokenFile, "reclaimd run"}}
+	out := []secret{{"slurm.token_file", cfg.Slurm.TokenFile, "reclaimd run"}, {"api.token_file", cfg.API.TokenFile, "reclaimd run"}}
 	switch {
 	case cfg.Source != "agents":
 	case cfg.Agent.TokenFile == cfg.Agents.TokenFile:
@@ -32,13 +32,14 @@ func secrets(cfg config.Config) []secret {
 }
 
 // checkSecrets applies secretRule to every secret file of the
-// configuration, for check-config: one others can read is a problem, one
+// configuration, for check-config, with the messages run and agent give
+// (an empty file included): one others can read is a problem, one
 // another group can read a warning, and a missing one a warning too,
 // since the controller and the agents share one configuration and each
 // host has only its own secrets.
 func checkSecrets(cfg config.Config) (warnings, problems []string) {
 	for _, s := range secrets(cfg) {
-		w, err := secretRule.Check(s.path)
+		w, err := secretRule.Verify(s.path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			warnings = append(warnings, fmt.Sprintf("%s: %s does not exist: %s needs it", s.key, s.path, s.neededBy))

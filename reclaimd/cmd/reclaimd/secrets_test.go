@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +10,9 @@ import (
 )
 
 // TestSecrets: check-config refuses a secret file every user can read or
-// write (the slurmrestd token, the agents' shared secret) and warns about
-// one that is missing; run and agent refuse to start with one others can
-// read.
+// write, or an empty one (the slurmrestd token, the API token, the agents'
+// shared secret) and warns about one that is missing; run and agent
+// refuse to start with the same message.
 func mustRead(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -31,7 +32,8 @@ func TestSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := map[string]struct {
-		modes       map[string]os.FileMode // by file; 0: not written
+		modes       map[string]os.FileMode // by file; 0: not written (api.token: 0600 unless given)
+		empty       string                 // this file is written empty
 		wantErr     []string               // check-config's; nil: valid
 		wantWarning string
 		verb        string // also refused by this verb
@@ -48,6 +50,12 @@ func TestSecrets(t *testing.T) {
 			wantWarning: "WARNING: agents.token_file: DIR/agent.token does not exist: reclaimd run and reclaimd agent needs it"},
 		"prometheus: no agents and no agents' secret": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o644},
 			config: "source: prometheus\n"},
+		"world-readable API token": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o600, "api.token": 0o644},
+			wantErr: []string{"api.token_file: ", "api.token (mode 0644) is readable or writable by every user"}, verb: "run"},
+		"empty agent secret": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o600}, empty: "agent.token",
+			wantErr: []string{"agents.token_file: ", "agent.token is empty: write the secret into it"}, verb: "agent"},
+		"empty API token": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o600}, empty: "api.token",
+			wantErr: []string{"api.token_file: ", "api.token is empty: write the secret into it"}, verb: "run"},
 		"the agent's own secret file": {modes: map[string]os.FileMode{"reclaimd.jwt": 0o600, "agent.token": 0o600, "node.token": 0o644},
 			config: "agent: {token_file: DIR/node.token}\n", wantErr: []string{"agent.token_file: ", "node.token (mode 0644)"}},
 	}
@@ -55,9 +63,17 @@ func TestSecrets(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			write(t, filepath.Join(dir, "tenants.json"), tenantsJSON)
+			modes := map[string]os.FileMode{"api.token": 0o600}
 			for f, mode := range tc.modes {
+				modes[f] = mode
+			}
+			for f, mode := range modes {
 				p := filepath.Join(dir, f)
-				if err := os.WriteFile(p, []byte("secret-"+f+"\n"), 0o600); err != nil {
+				data := "secret-" + f + "\n"
+				if f == tc.empty {
+					data = "\n"
+				}
+				if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
 					t.Fatal(err)
 				}
 				if err := os.Chmod(p, mode); err != nil {
@@ -70,6 +86,7 @@ kind: ReclaimdConfig
 rules_file: `+rules+`
 tenants_file: DIR/tenants.json
 slurm: {url: "http://127.0.0.1:1", token_file: DIR/reclaimd.jwt}
+api: {token_file: DIR/api.token}
 agents: {token_file: DIR/agent.token}
 agent: {token_file: DIR/agent.token, listen: "127.0.0.1:0", node: gpu01, replay: `+replay+`}
 `, "DIR", dir))
@@ -106,9 +123,11 @@ agent: {token_file: DIR/agent.token, listen: "127.0.0.1:0", node: gpu01, replay:
 			if tc.verb == "" {
 				return
 			}
-			err = run(t.Context(), []string{"reclaimd", "--config", cfg, tc.verb}, &out, &errb)
-			if err == nil || !strings.Contains(err.Error(), "readable or writable by every user") {
-				t.Errorf("%s = %v, want a refusal of the secret", tc.verb, err)
+			// The verb refuses the secret with check-config's words (after
+			// the key: check-config names a file agent and agents share once).
+			rerr := run(t.Context(), []string{"reclaimd", "--config", cfg, tc.verb}, &out, &errb)
+			if _, msg, _ := strings.Cut(fmt.Sprint(rerr), ": "); rerr == nil || !strings.Contains(err.Error(), msg) {
+				t.Errorf("%s = %v, want check-config's refusal %q", tc.verb, rerr, err)
 			}
 		})
 	}

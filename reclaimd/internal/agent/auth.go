@@ -21,6 +21,14 @@ import (
 // match a new nonce. The secret itself never crosses the network, so a
 // process that answers in the agent's place learns nothing from the
 // controller's request.
+//
+// The other way, the controller proves it may read: a snapshot names
+// every job on the node, its user and account, so GET /v1/snapshot (and
+// any /v1 path) wants "Authorization: Bearer <ReadToken(secret, node)>",
+// 401 with a hint without it. The token is derived from the shared secret
+// and the node's name rather than the secret itself, for the same reason
+// as above: whatever answers in an agent's place learns the token of that
+// one node, which opens no other agent and signs no snapshot.
 const (
 	HeaderNonce     = "X-Strata-Nonce"
 	HeaderSignature = "X-Strata-Signature"
@@ -28,7 +36,18 @@ const (
 	signaturePrefix = "hmac-sha256="
 	// domain keeps these MACs apart from any other use of the secret.
 	domain = "strata reclaimd agent snapshot v1\n"
+	// readDomain keeps the read tokens apart from the signatures.
+	readDomain = "strata reclaimd agent read v1\n"
 )
+
+// ReadToken is the bearer token that reads node's agent: an HMAC-SHA256
+// under the shared secret of the node's name, in hex.
+func ReadToken(secret []byte, node string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(readDomain))
+	m.Write([]byte(node))
+	return []byte(hex.EncodeToString(m.Sum(nil)))
+}
 
 // Nonce lengths the agent accepts, in hex digits: the controller sends 32
 // (16 random bytes).

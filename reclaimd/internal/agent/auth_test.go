@@ -67,6 +67,7 @@ func TestSnapshotSigned(t *testing.T) {
 			if tc.nonce != "" {
 				req.Header.Set(HeaderNonce, tc.nonce)
 			}
+			req.Header.Set("Authorization", "Bearer "+string(ReadToken([]byte("s"), "gpu01")))
 			rr := httptest.NewRecorder()
 			a.Handler().ServeHTTP(rr, req)
 			if rr.Code != tc.wantCode {
@@ -84,6 +85,58 @@ func TestSnapshotSigned(t *testing.T) {
 			}
 			if strings.Contains(rr.Body.String(), `"s"`) {
 				t.Errorf("the answer holds the secret: %s", rr.Body)
+			}
+		})
+	}
+}
+
+// TestReadToken: with a secret, every /v1 path wants the node's read
+// token: none, another node's, one of another secret or the secret itself
+// is 401 with a hint, before the nonce is looked at and for unknown paths
+// too (never 400 or 404, which would tell something to anyone).
+// /healthz and /metrics stay open.
+func TestReadToken(t *testing.T) {
+	secret := []byte("s")
+	nonce := strings.Repeat("a1", 16)
+	good := "Bearer " + string(ReadToken(secret, "gpu01"))
+	for name, tc := range map[string]struct {
+		path, nonce, authorization string
+		wantCode                   int
+	}{
+		"the node's token":         {"/v1/snapshot", nonce, good, 200},
+		"none":                     {"/v1/snapshot", nonce, "", 401},
+		"none, no nonce":           {"/v1/snapshot", "", "", 401},
+		"another node's":           {"/v1/snapshot", nonce, "Bearer " + string(ReadToken(secret, "gpu02")), 401},
+		"another secret's":         {"/v1/snapshot", nonce, "Bearer " + string(ReadToken([]byte("t"), "gpu01")), 401},
+		"the secret itself":        {"/v1/snapshot", nonce, "Bearer s", 401},
+		"none, unknown path":       {"/v1/snapshots", nonce, "", 401},
+		"none, POST":               {"/v1/snapshot", nonce, "", 401},
+		"the token, unknown path":  {"/v1/snapshots", nonce, good, 404},
+		"healthz without a token":  {"/healthz", "", "", 503},
+		"metrics without a token":  {"/metrics", "", "", 200},
+		"the token, missing nonce": {"/v1/snapshot", "", good, 400},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, _ := replayAgent(t, false)
+			a.cfg.Secret = func() ([]byte, error) { return secret, nil }
+			method := http.MethodGet
+			if strings.HasSuffix(name, "POST") {
+				method = http.MethodPost
+			}
+			req := httptest.NewRequest(method, tc.path, nil)
+			if tc.nonce != "" {
+				req.Header.Set(HeaderNonce, tc.nonce)
+			}
+			if tc.authorization != "" {
+				req.Header.Set("Authorization", tc.authorization)
+			}
+			rr := httptest.NewRecorder()
+			a.Handler().ServeHTTP(rr, req)
+			if rr.Code != tc.wantCode {
+				t.Fatalf("%s %s = %d %s, want %d", method, tc.path, rr.Code, rr.Body, tc.wantCode)
+			}
+			if tc.wantCode == 401 && (!strings.Contains(rr.Body.String(), "agents.token_file") || strings.Contains(rr.Body.String(), "gpu")) {
+				t.Errorf("401 body %s: want the hint and nothing of the node", rr.Body)
 			}
 		})
 	}

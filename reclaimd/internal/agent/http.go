@@ -5,15 +5,37 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strata-hpc/strata/internal/bearer"
 )
 
 // Handler serves the agent's endpoints: GET /v1/snapshot (JSON, type
 // Snapshot; ?after=CURSOR for only the samples since the snapshot of that
 // cursor, see SnapshotAfter), GET /healthz (text: 200 "ok: …" or 503 with the reason) and
 // GET /metrics (Prometheus). Other paths are 404, other methods 405.
+//
+// With a secret (Config.Secret), every /v1 request, to a known path or
+// not, must carry the node's read token (ReadToken; 401 with a hint
+// without it): a snapshot names every job on the node and its user.
+// /healthz and /metrics name no job and stay open to probes.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/snapshot", a.serveSnapshot)
+	v1 := http.NewServeMux()
+	v1.HandleFunc("GET /v1/snapshot", a.serveSnapshot)
+	if a.cfg.Secret == nil {
+		mux.Handle("/v1/", v1)
+	} else {
+		mux.Handle("/v1/", bearer.Guard{Realm: "reclaimd agent", Key: "agents.token_file", Log: a.log,
+			Fix: "send Authorization: Bearer <the node's read token>: reclaimd run derives it from agents.token_file, " +
+				"which must be the same file as this agent's agent.token_file",
+			Token: func() ([]byte, error) {
+				secret, err := a.cfg.Secret()
+				if err != nil {
+					return nil, err
+				}
+				return ReadToken(secret, a.cfg.Node), nil
+			}}.Wrap(v1))
+	}
 	mux.HandleFunc("GET /healthz", a.serveHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	return mux

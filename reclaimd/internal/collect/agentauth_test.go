@@ -3,6 +3,7 @@ package collect
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
+	"github.com/strata-hpc/strata/reclaimd/internal/source"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -99,4 +101,62 @@ func TestAgentsNonceFresh(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("%d nonces in 3 requests", len(seen))
 	}
+}
+
+// TestAgentsReadToken: the controller presents each node's read token,
+// derived from the shared secret (never the secret itself), to the agent
+// of that node: a real agent's handler answers it, and one set up with
+// another secret answers 401, which the controller reports with the
+// agent's hint.
+func TestAgentsReadToken(t *testing.T) {
+	secret := []byte("shared")
+	for name, tc := range map[string]struct {
+		agentSecret []byte
+		wantFailed  string // "": the snapshot is read
+	}{
+		"same secret":    {agentSecret: secret},
+		"another secret": {agentSecret: []byte("other"), wantFailed: "agent answered HTTP 401"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var auth []string
+			ag := newReplayAgent(t, "gpu1", tc.agentSecret)
+			h := ag.Handler()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				auth = append(auth, r.Header.Get("Authorization"))
+				h.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			a := &Agents{URL: func(string) string { return srv.URL }, Secret: func() ([]byte, error) { return secret, nil }}
+			res, _ := a.Collect(t.Context(), []string{"gpu1"})
+			if len(auth) != 1 || auth[0] != "Bearer "+string(agent.ReadToken(secret, "gpu1")) || strings.Contains(auth[0], string(secret)) {
+				t.Errorf("Authorization sent = %q, want the read token of gpu1", auth)
+			}
+			if got := res.Failed["gpu1"]; tc.wantFailed == "" && got != "" || !strings.Contains(got, tc.wantFailed) {
+				t.Errorf("failed = %q, want %q", got, tc.wantFailed)
+			}
+			if tc.wantFailed != "" && !strings.Contains(res.Failed["gpu1"], "agent.token_file") {
+				t.Errorf("failed = %q: want the agent's hint", res.Failed["gpu1"])
+			}
+		})
+	}
+}
+
+// newReplayAgent is a real agent of node over the source package's
+// two-GPU replay, with one sample taken.
+func newReplayAgent(t *testing.T, node string, secret []byte) *agent.Agent {
+	t.Helper()
+	rec, err := source.LoadRecording("../source/testdata/two-gpus.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Node: node, Source: source.NewReplay(rec, time.Now(), true), Window: time.Minute,
+		Procs: agent.ProcFS{Root: t.TempDir()}, Logger: slog.New(slog.DiscardHandler),
+		Secret: func() ([]byte, error) { return secret, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SampleOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -339,6 +339,14 @@ func (a *Agents) fetch(ctx context.Context, client *http.Client, node, cursor st
 		return snap, err
 	}
 	req.Header.Set(agent.HeaderNonce, n)
+	// The agent answers only a controller that holds the shared secret:
+	// it presents the node's read token, derived from the secret, never
+	// the secret itself.
+	if a.Secret != nil {
+		if secret, err := a.Secret(); err == nil {
+			req.Header.Set("Authorization", "Bearer "+string(agent.ReadToken(secret, node)))
+		}
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return snap, err

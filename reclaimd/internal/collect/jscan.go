@@ -114,7 +114,7 @@ func (s *jscan) key() ([]byte, error) {
 	if s.peek() != '"' {
 		return nil, s.errAt("invalid JSON: want a key")
 	}
-	raw, escaped, _, err := s.str()
+	raw, escaped, wide, err := s.str()
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,9 @@ func (s *jscan) key() ([]byte, error) {
 		return nil, s.errAt("invalid JSON: want :")
 	}
 	s.off++
-	if !escaped {
+	// Invalid UTF-8 is read as encoding/json reads it (each bad byte
+	// U+FFFD), so that a label name means the same to both.
+	if !escaped && (!wide || utf8.Valid(raw)) {
 		return raw[1 : len(raw)-1], nil
 	}
 	var k string

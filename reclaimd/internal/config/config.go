@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/fieldcheck"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/failure"
@@ -32,6 +33,7 @@ type Config struct {
 	APIVersion string        `yaml:"apiVersion"`
 	Kind       string        `yaml:"kind"`
 	Listen     string        `yaml:"listen"`
+	API        API           `yaml:"api"`
 	StateFile  string        `yaml:"state_file"`
 	Interval   time.Duration `yaml:"interval"`
 	RulesFile  string        `yaml:"rules_file"`
@@ -51,6 +53,18 @@ type Config struct {
 	Health     Health     `yaml:"health"`
 	Recovery   Recovery   `yaml:"recovery"`
 }
+
+// API is the controller's read API on listen.
+type API struct {
+	// TokenFile holds the bearer token every /v1 request must carry (the
+	// portal's clusters[].reclaimd_token_file is the same file): the
+	// answers name every tenant's jobs and users. A secret held to
+	// internal/secretfile's rule.
+	TokenFile string `yaml:"token_file"`
+}
+
+// DefaultAPITokenFile is where the controller finds its API's token.
+const DefaultAPITokenFile = "/etc/strata/reclaimd-api.token"
 
 // Health is GPU node health: drain a node whose GPU reports a fatal
 // fault, resume it once a health command passes on it, and never hold
@@ -175,7 +189,7 @@ var drainKinds = []string{string(source.FaultECC), string(source.FaultRetiredPag
 func Default() Config {
 	return Config{
 		APIVersion: "strata/v1", Kind: "ReclaimdConfig",
-		Listen: "127.0.0.1:9811", StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
+		Listen: "127.0.0.1:9811", API: API{TokenFile: DefaultAPITokenFile}, StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
 		RulesFile: "/etc/strata/reclaim-rules.json", TenantsFile: "/etc/strata/tenants.json",
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
 			Scontrol: "scontrol", SignalBatchOnly: true},
@@ -237,6 +251,18 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	}
 	if c.Slurm.URL == "" || c.Slurm.TokenFile == "" {
 		bad("slurm", "set slurm.url and slurm.token_file: reclaimd acts through slurmrestd", "url and token_file are required")
+	} else if err := fieldcheck.HTTPURL(c.Slurm.URL); err != nil {
+		bad("slurm.url", "give slurmrestd's URL, such as http://127.0.0.1:6820", "%v", err)
+	}
+	if c.Source == "prometheus" && c.Prometheus.URL != "" {
+		if err := fieldcheck.HTTPURL(c.Prometheus.URL); err != nil {
+			bad("prometheus.url", "give Prometheus's URL, such as http://127.0.0.1:9090", "%v", err)
+		}
+	}
+	if c.Notify.Webhook != "" {
+		if err := fieldcheck.HTTPURL(c.Notify.Webhook); err != nil {
+			bad("notify.webhook", "give the URL notices are POSTed to, such as https://chat.example.org/hooks/reclaim, or leave it out", "%v", err)
+		}
 	}
 	if c.Health.Enabled && c.Source != "agents" {
 		bad("health.enabled", "set source: agents: the GPU faults come from the node agents", "node health needs source: agents, not %s", c.Source)
@@ -252,8 +278,11 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("prometheus", "set prometheus.url, a step of at least the scrape interval, and a window of the longest rule window",
 			"url, a positive step and a window of at least one step are required")
 	}
-	for _, f := range []struct{ path, value string }{{"agents.token_file", c.Agents.TokenFile}, {"agent.token_file", c.Agent.TokenFile}} {
+	for _, f := range []struct{ path, value string }{{"api.token_file", c.API.TokenFile}, {"agents.token_file", c.Agents.TokenFile}, {"agent.token_file", c.Agent.TokenFile}} {
 		switch {
+		case f.value == "" && f.path == "api.token_file":
+			bad(f.path, "give the file of the API's bearer token, such as "+DefaultAPITokenFile+" (the portal's reclaimd_token_file)",
+				"required: the API answers only requests that carry it")
 		case f.value == "":
 			bad(f.path, "give the file of the secret the agents and the controller share, such as "+DefaultAgentTokenFile,
 				"required: the controller believes only snapshots signed with it")
@@ -264,6 +293,9 @@ func (c Config) Validate() strictyaml.Diagnostics {
 	if !strings.Contains(c.Agents.URLTemplate, "{node}") {
 		bad("agents.url_template", "write {node} where the Slurm node name goes, such as http://{node}:9810",
 			"%q has no {node}", c.Agents.URLTemplate)
+	} else if err := fieldcheck.HTTPURL(strings.ReplaceAll(c.Agents.URLTemplate, "{node}", "gpu01")); c.Source == "agents" && err != nil {
+		bad("agents.url_template", "write an http:// URL with {node} where the Slurm node name goes, such as http://{node}:9810",
+			"with {node} as gpu01, %v", err)
 	}
 	checkListen := func(path, addr, example string) {
 		if addr == "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/strata-hpc/strata/internal/bearer"
 	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
@@ -31,9 +32,16 @@ type JobReclaim struct {
 // (node health: NodeHealthEntry), recovery's GET /v1/jobs/{id}/attempts and
 // /v1/failures?since=, /healthz and /metrics. staleAfter
 // is how old the last cycle may be before /healthz fails.
+//
+// Every /v1 request must carry Config.APIToken as a bearer token: the
+// answers name every tenant's jobs, users and nodes. Without it any /v1
+// path, known or not, is 401 with a hint (internal/bearer). /healthz and
+// /metrics stay open to probes and scrapers: they name no job or user.
 func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/jobs/{id}/reclaim", func(w http.ResponseWriter, r *http.Request) {
+	api := http.NewServeMux()
+	mux.Handle("/v1/", bearer.Guard{Token: c.cfg.APIToken, Realm: "reclaimd", Key: "api.token_file of reclaimd.yaml", Log: c.cfg.Log}.Wrap(api))
+	api.HandleFunc("GET /v1/jobs/{id}/reclaim", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil || id <= 0 {
 			httpError(w, http.StatusBadRequest, "job id %q is not a number", r.PathValue("id"))
@@ -70,7 +78,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		}
 		writeJSON(w, out)
 	})
-	mux.HandleFunc("GET /v1/decisions", func(w http.ResponseWriter, r *http.Request) {
+	api.HandleFunc("GET /v1/decisions", func(w http.ResponseWriter, r *http.Request) {
 		since := time.Time{}
 		if s := r.URL.Query().Get("since"); s != "" {
 			t, err := time.Parse(time.RFC3339, s)
@@ -95,7 +103,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		}
 		writeJSON(w, reclaimapi.Decisions{Decisions: recs})
 	})
-	mux.HandleFunc("GET /v1/nodes/health", func(w http.ResponseWriter, r *http.Request) {
+	api.HandleFunc("GET /v1/nodes/health", func(w http.ResponseWriter, r *http.Request) {
 		if c.cfg.Health == nil {
 			httpError(w, http.StatusNotFound, "node health is off: set health.enabled: true in reclaimd.yaml")
 			return
@@ -110,7 +118,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		}
 		writeJSON(w, reclaimapi.NodesHealth{Nodes: nodes})
 	})
-	c.recoveryRoutes(mux)
+	c.recoveryRoutes(api)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		st := c.LastStatus()
 		switch {

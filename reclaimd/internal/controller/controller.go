@@ -107,6 +107,9 @@ type Config struct {
 	Now     func() time.Time
 	// Recovery classifies and retries failed jobs.
 	Recovery Recovery
+	// APIToken gives the bearer token every /v1 request of Handler must
+	// carry (api.token_file, a secretfile.File's Get); nil refuses them all.
+	APIToken func() ([]byte, error)
 }
 
 // Controller runs cycles.

@@ -462,7 +462,7 @@ func TestSourceDown(t *testing.T) {
 	if st := b.ctl.LastStatus(); st.Source || !st.SlurmOK {
 		t.Errorf("status = %+v, want source failing, Slurm fine", st)
 	}
-	srv := httptest.NewServer(b.ctl.Handler(time.Minute))
+	srv := httptest.NewServer(withToken(b.ctl.Handler(time.Minute)))
 	defer srv.Close()
 	code, body := get(t, srv.URL+"/healthz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "no node agent answered") {
@@ -506,7 +506,7 @@ func get(t *testing.T, url string) (int, string) {
 // health; bad requests get a 400 that says what is wanted.
 func TestAPI(t *testing.T) {
 	b := newBed(t, "26.05", cancelRules, 0)
-	srv := httptest.NewServer(b.ctl.Handler(time.Minute))
+	srv := httptest.NewServer(withToken(b.ctl.Handler(time.Minute)))
 	defer srv.Close()
 	if code, body := get(t, srv.URL+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "no cycle yet") {
 		t.Errorf("GET /healthz before a cycle = %d %s", code, body)

@@ -55,7 +55,7 @@ func TestGPUOrderReversed(t *testing.T) {
 				return 0, ""
 			})
 			b.ctl = b.newController()
-			srv := httptest.NewServer(b.ctl.Handler(time.Hour))
+			srv := httptest.NewServer(withToken(b.ctl.Handler(time.Hour)))
 			defer srv.Close()
 
 			if got := b.mustTick(); !cmp.Equal(got, tc.wantActions) {

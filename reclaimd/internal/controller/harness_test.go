@@ -267,7 +267,7 @@ func (b *bed) newController() *controller.Controller {
 	b.t.Cleanup(hook.Close)
 	ctl, err := controller.New(controller.Config{Slurm: b.slurm, Store: b.st, Rules: func() reclaimrules.Rules { return b.rules },
 		Collector: &collect.Agents{URL: b.agentURL, Secret: agentSecret}, Notifier: notify.Webhook{URL: hook.URL},
-		Tenants: func() *tenantmap.Map { return b.tenants }, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock, Health: b.health, Recovery: b.recovery,
+		Tenants: func() *tenantmap.Map { return b.tenants }, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock, Health: b.health, Recovery: b.recovery, APIToken: apiTokenFunc,
 		Log: slog.New(slog.NewTextHandler(&b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		b.t.Fatal(err)
@@ -468,5 +468,18 @@ func failWith(code int) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		fmt.Fprintf(w, `{"errors": [{"description": "injected failure", "error_number": 9000, "error": "Unspecified error"}], "warnings": []}`)
+	})
+}
+
+// apiToken is the API's bearer token in the tests (api.token_file).
+var apiToken = []byte("test-api-token")
+
+func apiTokenFunc() ([]byte, error) { return apiToken, nil }
+
+// withToken presents the API token on every request, as the portal does.
+func withToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("Authorization", "Bearer "+string(apiToken))
+		h.ServeHTTP(w, r)
 	})
 }

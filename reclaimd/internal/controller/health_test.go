@@ -270,7 +270,7 @@ func TestHealthXid79Drains(t *testing.T) {
 			}
 
 			// The API.
-			srv := httptest.NewServer(hb.ctl.Handler(time.Hour))
+			srv := httptest.NewServer(withToken(hb.ctl.Handler(time.Hour)))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL + "/v1/nodes/health?node=gpu3")
 			if err != nil {

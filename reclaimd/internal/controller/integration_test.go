@@ -161,7 +161,7 @@ func TestReclaimLadder(t *testing.T) {
 		}
 		defer st.Close()
 		ctl, err := controller.New(controller.Config{Slurm: c, Store: st, Rules: func() reclaimrules.Rules { return rules },
-			Collector: &collect.Agents{URL: urls, Secret: agentSecret}, SignalBatchOnly: true,
+			Collector: &collect.Agents{URL: urls, Secret: agentSecret}, SignalBatchOnly: true, APIToken: apiTokenFunc,
 			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +203,7 @@ func TestReclaimLadder(t *testing.T) {
 		}
 
 		// The API explains it.
-		srv := httptest.NewServer(ctl.Handler(time.Minute))
+		srv := httptest.NewServer(withToken(ctl.Handler(time.Minute)))
 		defer srv.Close()
 		resp, err := http.Get(fmt.Sprintf("%s/v1/jobs/%d/reclaim", srv.URL, idle))
 		if err != nil {
@@ -359,7 +359,7 @@ func TestCancelThroughOutage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		health := httptest.NewServer(ctl.Handler(time.Minute))
+		health := httptest.NewServer(withToken(ctl.Handler(time.Minute)))
 		defer health.Close()
 		var kinds []string
 		outageDone := false

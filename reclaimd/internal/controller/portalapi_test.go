@@ -95,7 +95,7 @@ func TestAPIAnswersForThePortal(t *testing.T) {
 	failure(910102, "acme-llm", "mem2", "cancelled", "leave", now.Add(-time.Hour))
 	failure(910104, "globex-rl", "gmem", "oom", "leave", now.Add(-30*time.Minute))
 
-	srv := httptest.NewServer(hb.ctl.Handler(time.Hour))
+	srv := httptest.NewServer(withToken(hb.ctl.Handler(time.Hour)))
 	t.Cleanup(srv.Close)
 	since := now.Add(-7 * 24 * time.Hour).UTC().Format(time.RFC3339)
 	for file, path := range map[string]string{

@@ -389,7 +389,7 @@ func (b *bed) crashIntent(restarts int) {
 func TestRecoveryAPI(t *testing.T) {
 	b := newRecoveryBed(t, "26.05", ncclLine+"\n", failed)
 	b.mustTick()
-	srv := httptest.NewServer(b.ctl.Handler(time.Hour))
+	srv := httptest.NewServer(withToken(b.ctl.Handler(time.Hour)))
 	t.Cleanup(srv.Close)
 	get := func(path string, want int) map[string]any {
 		t.Helper()

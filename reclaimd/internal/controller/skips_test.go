@@ -22,7 +22,7 @@ import (
 // and the reason.
 func TestSkipsVisible(t *testing.T) {
 	b := newBed(t, "26.05", requeueRules, 90) // busy: judged, no action
-	srv := httptest.NewServer(b.ctl.Handler(time.Hour))
+	srv := httptest.NewServer(withToken(b.ctl.Handler(time.Hour)))
 	defer srv.Close()
 	b.mustTick()
 	if v := counter(t, b.metrics.Skipped.WithLabelValues("busy")); v != 1 {
