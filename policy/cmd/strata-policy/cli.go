@@ -27,13 +27,24 @@ import (
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
-// Exit codes, stable for cron and monitoring.
+// Exit codes, stable for cron and monitoring: 2 is a usage error and
+// nothing else, so a typo in a cron line never reads as drift.
 const (
-	exitOK      = 0 // done; drift: Slurm matches the policy
-	exitFailure = 1 // could not run
-	exitDrift   = 2 // drift: Slurm differs from the policy; plan: there are changes
-	exitInvalid = 3 // the policy file has errors; nothing was read or written
+	exitOK      = 0                   // done; plan, drift: Slurm matches the policy
+	exitFailure = 1                   // could not run
+	exitUsage   = cliexit.ExitUsage   // an argument or flag the verb does not take, or a bad flag value
+	exitChanges = cliexit.ExitChanges // plan, drift, apply without --apply: Slurm differs from the policy
+	exitInvalid = 4                   // the policy file has errors; nothing was read or written
 )
+
+// exitCodesHelp ends every --help.
+const exitCodesHelp = `EXIT CODES:
+   0   done; plan, drift, apply without --apply: Slurm matches the policy
+   1   could not run: slurmrestd or sacctmgr failing, a write that failed or did not stay,
+       another apply holding the lock, a file render could not write
+   2   usage error: an argument or flag the command does not take, or a flag's value it cannot use
+   3   plan, drift, apply without --apply: Slurm differs from the policy (changes found)
+   4   the policy file has problems; nothing was read or written`
 
 // exitErr is an error with one of the exit codes above.
 func exitErr(code int, msg string) error { return cliexit.Error{Code: code, Msg: msg} }
@@ -61,14 +72,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Name:  "strata-policy",
 		Usage: "make Slurm's accounts, fair-share, limits and QOS match one policy file",
 		Description: `strata-policy check              validate the policy (every error as file:line:col with a hint)
-strata-policy plan               show the ordered changes Slurm needs (exit 2 when there are some)
+strata-policy plan               show the ordered changes Slurm needs (exit 3 when there are some)
 strata-policy apply --apply      make them (without --apply: the plan only)
-strata-policy drift              exit 0 when Slurm matches the policy, 2 when not (for cron)
+strata-policy drift              exit 0 when Slurm matches the policy, 3 when not (for cron)
 strata-policy explain job 1234   why a job waits, in plain words (also: explain user|account <name>)
 
 check, plan, apply, drift and render read the policy named by their argument or --policy
 (default /etc/strata/policy.yaml). An argument or flag a command does not take is a usage
-error: exit 2 too, with a message on stderr that says what the command takes.
+error: exit 2, with a message on stderr that says what the command takes (see EXIT CODES).
 
 Strata marks what it creates (account organization "strata", QOS description "strata: ...")
 and never changes or removes anything unmarked; removals need --prune. A removal that would
@@ -83,7 +94,7 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 		Before: func(c *cli.Context) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-				return err
+				return cliexit.Usagef("--log-level %q: give debug, info, warn or error", c.String("log-level"))
 			}
 			log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 			return nil
@@ -103,7 +114,7 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 			cliargs.Bind(&cli.Command{Name: "apply", Usage: "make the changes (with --apply)", Description: applyDoc, Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"},
 				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"}),
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }}, policyArg),
-			cliargs.Bind(&cli.Command{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags,
+			cliargs.Bind(&cli.Command{Name: "drift", Usage: "exit 3 when Slurm differs from the policy", Flags: restFlags,
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }}, policyArg),
 			explainCommand(ctx, restOnly(restFlags), func() *slog.Logger { return log }),
 			cliargs.Bind(&cli.Command{Name: "render", Usage: "write the files other parts read (see render --help)", Description: renderDoc(), Flags: []cli.Flag{restFlags[0],
@@ -112,7 +123,7 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 				policyArg),
 		},
 	}
-	app.CustomAppHelpTemplate = cli.AppHelpTemplate
+	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n"
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
@@ -143,7 +154,7 @@ func cmdRender(c *cli.Context) error {
 	batch := atomicfile.NewBatch()
 	for _, o := range outs {
 		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
-			return failure(err)
+			return failure(fmt.Errorf("render: no file was changed: %w", err))
 		}
 		batch.Add(o.path, o.data, o.mode)
 	}
@@ -211,8 +222,11 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	if err != nil {
 		return failure(err)
 	}
+	if m := c.String("read-with"); m != readAuto && m != readSacctmgr && m != readREST {
+		return cliexit.Usagef("--read-with %q: give %s, %s or %s", m, readAuto, readSacctmgr, readREST)
+	}
 	if c.Command.Name == "apply" && c.Int("batch-size") < 1 {
-		return exitErr(exitFailure, fmt.Sprintf("--batch-size %d: give 1 or more", c.Int("batch-size")))
+		return cliexit.Usagef("--batch-size %d: give 1 or more", c.Int("batch-size"))
 	}
 	tokens := &slurmrest.FileToken{Path: c.String("token-file")}
 	counter, start := &requestCounter{next: http.DefaultTransport, log: log}, time.Now()
@@ -248,7 +262,7 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 		if c.Command.Name == "apply" {
 			fmt.Fprintln(w, "\nNothing written: run with --apply to make these changes.")
 		}
-		return exitErr(exitDrift, "")
+		return exitErr(exitChanges, "")
 	}
 	todo := plan.Actionable(changes)
 	sw := writer{Client: client, Command: sm}
