@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,13 +15,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/policy/internal/apply"
 	"github.com/strata-hpc/strata/policy/internal/compile"
+	"github.com/strata-hpc/strata/policy/internal/generation"
 	"github.com/strata-hpc/strata/policy/internal/plan"
 	"github.com/strata-hpc/strata/policy/internal/render"
 	"github.com/strata-hpc/strata/policy/internal/sacctmgr"
@@ -118,7 +119,7 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }}, policyArg),
 			explainCommand(ctx, restOnly(restFlags), func() *slog.Logger { return log }),
 			cliargs.Bind(&cli.Command{Name: "render", Usage: "write the files other parts read (see render --help)", Description: renderDoc(), Flags: []cli.Flag{restFlags[0],
-				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: "/etc/strata", Usage: "where Strata's files go"},
+				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: defaultOutputDir, Usage: "where Strata's files go, and every render's generation (no package owns this folder)"},
 				&cli.StringFlag{Name: "slurm-dir", Value: "/etc/slurm", Usage: "where Slurm's files go (job_submit data, partitions include)"}}, Action: cmdRender},
 				policyArg),
 		},
@@ -128,43 +129,68 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 	return app.RunContext(ctx, args)
 }
 
+// defaultOutputDir is render's --output-dir: a folder no package ships a
+// file in.
+const defaultOutputDir = "/etc/strata/rendered"
+
+// legacyDir is where releases before generations rendered Strata's files,
+// among the packages' configuration files.
+const legacyDir = "/etc/strata"
+
 func cmdRender(c *cli.Context) error {
 	p, err := load(c)
 	if err != nil {
 		return err
 	}
-	dirs := map[string]string{render.DirStrata: c.String("output-dir"), render.DirSlurm: c.String("slurm-dir")}
-	type out struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}
-	var outs []out
+	out, slurmDir := c.String("output-dir"), c.String("slurm-dir")
+	var files []generation.File
 	for _, f := range render.Files() {
 		data, err := f.Render(p)
 		if err != nil {
 			return failure(fmt.Errorf("render %s: %w", f.Name, err))
 		}
-		outs = append(outs, out{filepath.Join(dirs[f.Dir], f.Name), data, f.Mode})
+		g := generation.File{Rel: f.Name, Link: filepath.Join(out, f.Name), Data: data, Mode: f.Mode,
+			// What the file-by-file writes of earlier releases left when killed.
+			Legacy: []string{"." + filepath.Base(f.Name) + ".old-*"}}
+		if f.Dir == render.DirSlurm {
+			g.Rel, g.Link = path.Join("slurm", f.Name), filepath.Join(slurmDir, f.Name)
+		}
+		files = append(files, g)
 	}
-	// Everything rendered before anything is written, and every file
-	// written beside its target before any is renamed into place: a
-	// policy that fails to render, or a file that cannot be written,
-	// changes none.
-	batch := atomicfile.NewBatch()
-	for _, o := range outs {
-		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
+	// Everything rendered before anything is written; then one new
+	// generation, switched to with one rename (see package generation).
+	store := &generation.Store{Root: out}
+	gen, err := store.Commit(files)
+	if err != nil {
+		if gen == "" {
 			return failure(fmt.Errorf("render: no file was changed: %w", err))
 		}
-		batch.Add(o.path, o.data, o.mode)
+		return failure(fmt.Errorf("render: generation %s is in place: %w", gen, err))
 	}
-	if err := batch.Commit(); err != nil {
-		return failure(fmt.Errorf("render: no file was changed: %w", err))
+	for _, f := range files {
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", f.Link)
 	}
-	for _, o := range outs {
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", o.path)
-	}
+	fmt.Fprintf(c.App.Writer, "generation %s is current in %s\n", gen, out)
+	warnLegacy(c.App.ErrWriter, out, files)
 	return nil
+}
+
+// warnLegacy says so when Strata's files of an earlier release are still
+// in /etc/strata while this render wrote elsewhere: a reader configured
+// with the old path would keep reading a file no render updates.
+func warnLegacy(w io.Writer, out string, files []generation.File) {
+	abs, err := filepath.Abs(out)
+	if err != nil || abs == legacyDir {
+		return
+	}
+	for _, f := range files {
+		old := filepath.Join(legacyDir, f.Rel)
+		if f.Rel == path.Base(f.Rel) && !strings.HasPrefix(f.Rel, "slurm/") {
+			if st, err := os.Lstat(old); err == nil && st.Mode().IsRegular() {
+				fmt.Fprintf(w, "strata-policy: warning: %s is from an earlier release and no longer rendered: point its reader at %s, then remove it\n", old, f.Link)
+			}
+		}
+	}
 }
 
 // parseSize reads a size: bytes, or a number with KiB, MiB or GiB (K, M
@@ -190,7 +216,16 @@ func parseSize(s string) (int64, error) {
 
 func renderDoc() string {
 	var b strings.Builder
-	b.WriteString("Renders every derived file, all or none:\n")
+	b.WriteString(`Renders every derived file, all or none. Each render writes a new generation,
+--output-dir/.generations/<time>-<id>/, and switches --output-dir/current to it with one
+rename; the paths below are links through current, so readers see the old render or the
+new one, never a mix, even when render is killed. Slurm's files are links to
+--output-dir/current/slurm/. A render removes what a killed one left, and the generations
+before the current one. Mode and owner an admin gives a file (chmod of its path) are kept.
+--output-dir (/etc/strata/rendered) belongs to no package: readers are configured to read
+these paths, and package upgrades never touch them.
+
+`)
 	for _, f := range render.Files() {
 		dir := "--output-dir"
 		if f.Dir == render.DirSlurm {
