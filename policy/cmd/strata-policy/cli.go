@@ -113,7 +113,8 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 			cliargs.Bind(&cli.Command{Name: "plan", Usage: "show the changes", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
 				policyArg),
 			cliargs.Bind(&cli.Command{Name: "apply", Usage: "make the changes (with --apply)", Description: applyDoc, Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"},
-				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"}),
+				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"},
+				&cli.StringFlag{Name: "lock-dir", Value: "/run/lock", Usage: "where --apply takes its lock, strata-policy-<cluster>.lock: a second apply of the cluster on this host is refused while one runs"}),
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }}, policyArg),
 			cliargs.Bind(&cli.Command{Name: "drift", Usage: "exit 3 when Slurm differs from the policy", Flags: restFlags,
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }}, policyArg),
@@ -263,6 +264,16 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	if c.Command.Name == "apply" && c.Int("batch-size") < 1 {
 		return cliexit.Usagef("--batch-size %d: give 1 or more", c.Int("batch-size"))
 	}
+	if write {
+		// Before the first read: the plan must be made against a Slurm
+		// that no other apply is changing.
+		unlock, err := apply.Lock(c.String("lock-dir"), want.Cluster)
+		if err != nil {
+			return failure(err)
+		}
+		defer unlock()
+		log.Info("took the apply lock", "file", apply.LockPath(c.String("lock-dir"), want.Cluster))
+	}
 	tokens := &slurmrest.FileToken{Path: c.String("token-file")}
 	counter, start := &requestCounter{next: http.DefaultTransport, log: log}, time.Now()
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: c.String("url"), User: c.String("user"),
@@ -315,6 +326,10 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	fmt.Fprintf(w, "\nApplied %d of %d changes in %d writes%s.\n", len(res.Applied), len(todo), res.Batches, loads)
 	reportSkipped(w, changes)
 	if res.Err != nil {
+		if ctx.Err() != nil {
+			return failure(fmt.Errorf("interrupted: %d changes are applied, a prefix of the plan; the batch in progress may have left account "+
+				"and user records without their settings, which no job can run in; run again to finish (%w)", len(res.Applied), res.Err))
+		}
 		return failure(fmt.Errorf("stopped at the first failed write: %w (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))
 	}
 	return verifyApplied(ctx, c, reader, want, len(todo))

@@ -25,6 +25,7 @@ func TestExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	noREST := []string{"--url", "http://127.0.0.1:1", "--token-file", filepath.Join(dir, "none.jwt")}
+	lockDir := []string{"--lock-dir", dir}
 	// An output folder that is a file: render cannot write there.
 	notDir := filepath.Join(dir, "file")
 	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
@@ -51,7 +52,7 @@ func TestExitCodes(t *testing.T) {
 		"explain: not a job id":  {[]string{"explain", "job", "x"}, exitUsage, "not a job id"},
 		"explain: unknown flag":  {[]string{"explain", "account", "acme", "--prune"}, exitUsage, "flag provided but not defined"},
 		"apply: batch size 0":    {append([]string{"apply", examplePolicy, "--apply", "--batch-size", "0"}, noREST...), exitUsage, "--batch-size 0"},
-		"apply: no slurmrestd":   {append([]string{"apply", examplePolicy, "--apply"}, noREST...), exitFailure, ""},
+		"apply: no slurmrestd":   {append(append([]string{"apply", examplePolicy, "--apply"}, noREST...), lockDir...), exitFailure, ""},
 		"apply: broken policy":   {append([]string{"apply", broken, "--apply"}, noREST...), exitInvalid, "nmae"},
 		"apply: unknown flag":    {[]string{"apply", examplePolicy, "--aply"}, exitUsage, "flag provided but not defined"},
 		"unknown verb":           {[]string{"aply"}, exitUsage, "unknown command"},

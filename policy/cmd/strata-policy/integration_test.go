@@ -41,6 +41,10 @@ func policyOnLevel(t *testing.T, b *testbed.Bed, level, file string, args ...str
 			full = append(full, "--read-with", readSacctmgr)
 		}
 	}
+	if args[0] == "apply" && !slices.Contains(args, "--lock-dir") {
+		// Tests of other tenants apply side by side: each its own lock.
+		full = append(full, "--lock-dir", t.TempDir())
+	}
 	err := run(testbed.Context(t), full, &out, &errb)
 	code := cliexit.CodeOf(err)
 	return code, out.String() + errb.String() + fmt.Sprint(err)
