@@ -21,7 +21,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	dir := t.TempDir()
 	broken := filepath.Join(dir, "broken.yaml")
-	if err := os.WriteFile(broken, []byte("apiVersion: strata/v1\nkind: Policy\ncluster: {nmae: gpu}\n"), 0o644); err != nil {
+	if err := os.WriteFile(broken, []byte("apiVersion: strata/v1\nkind: Policy\ncluster: {clustr: gpu}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	noREST := []string{"--url", "http://127.0.0.1:1", "--token-file", filepath.Join(dir, "none.jwt")}
@@ -39,27 +39,27 @@ func TestExitCodes(t *testing.T) {
 	}
 	cases := map[string]tc{
 		"check: valid":           {[]string{"check", examplePolicy}, exitOK, ""},
-		"check: broken policy":   {[]string{"check", broken}, exitInvalid, "nmae"},
+		"check: broken policy":   {[]string{"check", broken}, exitInvalid, "clustr"},
 		"check: unknown flag":    {[]string{"check", "--prune", examplePolicy}, exitUsage, "flag provided but not defined"},
 		"bad log level":          {[]string{"--log-level", "loud", "check", examplePolicy}, exitUsage, `--log-level "loud"`},
 		"bad policy size":        {[]string{"--max-policy-size", "lots", "check", examplePolicy}, exitUsage, "--max-policy-size"},
 		"render: written":        {[]string{"render", examplePolicy, "-o", out, "--slurm-dir", filepath.Join(out, "slurm")}, exitOK, ""},
 		"render: cannot write":   {[]string{"render", examplePolicy, "-o", filepath.Join(notDir, "x"), "--slurm-dir", out}, exitFailure, "render"},
-		"render: broken policy":  {[]string{"render", broken, "-o", out}, exitInvalid, "nmae"},
+		"render: broken policy":  {[]string{"render", broken, "-o", out}, exitInvalid, "clustr"},
 		"render: unknown flag":   {[]string{"render", examplePolicy, "--url", "x"}, exitUsage, "flag provided but not defined"},
 		"explain: no slurmrestd": {append([]string{"explain", "user", "alice", "-p", examplePolicy}, noREST...), exitFailure, ""},
-		"explain: broken policy": {append([]string{"explain", "user", "alice", "-p", broken}, noREST...), exitInvalid, "nmae"},
+		"explain: broken policy": {append([]string{"explain", "user", "alice", "-p", broken}, noREST...), exitInvalid, "clustr"},
 		"explain: not a job id":  {[]string{"explain", "job", "x"}, exitUsage, "not a job id"},
 		"explain: unknown flag":  {[]string{"explain", "account", "acme", "--prune"}, exitUsage, "flag provided but not defined"},
 		"apply: batch size 0":    {append([]string{"apply", examplePolicy, "--apply", "--batch-size", "0"}, noREST...), exitUsage, "--batch-size 0"},
 		"apply: no slurmrestd":   {append(append([]string{"apply", examplePolicy, "--apply"}, noREST...), lockDir...), exitFailure, ""},
-		"apply: broken policy":   {append([]string{"apply", broken, "--apply"}, noREST...), exitInvalid, "nmae"},
+		"apply: broken policy":   {append([]string{"apply", broken, "--apply"}, noREST...), exitInvalid, "clustr"},
 		"apply: unknown flag":    {[]string{"apply", examplePolicy, "--aply"}, exitUsage, "flag provided but not defined"},
 		"unknown verb":           {[]string{"aply"}, exitUsage, "unknown command"},
 	}
 	for _, verb := range []string{"plan", "drift"} {
 		cases[verb+": no slurmrestd"] = tc{append([]string{verb, examplePolicy}, noREST...), exitFailure, ""}
-		cases[verb+": broken policy"] = tc{append([]string{verb, broken}, noREST...), exitInvalid, "nmae"}
+		cases[verb+": broken policy"] = tc{append([]string{verb, broken}, noREST...), exitInvalid, "clustr"}
 		cases[verb+": unknown flag"] = tc{[]string{verb, examplePolicy, "--apply"}, exitUsage, "flag provided but not defined"}
 		cases[verb+": bad --read-with"] = tc{append([]string{verb, examplePolicy, "--read-with", "ldap"}, noREST...), exitUsage, `--read-with "ldap"`}
 	}

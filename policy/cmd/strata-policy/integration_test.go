@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,12 @@ func policyOn(t *testing.T, b *testbed.Bed, file string, args ...string) (int, s
 // policyOnLevel is policyOn logging at level.
 func policyOnLevel(t *testing.T, b *testbed.Bed, level, file string, args ...string) (int, string) {
 	t.Helper()
+	return policyOnCtx(testbed.Context(t), t, b, level, file, args...)
+}
+
+// policyOnCtx is policyOnLevel with a context of the caller's.
+func policyOnCtx(ctx context.Context, t *testing.T, b *testbed.Bed, level, file string, args ...string) (int, string) {
+	t.Helper()
 	cliMu.Lock()
 	defer cliMu.Unlock()
 	var out, errb bytes.Buffer
@@ -45,7 +52,7 @@ func policyOnLevel(t *testing.T, b *testbed.Bed, level, file string, args ...str
 		// Tests of other tenants apply side by side: each its own lock.
 		full = append(full, "--lock-dir", t.TempDir())
 	}
-	err := run(testbed.Context(t), full, &out, &errb)
+	err := run(ctx, full, &out, &errb)
 	code := cliexit.CodeOf(err)
 	return code, out.String() + errb.String() + fmt.Sprint(err)
 }
