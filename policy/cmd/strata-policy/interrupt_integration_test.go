@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,6 +89,37 @@ func (w *watched) waitFor(t *testing.T, n int, parts ...string) {
 			t.Fatalf("no %d lines with %q in 4 minutes:\n%s", n, parts, tail(w.text()))
 		}
 	}
+}
+
+// policyProcess runs strata-policy as policyOn does, in a process of its
+// own with a time limit, and returns its exit code and output.
+func policyProcess(t *testing.T, b *testbed.Bed, limit time.Duration, file string, args ...string) (int, string) {
+	t.Helper()
+	full := append([]string{"--log-level", "warn"}, args...)
+	full = append(full, "--policy", file, "--url", b.URL, "--user", b.AdminUser, "--token-file", b.TokenFile,
+		"--sacctmgr", filepath.Join(b.Bin, "sacctmgr"))
+	if !slices.Contains(args, "--read-with") {
+		full = append(full, "--read-with", readSacctmgr)
+	}
+	if args[0] == "apply" {
+		full = append(full, "--lock-dir", t.TempDir())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], full...)
+	cmd.Env = append(os.Environ(), "STRATA_POLICY_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+	// Past the limit, SIGTERM: it says how far it got.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("strata-policy %s: %v", args[0], err)
+	}
+	return code, string(out)
 }
 
 // wrapSacctmgr is a sacctmgr that records its pid, then becomes the bed's.
@@ -245,7 +277,7 @@ func TestApplyInterrupted(t *testing.T) {
 			t.Run(p.name, func(t *testing.T) {
 				file, _ := generated(t, b, p.spec)
 				mgr, pids := wrapSacctmgr(t, b)
-				code, out := policyOn(t, b, file, append([]string{"plan"}, p.args[:min(2, len(p.args))]...)...)
+				code, out := policyProcess(t, b, 5*time.Minute, file, append([]string{"plan"}, p.args[:min(2, len(p.args))]...)...)
 				if code != exitChanges {
 					t.Fatalf("plan: exit %d:\n%s", code, tail(out))
 				}
@@ -268,7 +300,7 @@ func TestApplyInterrupted(t *testing.T) {
 				}
 				noneLeft(t, pids)
 
-				code, out = policyOn(t, b, file, append([]string{"plan"}, p.args[:min(2, len(p.args))]...)...)
+				code, out = policyProcess(t, b, 5*time.Minute, file, append([]string{"plan"}, p.args[:min(2, len(p.args))]...)...)
 				if code != exitChanges && code != exitOK {
 					t.Fatalf("plan after the interruption: exit %d:\n%s", code, tail(out))
 				}
@@ -278,14 +310,14 @@ func TestApplyInterrupted(t *testing.T) {
 				// slurmdbd finishes the work of a load whose sacctmgr was
 				// killed before it rolls it back, and the next apply's loads
 				// wait for it: minutes on a busy 2-CPU machine.
-				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-				defer cancel()
+				// A process of its own: in this one, it would hold cliMu
+				// (and so the other release's subtest) that long.
 				start := time.Now()
-				if code, out = policyOnCtx(ctx, t, b, "warn", file, append([]string{"apply", "--apply"}, p.args...)...); code != exitOK || !strings.Contains(out, "Checked: Slurm now matches") {
+				if code, out = policyProcess(t, b, 15*time.Minute, file, append([]string{"apply", "--apply"}, p.args...)...); code != exitOK || !strings.Contains(out, "Checked: Slurm now matches") {
 					t.Fatalf("the next apply (%v): exit %d:\n%s", time.Since(start).Round(time.Second), code, tail(out))
 				}
 				t.Logf("the next apply converged in %v", time.Since(start).Round(time.Second))
-				if code, out = policyOn(t, b, file, "plan"); code != exitOK || !strings.Contains(out, "Slurm matches") {
+				if code, out = policyProcess(t, b, 5*time.Minute, file, "plan"); code != exitOK || !strings.Contains(out, "Slurm matches") {
 					t.Errorf("plan after the next apply: exit %d:\n%s", code, tail(out))
 				}
 			})
