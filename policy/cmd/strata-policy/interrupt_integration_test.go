@@ -245,7 +245,8 @@ func TestApplyTwoAtOnce(t *testing.T) {
 
 // TestApplyInterrupted: an apply interrupted by SIGTERM or SIGKILL at
 // several points (the reads, the REST batches, during a request, the
-// accounts' sacctmgr load, the users' loads waiting at their questions)
+// accounts' sacctmgr load, the users' loads side by side, and after the
+// first of them committed)
 // leaves Slurm holding a prefix of the plan: every object of the plan before
 // some change is done, and none after it; no sacctmgr it ran outlives it;
 // the next apply converges, and the plan after it is empty.
@@ -271,6 +272,8 @@ func TestApplyInterrupted(t *testing.T) {
 		{"SIGKILL during the accounts' load", large, nil, 1, []string{`msg="running sacctmgr"`, "-i load"}, syscall.SIGKILL},
 		{"SIGKILL during the users' loads", large, nil, 1, []string{`msg="policy changes loaded"`}, syscall.SIGKILL},
 		{"SIGTERM during the users' loads", large, nil, 1, []string{`msg="policy changes loaded"`}, syscall.SIGTERM},
+		// Part 1 committed, part 2 at its question or committing.
+		{"SIGKILL after the first users' load committed", large, nil, 1, []string{`msg="sacctmgr load"`, "part=1 ", "committed=true"}, syscall.SIGKILL},
 	}
 	testbed.EachExclusive(t, func(t *testing.T, b *testbed.Bed) {
 		for _, p := range points {
@@ -284,7 +287,7 @@ func TestApplyInterrupted(t *testing.T) {
 				before := planKeys(out)
 				run := startPolicy(t, b, mgr, append([]string{"apply", "--apply", "--policy", file, "--lock-dir", t.TempDir()}, p.args...)...)
 				run.waitFor(t, p.n, p.when...)
-				if p.n > 1 || strings.Contains(p.name, "users' loads") {
+				if p.n > 1 || strings.HasSuffix(p.name, "users' loads") {
 					// Let the parts reach slurmdbd and their questions.
 					time.Sleep(300 * time.Millisecond)
 				}
