@@ -72,7 +72,7 @@ var installed = map[string]map[string]wantFile{
 		"/usr/lib/systemd/system/reclaimd-agent.service": data(),
 		"/usr/lib/sysusers.d/strata-reclaimd.conf":       data(),
 		"/etc/strata/reclaimd.yaml":                      conf("strata-reclaimd"),
-		"/etc/strata/reclaim-rules.json":                 conf("strata-reclaimd"),
+		"/usr/share/strata/examples/reclaim-rules.json":  data(),
 		"/etc/strata/reclaimd-mail.tmpl":                 conf("strata-reclaimd"),
 	},
 	"strata-bridge": {
@@ -524,16 +524,19 @@ func testBinaries(t *testing.T, c *chroot) {
 	}
 
 	// What a site adds before the daemons check out: the contracts
-	// rendered from the installed policy (the serving contract for the
-	// bridge, the tenant map for reclaimd, readable by the group strata of
-	// both), the shared file system, a kubeconfig, the slurmrestd token
+	// rendered from the installed policy where the packaged configs read
+	// them (the serving contract for the bridge, the tenant map for
+	// reclaimd, made readable by the group strata of both alone, which the
+	// next render keeps), the shared file system, a kubeconfig, the slurmrestd token
 	// and the API token, with the group and mode the configs have; for the
 	// portal, each cluster of its example its jwt key and tenant map, and
 	// gpu1's job policy.
 	c.must("sh", "-ec", `mkdir -p /tmp/render /shared/projects /shared/tenants
-strata-policy render -o /tmp/render --slurm-dir /tmp/render/slurm
-install -m 0640 -g strata-bridge /tmp/render/serving.json /etc/strata/serving.json
-install -m 0640 -g strata /tmp/render/tenants.json /etc/strata/tenants.json
+strata-policy render
+chgrp strata /etc/strata/rendered/serving.json /etc/strata/rendered/tenants.json
+chmod 0640 /etc/strata/rendered/serving.json /etc/strata/rendered/tenants.json
+strata-policy render
+test "$(stat -L -c %a:%G /etc/strata/rendered/tenants.json)" = 640:strata
 cat > /etc/strata/bridge.kubeconfig <<'EOF'
 apiVersion: v1
 kind: Config
@@ -551,9 +554,9 @@ for c in gpu1 gpu2; do
 	head -c 32 /dev/urandom > /etc/strata/clusters/$c/jwt_hs256.key
 	chgrp strata-portal-api /etc/strata/clusters/$c/jwt_hs256.key
 	chmod 0640 /etc/strata/clusters/$c/jwt_hs256.key
-	install -m 0640 -g strata-portal-api /tmp/render/tenants.json /etc/strata/clusters/$c/tenants.json
+	install -m 0640 -g strata-portal-api /etc/strata/rendered/tenants.json /etc/strata/clusters/$c/tenants.json
 done
-install -m 0640 -g strata-portal-api /tmp/render/slurm/strata/jobpolicy.json /etc/strata/clusters/gpu1/jobpolicy.json
+install -m 0640 -g strata-portal-api /etc/slurm/strata/jobpolicy.json /etc/strata/clusters/gpu1/jobpolicy.json
 install -m 0640 -g strata-portal-api /etc/strata/bridge-api.token /etc/strata/clusters/gpu1/bridge-api.token`)
 
 	checks := []struct {

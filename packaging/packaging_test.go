@@ -64,7 +64,6 @@ var configWant = map[string]string{ // etc/strata/... -> group
 	"bridge/runtimes/vllm.yaml":    "strata-bridge",
 	"policy.yaml":                  "root",
 	"portal-api.yaml":              "strata-portal-api",
-	"reclaim-rules.json":           "strata-reclaimd",
 	"reclaimd-mail.tmpl":           "strata-reclaimd",
 	"reclaimd.yaml":                "strata-reclaimd",
 	"topogen.yaml":                 "root",
@@ -77,13 +76,22 @@ var configWant = map[string]string{ // etc/strata/... -> group
 	"templates/vscode.yaml":        "strata-portal-api",
 }
 
+// examples are the files of etc/strata shipped as examples, not as
+// configuration, with where they go: a file strata-policy render writes
+// must be no package's conffile (an upgrade whose example changed would stop
+// at dpkg's conffile question), so its example lies beside the docs.
+var examples = map[string]string{ // etc/strata/... -> installed path
+	"reclaim-rules.json": "/usr/share/strata/examples/reclaim-rules.json",
+}
+
 // unpackaged are the parts whose configs etc/strata holds before the
 // part has a package: their files are in no package yet. Take a part off
 // when its nfpm config comes, and ship its files there.
 var unpackaged = map[string]bool{}
 
 // TestEveryConfigIsShipped fails when a file of etc/strata is in no package,
-// in two, or is shipped other than as config|noreplace 0640 root:<group>.
+// in two, or is shipped other than as config|noreplace 0640 root:<group>
+// (an example: a plain 0644 file where examples says).
 func TestEveryConfigIsShipped(t *testing.T) {
 	var inTree []string
 	err := filepath.WalkDir("../etc/strata", func(path string, d os.DirEntry, err error) error {
@@ -98,6 +106,9 @@ func TestEveryConfigIsShipped(t *testing.T) {
 	}
 	var want []string
 	for f := range configWant {
+		want = append(want, f)
+	}
+	for f := range examples {
 		want = append(want, f)
 	}
 	sort.Strings(want)
@@ -131,6 +142,12 @@ func TestEveryConfigIsShipped(t *testing.T) {
 				}
 				shipped[rel] = part
 				fi := f.FileInfo
+				if dst, ok := examples[rel]; ok {
+					if f.Type != "" || fi.Mode != 0o644 || f.Dst != dst {
+						t.Errorf("%s: %s shipped as %q %o at %s, want a plain 644 file at %s", part, src, f.Type, fi.Mode, f.Dst, dst)
+					}
+					continue
+				}
 				if f.Type != "config|noreplace" || fi.Mode != 0o640 || fi.Owner != "root" || fi.Group != configWant[rel] {
 					t.Errorf("%s: %s shipped as %q %o %s:%s, want config|noreplace 640 root:%s",
 						part, src, f.Type, fi.Mode, fi.Owner, fi.Group, configWant[rel])

@@ -140,8 +140,24 @@ type ShareLevel struct {
 	// null when Slurm gives none or it is infinite (nothing used yet).
 	LevelFS *float64 `json:"level_fs"`
 	// FairShareFactor is the factor that enters the job priority; Slurm
-	// computes it for users only, null elsewhere.
+	// computes it for users only, null elsewhere, and null while
+	// FactorNotComputed.
 	FairShareFactor *float64 `json:"fair_share_factor"`
+	// FactorNotComputed says slurmctld has not computed the user's factor
+	// yet: it shows 0 for an association made since its priority thread
+	// last ran (every PriorityCalcPeriod, 5 minutes by default), a value
+	// that would read as the lowest priority of all.
+	FactorNotComputed bool `json:"fair_share_factor_not_computed,omitempty"`
+}
+
+// factorNotComputed tells a factor slurmctld has not computed from a
+// computed one. A computed factor of a user with shares and no usage is 1
+// under the classic algorithm (2^-(usage/shares)) and above 0 under Fair
+// Tree (the user's rank over the number of users), so 0 there is the
+// value slurmdbd gives a new association before slurmctld's priority
+// thread has run.
+func factorNotComputed(s *slurmrest.Share) bool {
+	return s.User != "" && s.FairShareFactor == 0 && s.Shares > 0 && s.RawUsage == 0
 }
 
 // Usage is what running jobs hold now, and how many jobs wait.
@@ -670,7 +686,10 @@ func shareLevel(s *slurmrest.Share) ShareLevel {
 	if !math.IsInf(s.LevelFS, 0) && !math.IsNaN(s.LevelFS) && (s.Parent != "" || s.User != "") {
 		out.LevelFS = ptr(s.LevelFS) // root has no level of its own
 	}
-	if s.User != "" {
+	switch {
+	case factorNotComputed(s):
+		out.FactorNotComputed = true
+	case s.User != "":
 		out.FairShareFactor = ptr(s.FairShareFactor)
 	}
 	return out

@@ -1,6 +1,7 @@
 package explain_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -226,6 +227,14 @@ func TestWhy(t *testing.T) {
 				s.Shares = []slurmrest.Share{{Account: "acme-llm", User: "alice", Parent: "acme-llm", FairShareFactor: 0.25}}
 			},
 			wantDetail: "jobs of higher priority wait for the same resources and go first in partition gpu; the fair-share factor of user alice in acme-llm is 0.250",
+		},
+		"priority, factor not computed yet": { // right after an apply: slurmctld's priority thread has not run
+			job: pending(9, "alice", "acme-llm", "gres/gpu=8", "Priority"),
+			edit: func(s *explain.Snapshot) {
+				s.Shares = []slurmrest.Share{{Account: "acme-llm", User: "alice", Parent: "acme-llm", Shares: 1, FairShareFactor: 0}}
+			},
+			wantDetail: "jobs of higher priority wait for the same resources and go first in partition gpu; the fair-share factor of user alice in acme-llm is not computed yet",
+			wantHint:   "PriorityCalcPeriod",
 		},
 		"nodes not available": {
 			job: func() slurmrest.Job {
@@ -547,5 +556,68 @@ func TestMapWithoutLimits(t *testing.T) {
 	}
 	if full.Limits[0].Source == nil || len(full.Notes) != 0 {
 		t.Errorf("full map: limits %+v, notes %q", full.Limits, full.Notes)
+	}
+}
+
+// TestFactorNotComputed: right after an apply slurmctld reports a factor of
+// 0 for every new user association (its priority thread has not run yet);
+// explain says "not computed yet", in text and JSON, instead of 0.000,
+// which reads as the lowest priority. A computed factor, and a 0 that
+// comes with usage, stay numbers.
+func TestFactorNotComputed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		share       slurmrest.Share
+		wantText    string
+		wantJSON    string
+		notComputed bool
+	}{
+		"new association": {slurmrest.Share{Shares: 1, FairShareFactor: 0}, "not computed yet", `"fair_share_factor":null,"fair_share_factor_not_computed":true`, true},
+		"computed":        {slurmrest.Share{Shares: 1, FairShareFactor: 0.5, RawUsage: 10}, "0.500", `"fair_share_factor":0.5}`, false},
+		"no usage, 1":     {slurmrest.Share{Shares: 1, FairShareFactor: 1}, "1.000", `"fair_share_factor":1}`, false},
+		"used it all":     {slurmrest.Share{Shares: 1, FairShareFactor: 0, RawUsage: 1 << 40}, "0.000", `"fair_share_factor":0}`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := smallInput(t)
+			s := tc.share
+			s.Account, s.User, s.Parent = "acme-llm", "alice", "acme-llm"
+			for i, old := range in.Live.Shares {
+				if old.User == "alice" {
+					in.Live.Shares[i] = s
+				}
+			}
+			if !slices.ContainsFunc(in.Live.Shares, func(x slurmrest.Share) bool { return x.User == "alice" }) {
+				in.Live.Shares = append(in.Live.Shares, s)
+			}
+			r, err := explain.User(in, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := r.Accounts[0].FairShare
+			row := rows[len(rows)-1]
+			if row.User != "alice" || row.FactorNotComputed != tc.notComputed {
+				t.Fatalf("alice's row = %+v, want not computed %v", row, tc.notComputed)
+			}
+			var b strings.Builder
+			if err := explain.Text(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			var line string
+			for l := range strings.Lines(b.String()) {
+				if f := strings.Fields(l); len(f) > 2 && f[0] == "acme-llm" && f[1] == "alice" {
+					line = l
+					break
+				}
+			}
+			if !strings.HasSuffix(strings.TrimSpace(line), tc.wantText) {
+				t.Errorf("alice's fair-share row %q, want it to end in %q:\n%s", line, tc.wantText, b.String())
+			}
+			js, err := json.Marshal(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(js), tc.wantJSON) {
+				t.Errorf("JSON %s, want %s", js, tc.wantJSON)
+			}
+		})
 	}
 }

@@ -525,6 +525,12 @@ func (x *index) whyPriority(w *Why, j slurmrest.Job) {
 	if s == nil {
 		return
 	}
+	if factorNotComputed(s) {
+		w.Detail = fmt.Sprintf("%s in partition %s; the fair-share factor of user %s in %s is not computed yet",
+			w.Meaning, j.Partition, j.User, j.Account)
+		w.Hint = "slurmctld computes fair-share factors every PriorityCalcPeriod (5 minutes by default); until then a new association's factor counts as 0"
+		return
+	}
 	w.Detail = fmt.Sprintf("%s in partition %s; the fair-share factor of user %s in %s is %s",
 		w.Meaning, j.Partition, j.User, j.Account, strconv.FormatFloat(s.FairShareFactor, 'f', 3, 64))
 	w.Hint = "the factor rises as past usage of the user and the accounts above decays (see the fair-share table)"

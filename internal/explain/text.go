@@ -220,7 +220,7 @@ func sharesText(b *strings.Builder, indent string, rows []ShareLevel) {
 	fmt.Fprintln(tw, indent+"  ACCOUNT\tUSER\tSHARES\tNORMALIZED\tEFFECTIVE USAGE\tLEVEL FS\tFACTOR")
 	for _, s := range rows {
 		fmt.Fprintf(tw, "%s  %s\t%s\t%d\t%s\t%s\t%s\t%s\n", indent, s.Account, orDash(s.User), s.Shares, f3(s.SharesNorm),
-			f3(s.EffectiveUsage), fptr(s.LevelFS), fptr(s.FairShareFactor))
+			f3(s.EffectiveUsage), fptr(s.LevelFS), factorText(s))
 	}
 	tw.Flush()
 }
@@ -272,6 +272,15 @@ func val(v *float64) string {
 func hours(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// factorText is a row's fair-share factor; one slurmctld has not computed
+// yet says so, rather than 0.000, which reads as the lowest priority.
+func factorText(s ShareLevel) string {
+	if s.FactorNotComputed {
+		return "not computed yet"
+	}
+	return fptr(s.FairShareFactor)
+}
 
 func fptr(v *float64) string {
 	if v == nil {

@@ -1,6 +1,6 @@
 // Package reclaimrules is the contract between strata-policy, which renders
 // the idle-GPU reclaim rules of every tenant into
-// /etc/strata/reclaim-rules.json, and reclaimd, which reads them (and, until
+// /etc/strata/rendered/reclaim-rules.json, and reclaimd, which reads them (and, until
 // policy exists, embeds the same structure in its own YAML configuration).
 // Beside the idle rules it carries the recovery rules ([Recovery]): how
 // reclaimd retries each workload class's failed jobs, by failure class.

@@ -175,7 +175,7 @@ func Default() Config {
 			PollInterval: 30 * time.Second},
 		Kubernetes: Kubernetes{Kubeconfig: "/etc/strata/bridge.kubeconfig", FieldManager: "strata-bridge",
 			RolloutTimeout: 5 * time.Minute},
-		Policy:               Policy{ServingFile: "/etc/strata/serving.json"},
+		Policy:               Policy{ServingFile: "/etc/strata/rendered/serving.json"},
 		Models:               Models{Mount: Mount{Kind: MountHostPath}},
 		Runtimes:             Runtimes{Dir: "/etc/strata/bridge/runtimes"},
 		Defaults:             servespec.Defaults{Runtime: "generic", Replicas: 1},

@@ -40,7 +40,7 @@ func TestMinimal(t *testing.T) {
 	}
 	// The contract's defaults, written out.
 	if cfg.Slurm.PollInterval != 30*time.Second || cfg.Kubernetes.FieldManager != "strata-bridge" ||
-		cfg.Kubernetes.RolloutTimeout != 5*time.Minute || cfg.Policy.ServingFile != "/etc/strata/serving.json" ||
+		cfg.Kubernetes.RolloutTimeout != 5*time.Minute || cfg.Policy.ServingFile != "/etc/strata/rendered/serving.json" ||
 		cfg.Runtimes.Dir != "/etc/strata/bridge/runtimes" || cfg.Defaults != (servespec.Defaults{Runtime: "generic", Replicas: 1}) ||
 		cfg.Store.Path != "/var/lib/strata/bridge/bridge.db" || cfg.Listen != "127.0.0.1:9464" || cfg.KServe ||
 		cfg.Spread.TopologyKey != "kubernetes.io/hostname" || cfg.Models.Mount.Kind != MountHostPath {

@@ -87,8 +87,8 @@ func TestApplyOneAtATime(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "Slurm matches") || !strings.Contains(out, " reads, 0 writes)") {
 			t.Errorf("batched apply after one at a time: exit %d, want no write:\n%s", code, tail(out))
 		}
-		if code, out = policyOn(t, b, file, "apply", "--apply", "--batch-size", "0"); code != exitFailure || !strings.Contains(out, "--batch-size 0") {
-			t.Errorf("--batch-size 0: exit %d, want %d and the flag named:\n%s", code, exitFailure, tail(out))
+		if code, out = policyOn(t, b, file, "apply", "--apply", "--batch-size", "0"); code != exitUsage || !strings.Contains(out, "--batch-size 0") {
+			t.Errorf("--batch-size 0: exit %d, want %d and the flag named:\n%s", code, exitUsage, tail(out))
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,26 +15,37 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/policy/internal/apply"
 	"github.com/strata-hpc/strata/policy/internal/compile"
+	"github.com/strata-hpc/strata/policy/internal/generation"
 	"github.com/strata-hpc/strata/policy/internal/plan"
 	"github.com/strata-hpc/strata/policy/internal/render"
 	"github.com/strata-hpc/strata/policy/internal/sacctmgr"
 	"github.com/strata-hpc/strata/policy/internal/spec"
 )
 
-// Exit codes, stable for cron and monitoring.
+// Exit codes, stable for cron and monitoring: 2 is a usage error and
+// nothing else, so a typo in a cron line never reads as drift.
 const (
-	exitOK      = 0 // done; drift: Slurm matches the policy
-	exitFailure = 1 // could not run
-	exitDrift   = 2 // drift: Slurm differs from the policy; plan: there are changes
-	exitInvalid = 3 // the policy file has errors; nothing was read or written
+	exitOK      = 0                   // done; plan, drift: Slurm matches the policy
+	exitFailure = 1                   // could not run
+	exitUsage   = cliexit.ExitUsage   // an argument or flag the verb does not take, or a bad flag value
+	exitChanges = cliexit.ExitChanges // plan, drift, apply without --apply: Slurm differs from the policy
+	exitInvalid = 4                   // the policy file has errors; nothing was read or written
 )
+
+// exitCodesHelp ends every --help.
+const exitCodesHelp = `EXIT CODES:
+   0   done; plan, drift, apply without --apply: Slurm matches the policy
+   1   could not run: slurmrestd or sacctmgr failing, a write that failed or did not stay,
+       another apply holding the lock, a file render could not write
+   2   usage error: an argument or flag the command does not take, or a flag's value it cannot use
+   3   plan, drift, apply without --apply: Slurm differs from the policy (changes found)
+   4   the policy file has problems; nothing was read or written`
 
 // exitErr is an error with one of the exit codes above.
 func exitErr(code int, msg string) error { return cliexit.Error{Code: code, Msg: msg} }
@@ -61,14 +73,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Name:  "strata-policy",
 		Usage: "make Slurm's accounts, fair-share, limits and QOS match one policy file",
 		Description: `strata-policy check              validate the policy (every error as file:line:col with a hint)
-strata-policy plan               show the ordered changes Slurm needs (exit 2 when there are some)
+strata-policy plan               show the ordered changes Slurm needs (exit 3 when there are some)
 strata-policy apply --apply      make them (without --apply: the plan only)
-strata-policy drift              exit 0 when Slurm matches the policy, 2 when not (for cron)
+strata-policy drift              exit 0 when Slurm matches the policy, 3 when not (for cron)
 strata-policy explain job 1234   why a job waits, in plain words (also: explain user|account <name>)
 
 check, plan, apply, drift and render read the policy named by their argument or --policy
 (default /etc/strata/policy.yaml). An argument or flag a command does not take is a usage
-error: exit 2 too, with a message on stderr that says what the command takes.
+error: exit 2, with a message on stderr that says what the command takes (see EXIT CODES).
 
 Strata marks what it creates (account organization "strata", QOS description "strata: ...")
 and never changes or removes anything unmarked; removals need --prune. A removal that would
@@ -83,7 +95,7 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 		Before: func(c *cli.Context) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-				return err
+				return cliexit.Usagef("--log-level %q: give debug, info, warn or error", c.String("log-level"))
 			}
 			log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 			return nil
@@ -101,59 +113,85 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 			cliargs.Bind(&cli.Command{Name: "plan", Usage: "show the changes", Flags: restFlags, Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }},
 				policyArg),
 			cliargs.Bind(&cli.Command{Name: "apply", Usage: "make the changes (with --apply)", Description: applyDoc, Flags: append(restFlags, &cli.BoolFlag{Name: "apply", Usage: "really write"},
-				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"}),
+				&cli.IntFlag{Name: "batch-size", Value: apply.DefaultBatchSize, Usage: "most changes in one batch of list requests (1: one change at a time)"},
+				&cli.StringFlag{Name: "lock-dir", Value: "/run/lock", Usage: "where --apply takes its lock, strata-policy-<cluster>.lock: a second apply of the cluster on this host is refused while one runs"}),
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, c.Bool("apply")) }}, policyArg),
-			cliargs.Bind(&cli.Command{Name: "drift", Usage: "exit 2 when Slurm differs from the policy", Flags: restFlags,
+			cliargs.Bind(&cli.Command{Name: "drift", Usage: "exit 3 when Slurm differs from the policy", Flags: restFlags,
 				Action: func(c *cli.Context) error { return cmdPlan(ctx, c, log, false) }}, policyArg),
 			explainCommand(ctx, restOnly(restFlags), func() *slog.Logger { return log }),
 			cliargs.Bind(&cli.Command{Name: "render", Usage: "write the files other parts read (see render --help)", Description: renderDoc(), Flags: []cli.Flag{restFlags[0],
-				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: "/etc/strata", Usage: "where Strata's files go"},
+				&cli.StringFlag{Name: "output-dir", Aliases: []string{"o"}, Value: defaultOutputDir, Usage: "where Strata's files go, and every render's generation (no package owns this folder)"},
 				&cli.StringFlag{Name: "slurm-dir", Value: "/etc/slurm", Usage: "where Slurm's files go (job_submit data, partitions include)"}}, Action: cmdRender},
 				policyArg),
 		},
 	}
-	app.CustomAppHelpTemplate = cli.AppHelpTemplate
+	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n"
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
+
+// defaultOutputDir is render's --output-dir: a folder no package ships a
+// file in.
+const defaultOutputDir = "/etc/strata/rendered"
+
+// legacyDir is where releases before generations rendered Strata's files,
+// among the packages' configuration files.
+const legacyDir = "/etc/strata"
 
 func cmdRender(c *cli.Context) error {
 	p, err := load(c)
 	if err != nil {
 		return err
 	}
-	dirs := map[string]string{render.DirStrata: c.String("output-dir"), render.DirSlurm: c.String("slurm-dir")}
-	type out struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}
-	var outs []out
+	out, slurmDir := c.String("output-dir"), c.String("slurm-dir")
+	var files []generation.File
 	for _, f := range render.Files() {
 		data, err := f.Render(p)
 		if err != nil {
 			return failure(fmt.Errorf("render %s: %w", f.Name, err))
 		}
-		outs = append(outs, out{filepath.Join(dirs[f.Dir], f.Name), data, f.Mode})
-	}
-	// Everything rendered before anything is written, and every file
-	// written beside its target before any is renamed into place: a
-	// policy that fails to render, or a file that cannot be written,
-	// changes none.
-	batch := atomicfile.NewBatch()
-	for _, o := range outs {
-		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
-			return failure(err)
+		g := generation.File{Rel: f.Name, Link: filepath.Join(out, f.Name), Data: data, Mode: f.Mode,
+			// What the file-by-file writes of earlier releases left when killed.
+			Legacy: []string{"." + filepath.Base(f.Name) + ".old-*"}}
+		if f.Dir == render.DirSlurm {
+			g.Rel, g.Link = path.Join("slurm", f.Name), filepath.Join(slurmDir, f.Name)
 		}
-		batch.Add(o.path, o.data, o.mode)
+		files = append(files, g)
 	}
-	if err := batch.Commit(); err != nil {
-		return failure(fmt.Errorf("render: no file was changed: %w", err))
+	// Everything rendered before anything is written; then one new
+	// generation, switched to with one rename (see package generation).
+	store := &generation.Store{Root: out}
+	gen, err := store.Commit(files)
+	if err != nil {
+		if gen == "" {
+			return failure(fmt.Errorf("render: no file was changed: %w", err))
+		}
+		return failure(fmt.Errorf("render: generation %s is in place: %w", gen, err))
 	}
-	for _, o := range outs {
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", o.path)
+	for _, f := range files {
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", f.Link)
 	}
+	fmt.Fprintf(c.App.Writer, "generation %s is current in %s\n", gen, out)
+	warnLegacy(c.App.ErrWriter, out, files)
 	return nil
+}
+
+// warnLegacy says so when Strata's files of an earlier release are still
+// in /etc/strata while this render wrote elsewhere: a reader configured
+// with the old path would keep reading a file no render updates.
+func warnLegacy(w io.Writer, out string, files []generation.File) {
+	abs, err := filepath.Abs(out)
+	if err != nil || abs == legacyDir {
+		return
+	}
+	for _, f := range files {
+		old := filepath.Join(legacyDir, f.Rel)
+		if f.Rel == path.Base(f.Rel) && !strings.HasPrefix(f.Rel, "slurm/") {
+			if st, err := os.Lstat(old); err == nil && st.Mode().IsRegular() {
+				fmt.Fprintf(w, "strata-policy: warning: %s is from an earlier release and no longer rendered: point its reader at %s, then remove it\n", old, f.Link)
+			}
+		}
+	}
 }
 
 // parseSize reads a size: bytes, or a number with KiB, MiB or GiB (K, M
@@ -179,7 +217,16 @@ func parseSize(s string) (int64, error) {
 
 func renderDoc() string {
 	var b strings.Builder
-	b.WriteString("Renders every derived file, all or none:\n")
+	b.WriteString(`Renders every derived file, all or none. Each render writes a new generation,
+--output-dir/.generations/<time>-<id>/, and switches --output-dir/current to it with one
+rename; the paths below are links through current, so readers see the old render or the
+new one, never a mix, even when render is killed. Slurm's files are links to
+--output-dir/current/slurm/. A render removes what a killed one left, and the generations
+before the current one. Mode and owner an admin gives a file (chmod of its path) are kept.
+--output-dir (/etc/strata/rendered) belongs to no package: readers are configured to read
+these paths, and package upgrades never touch them.
+
+`)
 	for _, f := range render.Files() {
 		dir := "--output-dir"
 		if f.Dir == render.DirSlurm {
@@ -211,8 +258,21 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	if err != nil {
 		return failure(err)
 	}
+	if m := c.String("read-with"); m != readAuto && m != readSacctmgr && m != readREST {
+		return cliexit.Usagef("--read-with %q: give %s, %s or %s", m, readAuto, readSacctmgr, readREST)
+	}
 	if c.Command.Name == "apply" && c.Int("batch-size") < 1 {
-		return exitErr(exitFailure, fmt.Sprintf("--batch-size %d: give 1 or more", c.Int("batch-size")))
+		return cliexit.Usagef("--batch-size %d: give 1 or more", c.Int("batch-size"))
+	}
+	if write {
+		// Before the first read: the plan must be made against a Slurm
+		// that no other apply is changing.
+		unlock, err := apply.Lock(c.String("lock-dir"), want.Cluster)
+		if err != nil {
+			return failure(err)
+		}
+		defer unlock()
+		log.Info("took the apply lock", "file", apply.LockPath(c.String("lock-dir"), want.Cluster))
 	}
 	tokens := &slurmrest.FileToken{Path: c.String("token-file")}
 	counter, start := &requestCounter{next: http.DefaultTransport, log: log}, time.Now()
@@ -248,7 +308,7 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 		if c.Command.Name == "apply" {
 			fmt.Fprintln(w, "\nNothing written: run with --apply to make these changes.")
 		}
-		return exitErr(exitDrift, "")
+		return exitErr(exitChanges, "")
 	}
 	todo := plan.Actionable(changes)
 	sw := writer{Client: client, Command: sm}
@@ -266,6 +326,10 @@ func cmdPlan(ctx context.Context, c *cli.Context, log *slog.Logger, write bool) 
 	fmt.Fprintf(w, "\nApplied %d of %d changes in %d writes%s.\n", len(res.Applied), len(todo), res.Batches, loads)
 	reportSkipped(w, changes)
 	if res.Err != nil {
+		if ctx.Err() != nil {
+			return failure(fmt.Errorf("interrupted: %d changes are applied, a prefix of the plan; the batch in progress may have left account "+
+				"and user records without their settings, which no job can run in; run again to finish (%w)", len(res.Applied), res.Err))
+		}
 		return failure(fmt.Errorf("stopped at the first failed write: %w (the %d changes before it are applied; run again to continue)", res.Err, len(res.Applied)))
 	}
 	return verifyApplied(ctx, c, reader, want, len(todo))

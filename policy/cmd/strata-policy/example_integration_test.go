@@ -162,8 +162,8 @@ func TestApplyExample(t *testing.T) {
 			"create account     " + prefix + "acme\n", "create account     " + prefix + "acme-llm", "create account     " + prefix + "acme-vision",
 			"create account     " + prefix + "globex\n", "create account     " + prefix + "globex-rl", "create user        carol",
 			"add    coordinator " + prefix + "acme/alice", "add    coordinator " + prefix + "globex/erin"} {
-			if code != exitDrift || !strings.Contains(out, w) {
-				t.Fatalf("plan on a slurmdbd without the example: exit %d, want %d and %q:\n%s", code, exitDrift, w, out)
+			if code != exitChanges || !strings.Contains(out, w) {
+				t.Fatalf("plan on a slurmdbd without the example: exit %d, want %d and %q:\n%s", code, exitChanges, w, out)
 			}
 		}
 		if code, out = policyOn(t, b, file, "apply", "--apply"); code != exitOK {

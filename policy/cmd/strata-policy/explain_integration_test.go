@@ -83,6 +83,30 @@ func TestExplain(t *testing.T) {
 		if code, out := policyOn(t, b, file, "apply", "--apply"); code != exitOK {
 			t.Fatalf("apply: exit %d:\n%s", code, out)
 		}
+		// Right after the apply slurmctld may not have computed alice's
+		// fair-share factor in the new project yet (PriorityCalcPeriod):
+		// explain says so, and never reports 0 for a user with shares and
+		// no usage.
+		code, out := policyOn(t, b, file, "explain", "user", "alice", "--json")
+		var ur explain.UserReport
+		if err := json.Unmarshal([]byte(strings.TrimSuffix(out, "<nil>")), &ur); code != exitOK || err != nil {
+			t.Fatalf("explain user --json after the apply: exit %d, %v:\n%s", code, err, out)
+		}
+		for _, m := range ur.Accounts {
+			for _, s := range m.FairShare {
+				if s.User != "alice" || s.Account != project {
+					continue
+				}
+				switch {
+				case s.FactorNotComputed:
+					t.Logf("alice's factor in %s right after the apply: not computed yet", project)
+				case s.FairShareFactor == nil || *s.FairShareFactor <= 0:
+					t.Errorf("alice's factor in %s right after the apply: %v, want a computed factor above 0 or 'not computed yet'", project, s.FairShareFactor)
+				default:
+					t.Logf("alice's factor in %s right after the apply: %.3f", project, *s.FairShareFactor)
+				}
+			}
+		}
 
 		var jobs []int64
 		t.Cleanup(func() { cancelAndWait(t, c, jobs) })
@@ -109,7 +133,7 @@ func TestExplain(t *testing.T) {
 			return j.State.Has("PENDING") && j.StateReason == "AssocGrpGRES"
 		})
 
-		code, out := policyOn(t, b, file, "explain", "job", fmt.Sprint(wait))
+		code, out = policyOn(t, b, file, "explain", "job", fmt.Sprint(wait))
 		t.Logf("explain job %d:\n%s", wait, out)
 		want := fmt.Sprintf("project %s uses 8 of its 8 GPUs; this job asks for 4", project)
 		if code != exitOK || !strings.Contains(out, "Why it waits: AssocGrpGRES") || !strings.Contains(out, want) ||

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,12 @@ func policyOn(t *testing.T, b *testbed.Bed, file string, args ...string) (int, s
 // policyOnLevel is policyOn logging at level.
 func policyOnLevel(t *testing.T, b *testbed.Bed, level, file string, args ...string) (int, string) {
 	t.Helper()
+	return policyOnCtx(testbed.Context(t), t, b, level, file, args...)
+}
+
+// policyOnCtx is policyOnLevel with a context of the caller's.
+func policyOnCtx(ctx context.Context, t *testing.T, b *testbed.Bed, level, file string, args ...string) (int, string) {
+	t.Helper()
 	cliMu.Lock()
 	defer cliMu.Unlock()
 	var out, errb bytes.Buffer
@@ -41,7 +48,11 @@ func policyOnLevel(t *testing.T, b *testbed.Bed, level, file string, args ...str
 			full = append(full, "--read-with", readSacctmgr)
 		}
 	}
-	err := run(testbed.Context(t), full, &out, &errb)
+	if args[0] == "apply" && !slices.Contains(args, "--lock-dir") {
+		// Tests of other tenants apply side by side: each its own lock.
+		full = append(full, "--lock-dir", t.TempDir())
+	}
+	err := run(ctx, full, &out, &errb)
 	code := cliexit.CodeOf(err)
 	return code, out.String() + errb.String() + fmt.Sprint(err)
 }
@@ -122,7 +133,7 @@ func planApplyDrift(t *testing.T, b *testbed.Bed, mode string) {
 		}
 	})
 	code, out := pol(file, "plan")
-	if code != exitDrift || !strings.Contains(out, "create qos") || !strings.Contains(out, "create account     "+tenant+"-llm") {
+	if code != exitChanges || !strings.Contains(out, "create qos") || !strings.Contains(out, "create account     "+tenant+"-llm") {
 		t.Fatalf("plan on an empty slurmdbd: exit %d:\n%s", code, out)
 	}
 	if code, out = pol(file, "apply", "--apply"); code != exitOK {
@@ -151,7 +162,7 @@ func planApplyDrift(t *testing.T, b *testbed.Bed, mode string) {
 	// A changed share is a one-line plan with old -> new.
 	file = writePolicy(t, dir, b, tenant, 35, "")
 	code, out = pol(file, "plan")
-	if code != exitDrift || !strings.Contains(out, "1 changes") || !strings.Contains(out, "fairshare: 30 -> 35") {
+	if code != exitChanges || !strings.Contains(out, "1 changes") || !strings.Contains(out, "fairshare: 30 -> 35") {
 		t.Fatalf("plan after a share change: exit %d:\n%s", code, out)
 	}
 	if code, out = pol(file, "apply", "--apply"); code != exitOK {
@@ -163,7 +174,7 @@ func planApplyDrift(t *testing.T, b *testbed.Bed, mode string) {
 		t.Fatal(err)
 	}
 	code, out = pol(file, "drift")
-	if code != exitDrift || !strings.Contains(out, "fairshare: 99 -> 20") {
+	if code != exitChanges || !strings.Contains(out, "fairshare: 99 -> 20") {
 		t.Fatalf("drift after a manual change: exit %d:\n%s", code, out)
 	}
 	if code, out = pol(file, "apply", "--apply"); code != exitOK {
@@ -228,17 +239,17 @@ func TestReadWith(t *testing.T) {
 			want    []string
 			mustNot string
 		}{
-			{"auto, sacctmgr fails", []string{"--sacctmgr", "/bin/false"}, exitDrift,
+			{"auto, sacctmgr fails", []string{"--sacctmgr", "/bin/false"}, exitChanges,
 				[]string{"could not read the associations through sacctmgr; reading them through slurmrestd", "create account"}, ""},
-			{"auto, sacctmgr of another slurmdbd", []string{"--sacctmgr", elsewhere}, exitDrift,
+			{"auto, sacctmgr of another slurmdbd", []string{"--sacctmgr", elsewhere}, exitChanges,
 				[]string{"sacctmgr lists no association of account root on cluster " + b.Cluster, "create account"}, ""},
-			{"auto, no sacctmgr", []string{"--sacctmgr", filepath.Join(t.TempDir(), "sacctmgr")}, exitDrift,
+			{"auto, no sacctmgr", []string{"--sacctmgr", filepath.Join(t.TempDir(), "sacctmgr")}, exitChanges,
 				[]string{"reading associations through slurmrestd: no sacctmgr found", "create account"}, "could not read"},
 			{"sacctmgr, it fails", []string{"--read-with", "sacctmgr", "--sacctmgr", "/bin/false"}, exitFailure,
 				[]string{"sacctmgr -n -P show associations"}, "create account"},
-			{"rest never runs sacctmgr", []string{"--read-with", "rest", "--sacctmgr", "/bin/false"}, exitDrift,
+			{"rest never runs sacctmgr", []string{"--read-with", "rest", "--sacctmgr", "/bin/false"}, exitChanges,
 				[]string{"create account"}, "sacctmgr"},
-			{"a mode that does not exist", []string{"--read-with", "ldap"}, exitFailure,
+			{"a mode that does not exist", []string{"--read-with", "ldap"}, exitUsage,
 				[]string{`--read-with "ldap": give auto, sacctmgr or rest`}, "create account"},
 		} {
 			code, out := plan(tc.args...)

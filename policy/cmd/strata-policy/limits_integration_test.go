@@ -153,7 +153,7 @@ func TestLimitsCarried(t *testing.T) {
 		for _, want := range []string{"grp_jobs: (none) -> 20", "priority: (none) -> 5", "grp_jobs: (none) -> 4",
 			"preempt: (none) -> " + tenant + "-batch", "preempt_mode: (none) -> cancel", "max_tres_per_job: (none) -> gres/gpu=16",
 			"add    coordinator " + tenant + "/alice", "add    coordinator " + tenant + "/bob"} {
-			if code != exitDrift || !strings.Contains(out, want) {
+			if code != exitChanges || !strings.Contains(out, want) {
 				t.Fatalf("plan on an empty slurmdbd: exit %d, no %q:\n%s", code, want, out)
 			}
 		}
@@ -182,7 +182,7 @@ func TestLimitsCarried(t *testing.T) {
 		code, out = policyOn(t, b, pf.path, "plan")
 		wantPlan := fmt.Sprintf("2 changes:\n  modify account     %[1]s\n         fairshare: 30 -> 35\n"+
 			"  modify account     %[1]s-llm\n         grp_tres: gres/gpu=8 -> gres/gpu=12\n", tenant)
-		if code != exitDrift || !strings.HasPrefix(out, wantPlan) || strings.Count(out, "\n") != strings.Count(wantPlan, "\n") {
+		if code != exitChanges || !strings.HasPrefix(out, wantPlan) || strings.Count(out, "\n") != strings.Count(wantPlan, "\n") {
 			t.Fatalf("plan after a share and a limit change: exit %d:\n%s\nwant:\n%s", code, out, wantPlan)
 		}
 		if code, out = policyOn(t, b, pf.path, "apply", "--apply"); code != exitOK {
@@ -205,7 +205,7 @@ func TestLimitsCarried(t *testing.T) {
 		wantPlan = fmt.Sprintf("3 changes:\n  modify qos         %[1]s-batch\n         priority: 10 -> 20\n  modify qos         %[1]s-train\n"+
 			"         max_tres_per_job: gres/gpu=16 -> gres/gpu=8\n         preempt: %[1]s-batch -> (none)\n         preempt_mode: cancel -> requeue\n"+
 			"  modify account     %[1]s\n         grp_jobs: 20 -> 25\n         priority: 5 -> (none)\n", tenant)
-		if code != exitDrift || !strings.HasPrefix(out, wantPlan) || strings.Count(out, "\n") != strings.Count(wantPlan, "\n") {
+		if code != exitChanges || !strings.HasPrefix(out, wantPlan) || strings.Count(out, "\n") != strings.Count(wantPlan, "\n") {
 			t.Fatalf("plan after QOS and account changes: exit %d:\n%s\nwant:\n%s", code, out, wantPlan)
 		}
 		if code, out = policyOn(t, b, pf.path, "apply", "--apply", "--sacctmgr", mgr); code != exitOK || !strings.Contains(out, "Applied 3 of 3 changes in 2 writes") {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/policy/internal/render"
 )
@@ -145,5 +147,54 @@ func TestRenderAllOrNone(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestNoPackageOwnsARenderedPath: no package ships a file where render
+// writes by default (its store, its links, Slurm's files), nor at the
+// places earlier releases rendered to: a rendered file that is also a
+// conffile makes the next upgrade whose example differs stop at dpkg's
+// question, and fail when nobody is there to answer.
+func TestNoPackageOwnsARenderedPath(t *testing.T) {
+	type nfpm struct {
+		Name     string `yaml:"name"`
+		Contents []struct {
+			Dst  string `yaml:"dst"`
+			Type string `yaml:"type"`
+		} `yaml:"contents"`
+	}
+	configs, err := filepath.Glob("../../../packaging/nfpm/*.yaml")
+	if err != nil || len(configs) < 5 {
+		t.Fatalf("nfpm configs: %v %v", configs, err)
+	}
+	var rendered []string // paths no package may ship, nor ship below
+	dirs := map[string]string{render.DirStrata: defaultOutputDir, render.DirSlurm: "/etc/slurm"}
+	rendered = append(rendered, defaultOutputDir)
+	for _, f := range render.Files() {
+		rendered = append(rendered, filepath.Join(dirs[f.Dir], f.Name))
+		if f.Dir == render.DirStrata {
+			rendered = append(rendered, filepath.Join(legacyDir, f.Name))
+		}
+	}
+	for _, path := range configs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c nfpm
+		if err := yaml.Unmarshal(data, &c); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, ct := range c.Contents {
+			dst := filepath.Clean(ct.Dst)
+			for _, r := range rendered {
+				if ct.Type == "dir" && strings.HasPrefix(r, dst+"/") {
+					continue // a folder above a rendered path, such as /etc/strata
+				}
+				if dst == r || strings.HasPrefix(dst, r+"/") || strings.HasPrefix(r, dst+"/") && ct.Type != "dir" {
+					t.Errorf("%s ships %s (%s), where strata-policy render writes %s", c.Name, ct.Dst, ct.Type, r)
+				}
+			}
+		}
 	}
 }

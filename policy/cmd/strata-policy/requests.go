@@ -76,5 +76,13 @@ the same file writes nothing.
 Slurm is read before the writes and again after them, to check that slurmdbd kept every change
 (see --read-with for how the associations are read).
 
+One apply --apply of a cluster at a time on a host: it takes the flock
+--lock-dir/strata-policy-<cluster>.lock (/run/lock) before it reads Slurm, and a second one fails
+at once, exit 1, naming the process that holds it. Stopped by SIGTERM or SIGINT, apply ends its
+requests and sacctmgr runs and says how far it got; killed (SIGKILL), it takes its sacctmgr runs
+with it (none commits a load afterwards). Either way what slurmdbd holds is a prefix of the plan
+(the batch in progress may leave records without their settings, which no job can use), and the
+next apply finishes it.
+
 apply ends with the number of requests it sent to slurmrestd (reads and writes), the number of
 sacctmgr runs, and its time.`

@@ -17,7 +17,7 @@ import (
 
 // The directories a rendered file goes to.
 const (
-	DirStrata = "strata" // /etc/strata (strata-policy render --output-dir)
+	DirStrata = "strata" // /etc/strata/rendered (strata-policy render --output-dir)
 	DirSlurm  = "slurm"  // /etc/slurm (strata-policy render --slurm-dir)
 )
 

@@ -29,12 +29,12 @@ const (
 	// requests can have one.
 	corev1RequestsPrefix = "requests."
 	k8sResourcePods      = "pods"
-	k8sQuotasHead        = `# /etc/strata/k8s/resourcequotas.yaml: the PriorityClasses of the GPU
+	k8sQuotasHead        = `# /etc/strata/rendered/k8s/resourcequotas.yaml: the PriorityClasses of the GPU
 # sharing tiers, and the namespace and serving quota of every tenant with
 # a serving: block, written by strata-policy render from the policy. Do
 # not edit it: the next render overwrites it.
 #
-#   kubectl apply --server-side -f /etc/strata/k8s/resourcequotas.yaml
+#   kubectl apply --server-side -f /etc/strata/rendered/k8s/resourcequotas.yaml
 #
 # The apiserver then holds each tenant's model servers to its quota, as
 # strata-bridge does before it deploys: requests.nvidia.com/gpu is

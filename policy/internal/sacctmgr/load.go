@@ -165,6 +165,8 @@ func loadOne(ctx context.Context, path string, env []string, file []byte, keep t
 		return false, err
 	}
 	cmd := exec.CommandContext(ctx, path, "load", "file=/dev/fd/3")
+	// Every return after Start waits for the run to end first.
+	defer tie(cmd)()
 	cmd.Env = env
 	cmd.ExtraFiles = []*os.File{r}
 	stdin, err := cmd.StdinPipe()

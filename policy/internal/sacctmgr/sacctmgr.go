@@ -71,6 +71,7 @@ func (ExecRunner) RunInput(ctx context.Context, path string, args, env []string,
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	defer tie(cmd)()
 	err := cmd.Run()
 	return out.Bytes(), errb.Bytes(), err
 }

@@ -30,10 +30,10 @@ func TestArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "reclaimd.yaml")
-	text := strings.Replace(string(example), "rules_file: /etc/strata/reclaim-rules.json", "rules_file: "+rules, 1)
-	text = strings.Replace(text, "tenants_file: /etc/strata/tenants.json", "tenants_file: "+tenants, 1)
+	text := strings.Replace(string(example), "rules_file: /etc/strata/rendered/reclaim-rules.json", "rules_file: "+rules, 1)
+	text = strings.Replace(text, "tenants_file: /etc/strata/rendered/tenants.json", "tenants_file: "+tenants, 1)
 	if !strings.Contains(text, tenants) {
-		t.Fatal("the example reclaimd.yaml sets no tenants_file: /etc/strata/tenants.json to point elsewhere")
+		t.Fatal("the example reclaimd.yaml sets no tenants_file: /etc/strata/rendered/tenants.json to point elsewhere")
 	}
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)

@@ -84,8 +84,8 @@ func TestCheckConfig(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				text = strings.NewReplacer("rules_file: /etc/strata/reclaim-rules.json", "rules_file: "+rulesPath,
-					"tenants_file: /etc/strata/tenants.json", "tenants_file: "+tenantsPath).Replace(string(b))
+				text = strings.NewReplacer("rules_file: /etc/strata/rendered/reclaim-rules.json", "rules_file: "+rulesPath,
+					"tenants_file: /etc/strata/rendered/tenants.json", "tenants_file: "+tenantsPath).Replace(string(b))
 			}
 			write(t, cfg, text)
 			var out, errb bytes.Buffer

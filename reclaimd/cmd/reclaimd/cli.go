@@ -31,7 +31,7 @@ reclaimd agent    the node agent: one per GPU node, samples the GPUs through NVM
 
 Each cycle the controller reads the running GPU jobs (one conditional request to
 slurmrestd), the samples of their GPUs from the agents, the rules
-(/etc/strata/reclaim-rules.json) and the tenant map (/etc/strata/tenants.json,
+(/etc/strata/rendered/reclaim-rules.json) and the tenant map (/etc/strata/rendered/tenants.json,
 both rendered by strata-policy); a job whose GPUs stay idle is warned, then
 signalled to checkpoint, then requeued or cancelled as its rule says. Every step
 is recorded in SQLite first and logged with its evidence; GET

@@ -190,7 +190,7 @@ func Default() Config {
 	return Config{
 		APIVersion: "strata/v1", Kind: "ReclaimdConfig",
 		Listen: "127.0.0.1:9811", API: API{TokenFile: DefaultAPITokenFile}, StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
-		RulesFile: "/etc/strata/reclaim-rules.json", TenantsFile: "/etc/strata/tenants.json",
+		RulesFile: "/etc/strata/rendered/reclaim-rules.json", TenantsFile: "/etc/strata/rendered/tenants.json",
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
 			Scontrol: "scontrol", SignalBatchOnly: true},
 		Source: "agents",
@@ -244,10 +244,10 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("state_file", "give the SQLite database of job states, such as /var/lib/strata/reclaimd/reclaimd.db", "required")
 	}
 	if c.RulesFile == "" {
-		bad("rules_file", "give the reclaim rules: strata-policy render writes /etc/strata/reclaim-rules.json", "required")
+		bad("rules_file", "give the reclaim rules: strata-policy render writes /etc/strata/rendered/reclaim-rules.json", "required")
 	}
 	if c.TenantsFile == "" {
-		bad("tenants_file", "give the tenant map: strata-policy render writes /etc/strata/tenants.json", "required")
+		bad("tenants_file", "give the tenant map: strata-policy render writes /etc/strata/rendered/tenants.json", "required")
 	}
 	if c.Slurm.URL == "" || c.Slurm.TokenFile == "" {
 		bad("slurm", "set slurm.url and slurm.token_file: reclaimd acts through slurmrestd", "url and token_file are required")

@@ -14,7 +14,7 @@ func TestTenantsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TenantsFile != "/etc/strata/tenants.json" {
+	if cfg.TenantsFile != "/etc/strata/rendered/tenants.json" {
 		t.Errorf("default tenants_file = %q", cfg.TenantsFile)
 	}
 	for name, tc := range map[string]struct{ in, want string }{
