@@ -59,7 +59,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	var clusters []service.Cluster
 	var pollers []*cluster.Poller
 	var reload []daemon.Reloader
-	for _, cl := range cfg.Clusters {
+	for i, cl := range cfg.Clusters {
 		if err := checkKey(log, cl.JWTKeyFile); err != nil {
 			return fmt.Errorf("cluster %s: %w", cl.Name, err)
 		}
@@ -98,7 +98,9 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		if bridge != nil {
 			reload = append(reload, bridge.token)
 		}
-		sc := slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}
+		sc := slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer,
+			MaxAnswerBytes:   int64(cl.SlurmrestdMaxAnswerMiB) << 20,
+			MaxAnswerSetting: fmt.Sprintf("clusters[%d].slurmrestd_max_answer_mib (cluster %s) in the portal's configuration", i, cl.Name)}
 		if cl.Scontrol != "" {
 			// Requeue where slurmrestd has none, as the user: the client
 			// hands scontrol the token it minted for them.
