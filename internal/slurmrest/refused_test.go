@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,6 +92,19 @@ func TestRefusedActions(t *testing.T) {
 						wantSentinels: []error{slurmrest.ErrRefused, slurmrest.ErrPermission}},
 					call{name: "requeue done", method: http.MethodGet, path: jobPath + "/requeue", answer: withAnswer(t, cancel, "status", arrayOK),
 						do: func() error { return c.Requeue(ctx, 1, slurmrest.RequeueOptions{}) }})
+			}
+			// The refusal as captured from the test bed (TestRefusedByOwner
+			// with -capture), where there is one: bob cancelling alice's job.
+			if real, ok := srv.Record("cancel-refused"); ok {
+				id, err := strconv.ParseInt(path.Base(real.Path), 10, 64)
+				if err != nil {
+					t.Fatalf("cancel-refused.json: %s is not a job's path", real.Path)
+				}
+				err = c.As(real.User).Cancel(ctx, id)
+				var re *slurmrest.RefusedError
+				if !errors.As(err, &re) || !errors.Is(err, slurmrest.ErrPermission) {
+					t.Errorf("the captured refused cancel: err = %v, want a *RefusedError for permission", err)
+				}
 			}
 			for _, tc := range calls {
 				srv.Handle(tc.method, tc.path, slurmresttest.Reply(tc.answer))
