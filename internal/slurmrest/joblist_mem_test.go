@@ -21,11 +21,11 @@ import (
 // (testdata/replay/slurm-26.05/jobs.json), job ids 1 to n, produced as it
 // is read: the test's own memory does not hold the listing.
 type listingReader struct {
-	head, tail     []byte // the answer before and after the records
-	recA, recB     []byte // the record before and after its job id
-	n, next        int
-	chunk          []byte
-	done, tailSent bool
+	head, tail []byte // the answer before and after the records
+	recA, recB []byte // the record before and after its job id
+	n, next    int
+	chunk      []byte
+	tailSent   bool
 }
 
 const placeholderID = 987654321
@@ -225,6 +225,7 @@ func TestListJobsCapped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer capped.Body.Close()
 			_, err = listStream(t, capped.Body)
 			if !tc.wantErr {
 				if err != nil {
