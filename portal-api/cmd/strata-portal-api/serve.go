@@ -68,7 +68,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			return fmt.Errorf("cluster %s: %w", cl.Name, err)
 		}
 		tenants, err := daemon.Load(ctx, "tenant map of "+cl.Name, func(context.Context) (*tenantmap.Map, error) {
-			return tenantmap.Load(cl.TenantsFile)
+			return loadTenants(cl)
 		})
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", cl.Name, err)

@@ -120,6 +120,9 @@ type Limits struct {
 type Cluster struct {
 	// Name is how the API names the cluster (in /v1/jobs/{cluster}/...).
 	Name string `yaml:"name"`
+	// SlurmCluster is the cluster's Slurm ClusterName, which its
+	// tenants.json must name; "" is Name.
+	SlurmCluster string `yaml:"slurm_cluster"`
 	// SlurmrestdURL reaches the cluster's slurmrestd.
 	SlurmrestdURL string `yaml:"slurmrestd_url"`
 	// SlurmrestdMaxAnswerMiB caps one answer of slurmrestd. Job listings
@@ -279,6 +282,9 @@ func (c *Cluster) defaults() {
 	d := ClusterDefaults()
 	if c.PollUser == "" {
 		c.PollUser = d.PollUser
+	}
+	if c.SlurmCluster == "" {
+		c.SlurmCluster = c.Name
 	}
 	if c.SlurmrestdMaxAnswerMiB == 0 {
 		c.SlurmrestdMaxAnswerMiB = d.SlurmrestdMaxAnswerMiB
