@@ -32,8 +32,11 @@ var (
 
 // Slurm error numbers that callers decide on (slurm_errno.h).
 const (
-	errnoAuth            = 1007 // SLURM_PROTOCOL_AUTHENTICATION_ERROR
-	errnoPermission      = 2002 // ESLURM_ACCESS_DENIED
+	errnoAuth       = 1007 // SLURM_PROTOCOL_AUTHENTICATION_ERROR
+	errnoPermission = 2002 // ESLURM_ACCESS_DENIED
+	// ESLURM_USER_ID_MISSING: what slurmctld answers a job update by a
+	// user who may not change the job ("Invalid user id").
+	errnoUserIDMissing   = 2010
 	errnoInvalidJobID    = 2017 // ESLURM_INVALID_JOB_ID
 	errnoJobPending      = 2024 // ESLURM_JOB_PENDING
 	errnoDisabled        = 2037 // ESLURM_DISABLED
@@ -92,7 +95,7 @@ func (e *APIError) Is(target error) bool {
 	case ErrNotFound:
 		return e.Status == http.StatusNotFound || e.has(errnoInvalidJobID)
 	case ErrPermission:
-		return e.has(errnoPermission)
+		return e.has(errnoPermission) || e.has(errnoUserIDMissing)
 	case ErrJobPending:
 		return e.has(errnoJobPending)
 	case ErrRequeueDisabled:
@@ -267,7 +270,7 @@ func (e *RefusedError) Is(target error) bool {
 		return false
 	}
 	for _, x := range e.Items {
-		if x.Code == n {
+		if x.Code == n || (target == ErrPermission && x.Code == errnoUserIDMissing) {
 			return true
 		}
 	}

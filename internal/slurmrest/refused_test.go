@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +29,11 @@ func withAnswer(t *testing.T, rec slurmresttest.Record, key, value string) slurm
 		t.Fatal(err)
 	}
 	rec.Response = b
+	return rec
+}
+
+func withStatus(rec slurmresttest.Record, status int) slurmresttest.Record {
+	rec.Status = status
 	return rec
 }
 
@@ -81,6 +87,11 @@ func TestRefusedActions(t *testing.T) {
 					do:            func() error { return c.Update(ctx, 1, slurmrest.JobUpdate{Hold: ptr(true)}) },
 					wantErr:       "update job 1: Slurm refused it: job 1: Access/permission denied (update of JobId=1 refused) (slurm error 2002)",
 					wantSentinels: []error{slurmrest.ErrRefused, slurmrest.ErrPermission}},
+				{name: "hold refused as slurmctld refuses it (HTTP 422 or 500, error 2010)", method: http.MethodPost, path: jobPath,
+					answer:        withStatus(withAnswer(t, cancel, "errors", `[{"description":"Job update requested failed","error_number":2010,"error":"Invalid user id","source":"_update_job"}]`), http.StatusUnprocessableEntity),
+					do:            func() error { return c.Update(ctx, 1, slurmrest.JobUpdate{Hold: ptr(true)}) },
+					wantErr:       "update job 1: slurmrestd answered HTTP 422: Job update requested failed: Invalid user id (slurm error 2010)",
+					wantSentinels: []error{slurmrest.ErrPermission}},
 				{name: "release done", method: http.MethodPost, path: jobPath, answer: withAnswer(t, cancel, "results", arrayOK),
 					do: func() error { return c.Update(ctx, 1, slurmrest.JobUpdate{Hold: ptr(false)}) }},
 			}
@@ -117,8 +128,8 @@ func TestRefusedActions(t *testing.T) {
 					continue
 				}
 				var re *slurmrest.RefusedError
-				if !errors.As(err, &re) || err.Error() != tc.wantErr {
-					t.Errorf("%s: err = %v, want a *RefusedError %q", tc.name, err, tc.wantErr)
+				if (!errors.As(err, &re) && slices.Contains(tc.wantSentinels, slurmrest.ErrRefused)) || err == nil || err.Error() != tc.wantErr {
+					t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
 					continue
 				}
 				for _, s := range tc.wantSentinels {
