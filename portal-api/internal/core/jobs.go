@@ -298,13 +298,11 @@ func (s *Core) ControlJob(ctx context.Context, who auth.Identity, clusterName st
 	case api.Requeue:
 		err = as.RequeueRef(ctx, ref, slurmrest.RequeueOptions{Reason: "strata: requeued by " + who.User + " through the portal"})
 	}
-	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
-		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
-	}
+	s.settleAudit(ctx, aid, err)
 	s.log.Info("job action", "cluster", clusterName, "job_id", target, "action", action, "user", who.User, "via", who.Via,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s job %d: %s", action, id, err))
+		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s job %d: %s", action, id, userText(err)))
 	}
 	return api.ActionResult{Cluster: clusterName, Target: target, Action: string(action), AuditId: aid}, nil
 }
@@ -322,11 +320,22 @@ func slurmProblem(err error, msg string) *Problem {
 }
 
 // slurmStatus maps what slurmrestd said to an answer.
+//
+// An action Slurm refused for the caller's user is 403: the portal's own
+// rules let the caller ask (a tenant's admin), but Slurm's, which are the
+// ones that count, do not let that user do it, and no change of the
+// job's state would; that is a refusal of who asks, which 403 means. A
+// refusal for the job's state (it ended, it is pending) is 409: the same
+// request may succeed once the state changes.
 func slurmStatus(err error) (int, api.ErrorCode, string) {
 	var ae *slurmrest.AuthError
 	switch {
 	case errors.As(err, &ae), errors.Is(err, slurmrest.ErrPermission):
-		return http.StatusForbidden, api.SlurmRefused, "Slurm refused it for your user"
+		return http.StatusForbidden, api.SlurmRefused, "Slurm refused it for your user: only the job's user, a coordinator of its account or a Slurm operator may"
+	case errors.Is(err, slurmrest.ErrAlreadyDone):
+		return http.StatusConflict, api.SlurmRefused, "the job has ended or is ending"
+	case errors.Is(err, slurmrest.ErrRefused):
+		return http.StatusConflict, api.SlurmRefused, "Slurm's message says why"
 	case errors.Is(err, slurmrest.ErrNotFound):
 		return http.StatusNotFound, api.NotFound, "the job may have ended; GET /v1/jobs shows it after the next poll"
 	case errors.Is(err, slurmrest.ErrUnsupported):
@@ -515,13 +524,11 @@ func (s *Core) ControlNode(ctx context.Context, who auth.Identity, clusterName, 
 		state = slurmrest.NodeResume
 	}
 	err = client.As(who.User).UpdateNode(ctx, node, state, reason)
-	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
-		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
-	}
+	s.settleAudit(ctx, aid, err)
 	s.log.Info("node action", "cluster", clusterName, "node", node, "action", action, "user", who.User, "reason", reason,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, err))
+		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, userText(err)))
 	}
 	return api.ActionResult{Cluster: clusterName, Target: node, Action: string(action), AuditId: aid}, nil
 }

@@ -189,9 +189,7 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 	if err == nil {
 		c.Poller.Soon() // the job shows after the next poll: make it soon
 	}
-	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
-		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
-	}
+	s.settleAudit(ctx, aid, err)
 	pj, _ := json.Marshal(params)
 	sid, rerr := s.cfg.Store.RecordSubmission(ctx, store.Submission{User: who.User, Cluster: req.Cluster, Template: req.Template,
 		Params: string(pj), JobID: res.JobID, AuditID: aid})
@@ -204,7 +202,7 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 	s.log.Info("job submitted through the portal", "cluster", req.Cluster, "template", req.Template, "account", account, "user", who.User,
 		"job_id", res.JobID, "audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		return api.Submission{}, slurmProblem(err, fmt.Sprintf("Slurm refused the job: %s", err))
+		return api.Submission{}, slurmProblem(err, fmt.Sprintf("Slurm refused the job: %s", userText(err)))
 	}
 	out := api.Submission{Cluster: req.Cluster, Template: req.Template, Account: ptr(account), JobId: res.JobID, AuditId: aid, SubmissionId: sid}
 	if res.UserMessage != "" {
