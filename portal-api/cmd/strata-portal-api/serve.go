@@ -139,6 +139,14 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key}, Log: log})
 
+	// Audit records a stop left open get what Slurm now says, before the
+	// portal serves: the log never claims an action is still under way.
+	settleCtx, cancelSettle := context.WithTimeout(ctx, time.Minute)
+	err = srv.Core().SettleUnfinished(settleCtx)
+	cancelSettle()
+	if err != nil {
+		return fmt.Errorf("settle the audit records left open: %w", err)
+	}
 	ln, err := listen(cfg)
 	if err != nil {
 		return err
