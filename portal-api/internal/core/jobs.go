@@ -442,7 +442,7 @@ func (s *Core) Clusters(ctx context.Context, who auth.Identity) api.ClusterList 
 func (s *Core) Me(ctx context.Context, id auth.Identity) api.Me {
 	out := api.Me{User: id.User, Via: api.MeVia(id.Via), Clusters: []api.Membership{}}
 	for _, c := range s.clusters {
-		mb := api.Membership{Cluster: c.Poller.Name(), Projects: []struct {
+		mb := api.Membership{Cluster: c.Poller.Name(), TenantAdmin: []string{}, Projects: []struct {
 			Project string                     `json:"project"`
 			Role    api.MembershipProjectsRole `json:"role"`
 			Tenant  string                     `json:"tenant"`
@@ -451,6 +451,10 @@ func (s *Core) Me(ctx context.Context, id auth.Identity) api.Me {
 			switch {
 			case g.Role == rbac.ClusterAdmin:
 				mb.ClusterAdmin = true
+			case g.Role == rbac.TenantAdmin && g.Project == "":
+				if !slices.Contains(mb.TenantAdmin, g.Tenant) {
+					mb.TenantAdmin = append(mb.TenantAdmin, g.Tenant)
+				}
 			case g.Project != "":
 				mb.Projects = append(mb.Projects, struct {
 					Project string                     `json:"project"`
