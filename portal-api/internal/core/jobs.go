@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -269,12 +270,12 @@ func (s *Core) ControlJob(ctx context.Context, who auth.Identity, clusterName st
 	}
 	v, c, p := s.find(who, clusterName, id)
 	if p != nil {
-		return api.ActionResult{}, p
+		return api.ActionResult{}, s.refuse(ctx, who, clusterName, string(action), strconv.FormatInt(id, 10), p)
 	}
 	m := c.Tenants()
 	if !rbac.CanControl(m, who.User, v.owner) {
-		return api.ActionResult{}, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s job %d", action, id),
-			"only the job's user, or an admin of its tenant, may")
+		return api.ActionResult{}, s.refuse(ctx, who, clusterName, string(action), string(v.job.Ref()),
+			problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s job %d", action, id), "only the job's user, or an admin of its tenant, may"))
 	}
 	client, err := c.Poller.Client(ctx)
 	if err != nil {
@@ -504,7 +505,8 @@ func (s *Core) ControlNode(ctx context.Context, who auth.Identity, clusterName, 
 		return api.ActionResult{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q or action %q", clusterName, action), "")
 	}
 	if !rbac.Allowed(c.Tenants(), who.User, rbac.DrainNodes, rbac.Target{}) {
-		return api.ActionResult{}, problem(http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", "")
+		return api.ActionResult{}, s.refuse(ctx, who, clusterName, string(action), node,
+			problem(http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", ""))
 	}
 	if strings.TrimSpace(reason) == "" || len(reason) > 200 {
 		return api.ActionResult{}, BadNodeReason()

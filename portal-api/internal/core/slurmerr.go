@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
 
@@ -23,6 +24,18 @@ func (s *Core) settleAudit(ctx context.Context, aid int64, err error) {
 	if ferr != nil {
 		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
 	}
+}
+
+// refuse records a write the portal refused before trying it (the caller
+// may not do it, or may not see what it names), so the audit log holds
+// the attempts too, and returns p.
+func (s *Core) refuse(ctx context.Context, who auth.Identity, cluster, action, target string, p *Problem) *Problem {
+	if _, err := s.cfg.Store.Refused(ctx, store.Audit{User: who.User, Via: who.Via, Cluster: cluster, Action: action, Target: target},
+		p.Message); err != nil {
+		s.log.Error("the audit record of a refused action was not written", "cluster", cluster, "action", action, "target", target,
+			"user", who.User, "error", err)
+	}
+	return p
 }
 
 // refusedBySlurm: Slurm answered, and said no.

@@ -136,7 +136,8 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 		return api.Submission{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no project account %q on cluster %q", account, req.Cluster), "GET /v1/me lists your projects")
 	}
 	if !rbac.Allowed(m, who.User, rbac.Submit, target) {
-		return api.Submission{}, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not submit to %s", account), "only the project's members submit; viewers see its jobs")
+		return api.Submission{}, s.refuse(ctx, who, req.Cluster, "submit", req.Template,
+			problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not submit to %s", account), "only the project's members submit; viewers see its jobs"))
 	}
 	params := deref(req.Params)
 	spec, err := set.WithPolicy(policy).Render(req.Template, params, templates.User{Name: who.User, Account: account,
@@ -150,7 +151,7 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 		if refusal.Line > 0 {
 			p.PolicyLine = fmt.Sprintf("%s:%d", policy.Source, refusal.Line)
 		}
-		return api.Submission{}, p
+		return api.Submission{}, s.refuse(ctx, who, req.Cluster, "submit", req.Template, p)
 	case err != nil:
 		var details []string
 		var pe *templates.ParamError

@@ -50,3 +50,36 @@ func TestActionRefusedBySlurm(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedWritesAudited: a write the portal refuses before trying it
+// leaves an audit record, refused, with the reason: a viewer's cancel, a
+// cancel of another tenant's job (answered 404 as a missing one), a
+// member's drain, a viewer's submission.
+func TestRefusedWritesAudited(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		user, method, path string
+		body               any
+		code               int
+		want               string // action target
+	}{
+		{"view", "POST", "/v1/jobs/gpu1/910101/cancel", nil, 403, "cancel 910101"},
+		{"gmem", "POST", "/v1/jobs/gpu1/910101/hold", nil, 404, "hold 910101"},
+		{"mem", "POST", "/v1/nodes/gpu1/gpu1/drain", map[string]string{"reason": "maintenance"}, 403, "drain gpu1"},
+		{"view", "POST", "/v1/submissions", map[string]any{"cluster": "gpu1", "template": "small", "account": "acme-llm", "params": map[string]string{}}, 403, "submit small"},
+	} {
+		code, body := h.do(tc.user, tc.method, tc.path, tc.body)
+		if code != tc.code {
+			t.Errorf("%s %s as %s = %d %s, want %d", tc.method, tc.path, tc.user, code, body, tc.code)
+			continue
+		}
+		log, err := h.store.AuditLog(t.Context(), 1)
+		if err != nil || len(log) != 1 {
+			t.Fatalf("audit log = %+v, %v", log, err)
+		}
+		a := log[0]
+		if a.User != tc.user || a.Action+" "+a.Target != tc.want || a.Result != store.ResultRefused || a.Error == "" || a.FinishedAt.IsZero() {
+			t.Errorf("%s %s as %s: audit record %+v, want %q refused with its reason", tc.method, tc.path, tc.user, a, tc.want)
+		}
+	}
+}
