@@ -93,8 +93,11 @@ func (r *listingReader) size() int64 {
 // above what they held before it began, sampled every 100 µs.
 func peakHeap(fn func()) uint64 {
 	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	read := func() uint64 { // a sample of its own: each goroutine reads with one
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
 	base := read()
 	var (
 		mu   sync.Mutex
@@ -119,9 +122,12 @@ func peakHeap(fn func()) uint64 {
 		}
 	}()
 	fn()
-	peak = max(peak, read())
+	last := read()
 	close(stop)
 	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	peak = max(peak, last)
 	if peak < base {
 		return 0
 	}
