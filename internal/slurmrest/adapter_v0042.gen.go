@@ -174,7 +174,24 @@ func (a *apiV0042) update(ctx context.Context, ref JobRef, u JobUpdate) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
+	ok, err := result(op, a.user(ctx), r.StatusCode(), r.Body, r.JSON200)
+	if err != nil {
+		return err
+	}
+	return refused(op, arrayItemsV0042(derefSlice(ok.Results)))
+}
+
+// arrayItemsV0042 reads the per-job answers of an update or a requeue.
+func arrayItemsV0042(in []gen.V0042JobArrayResponseMsgEntry) []ItemError {
+	out := make([]ItemError, 0, len(in))
+	for _, x := range in {
+		e := ItemError{Job: deref(x.StepId), Code: int(deref(x.ErrorCode)), Error: deref(x.Error), Why: deref(x.Why)}
+		if e.Job == "" && x.JobId != nil {
+			e.Job = strconv.FormatInt(*x.JobId, 10)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func (a *apiV0042) signal(ctx context.Context, ref JobRef, sig string, batchOnly bool) error {
@@ -194,7 +211,26 @@ func (a *apiV0042) deleteJob(ctx context.Context, op string, ref JobRef, p *gen.
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
+	// A refusal (another user's job) comes as HTTP 200 with no "errors":
+	// only the job's entry in "status" says so.
+	ok, err := result(op, a.user(ctx), r.StatusCode(), r.Body, r.JSON200)
+	if err != nil {
+		return err
+	}
+	items := make([]ItemError, 0, len(ok.Status))
+	for _, x := range ok.Status {
+		e := ItemError{Job: x.StepId}
+		if e.Job == "" {
+			if n, set := noVal(&x.JobId).Value(); set {
+				e.Job = strconv.FormatInt(n, 10)
+			}
+		}
+		if x.Error != nil {
+			e.Code, e.Error, e.Why = int(deref(x.Error.Code)), deref(x.Error.String), deref(x.Error.Message)
+		}
+		items = append(items, e)
+	}
+	return refused(op, items)
 }
 
 // requeue is not in parser v0.0.42: the client falls back to its Requeuer.

@@ -29,7 +29,14 @@ type Config struct {
 	Requeuer Requeuer
 	// HTTPClient defaults to a client with a 30 s timeout.
 	HTTPClient *http.Client
-	Logger     *slog.Logger
+	// MaxAnswerBytes caps one answer of slurmrestd: a larger one fails
+	// with an *AnswerTooLargeError. 0 is DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
+	// MaxAnswerSetting names what raises the cap, for that error: the
+	// daemon's configuration key ("slurm.max_answer_mib in reclaimd's
+	// configuration"). Empty names this field.
+	MaxAnswerSetting string
+	Logger           *slog.Logger
 }
 
 // Client is a slurmrestd client bound to one data parser and one identity.
@@ -122,7 +129,16 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	cfg.HTTPClient = withOnce(cfg.HTTPClient)
+	if cfg.MaxAnswerBytes < 0 {
+		return nil, fmt.Errorf("slurmrest: the answer cap is %d bytes: give a positive size, or 0 for the default", cfg.MaxAnswerBytes)
+	}
+	if cfg.MaxAnswerBytes == 0 {
+		cfg.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if cfg.MaxAnswerSetting == "" {
+		cfg.MaxAnswerSetting = "slurmrest.Config.MaxAnswerBytes"
+	}
+	cfg.HTTPClient = withCap(withOnce(cfg.HTTPClient), cfg.MaxAnswerBytes, cfg.MaxAnswerSetting)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -14,6 +14,11 @@
 // from one template and the parser's quirks (package adaptergen, which also
 // holds the one list of parsers); README.md says how to add a parser.
 //
+// Job listings are read as a stream, one record at a time, and every
+// answer is capped (Config.MaxAnswerBytes). An action slurmctld refused
+// for a job, which slurmrestd answers with HTTP 200 and the refusal in the
+// answer's per-job status, is a *RefusedError.
+//
 // Requeue uses REST where the parser has it (v0.0.45) and otherwise falls
 // back to `scontrol requeue` authenticated by SLURM_JWT (see Requeuer).
 package slurmrest

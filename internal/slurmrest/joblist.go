@@ -1,10 +1,11 @@
 package slurmrest
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,314 +15,197 @@ import (
 // jobMemo decodes the job lists of one backend. A poller asks for the list
 // every cycle, and on a busy cluster slurmrestd sends it whole each time
 // (update_time spares only an unchanged cluster): thousands of records of
-// several KiB, of which few changed since the last answer. Decoding every
-// record into the generated types cost more than everything else in a
-// reclaim cycle, so the memo splits the answer into its records with a
-// scanner of its own, and decodes only a record whose bytes it has not
-// seen in the last answer; the others keep the Job decoded then. The
-// answer is read into one of two buffers in turn, so that the last
-// answer's records stay valid while the new one is read and no buffer is
-// allocated once both have grown to the list's size.
+// several KiB, of which few changed since the last answer.
+//
+// The answer is read as a stream, one record at a time: a 200 MB listing
+// costs the Jobs kept, not the bytes read. Each record is hashed as it
+// arrives (128 bits, with seeds of this process), and only a record whose
+// hash was not in the last answer is decoded into the generated type and
+// converted; the others keep the Job decoded then, since decoding every
+// record cost more than everything else in a reclaim cycle.
 type jobMemo struct {
-	mu   sync.Mutex
-	seed maphash.Seed
-	bufs [2]bytes.Buffer
-	cur  int                  // the buffer the next answer goes to
-	prev map[uint64]memoEntry // the last answer's records, by hash
+	mu    sync.Mutex
+	seeds [2]maphash.Seed
+	prev  map[memoKey]memoEntry // the last answer's records, by hash
+	raw   json.RawMessage       // the record being read; its memory is reused
 }
 
+type memoKey [2]uint64
+
 type memoEntry struct {
-	raw []byte // in the buffer of the last answer
 	job Job
 	err error // of the conversion: the record is unreadable
 }
 
-// listJobs reads a GET /jobs/ answer into a JobList, as jobList does for
-// a decoded one: a record that does not decode as T fails the list (as a
-// whole-body decode would), one that conv refuses is Unreadable. The Jobs
-// of a list may share slices with those of earlier lists: callers must
-// not change them.
+func (m *jobMemo) key(raw []byte) memoKey {
+	return memoKey{maphash.Bytes(m.seeds[0], raw), maphash.Bytes(m.seeds[1], raw)}
+}
+
+// listJobs reads a GET /jobs/ answer into a JobList, as a decode of the
+// whole body into the generated answer would: a record that does not
+// decode as T fails the list, one that conv refuses is Unreadable. Keys
+// match without regard to case and the last of a repeated key counts, as
+// with encoding/json. The Jobs of a list may share slices with those of
+// earlier lists: callers must not change them.
 func listJobs[T any](m *jobMemo, op, user string, since time.Time, resp *http.Response, lastUpdate func([]byte) (time.Time, error),
 	conv func(T) (Job, error)) (JobList, error) {
 	defer resp.Body.Close()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.prev == nil {
-		m.seed = maphash.MakeSeed()
+		m.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
-	buf := &m.bufs[m.cur]
-	buf.Reset()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return JobList{}, fmt.Errorf("%s: read answer: %w", op, err)
-	}
-	body := buf.Bytes()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// An error answer is a few hundred bytes: read it whole.
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return JobList{}, fmt.Errorf("%s: read answer: %w", op, err)
+		}
 		if err := checkResponse(op, user, resp.StatusCode, body); err != nil {
 			return JobList{}, err
 		}
 		return JobList{}, fmt.Errorf("%s: HTTP %d with a body that does not decode", op, resp.StatusCode)
 	}
-	env, err := splitJobList(body)
+	var (
+		out     = JobList{Jobs: []Job{}}
+		next    = map[memoKey]memoEntry{}
+		rb      responseBody
+		updated time.Time
+		listed  int // records in the (last) "jobs" array
+	)
+	record := func(raw []byte) error {
+		k := m.key(raw)
+		e, ok := next[k]
+		if !ok {
+			e, ok = m.prev[k]
+		}
+		if !ok {
+			var rec T
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return fmt.Errorf("job record: %w", err)
+			}
+			e.job, e.err = conv(rec)
+		}
+		next[k] = e
+		if e.err != nil {
+			out.Unreadable = append(out.Unreadable, UnreadableJob{ID: e.job.ID, Err: e.err})
+			return nil
+		}
+		out.Jobs = append(out.Jobs, e.job)
+		return nil
+	}
+	dec := json.NewDecoder(resp.Body)
+	err := readJobList(dec, func(key string) error {
+		switch {
+		case strings.EqualFold(key, "jobs"):
+			// A repeated key replaces the list, as it does a decoded slice.
+			out.Jobs, out.Unreadable, listed = out.Jobs[:0], nil, 0
+			return readArray(dec, &m.raw, func(raw []byte) error { listed++; return record(raw) })
+		case strings.EqualFold(key, "errors"):
+			if err := dec.Decode(&rb.Errors); err != nil {
+				return fmt.Errorf("errors: %w", err)
+			}
+		case strings.EqualFold(key, "last_update"):
+			if err := dec.Decode(&m.raw); err != nil {
+				return err
+			}
+			var err error
+			if updated, err = lastUpdate(m.raw); err != nil {
+				return fmt.Errorf("last_update: %w", err)
+			}
+		default:
+			return dec.Decode(&m.raw) // skipped
+		}
+		return nil
+	})
 	if err != nil {
 		return JobList{}, fmt.Errorf("%s: %w", op, err)
-	}
-	var rb responseBody
-	if env.errors != nil {
-		if err := json.Unmarshal(env.errors, &rb.Errors); err != nil {
-			return JobList{}, fmt.Errorf("%s: errors: %w", op, err)
-		}
 	}
 	if err := checkBody(op, user, resp.StatusCode, rb); err != nil {
 		return JobList{}, err
 	}
-	var updated time.Time
-	if env.lastUpdate != nil {
-		if updated, err = lastUpdate(env.lastUpdate); err != nil {
-			return JobList{}, fmt.Errorf("%s: last_update: %w", op, err)
-		}
-	}
-	if !since.IsZero() && len(env.jobs) == 0 && updated.IsZero() {
+	if !since.IsZero() && listed == 0 && updated.IsZero() {
 		return JobList{Unchanged: true, Updated: since}, nil
 	}
-	out := JobList{Updated: updated, Jobs: make([]Job, 0, len(env.jobs))}
-	next := make(map[uint64]memoEntry, len(env.jobs))
-	for _, raw := range env.jobs {
-		h := maphash.Bytes(m.seed, raw)
-		e, ok := m.prev[h]
-		if !ok || !bytes.Equal(e.raw, raw) {
-			var rec T
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return JobList{}, fmt.Errorf("%s: job record: %w", op, err)
-			}
-			e.raw = raw
-			e.job, e.err = conv(rec)
-		}
-		e.raw = raw
-		next[h] = e
-		if e.err != nil {
-			out.Unreadable = append(out.Unreadable, UnreadableJob{ID: e.job.ID, Err: e.err})
-			continue
-		}
-		out.Jobs = append(out.Jobs, e.job)
-	}
-	// Only a list read whole becomes the memo: the next answer goes to the
-	// other buffer, this one's records stay where next points.
+	// Only a list read whole becomes the memo.
 	m.prev = next
-	m.cur = 1 - m.cur
+	out.Updated = updated
 	if out.Updated.IsZero() {
 		out.Updated = since
 	}
 	return out, nil
 }
 
-// jobListParts are the parts of a job list answer that listJobs reads.
-type jobListParts struct {
-	jobs               [][]byte // each record of "jobs", as it is in the body
-	errors, lastUpdate []byte   // the raw values; nil when absent
-}
-
-// splitJobList finds the records of a job list answer, and its errors and
-// last_update, without decoding them. It checks the frame of the answer
-// (an object; "jobs" an array or null), not the JSON of the values it
-// skips: the records it returns are decoded by encoding/json, or are
-// byte for byte a record decoded before.
-func splitJobList(b []byte) (jobListParts, error) {
-	var p jobListParts
-	sc := frameScanner{b: b}
-	if sc.literal("null") { // as encoding/json reads it: nothing
-		return p, sc.end()
+// readJobList reads a JSON object (or null) from dec, calling member for
+// each key with dec at the key's value, which member must read; then it
+// checks that nothing follows the object.
+func readJobList(dec *json.Decoder, member func(key string) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("answer: %w", eofIsUnexpected(err))
 	}
-	if !sc.expect('{') {
-		return p, sc.fail("answer: want a JSON object")
-	}
-	if sc.expect('}') {
-		return p, sc.end()
-	}
-	for {
-		key, err := sc.key()
-		if err != nil {
-			return p, err
-		}
-		// encoding/json matches keys without regard to case: so does this.
-		switch {
-		case strings.EqualFold(key, "jobs"):
-			if p.jobs, err = sc.array(); err != nil {
-				return p, err
-			}
-		default:
-			v, err := sc.value()
+	switch tok {
+	case nil: // as encoding/json reads it: nothing
+	case json.Delim('{'):
+		for dec.More() {
+			tok, err := dec.Token()
 			if err != nil {
-				return p, err
+				return fmt.Errorf("answer: %w", eofIsUnexpected(err))
 			}
-			switch {
-			case strings.EqualFold(key, "errors"):
-				p.errors = v
-			case strings.EqualFold(key, "last_update"):
-				p.lastUpdate = v
+			key, ok := tok.(string)
+			if !ok {
+				return fmt.Errorf("answer: want a key, found %v", tok)
+			}
+			if err := member(key); err != nil {
+				return eofIsUnexpected(err)
 			}
 		}
-		if sc.expect('}') {
-			return p, sc.end()
+		if _, err := dec.Token(); err != nil { // the closing brace
+			return fmt.Errorf("answer: %w", eofIsUnexpected(err))
 		}
-		if !sc.expect(',') {
-			return p, sc.fail("answer: want , or } after a value")
+	default:
+		return fmt.Errorf("answer: want a JSON object, found %v", tok)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("another value")
 		}
-	}
-}
-
-// frameScanner walks the frame of a JSON document: keys, arrays, and
-// values skipped whole.
-type frameScanner struct {
-	b   []byte
-	off int
-}
-
-func (sc *frameScanner) space() {
-	for sc.off < len(sc.b) && (sc.b[sc.off] == ' ' || sc.b[sc.off] == '\t' || sc.b[sc.off] == '\n' || sc.b[sc.off] == '\r') {
-		sc.off++
-	}
-}
-
-func (sc *frameScanner) expect(c byte) bool {
-	sc.space()
-	if sc.off < len(sc.b) && sc.b[sc.off] == c {
-		sc.off++
-		return true
-	}
-	return false
-}
-
-func (sc *frameScanner) end() error {
-	sc.space()
-	if sc.off != len(sc.b) {
-		return sc.fail("answer: data after the object")
+		return fmt.Errorf("answer: data after the object: %w", err)
 	}
 	return nil
 }
 
-func (sc *frameScanner) fail(msg string) error {
-	near := sc.b[min(sc.off, len(sc.b)):]
-	if len(near) > 40 {
-		near = near[:40]
+// readArray reads an array (or null) from dec, one element at a time into
+// buf, and calls each with it.
+func readArray(dec *json.Decoder, buf *json.RawMessage, each func([]byte) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%s at byte %d (near %q)", msg, sc.off, near)
-}
-
-// key reads "name": and returns the name.
-func (sc *frameScanner) key() (string, error) {
-	sc.space()
-	start := sc.off
-	if err := sc.skipString(); err != nil {
-		return "", err
-	}
-	key := string(sc.b[start+1 : sc.off-1])
-	if strings.IndexByte(key, '\\') >= 0 {
-		if err := json.Unmarshal(sc.b[start:sc.off], &key); err != nil {
-			return "", fmt.Errorf("answer: key: %w", err)
-		}
-	}
-	if !sc.expect(':') {
-		return "", sc.fail("answer: want : after a key")
-	}
-	return key, nil
-}
-
-func (sc *frameScanner) literal(s string) bool {
-	sc.space()
-	if bytes.HasPrefix(sc.b[sc.off:], []byte(s)) {
-		sc.off += len(s)
-		return true
-	}
-	return false
-}
-
-// array reads an array (or null) and returns its elements.
-func (sc *frameScanner) array() ([][]byte, error) {
-	if sc.literal("null") {
-		return nil, nil
-	}
-	if !sc.expect('[') {
-		return nil, sc.fail("jobs: want an array")
-	}
-	out := [][]byte{}
-	if sc.expect(']') {
-		return out, nil
-	}
-	for {
-		v, err := sc.value()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-		if sc.expect(']') {
-			return out, nil
-		}
-		if !sc.expect(',') {
-			return nil, sc.fail("jobs: want , or ]")
-		}
-	}
-}
-
-// value skips one value and returns its bytes.
-func (sc *frameScanner) value() ([]byte, error) {
-	sc.space()
-	start := sc.off
-	if sc.off >= len(sc.b) {
-		return nil, sc.fail("answer: want a value")
-	}
-	switch sc.b[sc.off] {
-	case '"':
-		if err := sc.skipString(); err != nil {
-			return nil, err
-		}
-	case '{', '[':
-		depth := 0
-	loop:
-		for sc.off < len(sc.b) {
-			switch sc.b[sc.off] {
-			case '"':
-				if err := sc.skipString(); err != nil {
-					return nil, err
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					sc.off++
-					break loop
-				}
-			}
-			sc.off++
-		}
-		if depth != 0 {
-			return nil, sc.fail("answer: unterminated object or array")
-		}
+	switch tok {
+	case nil:
+		return nil
+	case json.Delim('['):
 	default:
-		for sc.off < len(sc.b) && bytes.IndexByte([]byte(",]} \t\r\n{[\":"), sc.b[sc.off]) < 0 {
-			sc.off++
+		return fmt.Errorf("jobs: want an array, found %v", tok)
+	}
+	for dec.More() {
+		*buf = (*buf)[:0]
+		if err := dec.Decode(buf); err != nil {
+			return err
 		}
-		if sc.off == start {
-			return nil, sc.fail("answer: want a value")
+		if err := each(*buf); err != nil {
+			return err
 		}
 	}
-	return sc.b[start:sc.off], nil
+	_, err = dec.Token() // the closing bracket
+	return err
 }
 
-// skipString skips a string, escapes and all.
-func (sc *frameScanner) skipString() error {
-	if sc.off >= len(sc.b) || sc.b[sc.off] != '"' {
-		return sc.fail("answer: want a string")
+// eofIsUnexpected: an answer that ends inside the object is cut short.
+func eofIsUnexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
 	}
-	for i := sc.off + 1; i < len(sc.b); i++ {
-		switch sc.b[i] {
-		case '\\':
-			i++
-		case '"':
-			sc.off = i + 1
-			return nil
-		}
-	}
-	return sc.fail("answer: unterminated string")
+	return err
 }

@@ -131,6 +131,7 @@ func TestListJobsMemo(t *testing.T) {
 		{body: manyJobs(t, 50, map[int]bool{7: true}, "a"), wantConverted: 50},
 		{body: manyJobs(t, 50, map[int]bool{7: true}, "a"), wantConverted: 0},
 		{body: manyJobs(t, 51, map[int]bool{7: true}, "b"), wantConverted: 2}, // job 2 changed, job 51 new
+		{body: manyJobs(t, 51, map[int]bool{7: true}, "a"), wantConverted: 1}, // job 2 as it was two lists ago
 		{body: capturedJobs(t, "jobs"), wantConverted: 1},                     // job 1 as captured is not job 1 above
 	} {
 		converted = 0

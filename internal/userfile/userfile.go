@@ -58,6 +58,10 @@ type Policy struct {
 	MaxSize int64
 	// AllowDir accepts a folder as well as a regular file (Open only).
 	AllowDir bool
+	// As, when set, is the user the file is read for: the open goes no
+	// further than that user could (see Access), and a file the user may
+	// not reach and a name that does not exist are both ErrNoAccess.
+	As *Access
 }
 
 // Error is a refused or failed open or read. It never holds the file's
@@ -127,17 +131,25 @@ func open(root, name string, p Policy, resolve resolver) (*os.File, error) {
 	if err := checkName(name); err != nil {
 		return nil, &Error{Path: path, Err: err}
 	}
-	fd, err := openRoot(root)
-	if err != nil {
-		return nil, &Error{Path: path, Err: fmt.Errorf("open the folder %s: %w", root, err)}
-	}
-	ffd := fd
-	if name != "." {
-		ffd, err = resolve(fd, name, openFlags)
-		closeFD(fd)
-	}
-	if err != nil {
-		return nil, &Error{Path: path, Err: err}
+	var ffd int
+	if p.As != nil {
+		var err error
+		if ffd, err = openAs(root, name, openFlags, p.As); err != nil {
+			return nil, &Error{Path: path, Err: err}
+		}
+	} else {
+		fd, err := openRoot(root)
+		if err != nil {
+			return nil, &Error{Path: path, Err: fmt.Errorf("open the folder %s: %w", root, err)}
+		}
+		ffd = fd
+		if name != "." {
+			ffd, err = resolve(fd, name, openFlags)
+			closeFD(fd)
+		}
+		if err != nil {
+			return nil, &Error{Path: path, Err: err}
+		}
 	}
 	f := os.NewFile(uintptr(ffd), path)
 	if err := check(f, p); err != nil {

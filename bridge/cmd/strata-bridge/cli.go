@@ -242,7 +242,8 @@ func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm boo
 			tokens = &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}
 		}
 		if e.slurm, err = slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-			Tokens: tokens, Logger: log}); err != nil {
+			Tokens: tokens, Logger: log, MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20,
+			MaxAnswerSetting: "slurm.max_answer_mib in the bridge's configuration"}); err != nil {
 			e.close()
 			return nil, err
 		}

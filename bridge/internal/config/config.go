@@ -81,6 +81,10 @@ type Slurm struct {
 	TokenFile string `yaml:"token_file"`
 	// PollInterval between two conditional job listings.
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// MaxAnswerMiB caps one answer of slurmrestd. Job listings are read
+	// as a stream and cost the jobs kept, not their size; the cap stops a
+	// runaway answer.
+	MaxAnswerMiB int `yaml:"max_answer_mib"`
 }
 
 // Kubernetes reaches the cluster that serves.
@@ -172,7 +176,7 @@ func Default() Config {
 	return Config{
 		APIVersion: APIVersion, Kind: Kind,
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "strata-bridge", TokenFile: "/etc/strata/bridge.jwt",
-			PollInterval: 30 * time.Second},
+			PollInterval: 30 * time.Second, MaxAnswerMiB: 512},
 		Kubernetes: Kubernetes{Kubeconfig: "/etc/strata/bridge.kubeconfig", FieldManager: "strata-bridge",
 			RolloutTimeout: 5 * time.Minute},
 		Policy:               Policy{ServingFile: "/etc/strata/rendered/serving.json"},
@@ -242,6 +246,10 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	if c.Slurm.PollInterval < 5*time.Second {
 		ps.bad("slurm.poll_interval", "give 5s or more (30s is usual): slurmctld would answer a poll every few seconds for nothing",
 			"%s is shorter than 5s", c.Slurm.PollInterval)
+	}
+	if c.Slurm.MaxAnswerMiB < 1 || c.Slurm.MaxAnswerMiB > 16384 {
+		ps.bad("slurm.max_answer_mib", "give 1 to 16384 (512 is usual; a job listing takes some 7 KiB a job)",
+			"%d is not a size in MiB from 1 to 16384", c.Slurm.MaxAnswerMiB)
 	}
 
 	ps.absFile("kubernetes.kubeconfig", c.Kubernetes.Kubeconfig, false, "")

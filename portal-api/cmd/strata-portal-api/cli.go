@@ -15,6 +15,7 @@ import (
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/duration"
+	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/config"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
@@ -101,6 +102,14 @@ keeps only its SHA-256 hash.`,
 						Usage:  "revoke a token by its id (token list shows it)",
 						Action: func(c *cli.Context) error { return cmdTokenRevoke(ctx, c) },
 					}, cliargs.Arg{Name: "ID", Required: true}),
+					cliargs.Bind(&cli.Command{
+						Name:  "revoke-user",
+						Usage: "revoke every token of a user, and end every session cookie made for them before now",
+						Description: `Takes effect at once in every running portal on this database: a session
+cookie made from one of the user's tokens, or for the user signed in any other
+way, is refused on its next request.`,
+						Action: func(c *cli.Context) error { return cmdTokenRevokeUser(ctx, c) },
+					}, cliargs.Arg{Name: "USER", Required: true}),
 				},
 			},
 		},
@@ -185,6 +194,21 @@ func cmdTokenList(ctx context.Context, c *cli.Context) error {
 	return tw.Flush()
 }
 
+func cmdTokenRevokeUser(ctx context.Context, c *cli.Context) error {
+	user := cliargs.Get(c, "USER")
+	_, st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	n, err := st.RevokeUser(ctx, user)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "user %s revoked: %d token(s), and every session cookie made for them before now\n", user, n)
+	return nil
+}
+
 func cmdTokenRevoke(ctx context.Context, c *cli.Context) error {
 	id, err := strconv.ParseInt(cliargs.Get(c, "ID"), 10, 64)
 	if err != nil {
@@ -200,4 +224,20 @@ func cmdTokenRevoke(ctx context.Context, c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "token %d revoked\n", id)
 	return nil
+}
+
+// loadTenants reads a cluster's tenants.json, at start, on reload and in
+// check-config alike, and refuses one that describes another cluster: its
+// tenants, admins and accounts are that cluster's, not this one's.
+func loadTenants(cl config.Cluster) (*tenantmap.Map, error) {
+	m, err := tenantmap.Load(cl.TenantsFile)
+	if err != nil {
+		return nil, err
+	}
+	if m.Cluster != cl.SlurmCluster {
+		return nil, fmt.Errorf("%s describes cluster %q, not %q: give clusters[].tenants_file the tenants.json that "+
+			"strata-policy render wrote for %s, or set clusters[].slurm_cluster to the cluster's Slurm ClusterName if it differs from its name in the portal",
+			cl.TenantsFile, m.Cluster, cl.SlurmCluster, cl.SlurmCluster)
+	}
+	return m, nil
 }

@@ -32,6 +32,7 @@ kind: PortalConfig
 database: ` + filepath.Join(dir, "portal.db") + `
 clusters:
   - name: gpu1
+    slurm_cluster: s2605
     slurmrestd_url: http://127.0.0.1:6820
     jwt_key_file: ` + filepath.Join(dir, "jwt.key") + `
     tenants_file: ` + filepath.Join(dir, "tenants.json") + `
@@ -78,6 +79,9 @@ func TestToken(t *testing.T) {
 	if _, _, err := runCLI(t, "--config", cfg, "token", "revoke", "1"); err == nil || cliexit.CodeOf(err) != 1 {
 		t.Errorf("second revoke: %v", err)
 	}
+	if out, _, err := runCLI(t, "--config", cfg, "token", "revoke-user", "alice"); err != nil || !strings.Contains(out, "user alice revoked") {
+		t.Errorf("revoke-user: %q %v", out, err)
+	}
 	for name, args := range map[string][]string{
 		"too long":     {"token", "create", "--user", "bob", "--expires", "1000d"},
 		"bare number":  {"token", "create", "--user", "bob", "--expires", "30"},
@@ -105,6 +109,26 @@ func TestCheckConfig(t *testing.T) {
 	_, _, err := runCLI(t, "check-config", cfg)
 	if err == nil || !strings.Contains(err.Error(), "jwt_key_file") || !strings.Contains(err.Error(), "tenants.json") {
 		t.Errorf("check-config = %v; want both problems", err)
+	}
+}
+
+// TestTenantsOfAnotherCluster: a tenants.json that describes another
+// cluster is refused by check-config and by serve, with the same message.
+func TestTenantsOfAnotherCluster(t *testing.T) {
+	cfg := setup(t)
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), "slurm_cluster: s2605", "slurm_cluster: gpu7", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const want = `tenants.json describes cluster "s2605", not "gpu7": give clusters[].tenants_file the tenants.json that strata-policy render wrote for gpu7`
+	if _, _, err := runCLI(t, "check-config", cfg); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("check-config = %v; want %q", err, want)
+	}
+	if _, _, err := runCLI(t, "--config", cfg, "serve"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("serve = %v; want %q", err, want)
 	}
 }
 

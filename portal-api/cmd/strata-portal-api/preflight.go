@@ -6,7 +6,6 @@ import (
 	"io/fs"
 
 	"github.com/strata-hpc/strata/internal/jobpolicy"
-	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/config"
 	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
@@ -28,7 +27,7 @@ func preflight(cfg *config.Config) (warnings []string, err error) {
 				warnings = append(warnings, "cluster "+cl.Name+": "+w)
 			}
 		}
-		if _, err := tenantmap.Load(cl.TenantsFile); err != nil {
+		if _, err := loadTenants(cl); err != nil {
 			fail(err)
 		}
 		if err := checkKey(nil, cl.JWTKeyFile); err != nil {

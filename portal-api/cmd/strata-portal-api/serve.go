@@ -68,7 +68,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	var clusters []service.Cluster
 	var pollers []*cluster.Poller
 	var reload []daemon.Reloader
-	for _, cl := range cfg.Clusters {
+	for i, cl := range cfg.Clusters {
 		if err := checkKey(log, cl.JWTKeyFile); err != nil {
 			return fmt.Errorf("cluster %s: %w", cl.Name, err)
 		}
@@ -77,7 +77,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			return fmt.Errorf("cluster %s: %w", cl.Name, err)
 		}
 		tenants, err := daemon.Load(ctx, "tenant map of "+cl.Name, func(context.Context) (*tenantmap.Map, error) {
-			return tenantmap.Load(cl.TenantsFile)
+			return loadTenants(cl)
 		})
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", cl.Name, err)
@@ -116,7 +116,9 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			}
 			reload, reclaimdToken = append(reload, f), f.Get
 		}
-		sc := slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer}
+		sc := slurmrest.Config{URL: cl.SlurmrestdURL, User: cl.PollUser, Tokens: signer,
+			MaxAnswerBytes:   int64(cl.SlurmrestdMaxAnswerMiB) << 20,
+			MaxAnswerSetting: fmt.Sprintf("clusters[%d].slurmrestd_max_answer_mib (cluster %s) in the portal's configuration", i, cl.Name)}
 		if cl.Scontrol != "" {
 			// Requeue where slurmrestd has none, as the user: the client
 			// hands scontrol the token it minted for them.
@@ -155,6 +157,14 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key}, Log: log})
 
+	// Audit records a stop left open get what Slurm now says, before the
+	// portal serves: the log never claims an action is still under way.
+	settleCtx, cancelSettle := context.WithTimeout(ctx, time.Minute)
+	err = srv.Core().SettleUnfinished(settleCtx)
+	cancelSettle()
+	if err != nil {
+		return fmt.Errorf("settle the audit records left open: %w", err)
+	}
 	ln, err := listen(cfg)
 	if err != nil {
 		return err

@@ -681,6 +681,9 @@ type Membership struct {
 		Role    MembershipProjectsRole `json:"role"`
 		Tenant  string                 `json:"tenant"`
 	} `json:"projects"`
+
+	// TenantAdmin The tenants the user administers (tenants.json's admins of a tenant), whose every job they read and control.
+	TenantAdmin []string `json:"tenant_admin"`
 }
 
 // MembershipProjectsRole defines model for Membership.Projects.Role.

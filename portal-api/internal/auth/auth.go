@@ -32,6 +32,10 @@ const (
 type Identity struct {
 	User string
 	Via  string
+	// TokenID is the personal token's id (Via ViaToken): what a
+	// credential made from the request keeps, so that it ends with the
+	// token.
+	TokenID int64
 }
 
 // Error is a refused identity: the message is safe to show the caller.
@@ -52,9 +56,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// TokenLookup finds the user of a personal token.
+// TokenLookup finds the user and the id of a valid personal token.
 type TokenLookup interface {
-	LookupToken(ctx context.Context, token string) (string, error)
+	LookupTokenID(ctx context.Context, token string) (string, int64, error)
 }
 
 // Config configures an Authenticator.
@@ -112,11 +116,11 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 		}
 		tok = strings.TrimSpace(tok)
 		if a.cfg.Tokens != nil && a.cfg.TokenPrefix != "" && strings.HasPrefix(tok, a.cfg.TokenPrefix) {
-			user, err := a.cfg.Tokens.LookupToken(r.Context(), tok)
+			user, id, err := a.cfg.Tokens.LookupTokenID(r.Context(), tok)
 			if err != nil {
 				return Identity{}, &Error{Msg: "the personal token is not valid", Hint: "make a new one with strata-portal-api token create", Err: err}
 			}
-			return Identity{User: user, Via: ViaToken}, nil
+			return Identity{User: user, Via: ViaToken, TokenID: id}, nil
 		}
 		return a.oidc(r.Context(), tok)
 	}
@@ -139,13 +143,50 @@ func (a *Authenticator) fromProxy(remote string) bool {
 	if err != nil {
 		return false
 	}
-	addr := ap.Addr().Unmap()
+	return a.trusted(ap.Addr().Unmap())
+}
+
+func (a *Authenticator) trusted(addr netip.Addr) bool {
 	for _, p := range a.cfg.Proxies {
 		if p.Contains(addr) {
 			return true
 		}
 	}
 	return false
+}
+
+// ClientAddr is the address a request comes from, by the rule that
+// believes the user header: the connection's peer, unless the peer is a
+// trusted proxy, whose X-Forwarded-For is then read from its right end
+// (the hop the proxy added) past every trusted proxy to the first address
+// that is not one. A header from any other peer is ignored, so a client
+// cannot choose its address; a malformed entry stops the walk at the
+// last address believed.
+func (a *Authenticator) ClientAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	addr := ap.Addr().Unmap()
+	if !a.trusted(addr) {
+		return addr
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := strings.TrimSpace(hops[i])
+		if h == "" {
+			continue
+		}
+		next, err := netip.ParseAddr(h)
+		if err != nil {
+			return addr
+		}
+		addr = next.Unmap()
+		if !a.trusted(addr) {
+			return addr
+		}
+	}
+	return addr
 }
 
 func (a *Authenticator) oidc(ctx context.Context, raw string) (Identity, error) {

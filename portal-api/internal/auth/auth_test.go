@@ -65,11 +65,11 @@ func (is *issuer) sign(t *testing.T, claims jwt.MapClaims, key *rsa.PrivateKey) 
 
 type tokens map[string]string
 
-func (m tokens) LookupToken(_ context.Context, tok string) (string, error) {
+func (m tokens) LookupTokenID(_ context.Context, tok string) (string, int64, error) {
 	if u, ok := m[tok]; ok {
-		return u, nil
+		return u, int64(len(tok)), nil
 	}
-	return "", errors.New("unknown")
+	return "", 0, errors.New("unknown")
 }
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -142,12 +142,12 @@ func TestAuthenticate(t *testing.T) {
 		"odd user claim":  {req: request("Bearer "+is.sign(t, claims(func(c jwt.MapClaims) { c["slurm_user"] = "al ice\r\n" }), is.key), "", ""), wantErr: "slurm_user claim"},
 		"garbage":         {req: request("Bearer abc.def.ghi", "", ""), wantErr: "not valid"},
 		"basic auth":      {req: request("Basic YWxpY2U6eA==", "", ""), wantErr: "not a bearer token"},
-		"personal token":  {req: request("Bearer strata_pat_good", "", ""), want: Identity{User: "carol", Via: ViaToken}},
+		"personal token":  {req: request("Bearer strata_pat_good", "", ""), want: Identity{User: "carol", Via: ViaToken, TokenID: 15}},
 		"unknown token":   {req: request("Bearer strata_pat_bad", "", ""), wantErr: "personal token is not valid"},
 		"trusted proxy":   {req: request("", "dave", "10.0.0.5:4000"), want: Identity{User: "dave", Via: ViaProxy}},
 		"untrusted proxy": {req: request("", "dave", "10.0.0.6:4000"), wantErr: "not a trusted proxy"},
 		"proxy odd user":  {req: request("", "da ve", "10.0.0.5:4000"), wantErr: "not a user name"},
-		"bearer wins":     {req: request("Bearer strata_pat_good", "dave", "10.0.0.5:4000"), want: Identity{User: "carol", Via: ViaToken}},
+		"bearer wins":     {req: request("Bearer strata_pat_good", "dave", "10.0.0.5:4000"), want: Identity{User: "carol", Via: ViaToken, TokenID: 15}},
 		"nothing":         {req: request("", "", ""), wantErr: "no credentials"},
 	}
 	for name, tc := range tests {
@@ -163,6 +163,36 @@ func TestAuthenticate(t *testing.T) {
 				t.Fatalf("Authenticate = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestClientAddr: the address a request comes from is the peer's, or,
+// from a trusted proxy, the first address of X-Forwarded-For from the
+// right that is not a trusted proxy; a client cannot choose it.
+func TestClientAddr(t *testing.T) {
+	a := New(Config{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/29")}, Header: "X-Remote-User"})
+	for name, tc := range map[string]struct {
+		remote string
+		xff    []string
+		want   string
+	}{
+		"direct":                         {remote: "192.0.2.7:5000", want: "192.0.2.7"},
+		"direct with a forged header":    {remote: "192.0.2.7:5000", xff: []string{"198.51.100.1"}, want: "192.0.2.7"},
+		"through the proxy":              {remote: "10.0.0.5:4000", xff: []string{"198.51.100.1"}, want: "198.51.100.1"},
+		"a client's own entry is passed": {remote: "10.0.0.5:4000", xff: []string{"203.0.113.9, 198.51.100.1"}, want: "198.51.100.1"},
+		"two proxies":                    {remote: "10.0.0.5:4000", xff: []string{"198.51.100.1, 10.0.0.3"}, want: "198.51.100.1"},
+		"two headers":                    {remote: "10.0.0.5:4000", xff: []string{"203.0.113.9", "198.51.100.1"}, want: "198.51.100.1"},
+		"the proxy without a header":     {remote: "10.0.0.5:4000", want: "10.0.0.5"},
+		"a malformed hop":                {remote: "10.0.0.5:4000", xff: []string{"198.51.100.1, junk"}, want: "10.0.0.5"},
+		"IPv4 in IPv6":                   {remote: "[::ffff:192.0.2.7]:5000", want: "192.0.2.7"},
+	} {
+		r := request("", "", tc.remote)
+		for _, v := range tc.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := a.ClientAddr(r); got.String() != tc.want {
+			t.Errorf("%s: ClientAddr = %s, want %s", name, got, tc.want)
+		}
 	}
 }
 

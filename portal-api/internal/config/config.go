@@ -149,8 +149,15 @@ type Limits struct {
 type Cluster struct {
 	// Name is how the API names the cluster (in /v1/jobs/{cluster}/...).
 	Name string `yaml:"name"`
+	// SlurmCluster is the cluster's Slurm ClusterName, which its
+	// tenants.json must name; "" is Name.
+	SlurmCluster string `yaml:"slurm_cluster"`
 	// SlurmrestdURL reaches the cluster's slurmrestd.
 	SlurmrestdURL string `yaml:"slurmrestd_url"`
+	// SlurmrestdMaxAnswerMiB caps one answer of slurmrestd. Job listings
+	// are read as a stream and cost the jobs kept, not their size; the cap
+	// stops a runaway answer.
+	SlurmrestdMaxAnswerMiB int `yaml:"slurmrestd_max_answer_mib"`
 	// JWTKeyFile is the cluster's jwt_hs256.key: the portal mints
 	// short-lived tokens for the poller's user and for every user it acts for.
 	JWTKeyFile string `yaml:"jwt_key_file"`
@@ -273,7 +280,7 @@ func Default() Config {
 
 // ClusterDefaults fill what a cluster entry leaves out.
 func ClusterDefaults() Cluster {
-	return Cluster{PollUser: "root", WorkDir: "/tmp", TokenLifetime: 5 * time.Minute, PollInterval: 15 * time.Second, StaleAfter: time.Minute,
+	return Cluster{PollUser: "root", SlurmrestdMaxAnswerMiB: 512, WorkDir: "/tmp", TokenLifetime: 5 * time.Minute, PollInterval: 15 * time.Second, StaleAfter: time.Minute,
 		SessionIdleLimit: 2 * time.Hour}
 }
 
@@ -310,6 +317,12 @@ func (c *Cluster) defaults() {
 	d := ClusterDefaults()
 	if c.PollUser == "" {
 		c.PollUser = d.PollUser
+	}
+	if c.SlurmCluster == "" {
+		c.SlurmCluster = c.Name
+	}
+	if c.SlurmrestdMaxAnswerMiB == 0 {
+		c.SlurmrestdMaxAnswerMiB = d.SlurmrestdMaxAnswerMiB
 	}
 	if c.TokenLifetime == 0 {
 		c.TokenLifetime = d.TokenLifetime
@@ -415,6 +428,10 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 			seen[cl.Name] = i
 		}
 		ps.url(p+".slurmrestd_url", cl.SlurmrestdURL, true, "slurmrestd's URL, such as http://127.0.0.1:6820")
+		if cl.SlurmrestdMaxAnswerMiB < 1 || cl.SlurmrestdMaxAnswerMiB > 16384 {
+			ps.bad(p+".slurmrestd_max_answer_mib", "give 1 to 16384 (512 is usual; a job listing takes some 7 KiB a job)",
+				"%d is not a size in MiB from 1 to 16384", cl.SlurmrestdMaxAnswerMiB)
+		}
 		ps.absFile(p+".jwt_key_file", cl.JWTKeyFile, true, "the cluster's jwt_hs256.key, to mint tokens for users")
 		ps.absFile(p+".tenants_file", cl.TenantsFile, true, "the cluster's tenants.json, which strata-policy render writes")
 		ps.absFile(p+".job_policy_file", cl.JobPolicyFile, false, "")

@@ -31,7 +31,7 @@ func TestMinimal(t *testing.T) {
 	}
 	want := Default()
 	cl := ClusterDefaults()
-	cl.Name, cl.SlurmrestdURL = "gpu1", "http://127.0.0.1:6820"
+	cl.Name, cl.SlurmCluster, cl.SlurmrestdURL = "gpu1", "gpu1", "http://127.0.0.1:6820"
 	cl.JWTKeyFile, cl.TenantsFile = "/etc/strata/clusters/gpu1/jwt_hs256.key", "/etc/strata/clusters/gpu1/tenants.json"
 	want.Clusters = []Cluster{cl}
 	if diff := cmp.Diff(&want, cfg); diff != "" {

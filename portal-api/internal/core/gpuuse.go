@@ -218,7 +218,7 @@ func (s *Core) JobGPU(ctx context.Context, who auth.Identity, clusterName string
 	series, err := s.ask(ctx, p, p.gpuQuery(j.GPUs, step, many), start, end, step)
 	if err != nil {
 		s.log.Warn("prometheus query failed", "cluster", clusterName, "job_id", id, "error", err)
-		return api.JobGpuUse{}, problem(http.StatusBadGateway, api.Unavailable, fmt.Sprintf("the Prometheus of cluster %q did not answer: %s", clusterName, err), "try again shortly")
+		return api.JobGpuUse{}, problem(http.StatusBadGateway, api.Unavailable, fmt.Sprintf("the Prometheus of cluster %q did not answer (the portal's operators see why in its log)", clusterName), "try again shortly")
 	}
 	out := api.JobGpuUse{Cluster: clusterName, JobId: id, Source: api.Prometheus, Start: start.UTC(), End: end.UTC(),
 		StepSeconds: int64(step / time.Second), Gpus: []api.GpuSeries{}}
@@ -307,7 +307,9 @@ func (s *Core) gpuUse(ctx context.Context, c Cluster, x *index, by map[string]*a
 	g := s.gpuNowOf(ctx, c.Poller.Name(), p)
 	total := &api.GpuUseNow{}
 	if g.err != nil {
-		total.Error = ptr("Prometheus did not answer: " + g.err.Error())
+		// Its address and error are for the operators, in the log.
+		s.log.Warn("prometheus query failed", "cluster", c.Poller.Name(), "error", g.err)
+		total.Error = ptr("Prometheus did not answer (the portal's operators see why in its log)")
 	}
 	for i := range x.snap.Jobs {
 		j := &x.snap.Jobs[i]

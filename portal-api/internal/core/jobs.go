@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -295,12 +296,12 @@ func (s *Core) ControlJob(ctx context.Context, who auth.Identity, clusterName st
 	}
 	v, c, p := s.find(who, clusterName, id)
 	if p != nil {
-		return api.ActionResult{}, p
+		return api.ActionResult{}, s.refuse(ctx, who, clusterName, string(action), strconv.FormatInt(id, 10), p)
 	}
 	m := c.Tenants()
 	if !rbac.CanControl(m, who.User, v.owner) {
-		return api.ActionResult{}, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s job %d", action, id),
-			"only the job's user, or an admin of its tenant, may")
+		return api.ActionResult{}, s.refuse(ctx, who, clusterName, string(action), string(v.job.Ref()),
+			problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s job %d", action, id), "only the job's user, or an admin of its tenant, may"))
 	}
 	client, err := c.Poller.Client(ctx)
 	if err != nil {
@@ -324,13 +325,11 @@ func (s *Core) ControlJob(ctx context.Context, who auth.Identity, clusterName st
 	case api.Requeue:
 		err = as.RequeueRef(ctx, ref, slurmrest.RequeueOptions{Reason: "strata: requeued by " + who.User + " through the portal"})
 	}
-	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
-		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
-	}
+	s.settleAudit(ctx, aid, err)
 	s.log.Info("job action", "cluster", clusterName, "job_id", target, "action", action, "user", who.User, "via", who.Via,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s job %d: %s", action, id, err))
+		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s job %d: %s", action, id, userText(err)))
 	}
 	return api.ActionResult{Cluster: clusterName, Target: target, Action: string(action), AuditId: aid}, nil
 }
@@ -348,11 +347,22 @@ func slurmProblem(err error, msg string) *Problem {
 }
 
 // slurmStatus maps what slurmrestd said to an answer.
+//
+// An action Slurm refused for the caller's user is 403: the portal's own
+// rules let the caller ask (a tenant's admin), but Slurm's, which are the
+// ones that count, do not let that user do it, and no change of the
+// job's state would; that is a refusal of who asks, which 403 means. A
+// refusal for the job's state (it ended, it is pending) is 409: the same
+// request may succeed once the state changes.
 func slurmStatus(err error) (int, api.ErrorCode, string) {
 	var ae *slurmrest.AuthError
 	switch {
 	case errors.As(err, &ae), errors.Is(err, slurmrest.ErrPermission):
-		return http.StatusForbidden, api.SlurmRefused, "Slurm refused it for your user"
+		return http.StatusForbidden, api.SlurmRefused, "Slurm refused it for your user: only the job's user, a coordinator of its account or a Slurm operator may"
+	case errors.Is(err, slurmrest.ErrAlreadyDone):
+		return http.StatusConflict, api.SlurmRefused, "the job has ended or is ending"
+	case errors.Is(err, slurmrest.ErrRefused):
+		return http.StatusConflict, api.SlurmRefused, "Slurm's message says why"
 	case errors.Is(err, slurmrest.ErrNotFound):
 		return http.StatusNotFound, api.NotFound, "the job may have ended; GET /v1/jobs shows it after the next poll"
 	case errors.Is(err, slurmrest.ErrUnsupported):
@@ -459,7 +469,7 @@ func (s *Core) Clusters(ctx context.Context, who auth.Identity) api.ClusterList 
 func (s *Core) Me(ctx context.Context, id auth.Identity) api.Me {
 	out := api.Me{User: id.User, Via: api.MeVia(id.Via), Clusters: []api.Membership{}}
 	for _, c := range s.clusters {
-		mb := api.Membership{Cluster: c.Poller.Name(), Projects: []struct {
+		mb := api.Membership{Cluster: c.Poller.Name(), TenantAdmin: []string{}, Projects: []struct {
 			Project string                     `json:"project"`
 			Role    api.MembershipProjectsRole `json:"role"`
 			Tenant  string                     `json:"tenant"`
@@ -468,6 +478,10 @@ func (s *Core) Me(ctx context.Context, id auth.Identity) api.Me {
 			switch {
 			case g.Role == rbac.ClusterAdmin:
 				mb.ClusterAdmin = true
+			case g.Role == rbac.TenantAdmin && g.Project == "":
+				if !slices.Contains(mb.TenantAdmin, g.Tenant) {
+					mb.TenantAdmin = append(mb.TenantAdmin, g.Tenant)
+				}
 			case g.Project != "":
 				mb.Projects = append(mb.Projects, struct {
 					Project string                     `json:"project"`
@@ -517,7 +531,8 @@ func (s *Core) ControlNode(ctx context.Context, who auth.Identity, clusterName, 
 		return api.ActionResult{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q or action %q", clusterName, action), "")
 	}
 	if !rbac.Allowed(c.Tenants(), who.User, rbac.DrainNodes, rbac.Target{}) {
-		return api.ActionResult{}, problem(http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", "")
+		return api.ActionResult{}, s.refuse(ctx, who, clusterName, string(action), node,
+			problem(http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", ""))
 	}
 	if strings.TrimSpace(reason) == "" || len(reason) > 200 {
 		return api.ActionResult{}, BadNodeReason()
@@ -541,13 +556,11 @@ func (s *Core) ControlNode(ctx context.Context, who auth.Identity, clusterName, 
 		state = slurmrest.NodeResume
 	}
 	err = client.As(who.User).UpdateNode(ctx, node, state, reason)
-	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
-		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
-	}
+	s.settleAudit(ctx, aid, err)
 	s.log.Info("node action", "cluster", clusterName, "node", node, "action", action, "user", who.User, "reason", reason,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, err))
+		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, userText(err)))
 	}
 	return api.ActionResult{Cluster: clusterName, Target: node, Action: string(action), AuditId: aid}, nil
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
+	"os/user"
 	"path"
 	"slices"
 	"strconv"
@@ -42,7 +44,7 @@ func (s *Core) JobOutput(ctx context.Context, who auth.Identity, clusterName str
 		return api.JobOutput{}, p
 	}
 	j := v.job
-	o := outputs{roots: c.OutputRoots, uid: uint32(j.UserID)}
+	o := outputs{roots: c.OutputRoots, uid: uint32(j.UserID), as: accessOf(uint32(j.UserID))}
 	out := api.JobOutput{Workdir: o.dir(j.WorkDir)}
 	stdout := slurmPath(j, j.StdOut)
 	if stdout == "" {
@@ -99,6 +101,37 @@ func slurmPath(j *slurmrest.Job, p string) string {
 type outputs struct {
 	roots []string
 	uid   uint32
+	// as is the job's user: the portal looks no further than they could.
+	as *userfile.Access
+}
+
+// noGroup is the gid of a user the portal's host does not know: no
+// folder's group is it, so only the owner and other bits apply.
+const noGroup = math.MaxUint32
+
+// accessOf is the job's user as the portal's host knows them (their
+// primary and supplementary groups), for userfile to judge each folder on
+// the way to an output file by. The portal reads as itself and checks the
+// user's permission on every folder from / down (userfile.Access) rather
+// than taking the user's identity with setfsuid: that would need
+// CAP_SETUID and CAP_SETGID, which its unit does not grant and which would
+// let a bug read as anyone.
+func accessOf(uid uint32) *userfile.Access {
+	a := &userfile.Access{UID: uid, GID: noGroup}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return a
+	}
+	if g, err := strconv.ParseUint(u.Gid, 10, 32); err == nil {
+		a.GID = uint32(g)
+	}
+	groups, _ := u.GroupIds()
+	for _, id := range groups {
+		if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+			a.Groups = append(a.Groups, uint32(g))
+		}
+	}
+	return a
 }
 
 var errNoRoot = errors.New("is not beneath a folder this cluster shows output from")
@@ -115,21 +148,23 @@ func (o outputs) open(p string, dir bool) (*os.File, error) {
 			rel, ok = ".", true
 		}
 		if ok {
-			return userfile.Open(root, rel, userfile.Policy{UID: o.uid, AllowDir: dir})
+			return userfile.Open(root, rel, userfile.Policy{UID: o.uid, AllowDir: dir, As: o.as})
 		}
 	}
 	return nil, errNoRoot
 }
 
-// why is what a refusal says: the reason, never a byte of the file.
+// why is what a refusal says: the reason, never a byte of the file. A
+// file the job's user could not reach and one that does not exist read
+// the same, byte for byte, so no caller learns more than that user could.
 func why(err error) *string {
+	if errors.Is(err, userfile.ErrNoAccess) || errors.Is(err, fs.ErrNotExist) {
+		return ptr(userfile.ErrNoAccess.Error())
+	}
 	for _, e := range []error{errNoRoot, userfile.ErrSymlink, userfile.ErrEscapes, userfile.ErrNotRegular, userfile.ErrOwner, userfile.ErrName} {
 		if errors.Is(err, e) {
 			return ptr(e.Error())
 		}
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return ptr("does not exist")
 	}
 	return ptr("cannot be read")
 }

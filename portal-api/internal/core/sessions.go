@@ -402,7 +402,7 @@ func (s *Core) EndSession(ctx context.Context, who auth.Identity, id string) (ap
 	err := s.actAs(ctx, at, who.User, who.Via, "cancel", "session "+id, asOwner, func(as *slurmrest.Client) error { return as.CancelRef(ctx, ref) },
 		func(aid int64, err error) {
 			if err != nil {
-				p = slurmProblem(err, fmt.Sprintf("Slurm did not cancel the session's job %d: %s", at.rec.JobID, err))
+				p = slurmProblem(err, fmt.Sprintf("Slurm did not cancel the session's job %d: %s", at.rec.JobID, userText(err)))
 				return
 			}
 			if _, err := s.cfg.Store.EndSession(ctx, id, "ended by "+who.User+" through the portal", s.cfg.Now()); err != nil {
@@ -458,9 +458,7 @@ func (s *Core) actAs(ctx context.Context, at sessionAt, user, via, action, detai
 		client = client.As(at.rec.User)
 	}
 	err = act(client)
-	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
-		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
-	}
+	s.settleAudit(ctx, aid, err)
 	s.log.Info("session action", "cluster", at.rec.Cluster, "session_id", at.rec.ID, "job_id", target, "action", action, "user", user, "via", via,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 	if done != nil {
@@ -518,7 +516,7 @@ func (s *Core) ExtendSession(ctx context.Context, who auth.Identity, id string, 
 		},
 		func(aid int64, err error) {
 			if err != nil {
-				p = slurmProblem(err, fmt.Sprintf("Slurm did not extend the session's job %d: %s", j.ID, err))
+				p = slurmProblem(err, fmt.Sprintf("Slurm did not extend the session's job %d: %s", j.ID, userText(err)))
 				return
 			}
 			out = api.SessionExtended{Cluster: at.rec.Cluster, Target: string(j.Ref()), Action: "extend", AuditId: aid,

@@ -218,6 +218,9 @@ func (s *Core) render(who auth.Identity, req api.SubmissionRequest, want templat
 func (s *Core) submit(ctx context.Context, who auth.Identity, req api.SubmissionRequest, o submitOpts) (api.Submission, *Problem) {
 	r, refusal, p := s.render(who, req, o.want, o.env)
 	if p != nil {
+		if p.Code == api.Forbidden { // the caller may not submit there: a refused write
+			p = s.refuse(ctx, who, req.Cluster, "submit", req.Template, p)
+		}
 		return api.Submission{}, p
 	}
 	if refusal != nil {
@@ -225,7 +228,7 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 		if refusal.Line > 0 {
 			p.PolicyLine = fmt.Sprintf("%s:%d", r.policy.Source, refusal.Line)
 		}
-		return api.Submission{}, p
+		return api.Submission{}, s.refuse(ctx, who, req.Cluster, "submit", req.Template, p)
 	}
 	c, account, params, spec := r.c, r.account, r.params, r.spec
 	client, err := c.Poller.Client(ctx)
@@ -251,9 +254,7 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 	if err == nil {
 		c.Poller.Soon() // the job shows after the next poll: make it soon
 	}
-	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
-		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
-	}
+	s.settleAudit(ctx, aid, err)
 	pj, _ := json.Marshal(params)
 	sid, rerr := s.cfg.Store.RecordSubmission(ctx, store.Submission{User: who.User, Cluster: req.Cluster, Template: req.Template,
 		Params: string(pj), JobID: res.JobID, AuditID: aid})
@@ -266,7 +267,7 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 	s.log.Info("job submitted through the portal", "cluster", req.Cluster, "template", req.Template, "account", account, "user", who.User,
 		"job_id", res.JobID, "audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		return api.Submission{}, slurmProblem(err, fmt.Sprintf("Slurm refused the job: %s", err))
+		return api.Submission{}, slurmProblem(err, fmt.Sprintf("Slurm refused the job: %s", userText(err)))
 	}
 	out := api.Submission{Cluster: req.Cluster, Template: req.Template, Account: ptr(account), JobId: res.JobID, AuditId: aid, SubmissionId: sid}
 	if res.UserMessage != "" {

@@ -1,11 +1,12 @@
 package service
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
 
+	"github.com/strata-hpc/strata/internal/strictjson"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/core"
 )
@@ -81,9 +82,7 @@ func (s *Server) ListNodes(w http.ResponseWriter, r *http.Request, cluster api.C
 // ControlNode drains or resumes a node with the caller's reason.
 func (s *Server) ControlNode(w http.ResponseWriter, r *http.Request, cluster api.ClusterName, node string, action api.NodeAction) {
 	var req api.NodeActionRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeBody(r, &req, false); err != nil {
 		req.Reason = "" // the core says what a reason must be, after who may give one
 	}
 	out, p := s.core.ControlNode(r.Context(), identity(r.Context()), cluster, node, action, req.Reason)
@@ -119,9 +118,7 @@ func (s *Server) SubmitJob(w http.ResponseWriter, r *http.Request) {
 
 func decodeSubmission(w http.ResponseWriter, r *http.Request) (api.SubmissionRequest, bool) {
 	var req api.SubmissionRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeBody(r, &req, false); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, api.TooLarge, "the request body is too large", "send the template's name and parameter values only")
@@ -133,18 +130,20 @@ func decodeSubmission(w http.ResponseWriter, r *http.Request) (api.SubmissionReq
 	return req, true
 }
 
-// decodeBody reads a JSON body strictly; an empty body is the zero value
-// when empty is allowed.
+// decodeBody reads a JSON body (v points to a struct) as the contracts
+// between Strata's parts are read (internal/strictjson): an unknown
+// field, a field given twice, a value of the wrong type and anything
+// after the object are refused, each named with its place. An empty body
+// is the zero value when empty is allowed.
 func decodeBody(r *http.Request, v any, empty bool) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if errors.Is(err, io.EOF) && empty {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if empty && len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
-	if err == nil && dec.More() {
-		return errors.New("more than one JSON value")
-	}
+	_, err = strictjson.Decode(data, v, "want a JSON object")
 	return err
 }
 
@@ -218,9 +217,7 @@ func (s *Server) DeleteSession(w http.ResponseWriter, r *http.Request, id api.Se
 // ExtendSession adds time to a session's job.
 func (s *Server) ExtendSession(w http.ResponseWriter, r *http.Request, id api.SessionID) {
 	var req api.SessionExtendRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeBody(r, &req, false); err != nil {
 		req.Minutes = 0 // the core refuses it once the session is found
 	}
 	out, p := s.core.ExtendSession(r.Context(), identity(r.Context()), id, req.Minutes)

@@ -173,6 +173,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !public[pattern] {
 		id, err := s.authenticate(r, proxied)
 		if err != nil {
+			// Requests without a valid credential are limited by where
+			// they come from (the trusted-proxy rule decides the address),
+			// so guessing tokens or flooding the issuer check costs the
+			// caller, not the portal.
+			if !s.limiters.allow("addr " + s.cfg.Auth.ClientAddr(r).String()) {
+				rec.Header().Set("Retry-After", "1")
+				writeError(rec, http.StatusTooManyRequests, api.RateLimited, "too many requests", "slow down: requests without credentials have a rate by address")
+				return
+			}
 			var ae *auth.Error
 			msg, hint := "not authenticated", ""
 			if errors.As(err, &ae) {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"bufio"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -36,67 +37,112 @@ func proxiedSession(p string) string {
 func (s *Server) authenticate(r *http.Request, proxied bool) (auth.Identity, error) {
 	if proxied && r.Header.Get("Authorization") == "" {
 		if c, err := r.Cookie(sessionCookie); err == nil {
-			user, _, ok := s.checkCookie(c.Value, proxiedSession(r.URL.Path))
+			cc, ok := s.checkCookie(c.Value, proxiedSession(r.URL.Path))
 			if !ok {
 				return auth.Identity{}, &auth.Error{Msg: "the session's cookie is expired or not valid",
 					Hint: "POST /v1/sessions/{id}/cookie with your token sets a new one"}
 			}
-			return auth.Identity{User: user, Via: viaCookie}, nil
+			if err := s.cookieRevoked(r.Context(), cc); err != nil {
+				return auth.Identity{}, err
+			}
+			return auth.Identity{User: cc.user, Via: viaCookie, TokenID: cc.token}, nil
 		}
 	}
 	return s.cfg.Auth.Authenticate(r)
 }
 
-const cookieMAC = "strata-session-cookie-v1\x00"
+// cookieRevoked refuses a cookie whose credential was revoked since it
+// was made: the personal token it was made from (revoked or expired), or
+// its user (strata-portal-api token revoke-user). It is asked on every
+// request, so a revocation ends the cookie at its next one.
+func (s *Server) cookieRevoked(ctx context.Context, cc cookieClaims) error {
+	refused := func(err error) error {
+		return &auth.Error{Msg: "the session's cookie was made from a credential that is no longer valid",
+			Hint: "sign in again, and POST /v1/sessions/{id}/cookie sets a new one", Err: err}
+	}
+	if cc.token != 0 {
+		if err := s.cfg.Store.TokenValid(ctx, cc.token); err != nil {
+			return refused(err)
+		}
+	}
+	revoked, err := s.cfg.Store.UserRevokedSince(ctx, cc.user, cc.made)
+	if err != nil {
+		return err
+	}
+	if revoked {
+		return refused(errors.New("the user was revoked"))
+	}
+	return nil
+}
 
-// cookieValue is the signed value of session id's cookie for user,
-// good until exp: base64(id|user|exp) "." base64(HMAC-SHA256).
-func (s *Server) cookieValue(id, user string, exp time.Time) string {
-	payload := id + "|" + user + "|" + strconv.FormatInt(exp.Unix(), 10)
+const cookieMAC = "strata-session-cookie-v2\x00"
+
+// cookieClaims is what a session's cookie holds.
+type cookieClaims struct {
+	user string
+	exp  time.Time
+	// token is the personal token the cookie was made from (0: another
+	// credential), and made when the first cookie of the chain was made:
+	// renewals keep both, so a revocation after them still ends them.
+	token int64
+	made  time.Time
+}
+
+// cookieValue is the signed value of session id's cookie:
+// base64(id|user|exp|token|made) "." base64(HMAC-SHA256).
+func (s *Server) cookieValue(id string, cc cookieClaims) string {
+	payload := strings.Join([]string{id, cc.user, strconv.FormatInt(cc.exp.Unix(), 10), strconv.FormatInt(cc.token, 10),
+		strconv.FormatInt(cc.made.Unix(), 10)}, "|")
 	mac := hmac.New(sha256.New, s.sessions.key)
 	mac.Write([]byte(cookieMAC + payload))
 	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// checkCookie returns the user and expiry of a cookie value signed by
-// this server for session id, not expired.
-func (s *Server) checkCookie(v, id string) (string, time.Time, bool) {
+// checkCookie returns what a cookie value signed by this server for
+// session id holds, not expired.
+func (s *Server) checkCookie(v, id string) (cookieClaims, bool) {
+	var cc cookieClaims
 	p64, m64, ok := strings.Cut(v, ".")
 	if !ok || len(v) > 1024 {
-		return "", time.Time{}, false
+		return cc, false
 	}
 	// Strict: one value per payload, so a cookie has no second spelling.
 	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(p64)
 	got, err2 := base64.RawURLEncoding.Strict().DecodeString(m64)
 	if err1 != nil || err2 != nil {
-		return "", time.Time{}, false
+		return cc, false
 	}
 	mac := hmac.New(sha256.New, s.sessions.key)
 	mac.Write([]byte(cookieMAC))
 	mac.Write(payload)
 	if !hmac.Equal(got, mac.Sum(nil)) {
-		return "", time.Time{}, false
+		return cc, false
 	}
-	cid, rest, ok := strings.Cut(string(payload), "|")
-	i := strings.LastIndexByte(rest, '|')
-	if !ok || i < 1 || cid != id {
-		return "", time.Time{}, false
+	f := strings.Split(string(payload), "|")
+	if len(f) != 5 || f[0] != id || f[1] == "" {
+		return cc, false
 	}
-	sec, err := strconv.ParseInt(rest[i+1:], 10, 64)
-	exp := time.Unix(sec, 0)
-	if err != nil || !s.cfg.Now().Before(exp) {
-		return "", time.Time{}, false
+	exp, err1 := strconv.ParseInt(f[2], 10, 64)
+	tok, err2 := strconv.ParseInt(f[3], 10, 64)
+	made, err3 := strconv.ParseInt(f[4], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return cc, false
 	}
-	return rest[:i], exp, true
+	cc = cookieClaims{user: f[1], exp: time.Unix(exp, 0), token: tok, made: time.Unix(made, 0)}
+	if !s.cfg.Now().Before(cc.exp) {
+		return cookieClaims{}, false
+	}
+	return cc, true
 }
 
 // setCookie gives the browser session id's cookie for user: HttpOnly,
 // Secure when the portal serves TLS, SameSite=Strict, only under the
 // session's proxy (the path /v1/sessions/{id}/proxy, which a browser
 // sends on it and beneath it, and on nothing else).
-func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, id, user string) time.Time {
+func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, id string, cc cookieClaims) time.Time {
 	exp := s.cfg.Now().Add(s.sessions.lifetime).Truncate(time.Second)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.cookieValue(id, user, exp), Path: sessionproxy.Prefix + id + "/proxy",
+	cc.exp = exp
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.cookieValue(id, cc), Path: sessionproxy.Prefix + id + "/proxy",
 		Expires: exp, MaxAge: int(s.sessions.lifetime / time.Second), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	return exp
 }
@@ -108,7 +154,8 @@ func (s *Server) CreateSessionCookie(w http.ResponseWriter, r *http.Request, id 
 		writeProblem(w, p)
 		return
 	}
-	exp := s.setCookie(w, r, rec.ID, rec.User)
+	who := identity(r.Context())
+	exp := s.setCookie(w, r, rec.ID, cookieClaims{user: rec.User, token: who.TokenID, made: s.cfg.Now()})
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, api.SessionCookie{Url: sessionproxy.Prefix + rec.ID + "/proxy/", ExpiresAt: exp.UTC()})
 }
@@ -129,8 +176,10 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetWriteDeadline(time.Time{}) // likewise
 	if who.Via == viaCookie {
 		if c, err := r.Cookie(sessionCookie); err == nil {
-			if _, exp, ok := s.checkCookie(c.Value, id); ok && exp.Sub(s.cfg.Now()) < s.sessions.lifetime/2 {
-				s.setCookie(w, r, id, who.User)
+			// authenticate checked it, revocations included; the renewal
+			// keeps the token and the time it was first made.
+			if cc, ok := s.checkCookie(c.Value, id); ok && cc.exp.Sub(s.cfg.Now()) < s.sessions.lifetime/2 {
+				s.setCookie(w, r, id, cc)
 			}
 		}
 	}

@@ -903,3 +903,53 @@ func TestSessionCookieKey(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCookieRevoked: a session's cookie ends with the credential
+// it was made from: revoking the personal token refuses the cookie on its
+// next request, renewal included, and so does revoking the user
+// (strata-portal-api token revoke-user), for a cookie made with a new
+// token.
+func TestSessionCookieRevoked(t *testing.T) {
+	h := newHarness(t)
+	h.store.SetClock(func() time.Time { return h.now })
+	srv := newServer(t, session.JupyterLab)
+	s := h.start("mem", "notebook", nil)
+	h.run(s, "mem", "notebook", "RUNNING", false)
+	h.writeConn(s.ID, session.JupyterLab, "gpu1", srv.port, sessionSecret)
+	cookie := h.sessionCookie(s.ID)
+	if code, body, _ := h.proxied("", "GET", s.URL+"lab", cookie); code != 200 {
+		t.Fatalf("fresh cookie: %d %s", code, body)
+	}
+	toks, err := h.store.Tokens(t.Context(), "mem")
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("mem's tokens = %+v, %v", toks, err)
+	}
+	if err := h.store.RevokeToken(t.Context(), toks[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	code, body, hdr := h.proxied("", "GET", s.URL+"lab", cookie)
+	if code != 401 || !strings.Contains(body, "no longer valid") || hdr.Get("Set-Cookie") != "" {
+		t.Errorf("the cookie of a revoked token: %d %s (Set-Cookie %q)", code, body, hdr.Get("Set-Cookie"))
+	}
+	h.now = h.now.Add(40 * time.Minute) // past half its life: it would renew
+	if code, _, hdr := h.proxied("", "GET", s.URL+"lab", cookie); code != 401 || hdr.Get("Set-Cookie") != "" {
+		t.Errorf("the cookie of a revoked token, due for renewal: %d (Set-Cookie %q)", code, hdr.Get("Set-Cookie"))
+	}
+
+	tok, _, err := h.store.CreateToken(t.Context(), "mem", "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.tokens["mem"] = tok
+	cookie = h.sessionCookie(s.ID)
+	if code, body, _ := h.proxied("", "GET", s.URL+"lab", cookie); code != 200 {
+		t.Fatalf("a cookie of the new token: %d %s", code, body)
+	}
+	h.now = h.now.Add(time.Second)
+	if _, err := h.store.RevokeUser(t.Context(), "mem"); err != nil {
+		t.Fatal(err)
+	}
+	if code, body, _ := h.proxied("", "GET", s.URL+"lab", cookie); code != 401 || !strings.Contains(body, "no longer valid") {
+		t.Errorf("the cookie of a revoked user: %d %s", code, body)
+	}
+}

@@ -94,17 +94,17 @@ func FuzzWSFrames(f *testing.F) {
 func FuzzSessionCookie(f *testing.F) {
 	s := &Server{cfg: Config{Now: func() time.Time { return time.Unix(1795983872, 0) }}}
 	s.sessions.key = bytes.Repeat([]byte{7}, 32)
-	good := s.cookieValue("abc", "mem", time.Unix(1795983872+3600, 0))
+	good := s.cookieValue("abc", cookieClaims{user: "mem", exp: time.Unix(1795983872+3600, 0), token: 7, made: time.Unix(1795983872, 0)})
 	f.Add(good, "abc")
 	f.Add("bWVt.eA", "abc")
 	f.Add(good[:len(good)-1], "abc")
 	f.Fuzz(func(t *testing.T, v, id string) {
-		user, _, ok := s.checkCookie(v, id)
-		if ok && (v != good || id != "abc" || user != "mem") {
-			t.Fatalf("took %q for session %q as %q", v, id, user)
+		cc, ok := s.checkCookie(v, id)
+		if ok && (v != good || id != "abc" || cc.user != "mem" || cc.token != 7) {
+			t.Fatalf("took %q for session %q as %+v", v, id, cc)
 		}
 	})
-	if user, _, ok := s.checkCookie(good, "abc"); !ok || user != "mem" {
+	if cc, ok := s.checkCookie(good, "abc"); !ok || cc.user != "mem" {
 		f.Fatalf("its own cookie refused")
 	}
 }

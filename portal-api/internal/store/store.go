@@ -70,6 +70,10 @@ var migrations = []sqlite.Migration{
 	);
 	CREATE INDEX submissions_user ON submissions(user);`},
 	sessionsMigration,
+	{Name: "revoked users", SQL: `CREATE TABLE revoked_users (
+		user TEXT PRIMARY KEY,
+		revoked_at INTEGER NOT NULL
+	);`},
 }
 
 // Store is the portal's database.
@@ -151,24 +155,100 @@ var ErrTokenInvalid = errors.New("the token is unknown, expired or revoked")
 
 // LookupToken returns the user of a valid token.
 func (s *Store) LookupToken(ctx context.Context, token string) (string, error) {
+	user, _, err := s.LookupTokenID(ctx, token)
+	return user, err
+}
+
+// LookupTokenID returns the user and the id of a valid token: what a
+// credential made from the token (a session's cookie) keeps, so that it
+// ends with the token (TokenValid).
+func (s *Store) LookupTokenID(ctx context.Context, token string) (string, int64, error) {
 	if !strings.HasPrefix(token, TokenPrefix) {
-		return "", ErrTokenInvalid
+		return "", 0, ErrTokenInvalid
 	}
-	var user string
-	var exp int64
-	var revoked sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT user, expires_at, revoked_at FROM tokens WHERE hash = ?`, Hash(token)).
-		Scan(&user, &exp, &revoked)
+	var (
+		id      int64
+		user    string
+		exp     int64
+		revoked sql.NullInt64
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT id, user, expires_at, revoked_at FROM tokens WHERE hash = ?`, Hash(token)).
+		Scan(&id, &user, &exp, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrTokenInvalid
+		return "", 0, ErrTokenInvalid
 	}
 	if err != nil {
-		return "", fmt.Errorf("look up token: %w", err)
+		return "", 0, fmt.Errorf("look up token: %w", err)
 	}
 	if revoked.Valid || !s.now().Before(time.Unix(exp, 0)) {
-		return "", ErrTokenInvalid
+		return "", 0, ErrTokenInvalid
 	}
-	return user, nil
+	return user, id, nil
+}
+
+// TokenValid is nil while the token of id is neither revoked nor expired,
+// and ErrTokenInvalid after.
+func (s *Store) TokenValid(ctx context.Context, id int64) error {
+	var exp int64
+	var revoked sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT expires_at, revoked_at FROM tokens WHERE id = ?`, id).Scan(&exp, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrTokenInvalid
+	}
+	if err != nil {
+		return fmt.Errorf("look up token %d: %w", id, err)
+	}
+	if revoked.Valid || !s.now().Before(time.Unix(exp, 0)) {
+		return ErrTokenInvalid
+	}
+	return nil
+}
+
+// RevokeUser revokes every token of user and records when: a credential
+// the portal made for user before then (a session's cookie, whatever
+// signed the user in) is refused from now on (UserRevokedSince). It
+// returns how many tokens it revoked.
+func (s *Store) RevokeUser(ctx context.Context, user string) (int64, error) {
+	if user == "" {
+		return 0, errors.New("revoke user: no user")
+	}
+	now := s.now().Unix()
+	var n int64
+	err := s.retry.Do(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		res, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE user = ? AND revoked_at IS NULL`, now, user)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO revoked_users(user, revoked_at) VALUES (?, ?)
+			ON CONFLICT(user) DO UPDATE SET revoked_at = excluded.revoked_at`, user, now); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revoke user %s: %w", user, err)
+	}
+	return n, nil
+}
+
+// UserRevokedSince says whether user was revoked (RevokeUser) at or after
+// t: a credential made at t is then void.
+func (s *Store) UserRevokedSince(ctx context.Context, user string, t time.Time) (bool, error) {
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT revoked_at FROM revoked_users WHERE user = ?`, user).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up the revocation of %s: %w", user, err)
+	}
+	return at >= t.Unix(), nil
 }
 
 // Tokens lists the tokens of user, or of everyone when user is "".
@@ -235,6 +315,11 @@ type Audit struct {
 const (
 	ResultOK     = "ok"
 	ResultFailed = "failed"
+	// ResultRefused: refused, by Slurm or by the portal, and not done.
+	ResultRefused = "refused"
+	// ResultUnknown: the portal stopped while the action was under way,
+	// and what became of it could not be told at the next start.
+	ResultUnknown = "unknown"
 )
 
 // Intent records an action before it is carried out and returns its id:
@@ -264,10 +349,49 @@ func (s *Store) Finish(ctx context.Context, id int64, actionErr error) error {
 	return nil
 }
 
+// Settle records the result of an action Intent recorded, as result
+// (ResultOK, ResultFailed, ResultRefused, ResultUnknown) with msg.
+func (s *Store) Settle(ctx context.Context, id int64, result, msg string) error {
+	switch result {
+	case ResultOK, ResultFailed, ResultRefused, ResultUnknown:
+	default:
+		return fmt.Errorf("audit record %d: %q is not a result", id, result)
+	}
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.exec(ctx, `UPDATE audit SET result = ?, error = ?, finished_at = ? WHERE id = ?`,
+		result, msg, s.now().UnixMilli(), id); err != nil {
+		return fmt.Errorf("audit record %d: %w", id, err)
+	}
+	return nil
+}
+
+// Refused records an action refused before it was tried (the caller may
+// not do it): one record, finished at once with ResultRefused and why.
+func (s *Store) Refused(ctx context.Context, a Audit, why string) (int64, error) {
+	now := s.now().UnixMilli()
+	res, err := s.exec(context.WithoutCancel(ctx), `INSERT INTO audit(at, user, via, cluster, action, target, detail, result, error, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, now, a.User, a.Via, a.Cluster, a.Action, a.Target, a.Detail, ResultRefused, why, now)
+	if err != nil {
+		return 0, fmt.Errorf("audit the refused %s of %s: %w", a.Action, a.Target, err)
+	}
+	return res.LastInsertId()
+}
+
+// Unfinished returns the records of actions under way, oldest first: at
+// start, those a stopped portal left.
+func (s *Store) Unfinished(ctx context.Context) ([]Audit, error) {
+	return s.audits(ctx, `SELECT id, at, user, via, cluster, action, target, detail, result, error, finished_at
+		FROM audit WHERE result IS NULL ORDER BY id`)
+}
+
 // AuditLog returns the records, newest first, at most limit.
 func (s *Store) AuditLog(ctx context.Context, limit int) ([]Audit, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, at, user, via, cluster, action, target, detail, result, error, finished_at
+	return s.audits(ctx, `SELECT id, at, user, via, cluster, action, target, detail, result, error, finished_at
 		FROM audit ORDER BY id DESC LIMIT ?`, limit)
+}
+
+func (s *Store) audits(ctx context.Context, q string, args ...any) ([]Audit, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}

@@ -160,3 +160,109 @@ func TestSubmissions(t *testing.T) {
 func contextCanceled(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
 }
+
+// TestTokenBoundCredentials: what a credential made from a token keeps
+// (its id) stops being valid when the token is revoked or expires, and
+// revoking a user voids every token of theirs and anything made for them
+// before.
+func TestTokenBoundCredentials(t *testing.T) {
+	s, _ := open(t)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return now })
+	tok, _, err := s.CreateToken(t.Context(), "alice", "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok2, _, _ := s.CreateToken(t.Context(), "alice", "", time.Hour)
+	bobs, _, _ := s.CreateToken(t.Context(), "bob", "", time.Hour)
+	user, id, err := s.LookupTokenID(t.Context(), tok)
+	if err != nil || user != "alice" {
+		t.Fatalf("LookupTokenID = %q, %d, %v", user, id, err)
+	}
+	if err := s.TokenValid(t.Context(), id); err != nil {
+		t.Errorf("a valid token: %v", err)
+	}
+	if err := s.TokenValid(t.Context(), 9999); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("an unknown id: %v", err)
+	}
+	now = now.Add(2 * time.Hour)
+	if err := s.TokenValid(t.Context(), id); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("an expired token: %v", err)
+	}
+	now = now.Add(-2 * time.Hour)
+	if err := s.RevokeToken(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TokenValid(t.Context(), id); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("a revoked token: %v", err)
+	}
+
+	made := now
+	if revoked, err := s.UserRevokedSince(t.Context(), "alice", made); err != nil || revoked {
+		t.Errorf("alice before her revocation: %t, %v", revoked, err)
+	}
+	now = now.Add(time.Minute)
+	n, err := s.RevokeUser(t.Context(), "alice")
+	if err != nil || n != 1 { // tok was revoked already
+		t.Fatalf("RevokeUser = %d, %v; want 1 token revoked", n, err)
+	}
+	if _, err := s.LookupToken(t.Context(), tok2); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("alice's other token after her revocation: %v", err)
+	}
+	if u, err := s.LookupToken(t.Context(), bobs); err != nil || u != "bob" {
+		t.Errorf("bob's token after alice's revocation: %q, %v", u, err)
+	}
+	if revoked, err := s.UserRevokedSince(t.Context(), "alice", made); err != nil || !revoked {
+		t.Errorf("a credential of alice made before her revocation: revoked %t, %v", revoked, err)
+	}
+	if revoked, _ := s.UserRevokedSince(t.Context(), "alice", now.Add(time.Second)); revoked {
+		t.Error("a credential of alice made after her revocation is void")
+	}
+	if revoked, _ := s.UserRevokedSince(t.Context(), "bob", made); revoked {
+		t.Error("bob is revoked with alice")
+	}
+}
+
+// TestAuditSettle: a result other than ok and failed, a refusal recorded
+// at once, and the records a stopped portal left open.
+func TestAuditSettle(t *testing.T) {
+	s, _ := open(t)
+	a := Audit{User: "alice", Via: "token", Cluster: "gpu1", Action: "cancel", Target: "42"}
+	open1, _ := s.Intent(t.Context(), a)
+	done, _ := s.Intent(t.Context(), a)
+	open2, _ := s.Intent(t.Context(), a)
+	if err := s.Finish(t.Context(), done, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Refused(t.Context(), Audit{User: "bob", Via: "oidc", Cluster: "gpu1", Action: "drain", Target: "gpu3"}, "not an admin"); err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.Unfinished(t.Context())
+	if err != nil || len(left) != 2 || left[0].ID != open1 || left[1].ID != open2 {
+		t.Fatalf("Unfinished = %+v, %v; want records %d and %d", left, err, open1, open2)
+	}
+	if err := s.Settle(t.Context(), open1, ResultRefused, "Access/permission denied"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(t.Context(), open2, ResultUnknown, "unknown, the portal stopped"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(t.Context(), open2, "maybe", ""); err == nil {
+		t.Error("Settle took a result that is not one")
+	}
+	if left, _ := s.Unfinished(t.Context()); len(left) != 0 {
+		t.Errorf("open after settling: %+v", left)
+	}
+	log, _ := s.AuditLog(t.Context(), 10)
+	var got []string
+	for _, r := range log {
+		got = append(got, r.Action+":"+r.Result+":"+r.Error)
+		if r.FinishedAt.IsZero() {
+			t.Errorf("record %d has no finish time", r.ID)
+		}
+	}
+	want := []string{"drain:refused:not an admin", "cancel:unknown:unknown, the portal stopped", "cancel:ok:", "cancel:refused:Access/permission denied"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit log (-want +got):\n%s", diff)
+	}
+}

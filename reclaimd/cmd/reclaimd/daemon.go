@@ -94,7 +94,8 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	reload := append(rl.list(), slurmToken, apiToken)
 	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-		Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log})
+		Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log,
+		MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20, MaxAnswerSetting: "slurm.max_answer_mib in reclaimd's configuration"})
 	if err != nil {
 		return err
 	}

@@ -110,6 +110,10 @@ type Slurm struct {
 	// under rules whose signal.mode is skip-unless-requested (the jobs
 	// that asked); false sends them to every process of the job.
 	SignalBatchOnly bool `yaml:"signal_batch_only"`
+	// MaxAnswerMiB caps one answer of slurmrestd. Job listings are read
+	// as a stream and cost the jobs kept, not their size; the cap stops a
+	// runaway answer.
+	MaxAnswerMiB int `yaml:"max_answer_mib"`
 }
 
 // Agents reaches the node agents.
@@ -192,7 +196,7 @@ func Default() Config {
 		Listen: "127.0.0.1:9811", API: API{TokenFile: DefaultAPITokenFile}, StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
 		RulesFile: "/etc/strata/rendered/reclaim-rules.json", TenantsFile: "/etc/strata/rendered/tenants.json",
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
-			Scontrol: "scontrol", SignalBatchOnly: true},
+			Scontrol: "scontrol", SignalBatchOnly: true, MaxAnswerMiB: 512},
 		Source: "agents",
 		Agents: Agents{URLTemplate: "http://{node}:9810", Timeout: 5 * time.Second, TokenFile: DefaultAgentTokenFile},
 		Prometheus: Prometheus{URL: "http://127.0.0.1:9090", Step: 30 * time.Second, Window: 2 * time.Hour, NodeLabel: "Hostname",
@@ -323,6 +327,10 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("agents.timeout", "give a bound well under the interval, such as 5s", "%s: an agent that does not answer would stall every cycle", c.Agents.Timeout)
 	} else if c.Source == "agents" && c.Interval >= 5*time.Second && c.Agents.Timeout >= c.Interval {
 		bad("agents.timeout", "give a bound well under the interval, such as 5s", "%s is not shorter than the interval (%s): one slow agent would make every cycle late", c.Agents.Timeout, c.Interval)
+	}
+	if c.Slurm.MaxAnswerMiB < 1 || c.Slurm.MaxAnswerMiB > 16384 {
+		bad("slurm.max_answer_mib", "give 1 to 16384 (512 is usual; a job listing takes some 7 KiB a job)",
+			"%d is not a size in MiB from 1 to 16384", c.Slurm.MaxAnswerMiB)
 	}
 	if c.Source == "prometheus" && (c.Prometheus.MaxResponseMiB < 1 || c.Prometheus.MaxResponseMiB > 16384) {
 		bad("prometheus.max_response_mib", "give 1 to 16384 (64 is usual): answers over it are asked again in smaller pieces",

@@ -603,3 +603,55 @@ func counter(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestCancelRefusedBySlurm: slurmrestd answers a cancel that slurmctld
+// refused with HTTP 200, no "errors" and the refusal in the job's entry of
+// "status". The cancel is a failure, with Slurm's reason in the record and
+// the log, not an action done.
+func TestCancelRefusedBySlurm(t *testing.T) {
+	for _, release := range releases {
+		t.Run("slurm-"+release, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, release, cancelRules, 0)
+			var got []string
+			for range 4 {
+				if len(got) == 1 {
+					break
+				}
+				got = append(got, b.mustTick()...)
+			}
+			if diff := cmp.Diff([]string{"warn"}, got); diff != "" {
+				t.Fatalf("actions before the cancel (-want +got):\n%s", diff)
+			}
+			cancel, ok := b.srv.Record("cancel")
+			if !ok {
+				t.Fatal("no cancel record")
+			}
+			var body map[string]json.RawMessage
+			if err := json.Unmarshal(cancel.Response, &body); err != nil {
+				t.Fatal(err)
+			}
+			body["status"] = json.RawMessage(`[{"error":{"string":"Access/permission denied","code":2002,"message":""},` +
+				`"step_id":"1","job_id":{"set":true,"infinite":false,"number":1}}]`)
+			cancel.Response, _ = json.Marshal(body)
+			b.srv.Handle(http.MethodDelete, b.jobPath(), slurmresttest.Reply(cancel))
+			if _, err := b.tick(); err != nil {
+				t.Fatalf("the cycle of the refused cancel: %v", err)
+			}
+			if diff := cmp.Diff([]string{"warn:done", "cancel:failed"}, b.outcomes(jobID)); diff != "" {
+				t.Fatalf("records (-want +got):\n%s", diff)
+			}
+			recs, err := b.st.Job(t.Context(), jobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const reason = "cancel job 1: Slurm refused it: job 1: Access/permission denied (slurm error 2002)"
+			if last := recs[len(recs)-1]; last.Error != reason {
+				t.Errorf("the failed cancel's record says %q, want %q", last.Error, reason)
+			}
+			if logs := b.logs.String(); !strings.Contains(logs, "reclaim action failed") || !strings.Contains(logs, "Access/permission denied") {
+				t.Errorf("the log does not report the refusal:\n%s", logs)
+			}
+		})
+	}
+}

@@ -70,6 +70,18 @@ type Bed struct {
 	controls []Control
 	submits  []Control
 	nextID   int64
+	// answer is the record that answers a job's control ("": "cancel").
+	answer string
+}
+
+// AnswerControls makes the record of that name (of the release's replay
+// records: "cancel-refused" is a cancel Slurm refused) answer every
+// control of a job from now on; "" gives back the captured cancel's
+// answer.
+func (b *Bed) AnswerControls(record string) {
+	b.mu.Lock()
+	b.answer = record
+	b.mu.Unlock()
 }
 
 var submitPath = regexp.MustCompile(`^/slurm/v0\.0\.\d+/job/submit$`)
@@ -207,8 +219,16 @@ func (b *Bed) control(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	b.controls = append(b.controls, Control{User: r.Header.Get("X-SLURM-USER-NAME"), Method: r.Method, Path: r.URL.Path,
 		Query: r.URL.RawQuery, Body: body.Bytes()})
+	name := b.answer
 	b.mu.Unlock()
-	rec, _ := b.Replay.Record("cancel")
+	if name == "" || !jobPath.MatchString(r.URL.Path) {
+		name = "cancel"
+	}
+	rec, ok := b.Replay.Record(name)
+	if !ok {
+		http.Error(w, "clustertest: no record "+name, 599)
+		return
+	}
 	slurmresttest.Reply(rec).ServeHTTP(w, r)
 }
 
