@@ -70,6 +70,7 @@ var migrations = []sqlite.Migration{
 	);
 	CREATE INDEX submissions_user ON submissions(user);`},
 	sessionsMigration,
+	pagesMigration,
 }
 
 // Store is the portal's database.
