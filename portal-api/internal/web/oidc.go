@@ -148,6 +148,23 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, _ := claims[o.UserClaim].(string)
+	if user == "" {
+		// Many providers keep profile claims out of the ID token of a code
+		// flow: ask the userinfo endpoint, for the same subject.
+		info, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+		if err != nil {
+			fail(http.StatusUnauthorized, "signin.oidc_failed", "userinfo", err)
+			return
+		}
+		if info.Subject != idt.Subject {
+			fail(http.StatusUnauthorized, "signin.oidc_failed", "userinfo subject differs from the ID token's", nil)
+			return
+		}
+		var more map[string]any
+		if err := info.Claims(&more); err == nil {
+			user, _ = more[o.UserClaim].(string)
+		}
+	}
 	if !userName.MatchString(user) {
 		fail(http.StatusForbidden, "signin.oidc_no_user", "claim "+o.UserClaim+" is not a user name", nil)
 		return
