@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -46,7 +47,7 @@ func (h *Handler) linkUse(w http.ResponseWriter, r *http.Request) {
 	v := h.visitor(r)
 	user, err := h.cfg.Store.UseLoginLink(r.Context(), r.PostFormValue("token"))
 	if err != nil {
-		if err != store.ErrLoginLinkInvalid {
+		if !errors.Is(err, store.ErrLoginLinkInvalid) {
 			h.log.Error("sign-in link not checked", "error", err)
 		}
 		h.render(w, r, http.StatusUnauthorized, "signin", h.page(r, v, "signin.title", "",

@@ -64,35 +64,44 @@ func (b *bed) client(t *testing.T) *http.Client {
 	return &c
 }
 
-func get(t *testing.T, c *http.Client, u string, hdr ...string) (*http.Response, string) {
+// answer is a response read whole, its body closed.
+type answer struct {
+	StatusCode int
+	Status     string
+	Header     http.Header
+	cookies    []*http.Cookie
+}
+
+func (a answer) Cookies() []*http.Cookie { return a.cookies }
+
+func read(t *testing.T, c *http.Client, req *http.Request) (answer, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", u, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(body)
+	return answer{StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header, cookies: resp.Cookies()}, string(body)
 }
 
-func post(t *testing.T, c *http.Client, u string, form url.Values, hdr ...string) (*http.Response, string) {
+func get(t *testing.T, c *http.Client, u string, hdr ...string) (answer, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", u, strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return read(t, c, req)
+}
+
+func post(t *testing.T, c *http.Client, u string, form url.Values, hdr ...string) (answer, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(body)
+	return read(t, c, req)
 }
 
 // signIn signs c in as user through a one-time link, as a browser would.
@@ -272,7 +281,7 @@ func TestLoginLinkSignIn(t *testing.T) {
 	tok, _, _ := b.store.CreateLoginLink(t.Context(), "alice", 10*time.Minute)
 	// The GET of a link (a preview bot) does not spend it.
 	resp, body := get(t, c, b.srv.URL+"/signin/link?t="+tok)
-	if resp.StatusCode != 200 || !strings.Contains(body, `value="`+tok+`"`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `value="`+tok+`"`) {
 		t.Fatalf("link page: %s", resp.Status)
 	}
 	resp, _ = post(t, c, b.srv.URL+"/signin/link", url.Values{"token": {tok}}, "Sec-Fetch-Site", "same-origin")
@@ -303,13 +312,9 @@ func TestLoginLinkSignIn(t *testing.T) {
 		t.Fatalf("sign-out: %s", resp.Status)
 	}
 	// Replay the old cookie: the server ended it.
-	req, _ := http.NewRequest("GET", b.srv.URL+"/", nil)
+	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/", nil)
 	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: sc.Value})
-	resp, err := b.client(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ = read(t, b.client(t), req)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("the cookie still works after sign-out: %s", resp.Status)
 	}
