@@ -29,7 +29,9 @@ func TestServePages(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"strata-portal-api", "--config", cfg, "serve"}, io.Discard, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"strata-portal-api", "--config", cfg, "serve"}, io.Discard, io.Discard)
+	}()
 	defer func() {
 		cancel()
 		select {
