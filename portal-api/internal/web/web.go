@@ -48,6 +48,9 @@ type Config struct {
 	// request, and so long after sign-in, whatever its use.
 	IdleTimeout, MaxAge time.Duration
 	Log                 *slog.Logger
+	// Source is the core the data pages read; nil: the pages that need
+	// it answer "unavailable".
+	Source Source
 }
 
 // Handler serves the pages.
@@ -89,6 +92,9 @@ func New(cfg Config) (*Handler, error) {
 	mux.HandleFunc("POST /signout", h.signout)
 	mux.HandleFunc("POST /prefs", h.prefs)
 	mux.HandleFunc("GET /{$}", h.signedIn(h.home))
+	if cfg.Source != nil {
+		h.routeData(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, "error.not_found.title", "error.not_found")
 	})
@@ -267,5 +273,10 @@ func localPath(p string) string {
 }
 
 func (h *Handler) home(w http.ResponseWriter, r *http.Request, v visitor) {
-	h.render(w, r, http.StatusOK, "home", h.page(r, v, "home.title", "home", nil))
+	var d *homeData
+	if h.cfg.Source != nil {
+		hd := h.homeData(r, v)
+		d = &hd
+	}
+	h.render(w, r, http.StatusOK, "home", h.page(r, v, "home.title", "home", d))
 }

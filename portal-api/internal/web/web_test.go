@@ -384,3 +384,7 @@ func TestLocalPath(t *testing.T) {
 		}
 	}
 }
+
+func assetsTemplates() fs.FS { return assets.Templates }
+
+func sessOf(user string) store.PageSession { return store.PageSession{User: user, Via: ViaLink} }
