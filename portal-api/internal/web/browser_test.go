@@ -313,3 +313,86 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("%d CSP violation reports: %v", len(r), r)
 	}
 }
+
+// TestBrowserKeyboardNoScript: with JavaScript off, a person signs in
+// with a one-time link and signs out using the keyboard alone: the first
+// Tab reaches the skip link, every focused control shows an outline, and
+// the forms work without script.
+func TestBrowserKeyboardNoScript(t *testing.T) {
+	ctx := browsertest.Tab(t)
+	bb := newBrowserBed(t, nil)
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := bb.store.CreateLoginLink(t.Context(), "alice", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok)); err != nil {
+		t.Fatal(err)
+	}
+	focused := func() (map[string]string, string) {
+		t.Helper()
+		attrs, err := chromedp.Run(ctx, chromedp.Attributes(chromedp.CSS(":focus")))
+		if err != nil {
+			t.Fatalf("nothing has focus: %v", err)
+		}
+		st, err := chromedp.Run(ctx, chromedp.ComputedStyle(chromedp.CSS(":focus")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outline := ""
+		for _, p := range st {
+			if p.Name == "outline-style" {
+				outline = p.Value
+			}
+		}
+		return attrs, outline
+	}
+	// tabTo presses Tab until sel has focus, checking each stop's outline.
+	tabTo := func(sel string) {
+		t.Helper()
+		for range 25 {
+			if err := chromedp.Do(ctx, chromedp.KeyEvent("\t")); err != nil {
+				t.Fatal(err)
+			}
+			attrs, outline := focused()
+			if outline == "none" || outline == "" {
+				t.Errorf("focus on %v is not visible (outline-style %q)", attrs, outline)
+			}
+			ids, _ := chromedp.Run(ctx, chromedp.QueryNodeIDs(chromedp.CSS(sel+":focus"), chromedp.AtLeast(0)))
+			if len(ids) > 0 {
+				return
+			}
+		}
+		t.Fatalf("Tab never reached %s", sel)
+	}
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\t")); err != nil {
+		t.Fatal(err)
+	}
+	if attrs, _ := focused(); attrs["class"] != "skip" {
+		t.Errorf("the first Tab reaches %v, want the skip link", attrs)
+	}
+	tabTo("form[action='/signin/link'] button")
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
+		t.Fatal(err)
+	}
+	who, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".who")))
+	if !strings.Contains(who, "alice") {
+		t.Fatalf("signed in as %q", who)
+	}
+	tabTo("form[action='/signout'] button")
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS("form[action='/prefs']"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if !strings.Contains(loc, "/signin") {
+		t.Errorf("after signing out by keyboard, / is %s", loc)
+	}
+	if r := bb.cspReports(); len(r) > 0 {
+		t.Errorf("CSP violation reports: %v", r)
+	}
+}
