@@ -23,6 +23,7 @@ type Source interface {
 	Job(ctx context.Context, id auth.Identity, cluster string, job int64) (api.Job, error)
 	JobGPU(ctx context.Context, id auth.Identity, cluster string, job int64) (api.JobGpuUse, error)
 	JobOutput(ctx context.Context, id auth.Identity, cluster string, job int64) (api.JobOutput, error)
+	JobReclaim(ctx context.Context, id auth.Identity, cluster string, job int64) (api.Reclaim, error)
 	Queue(ctx context.Context, id auth.Identity) (api.Queue, error)
 	Control(ctx context.Context, id auth.Identity, cluster string, job int64, action api.JobAction) error
 	Overview(ctx context.Context, id auth.Identity) (api.Overview, error)
@@ -119,8 +120,11 @@ type jobData struct {
 	Samples  []api.GpuPoint
 	GPUError bool
 	Output   string
-	Actions  []api.JobAction
-	Done     string
+	// Reclaim is what reclaimd decided about the job, newest last: each
+	// decision's time, action, reason and outcome (reclaimd's record).
+	Reclaim []reclaimRow
+	Actions []api.JobAction
+	Done    string
 }
 
 func (h *Handler) jobOf(w http.ResponseWriter, r *http.Request, v visitor) (api.Job, bool) {
@@ -158,6 +162,12 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v visitor) {
 	if out, err := h.cfg.Source.JobOutput(r.Context(), id, j.Cluster, j.Id); err == nil && out.Stdout.Tail != nil {
 		d.Output = *out.Stdout.Tail
 	}
+	if rec, err := h.cfg.Source.JobReclaim(r.Context(), id, j.Cluster, j.Id); err == nil {
+		for _, dec := range rec.Decisions {
+			d.Reclaim = append(d.Reclaim, reclaimRow{At: str(dec["decided_at"]), Action: str(dec["action"]), Reason: str(dec["reason"]),
+				Outcome: str(dec["outcome"])})
+		}
+	}
 	h.render(w, r, http.StatusOK, "job", h.page(r, v, "job.title", "jobs", d))
 }
 
@@ -187,6 +197,16 @@ func (h *Handler) chart(v visitor, use api.JobGpuUse) (template.HTML, []api.GpuP
 		return "", nil
 	}
 	return svg, use.Mean.Points
+}
+
+// reclaimRow is one of reclaimd's decisions about a job.
+type reclaimRow struct{ At, Action, Reason, Outcome string }
+
+func str(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
 }
 
 type confirmData struct {
