@@ -29,6 +29,7 @@ import (
 
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
 	"github.com/strata-hpc/strata/bridge/internal/store"
+	"github.com/strata-hpc/strata/internal/bridgeapi"
 )
 
 // Config of the handler.
@@ -51,50 +52,15 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// DeploymentSummary is a deployment in the list, with its current version.
-type DeploymentSummary struct {
-	store.Deployment
-	Version string         `json:"version,omitempty"`
-	Current *VersionDetail `json:"current,omitempty"`
-}
-
-// VersionDetail is a stored version with its label ("job-122"); its
-// rendered objects only when asked for (?objects=true).
-type VersionDetail struct {
-	Label string `json:"version"`
-	*store.Version
-}
-
-// DeploymentDetail is the answer of GET /v1/deployments/{name}.
-type DeploymentDetail struct {
-	store.Deployment
-	Version  string          `json:"version,omitempty"`
-	Versions []VersionDetail `json:"versions"`
-	Events   []store.Event   `json:"events"`
-}
-
-// DeployRequest is the body of POST /v1/deploy.
-type DeployRequest struct {
-	Job int64 `json:"job"`
-	// Name serves a job that did not ask to be served (no marker) under
-	// this name, as --comment=strata:serve=<name> would.
-	Name   string `json:"name,omitempty"`
-	DryRun bool   `json:"dry_run,omitempty"`
-}
-
-// RollbackRequest is the body of POST /v1/deployments/{name}/rollback.
-type RollbackRequest struct {
-	To     string `json:"to,omitempty"` // "job-122" or "122"; empty: the previous ready version
-	DryRun bool   `json:"dry_run,omitempty"`
-}
-
-// Error is the body of every error answer.
-type Error struct {
-	Error  string `json:"error"`
-	Check  string `json:"check,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	Fix    string `json:"fix,omitempty"`
-}
+// The API's requests and answers are the contract the portal imports.
+type (
+	DeploymentSummary = bridgeapi.DeploymentSummary
+	VersionDetail     = bridgeapi.VersionDetail
+	DeploymentDetail  = bridgeapi.DeploymentDetail
+	DeployRequest     = bridgeapi.DeployRequest
+	RollbackRequest   = bridgeapi.RollbackRequest
+	Error             = bridgeapi.Error
+)
 
 func detail(v store.Version, objects bool) VersionDetail {
 	if !objects {
@@ -188,7 +154,7 @@ func Handler(cfg Config) http.Handler {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, res.Contract())
 	})
 	mux.HandleFunc("POST /v1/deployments/{name}/rollback", func(w http.ResponseWriter, r *http.Request) {
 		var req RollbackRequest
@@ -209,7 +175,7 @@ func Handler(cfg Config) http.Handler {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, res.Contract())
 	})
 	mux.HandleFunc("DELETE /v1/deployments/{name}", func(w http.ResponseWriter, r *http.Request) {
 		dry := false

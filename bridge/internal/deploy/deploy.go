@@ -36,6 +36,7 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/render"
 	"github.com/strata-hpc/strata/bridge/internal/servespec"
 	"github.com/strata-hpc/strata/bridge/internal/store"
+	"github.com/strata-hpc/strata/internal/bridgeapi"
 	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 )
@@ -124,7 +125,8 @@ const (
 	OutcomeUnchanged = "unchanged" // metrics and events: ready, and nothing changed
 )
 
-// Result is what a deploy or rollback did.
+// Result is what a deploy or rollback did; the API answers it as
+// bridgeapi.Result (Contract).
 type Result struct {
 	Action    string      `json:"action"` // deploy or rollback
 	Name      string      `json:"name"`
@@ -143,6 +145,21 @@ type Result struct {
 	// replaces the old: with a surge replica, or one replica at a time
 	// because the tenant's quota has no room for one.
 	Rollout string `json:"rollout,omitempty"`
+}
+
+// Contract is the result as the API answers it (internal/bridgeapi):
+// the same JSON, without the applied objects themselves.
+func (r *Result) Contract() bridgeapi.Result {
+	out := bridgeapi.Result{Action: r.Action, Name: r.Name, Namespace: r.Namespace, Tenant: r.Tenant, Project: r.Project, JobID: r.JobID,
+		Version: r.Version, DryRun: r.DryRun, Changed: r.Changed, Outcome: r.Outcome, Message: r.Message, Pruned: r.Pruned, Rollout: r.Rollout}
+	if r.Objects != nil {
+		out.Objects = make([]bridgeapi.Applied, 0, len(r.Objects))
+	}
+	for _, a := range r.Objects {
+		out.Objects = append(out.Objects, bridgeapi.Applied{ObjectRef: a.ObjectRef, Action: a.Action,
+			GenerationBefore: a.GenerationBefore, GenerationAfter: a.GenerationAfter})
+	}
+	return out
 }
 
 // plan is a version ready to apply: every check passed.
@@ -675,13 +692,9 @@ func (d *Deployer) deleteFailed(ctx context.Context, dep store.Deployment, res *
 	return err
 }
 
-// DeleteResult is what a delete removed (or, dry, would remove).
-type DeleteResult struct {
-	Name      string      `json:"name"`
-	Namespace string      `json:"namespace"`
-	DryRun    bool        `json:"dry_run,omitempty"`
-	Deleted   []ObjectRef `json:"deleted"`
-}
+// DeleteResult is what a delete removed (or, dry, would remove): the
+// bridge's API contract.
+type DeleteResult = bridgeapi.DeleteResult
 
 // Delete removes a deployment's objects: only those that carry the
 // bridge's labels for this name (managed-by=strata and

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/strata-hpc/strata/bridge/internal/render"
+	"github.com/strata-hpc/strata/internal/bridgeapi"
 )
 
 // Actions of one object in an apply.
@@ -35,19 +36,7 @@ const (
 )
 
 // ObjectRef names one Kubernetes object.
-type ObjectRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
-
-func (r ObjectRef) String() string {
-	if r.Namespace == "" {
-		return r.Kind + "/" + r.Name
-	}
-	return r.Kind + "/" + r.Namespace + "/" + r.Name
-}
+type ObjectRef = bridgeapi.ObjectRef
 
 // Ref names obj.
 func Ref(obj *unstructured.Unstructured) ObjectRef {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/bridgeapi"
 	"github.com/strata-hpc/strata/internal/sqlite"
 )
 
@@ -52,54 +53,15 @@ func (e *NameTakenError) Error() string {
 	return fmt.Sprintf("deployment name %q is in use by tenant %s (namespace %s)", e.Name, e.Tenant, e.Namespace)
 }
 
-// Deployment is a model served under one name.
-type Deployment struct {
-	Name      string    `json:"name"`
-	Namespace string    `json:"namespace"`
-	Tenant    string    `json:"tenant"`
-	Project   string    `json:"project,omitempty"`
-	State     string    `json:"state"`
-	Current   int64     `json:"current_job,omitempty"` // job id of the version in force; 0 when none
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
+// Deployment is a model served under one name (the bridge's API contract).
+type Deployment = bridgeapi.Deployment
 
 // Version is one deploy of a deployment, keyed by the Slurm job that
-// produced the model.
-type Version struct {
-	JobID     int64  `json:"job_id"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	Tenant    string `json:"tenant"`
-	Project   string `json:"project,omitempty"`
-	Account   string `json:"account"`
-	User      string `json:"user"`
-	// GPUs per replica (of Tier's resource) and the most replicas it can
-	// run: what the tenant's serving quota counts.
-	GPUs int `json:"gpus"`
-	// Tier is the GPU sharing tier of the GPUs (servingquota's names;
-	// "" is read as dedicated).
-	Tier        string          `json:"tier,omitempty"`
-	MaxReplicas int             `json:"max_replicas"`
-	ModelPath   string          `json:"model"`
-	Spec        json.RawMessage `json:"spec"`
-	Objects     json.RawMessage `json:"objects,omitempty"` // the rendered objects, in apply order
-	Outcome     string          `json:"outcome"`
-	Message     string          `json:"message,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
-}
+// produced the model (the bridge's API contract).
+type Version = bridgeapi.Version
 
-// Event is one action on a deployment.
-type Event struct {
-	ID      int64     `json:"id"`
-	Name    string    `json:"name"`
-	JobID   int64     `json:"job_id,omitempty"`
-	Action  string    `json:"action"` // deploy, rollback, delete
-	Outcome string    `json:"outcome"`
-	Message string    `json:"message,omitempty"`
-	At      time.Time `json:"at"`
-}
+// Event is one action on a deployment (the bridge's API contract).
+type Event = bridgeapi.Event
 
 // Seen is the watcher's verdict on one finished job.
 type Seen struct {

@@ -3,9 +3,9 @@
 // bridge, and deploy, rollback and delete, each request with the bearer
 // token the bridge's api.token_file holds.
 //
-// The types mirror the bridge's answers field by field and are decoded
-// leniently (a field the bridge adds later is ignored), since the bridge
-// and the portal are upgraded apart. The list is kept for a few seconds
+// The requests and answers are the bridge's API contract
+// (internal/bridgeapi), decoded leniently (a field the bridge adds later
+// is ignored), since the bridge and the portal are upgraded apart. The list is kept for a few seconds
 // (Config.ListTTL), so that the bridge's load follows the portal's
 // clusters and not its readers; an action through the client forgets it.
 package bridgeclient
@@ -23,88 +23,34 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/bridgeapi"
 )
 
-// Deployment is one of the bridge's deployments with its current version,
-// as GET /v1/deployments lists it.
-type Deployment struct {
-	Name      string    `json:"name"`
-	Namespace string    `json:"namespace"`
-	Tenant    string    `json:"tenant"`
-	Project   string    `json:"project,omitempty"`
-	State     string    `json:"state"`
-	Current   int64     `json:"current_job,omitempty"`
-	Version   string    `json:"version,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// CurrentVersion is the version in force; nil when none is.
-	CurrentVersion *Version `json:"current,omitempty"`
-}
-
-// Version is one stored version of a deployment (a job's model).
-type Version struct {
-	Label       string     `json:"version"`
-	JobID       int64      `json:"job_id"`
-	Account     string     `json:"account"`
-	User        string     `json:"user"`
-	GPUs        int        `json:"gpus"`
-	Tier        string     `json:"tier,omitempty"`
-	MaxReplicas int        `json:"max_replicas"`
-	ModelPath   string     `json:"model"`
-	Outcome     string     `json:"outcome"`
-	Message     string     `json:"message,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
-}
-
-// ObjectRef names one Kubernetes object.
-type ObjectRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
-
-// Applied is what a deploy or rollback did to one object.
-type Applied struct {
-	ObjectRef
-	Action string `json:"action"`
-}
-
-// Result is the bridge's answer to a deploy or a rollback.
-type Result struct {
-	Action    string      `json:"action"`
-	Name      string      `json:"name"`
-	Namespace string      `json:"namespace"`
-	Tenant    string      `json:"tenant"`
-	Project   string      `json:"project,omitempty"`
-	JobID     int64       `json:"job_id"`
-	Version   string      `json:"version"`
-	DryRun    bool        `json:"dry_run,omitempty"`
-	Changed   bool        `json:"changed"`
-	Outcome   string      `json:"outcome"`
-	Message   string      `json:"message"`
-	Objects   []Applied   `json:"objects"`
-	Pruned    []ObjectRef `json:"pruned,omitempty"`
-	Rollout   string      `json:"rollout,omitempty"`
-}
-
-// DeleteResult is the bridge's answer to a delete.
-type DeleteResult struct {
-	Name      string      `json:"name"`
-	Namespace string      `json:"namespace"`
-	DryRun    bool        `json:"dry_run,omitempty"`
-	Deleted   []ObjectRef `json:"deleted"`
-}
+// The bridge's answers are its API contract (internal/bridgeapi), which
+// the bridge serves from: no copy of its types here.
+type (
+	// Deployment is one of the bridge's deployments with its current
+	// version (Current, nil when none is in force), as GET
+	// /v1/deployments lists it; JobID() is the job it serves.
+	Deployment = bridgeapi.DeploymentSummary
+	// Version is one stored version of a deployment (a job's model).
+	Version = bridgeapi.VersionDetail
+	// ObjectRef names one Kubernetes object.
+	ObjectRef = bridgeapi.ObjectRef
+	// Applied is what a deploy or rollback did to one object.
+	Applied = bridgeapi.Applied
+	// Result is the bridge's answer to a deploy or a rollback.
+	Result = bridgeapi.Result
+	// DeleteResult is the bridge's answer to a delete.
+	DeleteResult = bridgeapi.DeleteResult
+)
 
 // Error is an answer of the bridge other than 200: its status and its
 // error body ({"error", "check", "reason", "fix"}).
 type Error struct {
-	Status int
-	Msg    string `json:"error"`
-	Check  string `json:"check,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	Fix    string `json:"fix,omitempty"`
+	Status                  int
+	Msg, Check, Reason, Fix string
 }
 
 func (e *Error) Error() string {
@@ -171,9 +117,7 @@ func (c *Client) Deployments(ctx context.Context) ([]Deployment, error) {
 	}
 	gen := c.gen
 	c.mu.Unlock()
-	var out struct {
-		Deployments []Deployment `json:"deployments"`
-	}
+	var out bridgeapi.DeploymentList
 	if err := c.do(ctx, http.MethodGet, "/v1/deployments", nil, &out); err != nil {
 		return nil, err
 	}
@@ -198,11 +142,7 @@ func (c *Client) Forget() {
 // Deploy serves job's model: POST /v1/deploy. name serves a job that did
 // not ask to be served under that name.
 func (c *Client) Deploy(ctx context.Context, job int64, name string, dryRun bool) (*Result, error) {
-	body := struct {
-		Job    int64  `json:"job"`
-		Name   string `json:"name,omitempty"`
-		DryRun bool   `json:"dry_run,omitempty"`
-	}{job, name, dryRun}
+	body := bridgeapi.DeployRequest{Job: job, Name: name, DryRun: dryRun}
 	var out Result
 	defer c.forgetUnless(dryRun)
 	if err := c.do(ctx, http.MethodPost, "/v1/deploy", body, &out); err != nil {
@@ -214,10 +154,7 @@ func (c *Client) Deploy(ctx context.Context, job int64, name string, dryRun bool
 // Rollback puts an earlier version of name back: to is "job-<id>", or ""
 // for the previous version that rolled out.
 func (c *Client) Rollback(ctx context.Context, name, to string, dryRun bool) (*Result, error) {
-	body := struct {
-		To     string `json:"to,omitempty"`
-		DryRun bool   `json:"dry_run,omitempty"`
-	}{to, dryRun}
+	body := bridgeapi.RollbackRequest{To: to, DryRun: dryRun}
 	var out Result
 	defer c.forgetUnless(dryRun)
 	if err := c.do(ctx, http.MethodPost, "/v1/deployments/"+url.PathEscape(name)+"/rollback", body, &out); err != nil {
@@ -287,9 +224,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("bridge %s %s: answer larger than %d bytes", method, path, maxAnswer)
 	}
 	if resp.StatusCode != http.StatusOK {
-		e := &Error{Status: resp.StatusCode}
-		_ = json.Unmarshal(data, e) // a body that is not the bridge's error keeps the status alone
-		return e
+		var body bridgeapi.Error
+		_ = json.Unmarshal(data, &body) // a body that is not the bridge's error keeps the status alone
+		return &Error{Status: resp.StatusCode, Msg: body.Error, Check: body.Check, Reason: body.Reason, Fix: body.Fix}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("bridge %s %s: %w", method, path, err)

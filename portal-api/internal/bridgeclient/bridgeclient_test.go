@@ -1,6 +1,7 @@
 package bridgeclient
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/strata-hpc/strata/internal/bridgeapi"
 )
 
 // server is the bridge's API at the network edge: it answers each path
@@ -84,10 +87,10 @@ func TestDeployments(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	want := []Deployment{{Name: "llama-ft", Namespace: "strata-acme", Tenant: "acme", Project: "llm", State: "active", Current: 4242,
-		Version: "job-4242", CreatedAt: created, UpdatedAt: created.Add(5 * time.Minute),
-		CurrentVersion: &Version{Label: "job-4242", JobID: 4242, Account: "acme-llm", User: "alice", GPUs: 2, Tier: "dedicated",
-			MaxReplicas: 3, ModelPath: "/shared/llm/llama-ft", Outcome: "ready", CreatedAt: created}}}
+	want := []Deployment{{Deployment: bridgeapi.Deployment{Name: "llama-ft", Namespace: "strata-acme", Tenant: "acme", Project: "llm", State: "active", Current: 4242,
+		CreatedAt: created, UpdatedAt: created.Add(5 * time.Minute)}, Version: "job-4242",
+		Current: &Version{Label: "job-4242", Version: &bridgeapi.Version{JobID: 4242, Name: "llama-ft", Namespace: "strata-acme", Tenant: "acme", Project: "llm", Account: "acme-llm", User: "alice", GPUs: 2, Tier: "dedicated",
+			MaxReplicas: 3, ModelPath: "/shared/llm/llama-ft", Spec: json.RawMessage(`{"name": "llama-ft"}`), Outcome: "ready", CreatedAt: created}}}}
 	if diff := cmp.Diff(want, ds); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -140,7 +143,7 @@ func TestActions(t *testing.T) {
 	}
 	want := &Result{Action: "deploy", Name: "llama-ft", Namespace: "strata-acme", Tenant: "acme", JobID: 4243, Version: "job-4243",
 		Changed: true, Outcome: "ready", Message: "rolled out",
-		Objects: []Applied{{ObjectRef: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "strata-acme", Name: "llama-ft"}, Action: "configured"}}}
+		Objects: []Applied{{ObjectRef: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "strata-acme", Name: "llama-ft"}, Action: "configured", GenerationAfter: 2}}}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

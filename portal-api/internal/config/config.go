@@ -221,8 +221,8 @@ type GPUMetrics struct {
 	// Window is what "now" means in the overview: the mean over it
 	// (default 5m).
 	Window time.Duration `yaml:"window"`
-	// IdleBelowPercent: an allocated GPU under this utilisation is idle
-	// (default 5).
+	// IdleBelowPercent: an allocated GPU at or below this utilisation is
+	// idle (default 5), by the product's one definition (dcgmprom.Idle).
 	IdleBelowPercent float64 `yaml:"idle_below_percent"`
 }
 

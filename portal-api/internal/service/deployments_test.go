@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
@@ -579,13 +581,18 @@ func TestBridgeToken(t *testing.T) {
 	h := newHarness(t)
 	srv := httptest.NewServer(http.HandlerFunc(h.bridge.serve))
 	t.Cleanup(srv.Close)
-	for i := range h.server.clusters {
-		if h.server.clusters[i].Bridge != nil {
-			h.server.clusters[i].Bridge = bridgeclient.New(bridgeclient.Config{URL: srv.URL,
+	cfg := h.server.cfg
+	cfg.Clusters = slices.Clone(cfg.Clusters)
+	for i := range cfg.Clusters {
+		if cfg.Clusters[i].Bridge != nil {
+			cfg.Clusters[i].Bridge = bridgeclient.New(bridgeclient.Config{URL: srv.URL,
 				Token: func() ([]byte, error) { return []byte("wrong"), nil }, ListTTL: -1})
-			h.server.byName["gpu1"] = h.server.clusters[i]
 		}
 	}
+	cfg.Registry = prometheus.NewRegistry()
+	h.server = New(cfg)
+	h.srv = httptest.NewServer(h.server)
+	t.Cleanup(h.srv.Close)
 	h.withCompleted()
 	code, body := h.do("mem", "POST", "/v1/deployments", map[string]any{"cluster": "gpu1", "job": 910107, "name": "x"})
 	if code != 502 || !strings.Contains(string(body), "bridge_token_file") || strings.Contains(string(body), bridgeToken) {

@@ -67,6 +67,7 @@ type harness struct {
 	router  routers.Router
 	now     time.Time
 	metrics *cluster.Metrics
+	reg     *prometheus.Registry
 	// outputRoot is gpu1's output root, empty at start.
 	outputRoot string
 	// sessionRoot is gpu1's session root.
@@ -98,7 +99,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	h.metrics = cluster.NewMetrics(reg)
+	h.metrics, h.reg = cluster.NewMetrics(reg), reg
 	var clusters []Cluster
 	for _, c := range []struct {
 		name, release string

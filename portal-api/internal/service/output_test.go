@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
+	"github.com/strata-hpc/strata/portal-api/internal/core"
 )
 
 // TestJobOutput: a job's stdout tail, stderr and working directory are
@@ -82,7 +82,7 @@ func TestJobOutput(t *testing.T) {
 		t.Fatalf("GET output = %d %s", code, body)
 	}
 	if out.Stdout.Path != work+"/llm-train-910101.out" || out.Stdout.Error != nil || !strings.HasSuffix(str(out.Stdout.Tail), "loss 0.25\n") ||
-		len(str(out.Stdout.Tail)) != outputTail || out.Stdout.Truncated == nil || !*out.Stdout.Truncated || *out.Stdout.Size != int64(len(big)) {
+		len(str(out.Stdout.Tail)) != core.OutputTailBytes || out.Stdout.Truncated == nil || !*out.Stdout.Truncated || *out.Stdout.Size != int64(len(big)) {
 		t.Errorf("stdout = %s %v %v (tail %d bytes)", out.Stdout.Path, str(out.Stdout.Error), out.Stdout.Size, len(str(out.Stdout.Tail)))
 	}
 	if out.Stderr == nil || !strings.Contains(str(out.Stderr.Error), "not owned by the user") || out.Stderr.Tail != nil {
@@ -114,42 +114,4 @@ func TestJobOutput(t *testing.T) {
 	if !strings.Contains(str(out.Stdout.Error), "not beneath") || !strings.Contains(str(out.Workdir.Error), "not beneath") || strings.Contains(body, "root:") {
 		t.Errorf("outside the root: %s", body)
 	}
-}
-
-func TestSlurmPath(t *testing.T) {
-	j := &slurmrest.Job{ID: 42, User: "mem", Name: "train", WorkDir: "/home/mem/run"}
-	for in, want := range map[string]string{
-		"":                  "",
-		"slurm-%j.out":      "/home/mem/run/slurm-42.out",
-		"/out/%u/%x-%A.log": "/out/mem/train-42.log",
-		"100%%-%j":          "/home/mem/run/100%-42",
-		"../%j.out":         "/home/mem/42.out",
-		"a-%a.out":          "",
-		"trailing%":         "",
-	} {
-		if got := slurmPath(j, in); got != want {
-			t.Errorf("slurmPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// FuzzSlurmPath: any pattern gives "" or a clean absolute path, with no
-// "%" left but from "%%".
-func FuzzSlurmPath(f *testing.F) {
-	for _, s := range []string{"slurm-%j.out", "/out/%u/%x-%A.log", "100%%", "%", "../../%j", "%a"} {
-		f.Add(s)
-	}
-	j := &slurmrest.Job{ID: 42, User: "mem", Name: "train", WorkDir: "/home/mem/run"}
-	f.Fuzz(func(t *testing.T, p string) {
-		got := slurmPath(j, p)
-		if got == "" {
-			return
-		}
-		if !filepath.IsAbs(got) || filepath.Clean(got) != got {
-			t.Errorf("slurmPath(%q) = %q, not a clean absolute path", p, got)
-		}
-		if !strings.Contains(p, "%%") && strings.Contains(got, "%") {
-			t.Errorf("slurmPath(%q) = %q leaves a pattern", p, got)
-		}
-	})
 }

@@ -1,14 +1,17 @@
-// Package service is the portal API's server: it implements the interface
-// generated from openapi.yaml (internal/api), answers every read from the
-// clusters' snapshots (internal/cluster), and acts in Slurm as the caller
-// with a token minted for them, after writing the action's audit record.
+// Package service is the portal's JSON API: it implements the interface
+// generated from openapi.yaml (internal/api) as a thin layer over the
+// portal's core (internal/core), which answers every read and takes every
+// action for the authenticated caller. A route decodes its request, calls
+// the core with the caller, and writes the core's value or problem as
+// JSON; the session proxy's routes and cookie are here too, since they
+// are HTTP through and through.
 //
 // Around the generated routes it puts what every request passes through,
 // in this order: a body cap, authentication (internal/auth), a per-user
 // rate limit, the metrics of each route and status, and JSON errors with
 // a stable code, a message and a hint. Who may see and do what is asked
-// of internal/rbac alone; an object the caller may not read answers 404
-// with the same text as one that does not exist.
+// of internal/rbac, in the core alone; an object the caller may not read
+// answers 404 with the same text as one that does not exist.
 package service
 
 import (
@@ -20,55 +23,30 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/strata-hpc/strata/internal/jobpolicy"
-	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/internal/daemon"
 	portalapi "github.com/strata-hpc/strata/portal-api"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
-	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
-	"github.com/strata-hpc/strata/portal-api/internal/cluster"
+	"github.com/strata-hpc/strata/portal-api/internal/core"
+	"github.com/strata-hpc/strata/portal-api/internal/priority"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
-// Cluster is one cluster the portal serves.
-type Cluster struct {
-	Poller *cluster.Poller
-	// Tenants is the cluster's tenant map now (reloaded on SIGHUP).
-	Tenants func() *tenantmap.Map
-	// Policy is the cluster's job policy (jobpolicy.json) now; nil, or a
-	// nil answer: the cluster takes no submissions through the portal.
-	Policy func() *jobpolicy.Policy
-	// ReclaimdURL is the cluster's reclaimd API; "": none.
-	ReclaimdURL string
-	// Bridge is the cluster's strata-bridge API; nil: none.
-	Bridge *bridgeclient.Client
-	// WorkDir is a submitted job's working directory unless its template
-	// sets one; {user} is the user's name. "": /tmp.
-	WorkDir string
-	// OutputRoots are the shared folders beneath which a job's output
-	// and working directory are shown; none: no job's output is.
-	OutputRoots []string
-	// SessionRoot holds the sessions' folders (<root>/<id>), on a file
-	// system the portal and the nodes share; {user} is the user's name.
-	// "": <WorkDir>/.strata/sessions.
-	SessionRoot string
-	// SessionIdleLimit ends a session without GPUs idle this long, by its
-	// server's activity, unless its template gives its own; 0: never.
-	SessionIdleLimit time.Duration
-	// Priority are the cluster's priority/multifactor weights; nil: the
-	// queue shows no priority factors.
-	Priority *PriorityWeights
-	// Prometheus scrapes the cluster's dcgm-exporters; nil: no GPU use
-	// is shown.
-	Prometheus *Prometheus
-}
+// The core's types, under the names the server has always had.
+type (
+	// Cluster is one cluster the portal serves.
+	Cluster = core.Cluster
+	// PriorityWeights are a cluster's priority/multifactor weights.
+	PriorityWeights = priority.Weights
+	// Prometheus is a cluster's Prometheus that scrapes dcgm-exporter.
+	Prometheus = core.Prometheus
+)
 
 // Config is what the server needs.
 type Config struct {
@@ -98,46 +76,24 @@ type Config struct {
 // Server is the portal API.
 type Server struct {
 	cfg      Config
-	clusters []Cluster
-	byName   map[string]Cluster
+	core     *core.Core
 	mux      *http.ServeMux
 	limiters limiters
-	indexes  indexes
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	log      *slog.Logger
 	sessions sessions
-	// recoveryCache holds each cluster's last read of its reclaimd.
-	recoveryCache    recoveryCaches
-	reclaimdRequests *prometheus.CounterVec
-	queues           queues
-	gpuNows          gpuNows
 }
 
 var _ api.ServerInterface = (*Server)(nil)
 
-// prepare indexes a cluster's snapshot and explains its pending jobs,
-// from the poller's goroutine after each poll (and at New for a snapshot
-// there already): the work a request would otherwise do the first time
-// it meets a snapshot or a job. A tenant map reloaded between polls is
-// indexed at the next request and explained job by job until the next
-// poll.
-func (s *Server) prepare(c Cluster) {
-	if x := s.indexes.of(c); x != nil {
-		x.explainAll()
-	}
-}
-
-// New makes the server.
+// New makes the server and its core.
 func New(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
@@ -148,24 +104,16 @@ func New(cfg Config) *Server {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, clusters: cfg.Clusters, byName: map[string]Cluster{}, log: cfg.Log,
+	s := &Server{cfg: cfg, log: cfg.Log,
 		limiters: limiters{m: map[string]*rate.Limiter{}, r: rate.Limit(cfg.RatePerSecond), b: cfg.Burst}}
-	s.indexes = indexes{}
-	s.recoveryCache = newRecoveryCaches(cfg.Clusters)
-	for _, c := range cfg.Clusters {
-		s.byName[c.Poller.Name()] = c
-		s.indexes[c.Poller.Name()] = &atomic.Pointer[index]{}
-	}
-	for _, c := range cfg.Clusters {
-		s.prepare(c)
-		c.Poller.OnSnapshot(func(*cluster.Snapshot) { s.prepare(c) })
-	}
+	s.core = core.New(core.Config{Clusters: cfg.Clusters, Store: cfg.Store, Templates: cfg.Templates, Registry: cfg.Registry, Log: cfg.Log,
+		Now: cfg.Now, HTTPClient: cfg.HTTPClient, SessionTransport: cfg.Sessions.Transport, IdleInterval: cfg.Sessions.IdleInterval,
+		KeepEnded: cfg.Sessions.KeepEnded, ReclaimdTimeout: cfg.ReclaimdTimeout})
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_portal_http_requests_total",
 		Help: "API requests by route and status code."}, []string{"route", "code"})
 	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "strata_portal_http_request_duration_seconds",
 		Help: "API request latency by route.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10}}, []string{"route"})
 	cfg.Registry.MustRegister(s.requests, s.latency)
-	s.reclaimdRequests = newReclaimdRequests(cfg.Registry)
 	s.mux = http.NewServeMux()
 	api.HandlerWithOptions(s, api.StdHTTPServerOptions{BaseRouter: s.mux, ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, api.BadRequest, err.Error(), "see /v1/openapi.yaml for the parameters of this route")
@@ -176,6 +124,16 @@ func New(cfg Config) *Server {
 	s.mountSessions()
 	return s
 }
+
+// Core is the server's core: the pages call it as the routes do.
+func (s *Server) Core() *core.Core { return s.core }
+
+// IdleLoop is the daemon loop that ends idle sessions without GPUs and
+// records how every open session ended (the core's).
+func (s *Server) IdleLoop() daemon.Loop { return s.core.IdleLoop() }
+
+// CheckSessions looks at every open session once (the core's).
+func (s *Server) CheckSessions(ctx context.Context) { s.core.CheckSessions(ctx) }
 
 // public routes need no identity.
 var public = map[string]bool{"GET /healthz": true, "GET /metrics": true, "GET /v1/openapi.yaml": true}
@@ -297,6 +255,20 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v) // the client may be gone; nothing to do
 }
 
+// respond writes the core's value with code, or its problem.
+func respond[T any](w http.ResponseWriter, code int, v T, p *core.Problem) {
+	if p != nil {
+		writeProblem(w, p)
+		return
+	}
+	writeJSON(w, code, v)
+}
+
+// writeProblem writes a problem of the core as the API's error.
+func writeProblem(w http.ResponseWriter, p *core.Problem) {
+	writeJSON(w, p.Status, p.API())
+}
+
 func writeError(w http.ResponseWriter, code int, c api.ErrorCode, msg, hint string) {
 	e := api.Error{Code: c, Message: msg}
 	if hint != "" {
@@ -314,32 +286,12 @@ func (s *Server) GetSpec(w http.ResponseWriter, r *http.Request) {
 // GetHealth says whether any cluster is served from a fresh snapshot. It
 // is public, so it says no more than that: the errors are in /v1/clusters.
 func (s *Server) GetHealth(w http.ResponseWriter, r *http.Request) {
-	out := map[string]any{}
-	fresh := 0
-	for _, c := range s.clusters {
-		h := c.Poller.Health()
-		ch := map[string]any{"healthy": h.Healthy, "stale": h.Stale}
-		if c.Poller.Snapshot() != nil {
-			ch["age_seconds"] = h.Age.Seconds()
-		}
-		out[c.Poller.Name()] = ch
-		if !h.Stale {
-			fresh++
-		}
-	}
+	clusters, fresh := s.core.Health()
 	code := http.StatusOK
 	if fresh == 0 {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"clusters": out, "fresh": fresh})
+	writeJSON(w, code, map[string]any{"clusters": clusters, "fresh": fresh})
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func nonZeroTime(t time.Time) *time.Time {
-	if t.IsZero() || t.Unix() <= 0 {
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}

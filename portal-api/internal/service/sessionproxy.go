@@ -2,12 +2,10 @@ package service
 
 import (
 	"bufio"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -105,13 +103,14 @@ func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, id, user stri
 
 // CreateSessionCookie sets the browser's cookie of the caller's session.
 func (s *Server) CreateSessionCookie(w http.ResponseWriter, r *http.Request, id api.SessionID) {
-	at, ok := s.owned(w, r, id)
-	if !ok {
+	rec, p := s.core.SessionOwned(r.Context(), identity(r.Context()), id)
+	if p != nil {
+		writeProblem(w, p)
 		return
 	}
-	exp := s.setCookie(w, r, at.rec.ID, at.rec.User)
+	exp := s.setCookie(w, r, rec.ID, rec.User)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, api.SessionCookie{Url: sessionproxy.Prefix + at.rec.ID + "/proxy/", ExpiresAt: exp.UTC()})
+	writeJSON(w, http.StatusOK, api.SessionCookie{Url: sessionproxy.Prefix + rec.ID + "/proxy/", ExpiresAt: exp.UTC()})
 }
 
 // serveProxy is the route of /v1/sessions/{id}/proxy/: the API's
@@ -137,7 +136,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	if isWebSocket(r) {
 		if rec, err := s.cfg.Store.GetSession(r.Context(), id); err == nil && rec.User == who.User && rec.Server == string(session.TTYD) {
-			w = &inputWatch{ResponseWriter: w, onInput: func() { s.terminalInput(id) }}
+			w = &inputWatch{ResponseWriter: w, onInput: func() { s.core.TerminalInput(id) }}
 		}
 	}
 	s.sessions.proxy.ServeHTTP(w, r)
@@ -151,39 +150,8 @@ func isWebSocket(r *http.Request) bool {
 // other is ErrNotFound), its job running in the cluster's snapshot now,
 // and the connection file checked against it and the pin.
 func (s *Server) lookupSession(r *http.Request, id string) (session.Target, error) {
-	at, err := s.ownSession(r.Context(), id)
-	if err != nil {
-		return session.Target{}, err
-	}
-	if !at.rec.Ended.IsZero() {
-		return session.Target{}, fmt.Errorf("%w (the session ended: %s)", session.ErrNotRunning, at.rec.EndReason)
-	}
-	return s.resolve(at)
+	return s.core.SessionTarget(r.Context(), identity(r.Context()), id)
 }
-
-// terminalInput records input to a session's terminal now, at most once
-// every inputEvery: ttyd has no activity of its own to ask.
-func (s *Server) terminalInput(id string) {
-	now := s.cfg.Now()
-	s.sessions.mu.Lock()
-	last, seen := s.sessions.input[id]
-	if seen && now.Sub(last) < inputEvery {
-		s.sessions.mu.Unlock()
-		return
-	}
-	if len(s.sessions.input) > 10000 {
-		s.sessions.input = map[string]time.Time{}
-	}
-	s.sessions.input[id] = now
-	s.sessions.mu.Unlock()
-	if err := s.cfg.Store.SessionActivity(context.Background(), id, now); err != nil {
-		s.log.Warn("session activity not recorded", "session_id", id, "error", err)
-	}
-}
-
-// inputEvery is how often terminal input is written down: the idle limit
-// is counted in minutes and hours, keystrokes come by the second.
-const inputEvery = 30 * time.Second
 
 // inputWatch hands the proxy a hijacked connection whose reads (what the
 // browser sends) are watched for terminal input.

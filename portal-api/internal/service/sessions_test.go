@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
+	"github.com/strata-hpc/strata/portal-api/internal/core"
 	"github.com/strata-hpc/strata/portal-api/internal/session"
 )
 
@@ -587,7 +588,7 @@ func TestSessionIdle(t *testing.T) {
 		t.Errorf("end reason = %v", v)
 	}
 	log, _ := h.store.AuditLog(t.Context(), 1)
-	if len(log) != 1 || log[0].Action != "cancel" || log[0].User != idleUser || !strings.Contains(log[0].Detail, "idle") || log[0].Result != "ok" {
+	if len(log) != 1 || log[0].Action != "cancel" || log[0].User != core.IdleUser || !strings.Contains(log[0].Detail, "idle") || log[0].Result != "ok" {
 		t.Errorf("audit = %+v", log)
 	}
 	// Once ended, never again.
@@ -830,7 +831,7 @@ func TestSessionStream(t *testing.T) {
 // TestSessionEndWaitsForReclaimd: a GPU session whose job was cancelled
 // while reclaimd does not answer is not settled as a plain cancel at once:
 // reclaimd may have cancelled it, and once it answers its reason is the
-// session's. After reclaimdEndWait without an answer the end is a cancel.
+// session's. After core.ReclaimdEndWait without an answer the end is a cancel.
 func TestSessionEndWaitsForReclaimd(t *testing.T) {
 	h := newHarness(t)
 	h.store.SetClock(func() time.Time { return h.now })
@@ -856,7 +857,7 @@ func TestSessionEndWaitsForReclaimd(t *testing.T) {
 
 	old := h.start("mem", "gpunotebook", nil)
 	h.run(old, "mem", "gpunotebook", "RUNNING", true)
-	cancelled(old, reclaimdEndWait+time.Minute)
+	cancelled(old, core.ReclaimdEndWait+time.Minute)
 	h.reclaimdDown.Store(true)
 	h.server.CheckSessions(t.Context())
 	if rec, _ := h.store.GetSession(t.Context(), old.ID); rec.EndReason != "the session's job was cancelled in Slurm" {

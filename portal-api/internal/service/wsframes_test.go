@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
-
-	"github.com/strata-hpc/strata/portal-api/internal/session"
 )
 
 // frame is a client's WebSocket frame (RFC 6455: masked) of opcode op.
@@ -91,47 +89,6 @@ func FuzzWSFrames(f *testing.F) {
 	})
 }
 
-func TestParseActivity(t *testing.T) {
-	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	for name, tc := range map[string]struct {
-		kind session.Kind
-		body string
-		want time.Time
-		ok   bool
-	}{
-		"jupyterlab":      {session.JupyterLab, `{"connections":0,"kernels":1,"last_activity":"2026-12-01T10:00:00.000000Z","started":"2026-12-01T09:00:00Z"}`, at, true},
-		"with an offset":  {session.JupyterLab, `{"last_activity":"2026-12-01T11:00:00+01:00"}`, at, true},
-		"none":            {session.JupyterLab, `{"kernels":0}`, time.Time{}, false},
-		"not json":        {session.JupyterLab, `<html>`, time.Time{}, false},
-		"code-server":     {session.CodeServer, `{"status":"alive","lastHeartbeat":1795600800000}`, time.UnixMilli(1795600800000).UTC(), true},
-		"code-server new": {session.CodeServer, `{"status":"expired","lastHeartbeat":0}`, time.Time{}, false},
-		"ttyd":            {session.TTYD, `{}`, time.Time{}, false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got, ok := parseActivity(tc.kind, []byte(tc.body))
-			if ok != tc.ok || !got.Equal(tc.want) {
-				t.Errorf("= %v %v, want %v %v", got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}
-
-// FuzzParseActivity: any answer of a server is read without a panic, and
-// a time it gives is in UTC.
-func FuzzParseActivity(f *testing.F) {
-	f.Add(`{"last_activity":"2026-12-01T10:00:00Z"}`, false)
-	f.Add(`{"lastHeartbeat":1795600800000}`, true)
-	f.Fuzz(func(t *testing.T, body string, code bool) {
-		kind := session.JupyterLab
-		if code {
-			kind = session.CodeServer
-		}
-		if got, ok := parseActivity(kind, []byte(body)); ok && got.Location() != time.UTC {
-			t.Fatalf("%v is not UTC", got)
-		}
-	})
-}
-
 // FuzzSessionCookie: no value but one the server signed for the session
 // is taken, and the one it signed is.
 func FuzzSessionCookie(f *testing.F) {
@@ -149,20 +106,5 @@ func FuzzSessionCookie(f *testing.F) {
 	})
 	if user, _, ok := s.checkCookie(good, "abc"); !ok || user != "mem" {
 		f.Fatalf("its own cookie refused")
-	}
-}
-
-func TestKernelBusy(t *testing.T) {
-	for body, want := range map[string]bool{
-		`[{"id":"k1","execution_state":"idle"},{"id":"k2","execution_state":"busy"}]`: true,
-		`[{"id":"k1","execution_state":"idle"}]`:                                      false,
-		`[]`:                                                                          false,
-		`{"execution_state":"busy"}`:                                                  false,
-		`<html>`:                                                                      false,
-		`[{"id":"k1","execution_state":"starting"}]`:                                  false,
-	} {
-		if got := kernelBusy([]byte(body)); got != want {
-			t.Errorf("%s: %v, want %v", body, got, want)
-		}
 	}
 }

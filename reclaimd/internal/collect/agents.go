@@ -7,7 +7,6 @@
 package collect
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/dcgmprom"
 	"github.com/strata-hpc/strata/reclaimd/internal/agent"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 	"github.com/strata-hpc/strata/reclaimd/internal/source"
@@ -294,26 +294,9 @@ func (h *heldNode) update(snap snapshot) error {
 }
 
 // readBody reads at most limit+1 bytes of the answer into buf, grown to
-// its Content-Length where it gives one.
+// the answer's length where it says it.
 func readBody(resp *http.Response, limit int64, buf []byte) ([]byte, error) {
-	buf = buf[:0]
-	if n := resp.ContentLength; n >= 0 && n <= limit && int64(cap(buf)) <= n {
-		buf = make([]byte, 0, n+bytes.MinRead)
-	}
-	r := io.LimitReader(resp.Body, limit+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
+	return dcgmprom.ReadBody(resp, limit, buf)
 }
 
 func firstFailure(m map[string]string) string {

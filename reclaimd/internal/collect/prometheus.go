@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/dcgmprom"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
 
@@ -27,16 +28,16 @@ import (
 const (
 	defaultPromWindow      = time.Hour // the longest rule window
 	defaultPromStep        = 30 * time.Second
-	defaultPromNodeLabel   = "Hostname"
-	defaultPromGPULabel    = "gpu"
-	defaultPromUtil        = "DCGM_FI_DEV_GPU_UTIL"
-	defaultPromMemActivity = "DCGM_FI_PROF_DRAM_ACTIVE"
-	defaultPromFBUsed      = "DCGM_FI_DEV_FB_USED"
-	defaultPromMaxBytes    = 64 << 20
+	defaultPromNodeLabel   = dcgmprom.NodeLabel
+	defaultPromGPULabel    = dcgmprom.GPULabel
+	defaultPromUtil        = dcgmprom.UtilMetric
+	defaultPromMemActivity = dcgmprom.MemActivityMetric
+	defaultPromFBUsed      = dcgmprom.FBUsedMetric
+	defaultPromMaxBytes    = dcgmprom.DefaultMaxBytes
 	// memCopyUtil is dcgm-exporter's other memory-activity metric, a
 	// percentage (DRAM_ACTIVE is a ratio); the one a site without the
 	// profiling metrics (DCP) uses.
-	memCopyUtil = "DCGM_FI_DEV_MEM_COPY_UTIL"
+	memCopyUtil = dcgmprom.MemCopyUtilMetric
 	// metricLabel names each answer series' metric (see Prometheus.Query).
 	metricLabel = "strata_metric"
 )
@@ -145,32 +146,8 @@ type promNode struct {
 
 // APIError is an answer from Prometheus that is not a result: an HTTP
 // error, a "status":"error" answer, or a body that is not Prometheus's
-// JSON.
-type APIError struct {
-	// Query is the PromQL query sent.
-	Query string
-	// HTTPStatus is the answer's HTTP status code.
-	HTTPStatus int
-	// Type and Message are Prometheus's errorType and error ("bad_data",
-	// "parse error at char 5: ..."); Type is empty where the body was not
-	// Prometheus's error JSON, and Message then quotes the body or says
-	// what was wrong with it.
-	Type, Message string
-}
-
-// Error says what Prometheus answered to which query; a long query is
-// shortened.
-func (e *APIError) Error() string {
-	q := e.Query
-	if len(q) > 300 {
-		q = q[:300] + "…"
-	}
-	msg := e.Message
-	if e.Type != "" {
-		msg = e.Type + ": " + msg
-	}
-	return fmt.Sprintf("prometheus query_range %q: HTTP %d: %s", q, e.HTTPStatus, msg)
-}
+// JSON (the product's one Prometheus client, internal/dcgmprom).
+type APIError = dcgmprom.APIError
 
 // promConfig is a Prometheus with the defaults filled in.
 type promConfig struct {
@@ -433,8 +410,8 @@ type tooLarge struct{ err *APIError }
 
 func (t *tooLarge) Error() string { return t.err.Error() }
 
-// fetch POSTs the query (a form, so a long node list fits) and returns the
-// body of a 200 answer, read into buf.
+// fetch POSTs the query through the product's one Prometheus client
+// (internal/dcgmprom) and returns the body of a 200 answer, read into buf.
 func (c promConfig) fetch(ctx context.Context, base, query string, start, end time.Time, buf []byte) ([]byte, error) {
 	form := url.Values{
 		"query": {query},
@@ -442,36 +419,14 @@ func (c promConfig) fetch(ctx context.Context, base, query string, start, end ti
 		"end":   {promTime(end)},
 		"step":  {strconv.FormatFloat(c.step.Seconds(), 'f', -1, 64)},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/api/v1/query_range",
-		strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, fmt.Errorf("prometheus query_range: %w", err)
+	cl := dcgmprom.Client{URL: base, HTTP: c.client, MaxBytes: c.maxBytes}
+	body, err := cl.Fetch(ctx, "query_range", form, buf)
+	var big *dcgmprom.TooLargeError
+	if errors.As(err, &big) {
+		big.Message = fmt.Sprintf("the answer for one step is larger than %d bytes: raise prometheus.max_response_mib, or ask for fewer nodes", c.maxBytes)
+		return nil, &tooLarge{big.APIError}
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("prometheus query_range: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := readBody(resp, c.maxBytes, buf)
-	if err != nil {
-		return nil, fmt.Errorf("prometheus query_range: read answer: %w", err)
-	}
-	if int64(len(body)) > c.maxBytes {
-		return nil, &tooLarge{&APIError{Query: query, HTTPStatus: resp.StatusCode, Message: fmt.Sprintf(
-			"the answer for one step is larger than %d bytes: raise prometheus.max_response_mib, or ask for fewer nodes", c.maxBytes)}}
-	}
-	if resp.StatusCode != http.StatusOK {
-		// Prometheus answers errors (400 bad_data, 422 execution, 503
-		// timeout) with its error JSON; a proxy in front may not.
-		var env promEnvelope
-		if json.Unmarshal(body, &env) == nil && env.Status == "error" {
-			return nil, &APIError{Query: query, HTTPStatus: resp.StatusCode, Type: env.ErrorType, Message: env.Error}
-		}
-		return nil, &APIError{Query: query, HTTPStatus: resp.StatusCode, Message: snippet(body)}
-	}
-	return body, nil
+	return body, err
 }
 
 // promTime writes t as Prometheus's API takes it: Unix seconds, to the
@@ -480,24 +435,7 @@ func promTime(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixMilli())/1e3, 'f', 3, 64)
 }
 
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	if s == "" {
-		return "(empty body)"
-	}
-	return strconv.Quote(s)
-}
-
-// promEnvelope is the frame of every Prometheus API answer, less its
-// data: what an error answer holds.
-type promEnvelope struct {
-	Status    string `json:"status"`
-	ErrorType string `json:"errorType"`
-	Error     string `json:"error"`
-}
+func snippet(b []byte) string { return dcgmprom.Snippet(b) }
 
 // promSeries is one series of a matrix result.
 type promSeries struct {

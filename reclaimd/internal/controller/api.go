@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
 )
@@ -92,7 +93,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		if recs == nil {
 			recs = []store.Record{}
 		}
-		writeJSON(w, map[string]any{"decisions": recs})
+		writeJSON(w, reclaimapi.Decisions{Decisions: recs})
 	})
 	mux.HandleFunc("GET /v1/nodes/health", func(w http.ResponseWriter, r *http.Request) {
 		if c.cfg.Health == nil {
@@ -107,7 +108,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		if name := r.URL.Query().Get("node"); name != "" {
 			nodes = slices.DeleteFunc(nodes, func(e NodeHealthEntry) bool { return e.Node != name })
 		}
-		writeJSON(w, map[string]any{"nodes": nodes})
+		writeJSON(w, reclaimapi.NodesHealth{Nodes: nodes})
 	})
 	c.recoveryRoutes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/failure"
@@ -589,28 +590,12 @@ func (c *Controller) recoverNode(ctx context.Context, rec store.Record, nodes ma
 	return nil
 }
 
-// NodeHealthEntry is one node of GET /v1/nodes/health.
-type NodeHealthEntry struct {
-	Node       string   `json:"node"`
-	State      []string `json:"state"`      // as Slurm shows it at the last cycle
-	Reason     string   `json:"reason"`     // Slurm's reason
-	Partitions []string `json:"partitions"` // the node's
-	// DrainedByStrata is true while Strata holds the node drained;
-	// StrataReason is the reason it drained it with.
-	DrainedByStrata bool          `json:"drained_by_strata"`
-	StrataReason    string        `json:"strata_reason,omitempty"`
-	DrainedAt       *time.Time    `json:"drained_at,omitempty"`
-	ResumedAt       *time.Time    `json:"resumed_at,omitempty"`
-	Faults          []store.Fault `json:"faults"` // within max_fault_age, oldest first
-	LastCheck       *HealthCheck  `json:"last_check,omitempty"`
-}
+// NodeHealthEntry is one node of GET /v1/nodes/health (reclaimd's API
+// contract).
+type NodeHealthEntry = reclaimapi.NodeHealth
 
 // HealthCheck is the last health check of a node.
-type HealthCheck struct {
-	At     time.Time `json:"at"`
-	Passed bool      `json:"passed"`
-	Output string    `json:"output"`
-}
+type HealthCheck = reclaimapi.HealthCheck
 
 // NodesHealth is GET /v1/nodes/health: every node of the last cycle, and
 // every node Strata has acted on, by name.

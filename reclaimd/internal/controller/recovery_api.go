@@ -5,16 +5,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
 )
 
 // Attempt is one classified failure of a job with what came of it: the
-// answer's items of GET /v1/jobs/{id}/attempts.
-type Attempt struct {
-	store.Failure
-	// Record is the retry's or hold's record: intent, outcome, error.
-	Record *store.Record `json:"record,omitempty"`
-}
+// answer's items of GET /v1/jobs/{id}/attempts (reclaimd's API contract).
+type Attempt = reclaimapi.Attempt
 
 // recoveryRoutes adds GET /v1/jobs/{id}/attempts (every failure of the
 // job with its node, class, evidence, decision and the outcome of its
@@ -45,7 +42,7 @@ func (c *Controller) recoveryRoutes(mux *http.ServeMux) {
 			}
 			out = append(out, a)
 		}
-		writeJSON(w, map[string]any{"job_id": id, "attempts": out})
+		writeJSON(w, reclaimapi.Attempts{JobID: id, Attempts: out})
 	})
 	mux.HandleFunc("GET /v1/failures", func(w http.ResponseWriter, r *http.Request) {
 		since := time.Time{}
@@ -70,6 +67,6 @@ func (c *Controller) recoveryRoutes(mux *http.ServeMux) {
 		if fs == nil {
 			fs = []store.Failure{}
 		}
-		writeJSON(w, map[string]any{"failures": fs})
+		writeJSON(w, reclaimapi.Failures{Failures: fs})
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/dcgmprom"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 )
 
@@ -472,7 +473,10 @@ func (c *cycle) evaluateGPU(g GPUKey, samples []Sample, from time.Time, span tim
 	case ge.Coverage < def.MinCoverage:
 		return ge, fmt.Sprintf("samples cover %.0f%% of the %s window, need %.0f%%", 100*ge.Coverage, span.Round(time.Second), 100*def.MinCoverage)
 	}
-	ge.Idle = ge.MaxUtilPercent <= def.MaxUtilPercent && ge.MaxMemActivityPercent <= def.MaxMemActivityPercent
+	// The product's one definition of an idle GPU (the portal's overview
+	// judges by it too).
+	ge.Idle = dcgmprom.Idle(ge.MaxUtilPercent, ge.MaxMemActivityPercent,
+		dcgmprom.Threshold{MaxUtilPercent: def.MaxUtilPercent, MaxMemActivityPercent: def.MaxMemActivityPercent})
 	return ge, ""
 }
 

@@ -5,19 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 )
 
-// Fault is one GPU fault event an agent reported, as kept.
-type Fault struct {
-	ID         int64     `json:"id"`
-	Node       string    `json:"node"`
-	GPU        int       `json:"gpu"`
-	UUID       string    `json:"uuid,omitempty"`
-	Kind       string    `json:"kind"`
-	Code       int       `json:"code"`
-	At         time.Time `json:"at"`
-	ReceivedAt time.Time `json:"received_at"`
-}
+// Fault is one GPU fault event an agent reported, as kept and served
+// (reclaimd's API contract).
+type Fault = reclaimapi.Fault
 
 // AddFaults keeps the faults not kept yet (the same node, GPU, kind, code
 // and time, to the millisecond, is the same fault: an agent's whole

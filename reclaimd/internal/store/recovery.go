@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/internal/sqlite"
 )
 
@@ -55,27 +56,9 @@ type Run struct {
 	GPUs     []GPU     `json:"gpus"`
 }
 
-// Failure is one classified ended run.
-type Failure struct {
-	ID      int64     `json:"id"`
-	JobID   int64     `json:"job_id"`
-	Start   time.Time `json:"run_start"`
-	Tenant  string    `json:"tenant,omitempty"`
-	Account string    `json:"account,omitempty"`
-	User    string    `json:"user,omitempty"`
-	Class   string    `json:"class"`
-	// Evidence and Decision are the failure package's JSON.
-	Evidence json.RawMessage `json:"evidence"`
-	Decision json.RawMessage `json:"decision"`
-	Action   string          `json:"action"`
-	Reason   string          `json:"reason"`
-	// RecordID is the retry's or hold's record (its intent and outcome).
-	RecordID *int64 `json:"record_id,omitempty"`
-	// FailedAt is when the run ended (or was seen requeued).
-	FailedAt     time.Time  `json:"failed_at"`
-	ClassifiedAt time.Time  `json:"classified_at"`
-	RunningAgain *time.Time `json:"running_again_at,omitempty"`
-}
+// Failure is one classified ended run, as GET /v1/failures serves it
+// (reclaimd's API contract).
+type Failure = reclaimapi.Failure
 
 // SaveRuns records runs seen running (the same run again: nothing), in
 // one transaction, and marks the failures they end (the job's failures

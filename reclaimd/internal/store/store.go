@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/internal/sqlite"
 )
 
@@ -24,32 +25,12 @@ const (
 	StatusDryRun    = "dry-run"   // decided in dry-run mode; never runs
 )
 
-// GPU is one GPU of a job at decision time.
-type GPU struct {
-	Node  string `json:"node"`
-	Index int    `json:"index"`
-}
+// GPU is one GPU of a job at decision time (reclaimd's API contract).
+type GPU = reclaimapi.GPU
 
-// Record is one decision about one job.
-type Record struct {
-	ID      int64  `json:"id"`
-	JobID   int64  `json:"job_id"`
-	Tenant  string `json:"tenant,omitempty"`
-	Account string `json:"account,omitempty"`
-	User    string `json:"user,omitempty"`
-	// Node is the node a drain or resume acts on (JobID 0); "" for
-	// the reclaim actions on jobs.
-	Node      string          `json:"node,omitempty"`
-	Kind      string          `json:"action"`
-	Rule      string          `json:"rule,omitempty"`
-	Reason    string          `json:"reason"`
-	Evidence  json.RawMessage `json:"evidence,omitempty"`
-	GPUs      []GPU           `json:"gpus,omitempty"`
-	Status    string          `json:"outcome"`
-	Error     string          `json:"error,omitempty"`
-	DecidedAt time.Time       `json:"decided_at"`
-	DoneAt    *time.Time      `json:"done_at,omitempty"`
-}
+// Record is one decision about one job, as GET /v1/jobs/{id}/reclaim and
+// /v1/decisions serve it (reclaimd's API contract).
+type Record = reclaimapi.Record
 
 // Store is the SQLite database.
 type Store struct{ db *sql.DB }

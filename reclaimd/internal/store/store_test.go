@@ -31,7 +31,7 @@ func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reclaimd.db")
 	s := open(t, path)
 	id, err := s.Intent(ctx, Record{JobID: 42, Tenant: "acme", Kind: "requeue", Rule: "train", Reason: "8 of 8 GPUs idle for 30m0s",
-		Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{"gpu1", 0}, {"gpu1", 1}}, DecidedAt: t0})
+		Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{Node: "gpu1", Index: 0}, {Node: "gpu1", Index: 1}}, DecidedAt: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Record{{ID: id, JobID: 42, Tenant: "acme", Kind: "requeue", Rule: "train", Reason: "8 of 8 GPUs idle for 30m0s",
-		Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{"gpu1", 0}, {"gpu1", 1}}, Status: StatusIntent, DecidedAt: t0}}
+		Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{Node: "gpu1", Index: 0}, {Node: "gpu1", Index: 1}}, Status: StatusIntent, DecidedAt: t0}}
 	if diff := cmp.Diff(want, pending); diff != "" {
 		t.Fatalf("pending after restart (-want +got):\n%s", diff)
 	}
@@ -143,7 +143,7 @@ func TestOpenEarlierSchemas(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []Record{{ID: 2, JobID: 42, Tenant: "acme", Account: "acme-p", User: "alice", Kind: "requeue", Rule: "train",
-				Reason: "8 of 8 GPUs idle for 30m0s", Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{"gpu1", 0}, {"gpu1", 1}},
+				Reason: "8 of 8 GPUs idle for 30m0s", Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{Node: "gpu1", Index: 0}, {Node: "gpu1", Index: 1}},
 				Status: StatusIntent, DecidedAt: time.UnixMilli(1764417660000).UTC()}}
 			if diff := cmp.Diff(want, pending); diff != "" {
 				t.Errorf("pending (-want +got):\n%s", diff)

@@ -1,8 +1,7 @@
-package service
+package core
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,10 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"context"
+
 	"github.com/strata-hpc/strata/internal/explain"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
@@ -52,7 +54,7 @@ func classOf(j *slurmrest.Job) string {
 
 // visible are the jobs of the clusters (all when only is "") that user
 // may read.
-func (s *Server) visible(only, user string) ([]view, []string) {
+func (s *Core) visible(only, user string) ([]view, []string) {
 	var out []view
 	var stale []string
 	for _, c := range s.clusters {
@@ -70,7 +72,7 @@ func (s *Server) visible(only, user string) ([]view, []string) {
 	return out, stale
 }
 
-func (s *Server) jobOf(v view) api.Job {
+func (s *Core) jobOf(v view) api.Job {
 	j := v.job
 	out := api.Job{
 		Cluster: v.cluster, Id: j.ID, Name: j.Name, User: j.User, Account: j.Account,
@@ -169,17 +171,16 @@ func newest(a, b view) int {
 	return cmp.Compare(a.cluster, b.cluster)
 }
 
-// ListJobs lists the jobs the caller may read.
-func (s *Server) ListJobs(w http.ResponseWriter, r *http.Request, p api.ListJobsParams) {
-	id := identity(r.Context())
+// Jobs lists the jobs the caller may read, newest first, filtered and
+// a page at a time as p asks.
+func (s *Core) Jobs(ctx context.Context, who auth.Identity, p api.ListJobsParams) (api.JobPage, *Problem) {
 	only := deref(p.Cluster)
 	if only != "" {
 		if _, ok := s.byName[only]; !ok {
-			writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", only), "GET /v1/clusters lists them")
-			return
+			return api.JobPage{}, noCluster(only)
 		}
 	}
-	views, stale := s.visible(only, id.User)
+	views, stale := s.visible(only, who.User)
 	match := views[:0:0]
 	for _, v := range views {
 		if p.Tenant != nil && v.owner.Tenant != *p.Tenant ||
@@ -200,8 +201,7 @@ func (s *Server) ListJobs(w http.ResponseWriter, r *http.Request, p api.ListJobs
 		offset = *p.Offset
 	}
 	if limit < 1 || limit > 1000 || offset < 0 {
-		writeError(w, http.StatusBadRequest, api.BadRequest, "limit must be 1 to 1000 and offset 0 or more", "")
-		return
+		return api.JobPage{}, problem(http.StatusBadRequest, api.BadRequest, "limit must be 1 to 1000 and offset 0 or more", "")
 	}
 	page := api.JobPage{Jobs: []api.Job{}, Total: len(match)}
 	for i := offset; i < len(match) && i < offset+limit; i++ {
@@ -213,48 +213,43 @@ func (s *Server) ListJobs(w http.ResponseWriter, r *http.Request, p api.ListJobs
 	if len(stale) > 0 {
 		page.StaleClusters = &stale
 	}
-	writeJSON(w, http.StatusOK, page)
+	return page, nil
 }
 
-// find returns the job of a cluster the caller may read; the error
-// answer is the same whether the job does not exist or is not theirs.
-func (s *Server) find(w http.ResponseWriter, r *http.Request, clusterName string, jobID int64) (view, Cluster, bool) {
+// find returns the job of a cluster the caller may read; the problem is
+// the same whether the job does not exist or is not theirs.
+func (s *Core) find(who auth.Identity, clusterName string, jobID int64) (view, Cluster, *Problem) {
+	notFound := problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no job %d on cluster %q", jobID, clusterName),
+		"GET /v1/jobs lists the jobs you may see; a job just submitted shows after the next poll")
 	c, ok := s.byName[clusterName]
-	notFound := func() {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no job %d on cluster %q", jobID, clusterName),
-			"GET /v1/jobs lists the jobs you may see; a job just submitted shows after the next poll")
-	}
 	if !ok {
-		notFound()
-		return view{}, Cluster{}, false
+		return view{}, Cluster{}, notFound
 	}
 	snap := c.Poller.Snapshot()
 	if snap == nil {
-		notFound()
-		return view{}, Cluster{}, false
+		return view{}, Cluster{}, notFound
 	}
 	m := c.Tenants()
-	user := identity(r.Context()).User
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		if j.ID != jobID {
 			continue
 		}
 		o := owner(m, j)
-		if !rbac.Allowed(m, user, rbac.ReadJobs, o) {
+		if !rbac.Allowed(m, who.User, rbac.ReadJobs, o) {
 			break
 		}
-		return view{cluster: clusterName, job: j, owner: o, class: classOf(j)}, c, true
+		return view{cluster: clusterName, job: j, owner: o, class: classOf(j)}, c, nil
 	}
-	notFound()
-	return view{}, Cluster{}, false
+	return view{}, Cluster{}, notFound
 }
 
-// GetJob returns one job.
-func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, id api.JobID) {
-	v, c, ok := s.find(w, r, clusterName, id)
-	if !ok {
-		return
+// Job is one job the caller may read, its pending reason explained and
+// the deployments that serve its model.
+func (s *Core) Job(ctx context.Context, who auth.Identity, clusterName string, id int64) (api.Job, *Problem) {
+	v, c, p := s.find(who, clusterName, id)
+	if p != nil {
+		return api.Job{}, p
 	}
 	out := s.jobOf(v)
 	if out.Reason != nil {
@@ -262,69 +257,68 @@ func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, clusterName api.
 			out.Reason = x.reason(v.job)
 		}
 	}
-	out.Served = s.served(r.Context(), c, identity(r.Context()).User, v.job.ID)
-	writeJSON(w, http.StatusOK, out)
+	out.Served = s.served(ctx, c, who.User, v.job.ID)
+	return out, nil
 }
 
-// ControlJob cancels, holds, releases or requeues a job as the caller.
-func (s *Server) ControlJob(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, id api.JobID, action api.JobAction) {
+// ControlJob cancels, holds, releases or requeues a job as the caller,
+// audited before and after.
+func (s *Core) ControlJob(ctx context.Context, who auth.Identity, clusterName string, id int64, action api.JobAction) (api.ActionResult, *Problem) {
 	if !action.Valid() {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no action %q", action), "use cancel, hold, release or requeue")
-		return
+		return api.ActionResult{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no action %q", action), "use cancel, hold, release or requeue")
 	}
-	v, c, ok := s.find(w, r, clusterName, id)
-	if !ok {
-		return
+	v, c, p := s.find(who, clusterName, id)
+	if p != nil {
+		return api.ActionResult{}, p
 	}
-	who := identity(r.Context())
 	m := c.Tenants()
 	if !rbac.CanControl(m, who.User, v.owner) {
-		writeError(w, http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s job %d", action, id),
+		return api.ActionResult{}, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s job %d", action, id),
 			"only the job's user, or an admin of its tenant, may")
-		return
 	}
-	client, err := c.Poller.Client(r.Context())
+	client, err := c.Poller.Client(ctx)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", clusterName), "try again shortly")
-		return
+		return api.ActionResult{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", clusterName), "try again shortly")
 	}
 	target := string(v.job.Ref())
-	aid, err := s.cfg.Store.Intent(r.Context(), store.Audit{User: who.User, Via: who.Via, Cluster: clusterName, Action: string(action), Target: target})
+	aid, err := s.cfg.Store.Intent(ctx, store.Audit{User: who.User, Via: who.Via, Cluster: clusterName, Action: string(action), Target: target})
 	if err != nil {
 		s.log.Error("audit record not written: action not taken", "cluster", clusterName, "job_id", target, "action", action, "error", err)
-		writeError(w, http.StatusInternalServerError, api.Internal, "the action could not be recorded, so it was not taken", "try again; tell the portal's admins if it persists")
-		return
+		return api.ActionResult{}, notAudited()
 	}
 	as := client.As(who.User)
 	ref := v.job.Ref()
 	switch action {
 	case api.Cancel:
-		err = as.CancelRef(r.Context(), ref)
+		err = as.CancelRef(ctx, ref)
 	case api.Hold:
-		err = as.UpdateRef(r.Context(), slurmrest.RefOf(v.job.ID), slurmrest.JobUpdate{Hold: ptr(true)})
+		err = as.UpdateRef(ctx, slurmrest.RefOf(v.job.ID), slurmrest.JobUpdate{Hold: ptr(true)})
 	case api.Release:
-		err = as.UpdateRef(r.Context(), slurmrest.RefOf(v.job.ID), slurmrest.JobUpdate{Hold: ptr(false)})
+		err = as.UpdateRef(ctx, slurmrest.RefOf(v.job.ID), slurmrest.JobUpdate{Hold: ptr(false)})
 	case api.Requeue:
-		err = as.RequeueRef(r.Context(), ref, slurmrest.RequeueOptions{Reason: "strata: requeued by " + who.User + " through the portal"})
+		err = as.RequeueRef(ctx, ref, slurmrest.RequeueOptions{Reason: "strata: requeued by " + who.User + " through the portal"})
 	}
-	if ferr := s.cfg.Store.Finish(r.Context(), aid, err); ferr != nil {
+	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
 		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
 	}
 	s.log.Info("job action", "cluster", clusterName, "job_id", target, "action", action, "user", who.User, "via", who.Via,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		code, ec, hint := slurmStatus(err)
-		writeError(w, code, ec, fmt.Sprintf("Slurm did not %s job %d: %s", action, id, err), hint)
-		return
+		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s job %d: %s", action, id, err))
 	}
-	writeJSON(w, http.StatusOK, api.ActionResult{Cluster: clusterName, Target: target, Action: string(action), AuditId: aid})
+	return api.ActionResult{Cluster: clusterName, Target: target, Action: string(action), AuditId: aid}, nil
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+// notAudited is the problem of an action whose audit record could not be
+// written: nothing was done.
+func notAudited() *Problem {
+	return problem(http.StatusInternalServerError, api.Internal, "the action could not be recorded, so it was not taken", "try again; tell the portal's admins if it persists")
+}
+
+// slurmProblem is what slurmrestd said, as a problem with msg.
+func slurmProblem(err error, msg string) *Problem {
+	code, ec, hint := slurmStatus(err)
+	return problem(code, ec, msg, hint)
 }
 
 // slurmStatus maps what slurmrestd said to an answer.
@@ -350,24 +344,16 @@ func slurmStatus(err error) (int, api.ErrorCode, string) {
 	return http.StatusBadGateway, api.SlurmRefused, "see the message; try again shortly if it says the cluster did not answer"
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-// GetQueue groups the pending jobs the caller may read.
-func (s *Server) GetQueue(w http.ResponseWriter, r *http.Request, p api.GetQueueParams) {
+// Queue groups the pending jobs the caller may read by cluster, tenant
+// and project, each job with its place in its partition's queue.
+func (s *Core) Queue(ctx context.Context, who auth.Identity, p api.GetQueueParams) (api.Queue, *Problem) {
 	only := deref(p.Cluster)
 	if only != "" {
 		if _, ok := s.byName[only]; !ok {
-			writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", only), "GET /v1/clusters lists them")
-			return
+			return api.Queue{}, noCluster(only)
 		}
 	}
-	views, stale := s.visible(only, identity(r.Context()).User)
+	views, stale := s.visible(only, who.User)
 	places := s.places(views)
 	type key struct{ cluster, tenant, project string }
 	groups := map[key]*api.QueueGroup{}
@@ -417,13 +403,13 @@ func (s *Server) GetQueue(w http.ResponseWriter, r *http.Request, p api.GetQueue
 	if len(stale) > 0 {
 		out.StaleClusters = &stale
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-// ListClusters lists the clusters with their health, and how many of
-// their jobs the caller may read.
-func (s *Server) ListClusters(w http.ResponseWriter, r *http.Request) {
-	user := identity(r.Context()).User
+// Clusters lists the clusters with their health, and how many of their
+// jobs the caller may read.
+func (s *Core) Clusters(ctx context.Context, who auth.Identity) api.ClusterList {
+	user := who.User
 	out := api.ClusterList{Clusters: []api.Cluster{}}
 	for _, c := range s.clusters {
 		h := c.Poller.Health()
@@ -440,12 +426,11 @@ func (s *Server) ListClusters(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Clusters = append(out.Clusters, ac)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
-// GetMe says who the caller is and what roles they hold.
-func (s *Server) GetMe(w http.ResponseWriter, r *http.Request) {
-	id := identity(r.Context())
+// Me says who the caller is and what roles they hold on each cluster.
+func (s *Core) Me(ctx context.Context, id auth.Identity) api.Me {
 	out := api.Me{User: id.User, Via: api.MeVia(id.Via), Clusters: []api.Membership{}}
 	for _, c := range s.clusters {
 		mb := api.Membership{Cluster: c.Poller.Name(), Projects: []struct {
@@ -467,19 +452,17 @@ func (s *Server) GetMe(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Clusters = append(out.Clusters, mb)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
-// ListNodes lists a cluster's nodes, for operators.
-func (s *Server) ListNodes(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName) {
+// Nodes lists a cluster's nodes, for its admins.
+func (s *Core) Nodes(ctx context.Context, who auth.Identity, clusterName string) (api.NodeList, *Problem) {
 	c, ok := s.byName[clusterName]
 	if !ok {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", clusterName), "GET /v1/clusters lists them")
-		return
+		return api.NodeList{}, noCluster(clusterName)
 	}
-	if !rbac.Allowed(c.Tenants(), identity(r.Context()).User, rbac.OperatorViews, rbac.Target{}) {
-		writeError(w, http.StatusForbidden, api.Forbidden, "the nodes are for the cluster's admins", "")
-		return
+	if !rbac.Allowed(c.Tenants(), who.User, rbac.OperatorViews, rbac.Target{}) {
+		return api.NodeList{}, problem(http.StatusForbidden, api.Forbidden, "the nodes are for the cluster's admins", "")
 	}
 	out := api.NodeList{Nodes: []api.Node{}, Stale: ptr(c.Poller.Health().Stale)}
 	if snap := c.Poller.Snapshot(); snap != nil {
@@ -497,67 +480,54 @@ func (s *Server) ListNodes(w http.ResponseWriter, r *http.Request, clusterName a
 			out.Nodes = append(out.Nodes, an)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return out, nil
 }
 
 // ControlNode drains or resumes a node, as the caller, with their reason
 // marked "strata: " as everything Strata writes into Slurm; audited.
-func (s *Server) ControlNode(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, node string, action api.NodeAction) {
+func (s *Core) ControlNode(ctx context.Context, who auth.Identity, clusterName, node string, action api.NodeAction, reason string) (api.ActionResult, *Problem) {
 	c, ok := s.byName[clusterName]
 	if !ok || !action.Valid() {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q or action %q", clusterName, action), "")
-		return
+		return api.ActionResult{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q or action %q", clusterName, action), "")
 	}
-	who := identity(r.Context())
 	if !rbac.Allowed(c.Tenants(), who.User, rbac.DrainNodes, rbac.Target{}) {
-		writeError(w, http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", "")
-		return
+		return api.ActionResult{}, problem(http.StatusForbidden, api.Forbidden, "only the cluster's admins drain and resume nodes", "")
 	}
-	var req api.NodeActionRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 200 {
-		writeError(w, http.StatusBadRequest, api.BadRequest, "give a reason of 1 to 200 characters", `send {"reason": "..."}`)
-		return
+	if strings.TrimSpace(reason) == "" || len(reason) > 200 {
+		return api.ActionResult{}, BadNodeReason()
 	}
 	snap := c.Poller.Snapshot()
 	if snap == nil || !slices.ContainsFunc(snap.Nodes, func(n slurmrest.Node) bool { return n.Name == node }) {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no node %q on cluster %q", node, clusterName), "GET /v1/nodes/{cluster} lists them")
-		return
+		return api.ActionResult{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no node %q on cluster %q", node, clusterName), "GET /v1/nodes/{cluster} lists them")
 	}
-	client, err := c.Poller.Client(r.Context())
+	client, err := c.Poller.Client(ctx)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", clusterName), "try again shortly")
-		return
+		return api.ActionResult{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", clusterName), "try again shortly")
 	}
-	reason := "strata: " + strings.TrimPrefix(strings.TrimSpace(req.Reason), "strata: ")
-	aid, err := s.cfg.Store.Intent(r.Context(), store.Audit{User: who.User, Via: who.Via, Cluster: clusterName, Action: string(action), Target: node, Detail: reason})
+	reason = "strata: " + strings.TrimPrefix(strings.TrimSpace(reason), "strata: ")
+	aid, err := s.cfg.Store.Intent(ctx, store.Audit{User: who.User, Via: who.Via, Cluster: clusterName, Action: string(action), Target: node, Detail: reason})
 	if err != nil {
 		s.log.Error("audit record not written: action not taken", "cluster", clusterName, "node", node, "action", action, "error", err)
-		writeError(w, http.StatusInternalServerError, api.Internal, "the action could not be recorded, so it was not taken", "try again; tell the portal's admins if it persists")
-		return
+		return api.ActionResult{}, notAudited()
 	}
 	state := slurmrest.NodeDrain
 	if action == api.Resume {
 		state = slurmrest.NodeResume
 	}
-	err = client.As(who.User).UpdateNode(r.Context(), node, state, reason)
-	if ferr := s.cfg.Store.Finish(r.Context(), aid, err); ferr != nil {
+	err = client.As(who.User).UpdateNode(ctx, node, state, reason)
+	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
 		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
 	}
 	s.log.Info("node action", "cluster", clusterName, "node", node, "action", action, "user", who.User, "reason", reason,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		code, ec, hint := slurmStatus(err)
-		writeError(w, code, ec, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, err), hint)
-		return
+		return api.ActionResult{}, slurmProblem(err, fmt.Sprintf("Slurm did not %s node %s: %s", action, node, err))
 	}
-	writeJSON(w, http.StatusOK, api.ActionResult{Cluster: clusterName, Target: node, Action: string(action), AuditId: aid})
+	return api.ActionResult{Cluster: clusterName, Target: node, Action: string(action), AuditId: aid}, nil
+}
+
+// BadNodeReason is the problem of a drain or resume without a reason of 1
+// to 200 characters (or a body that is not one).
+func BadNodeReason() *Problem {
+	return problem(http.StatusBadRequest, api.BadRequest, "give a reason of 1 to 200 characters", `send {"reason": "..."}`)
 }

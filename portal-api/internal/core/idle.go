@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"cmp"
@@ -8,18 +8,20 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
+
+	"errors"
 
 	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/reclaimclient"
 	"github.com/strata-hpc/strata/portal-api/internal/session"
 	"github.com/strata-hpc/strata/portal-api/internal/sessionproxy"
 )
 
-// idleUser is who the audit log names for what the idle loop does.
-const idleUser = "strata-portal-api"
+// IdleUser is who the audit log names for what the idle loop does.
+const IdleUser = "strata-portal-api"
 
 type activityKey struct{}
 
@@ -49,8 +51,8 @@ func activityClient(tr *http.Transport) *http.Client {
 
 // IdleLoop is the daemon loop that ends idle sessions without GPUs and
 // records how every open session ended.
-func (s *Server) IdleLoop() daemon.Loop {
-	every := cmp.Or(s.cfg.Sessions.IdleInterval, time.Minute)
+func (s *Core) IdleLoop() daemon.Loop {
+	every := cmp.Or(s.cfg.IdleInterval, time.Minute)
 	return daemon.Loop{Name: "sessions", Stall: 10*every + 5*time.Minute, Run: func(ctx context.Context) error {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -72,7 +74,7 @@ func (s *Server) IdleLoop() daemon.Loop {
 // is recorded by the proxy as it passes), and cancels, as its owner, a
 // session without GPUs idle past its idle limit, with the reason stored.
 // A session with GPUs is left to reclaimd's rule for the class.
-func (s *Server) CheckSessions(ctx context.Context) {
+func (s *Core) CheckSessions(ctx context.Context) {
 	recs, err := s.cfg.Store.OpenSessions(ctx)
 	if err != nil {
 		s.log.Error("open sessions not read", "error", err)
@@ -109,14 +111,14 @@ func (s *Server) CheckSessions(ctx context.Context) {
 
 // endIdle cancels an idle session's job as its owner, audited, and
 // records why.
-func (s *Server) endIdle(ctx context.Context, at sessionAt, idle time.Duration) {
+func (s *Core) endIdle(ctx context.Context, at sessionAt, idle time.Duration) {
 	reason := fmt.Sprintf("idle for %s, past the session's idle limit of %s: ended by the portal", idle.Truncate(time.Minute), at.rec.IdleLimit)
 	if !at.rec.LastActivity.IsZero() {
 		reason += fmt.Sprintf(" (last activity %s)", at.rec.LastActivity.UTC().Format(time.RFC3339))
 	}
 	ref := at.job.Ref()
 	var failed error
-	err := s.actAs(ctx, at, idleUser, "idle", "cancel", "session "+at.rec.ID+": "+reason, asOwner,
+	err := s.actAs(ctx, at, IdleUser, "idle", "cancel", "session "+at.rec.ID+": "+reason, asOwner,
 		func(as *slurmrest.Client) error { return as.CancelRef(ctx, ref) }, func(_ int64, err error) { failed = err })
 	if err == nil {
 		err = failed
@@ -140,7 +142,7 @@ const maxActivityBytes = 64 << 10
 // kernels is busy; code-server's lastHeartbeat (its /healthz does not
 // count itself either).
 // ttyd has no such API: the proxy records its input.
-func (s *Server) serverActivity(ctx context.Context, at sessionAt) (time.Time, bool) {
+func (s *Core) serverActivity(ctx context.Context, at sessionAt) (time.Time, bool) {
 	if at.rec.Server == string(session.TTYD) {
 		return time.Time{}, false
 	}
@@ -186,8 +188,8 @@ func (s *Server) serverActivity(ctx context.Context, at sessionAt) (time.Time, b
 }
 
 // askServer sends req to a session's server and returns the body of a 200.
-func (s *Server) askServer(req *http.Request, id string, t session.Target) ([]byte, bool) {
-	resp, err := s.sessions.client.Do(req)
+func (s *Core) askServer(req *http.Request, id string, t session.Target) ([]byte, bool) {
+	resp, err := s.activity.Do(req)
 	if err != nil {
 		s.log.Info("session server did not answer", "session_id", id, "target", t, "path", req.URL.Path, "error", err)
 		return nil, false
@@ -241,7 +243,7 @@ func parseActivity(kind session.Kind, body []byte) (time.Time, bool) {
 }
 
 // reclaimDecision is reclaimd's latest decision on a job, when it has one.
-func (s *Server) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (api.SessionReclaim, bool) {
+func (s *Core) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (api.SessionReclaim, bool) {
 	d, ok, _ := s.reclaimAnswer(ctx, c, jobID)
 	return d, ok
 }
@@ -249,46 +251,36 @@ func (s *Server) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (a
 // reclaimAnswer is reclaimDecision, and whether reclaimd answered at all:
 // false when it could not be reached or its answer was not a record or a
 // 404 (it may have a decision the portal has not seen).
-func (s *Server) reclaimAnswer(ctx context.Context, c Cluster, jobID int64) (_ api.SessionReclaim, ok, answered bool) {
+func (s *Core) reclaimAnswer(ctx context.Context, c Cluster, jobID int64) (_ api.SessionReclaim, ok, answered bool) {
+	rcl := s.reclaimd[c.Poller.Name()]
+	if rcl == nil {
+		return api.SessionReclaim{}, false, false
+	}
 	// A session's answer does not wait long for reclaimd.
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ReclaimdURL+"/v1/jobs/"+strconv.FormatInt(jobID, 10)+"/reclaim", nil)
-	if err != nil {
+	rec, err := rcl.JobReclaim(ctx, jobID)
+	var ae *reclaimclient.AnswerError
+	var se *reclaimclient.StatusError
+	switch {
+	case errors.Is(err, reclaimclient.ErrNotFound):
+		return api.SessionReclaim{}, false, true // no record: reclaimd did nothing to the job
+	case errors.As(err, &ae), errors.As(err, &se):
 		return api.SessionReclaim{}, false, false
-	}
-	resp, err := s.cfg.HTTPClient.Do(req)
-	if err != nil {
+	case err != nil:
 		s.log.Warn("reclaimd unreachable", "cluster", c.Poller.Name(), "error", err)
 		return api.SessionReclaim{}, false, false
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReclaimBytes+1))
-	if err == nil && resp.StatusCode == http.StatusNotFound {
-		return api.SessionReclaim{}, false, true // no record: reclaimd did nothing to the job
-	}
-	if err != nil || resp.StatusCode != http.StatusOK || len(body) > maxReclaimBytes {
-		return api.SessionReclaim{}, false, false
-	}
-	var rec struct {
-		JobID     int64 `json:"job_id"`
-		Decisions []struct {
-			Rule    string `json:"rule"`
-			Action  string `json:"action"`
-			Reason  string `json:"reason"`
-			Outcome string `json:"outcome"`
-			At      string `json:"decided_at"`
-		} `json:"decisions"`
-	}
-	if json.Unmarshal(body, &rec) != nil || rec.JobID != jobID {
-		return api.SessionReclaim{}, false, false
-	}
-	if len(rec.Decisions) == 0 {
+	if len(rec.Records) == 0 {
 		return api.SessionReclaim{}, false, true
 	}
-	d := rec.Decisions[len(rec.Decisions)-1]
-	out := api.SessionReclaim{Action: d.Action, Reason: d.Reason}
-	for p, v := range map[**string]string{&out.Rule: d.Rule, &out.Outcome: d.Outcome, &out.At: d.At} {
+	d := rec.Records[len(rec.Records)-1]
+	out := api.SessionReclaim{Action: d.Kind, Reason: d.Reason}
+	at := ""
+	if !d.DecidedAt.IsZero() {
+		at = d.DecidedAt.Format(time.RFC3339Nano)
+	}
+	for p, v := range map[**string]string{&out.Rule: d.Rule, &out.Outcome: d.Status, &out.At: at} {
 		if v != "" {
 			*p = ptr(v)
 		}

@@ -1,18 +1,17 @@
-package service
+package core
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
 	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
@@ -38,10 +37,10 @@ func deploymentOf(cluster string, d bridgeclient.Deployment) api.Deployment {
 	if d.Version != "" {
 		out.Version = ptr(d.Version)
 	}
-	if d.Current != 0 {
-		out.JobId = ptr(d.Current)
+	if d.JobID() != 0 {
+		out.JobId = ptr(d.JobID())
 	}
-	if v := d.CurrentVersion; v != nil {
+	if v := d.Current; v != nil && v.Version != nil {
 		out.User, out.Account = optional(v.User), optional(v.Account)
 		out.Outcome, out.Message, out.Model, out.Tier = optional(v.Outcome), optional(v.Message), optional(v.ModelPath), optional(v.Tier)
 		out.Gpus, out.Replicas = ptr(v.GPUs), ptr(replicas(d))
@@ -59,16 +58,16 @@ func optional(s string) *string {
 // replicas of a deployment: its current version's most replicas; none
 // for a deployment that serves nothing.
 func replicas(d bridgeclient.Deployment) int {
-	if d.State != "active" || d.CurrentVersion == nil {
+	if d.State != "active" || d.Current == nil || d.Current.Version == nil {
 		return 0
 	}
-	return max(d.CurrentVersion.MaxReplicas, 1)
+	return max(d.Current.MaxReplicas, 1)
 }
 
 // bridged is a cluster's deployments that user may read. ok is false when
 // the cluster has no bridge or the user has no role there (the bridge is
 // not asked); err is the bridge's failure.
-func (s *Server) bridged(ctx context.Context, c Cluster, user string) (ds []bridgeclient.Deployment, ok bool, err error) {
+func (s *Core) bridged(ctx context.Context, c Cluster, user string) (ds []bridgeclient.Deployment, ok bool, err error) {
 	if c.Bridge == nil {
 		return nil, false, nil
 	}
@@ -89,17 +88,16 @@ func (s *Server) bridged(ctx context.Context, c Cluster, user string) (ds []brid
 	return ds, true, nil
 }
 
-// ListDeployments lists the deployments the caller may read, of every
+// Deployments lists the deployments the caller may read, of every
 // cluster with a bridge.
-func (s *Server) ListDeployments(w http.ResponseWriter, r *http.Request, p api.ListDeploymentsParams) {
+func (s *Core) Deployments(ctx context.Context, who auth.Identity, p api.ListDeploymentsParams) (api.DeploymentList, *Problem) {
 	only := deref(p.Cluster)
 	if only != "" {
 		if _, ok := s.byName[only]; !ok {
-			writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", only), "GET /v1/clusters lists them")
-			return
+			return api.DeploymentList{}, noCluster(only)
 		}
 	}
-	user := identity(r.Context()).User
+	user := who.User
 	out := api.DeploymentList{Deployments: []api.Deployment{}}
 	var down []string
 	for _, c := range s.clusters {
@@ -107,7 +105,7 @@ func (s *Server) ListDeployments(w http.ResponseWriter, r *http.Request, p api.L
 		if only != "" && name != only {
 			continue
 		}
-		ds, asked, err := s.bridged(r.Context(), c, user)
+		ds, asked, err := s.bridged(ctx, c, user)
 		if err != nil {
 			down = append(down, name)
 			continue
@@ -128,155 +126,133 @@ func (s *Server) ListDeployments(w http.ResponseWriter, r *http.Request, p api.L
 	if len(down) > 0 {
 		out.UnavailableClusters = &down
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // served are the active deployments whose current version serves job id,
 // for GET /v1/jobs/{cluster}/{id}; nil without a bridge or when it did
 // not answer.
-func (s *Server) served(ctx context.Context, c Cluster, user string, id int64) *[]api.Deployment {
+func (s *Core) served(ctx context.Context, c Cluster, user string, id int64) *[]api.Deployment {
 	ds, asked, err := s.bridged(ctx, c, user)
 	if !asked || err != nil {
 		return nil
 	}
 	out := []api.Deployment{}
 	for _, d := range ds {
-		if d.Current == id && d.State == "active" {
+		if d.JobID() == id && d.State == "active" {
 			out = append(out, deploymentOf(c.Poller.Name(), d))
 		}
 	}
 	return &out
 }
 
-// decodeBody reads a JSON body strictly; an empty body is the zero value
-// when empty is allowed.
-func decodeBody(r *http.Request, v any, empty bool) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if errors.Is(err, io.EOF) && empty {
-		return nil
-	}
-	if err == nil && dec.More() {
-		return errors.New("more than one JSON value")
-	}
-	return err
+// BadDeployRequest is the problem of a deploy request without the
+// cluster and the job (or a body that is not one).
+func BadDeployRequest() *Problem {
+	return problem(http.StatusBadRequest, api.BadRequest, "give the cluster and the finished job whose model to serve",
+		`send {"cluster": "gpu1", "job": 4242}, with "name" for a job that did not ask to be served`)
 }
 
-// DeployJob serves a finished job's model through its cluster's bridge.
-func (s *Server) DeployJob(w http.ResponseWriter, r *http.Request) {
-	var req api.DeployRequest
-	if err := decodeBody(r, &req, false); err != nil || req.Job <= 0 || req.Cluster == "" {
-		writeError(w, http.StatusBadRequest, api.BadRequest, "give the cluster and the finished job whose model to serve",
-			`send {"cluster": "gpu1", "job": 4242}, with "name" for a job that did not ask to be served`)
-		return
+// Deploy serves a finished job's model through its cluster's bridge.
+func (s *Core) Deploy(ctx context.Context, who auth.Identity, req api.DeployRequest) (api.DeployResult, *Problem) {
+	if req.Job <= 0 || req.Cluster == "" {
+		return api.DeployResult{}, BadDeployRequest()
 	}
-	v, c, ok := s.find(w, r, req.Cluster, req.Job)
-	if !ok {
-		return
+	v, c, p := s.find(who, req.Cluster, req.Job)
+	if p != nil {
+		return api.DeployResult{}, p
 	}
-	who := identity(r.Context())
 	if !rbac.Allowed(c.Tenants(), who.User, rbac.DeployModels, v.owner) {
-		writeError(w, http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not deploy the model of job %d", req.Job),
+		return api.DeployResult{}, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not deploy the model of job %d", req.Job),
 			"the project's members and its tenant's admins may")
-		return
 	}
 	if v.job.State.Base() != "COMPLETED" {
-		writeError(w, http.StatusConflict, api.BadRequest, fmt.Sprintf("job %d is %s: only a completed job's model is served", req.Job, v.job.State.Base()),
+		return api.DeployResult{}, problem(http.StatusConflict, api.BadRequest, fmt.Sprintf("job %d is %s: only a completed job's model is served", req.Job, v.job.State.Base()),
 			"deploy it once the job has completed")
-		return
 	}
 	if c.Bridge == nil {
-		writeError(w, http.StatusNotImplemented, api.Unavailable, fmt.Sprintf("cluster %q has no bridge", req.Cluster),
+		return api.DeployResult{}, problem(http.StatusNotImplemented, api.Unavailable, fmt.Sprintf("cluster %q has no bridge", req.Cluster),
 			"the portal's admins set bridge_url for the cluster")
-		return
 	}
 	name, dry := deref(req.Name), deref(req.DryRun)
-	detail := name
-	aid, ok := s.intent(w, r, req.Cluster, "deploy", strconv.FormatInt(req.Job, 10), detail, dry)
-	if !ok {
-		return
+	aid, p := s.intent(ctx, who, req.Cluster, "deploy", strconv.FormatInt(req.Job, 10), name, dry)
+	if p != nil {
+		return api.DeployResult{}, p
 	}
-	res, err := c.Bridge.Deploy(r.Context(), req.Job, name, dry)
-	s.finish(r, aid, req.Cluster, "deploy", strconv.FormatInt(req.Job, 10), dry, err)
+	res, err := c.Bridge.Deploy(ctx, req.Job, name, dry)
+	s.finish(ctx, who, aid, req.Cluster, "deploy", strconv.FormatInt(req.Job, 10), dry, err)
 	if err != nil {
-		s.bridgeError(w, req.Cluster, fmt.Sprintf("the model of job %d was not deployed", req.Job), err)
-		return
+		return api.DeployResult{}, s.bridgeError(req.Cluster, fmt.Sprintf("the model of job %d was not deployed", req.Job), err)
 	}
-	writeJSON(w, http.StatusOK, resultOf(req.Cluster, aid, res))
+	return resultOf(req.Cluster, aid, res), nil
 }
 
 // deployment finds a deployment the caller may read on a cluster, from
-// the bridge's list; the answer is the same whether it does not exist or
+// the bridge's list; the problem is the same whether it does not exist or
 // is not theirs.
-func (s *Server) deployment(w http.ResponseWriter, r *http.Request, clusterName, name string) (bridgeclient.Deployment, Cluster, bool) {
-	notFound := func() {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no deployment %q on cluster %q", name, clusterName),
-			"GET /v1/deployments lists the deployments you may see")
-	}
+func (s *Core) deployment(ctx context.Context, who auth.Identity, clusterName, name string) (bridgeclient.Deployment, Cluster, *Problem) {
+	notFound := problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no deployment %q on cluster %q", name, clusterName),
+		"GET /v1/deployments lists the deployments you may see")
 	c, ok := s.byName[clusterName]
 	if !ok {
-		notFound()
-		return bridgeclient.Deployment{}, Cluster{}, false
+		return bridgeclient.Deployment{}, Cluster{}, notFound
 	}
-	ds, asked, err := s.bridged(r.Context(), c, identity(r.Context()).User)
+	ds, asked, err := s.bridged(ctx, c, who.User)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("the bridge of cluster %q did not answer", clusterName), "try again shortly")
-		return bridgeclient.Deployment{}, Cluster{}, false
+		return bridgeclient.Deployment{}, Cluster{}, problem(http.StatusServiceUnavailable, api.Unavailable,
+			fmt.Sprintf("the bridge of cluster %q did not answer", clusterName), "try again shortly")
 	}
 	if asked {
 		for _, d := range ds {
 			if d.Name == name {
-				return d, c, true
+				return d, c, nil
 			}
 		}
 	}
-	notFound()
-	return bridgeclient.Deployment{}, Cluster{}, false
+	return bridgeclient.Deployment{}, Cluster{}, notFound
 }
 
-// RollbackDeployment puts an earlier version of a deployment back.
-func (s *Server) RollbackDeployment(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, name api.DeploymentName) {
-	var req api.RollbackRequest
-	if err := decodeBody(r, &req, true); err != nil {
-		writeError(w, http.StatusBadRequest, api.BadRequest, "the body is not a rollback request: "+err.Error(),
-			`send {} for the previous version, or {"to": "job-4240"}`)
-		return
+// Rollback puts an earlier version of a deployment back: req.To, or the
+// previous version that rolled out.
+func (s *Core) Rollback(ctx context.Context, who auth.Identity, clusterName, name string, req api.RollbackRequest) (api.DeployResult, *Problem) {
+	d, c, p := s.deployment(ctx, who, clusterName, name)
+	if p != nil {
+		return api.DeployResult{}, p
 	}
-	d, c, ok := s.deployment(w, r, clusterName, name)
-	if !ok || !s.mayDeploy(w, r, c, d, "roll back") {
-		return
+	if p := s.mayDeploy(c, who, d, "roll back"); p != nil {
+		return api.DeployResult{}, p
 	}
 	to, dry := deref(req.To), deref(req.DryRun)
-	aid, ok := s.intent(w, r, clusterName, "rollback", name, to, dry)
-	if !ok {
-		return
+	aid, p := s.intent(ctx, who, clusterName, "rollback", name, to, dry)
+	if p != nil {
+		return api.DeployResult{}, p
 	}
-	res, err := c.Bridge.Rollback(r.Context(), name, to, dry)
-	s.finish(r, aid, clusterName, "rollback", name, dry, err)
+	res, err := c.Bridge.Rollback(ctx, name, to, dry)
+	s.finish(ctx, who, aid, clusterName, "rollback", name, dry, err)
 	if err != nil {
-		s.bridgeError(w, clusterName, fmt.Sprintf("deployment %s was not rolled back", name), err)
-		return
+		return api.DeployResult{}, s.bridgeError(clusterName, fmt.Sprintf("deployment %s was not rolled back", name), err)
 	}
-	writeJSON(w, http.StatusOK, resultOf(clusterName, aid, res))
+	return resultOf(clusterName, aid, res), nil
 }
 
-// DeleteDeployment removes a deployment's objects from Kubernetes.
-func (s *Server) DeleteDeployment(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, name api.DeploymentName, p api.DeleteDeploymentParams) {
-	d, c, ok := s.deployment(w, r, clusterName, name)
-	if !ok || !s.mayDeploy(w, r, c, d, "delete") {
-		return
+// DeleteDeployment removes a deployment's objects from Kubernetes (dry:
+// says what it would remove).
+func (s *Core) DeleteDeployment(ctx context.Context, who auth.Identity, clusterName, name string, dry bool) (api.DeleteResult, *Problem) {
+	d, c, p := s.deployment(ctx, who, clusterName, name)
+	if p != nil {
+		return api.DeleteResult{}, p
 	}
-	dry := deref(p.DryRun)
-	aid, ok := s.intent(w, r, clusterName, "delete", name, "", dry)
-	if !ok {
-		return
+	if p := s.mayDeploy(c, who, d, "delete"); p != nil {
+		return api.DeleteResult{}, p
 	}
-	res, err := c.Bridge.Delete(r.Context(), name, dry)
-	s.finish(r, aid, clusterName, "delete", name, dry, err)
+	aid, p := s.intent(ctx, who, clusterName, "delete", name, "", dry)
+	if p != nil {
+		return api.DeleteResult{}, p
+	}
+	res, err := c.Bridge.Delete(ctx, name, dry)
+	s.finish(ctx, who, aid, clusterName, "delete", name, dry, err)
 	if err != nil {
-		s.bridgeError(w, clusterName, fmt.Sprintf("deployment %s was not deleted", name), err)
-		return
+		return api.DeleteResult{}, s.bridgeError(clusterName, fmt.Sprintf("deployment %s was not deleted", name), err)
 	}
 	out := api.DeleteResult{Cluster: clusterName, Name: res.Name, Namespace: res.Namespace, Deleted: objectsOf(res.Deleted)}
 	if res.DryRun {
@@ -285,56 +261,51 @@ func (s *Server) DeleteDeployment(w http.ResponseWriter, r *http.Request, cluste
 	if aid != 0 {
 		out.AuditId = ptr(aid)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (s *Server) mayDeploy(w http.ResponseWriter, r *http.Request, c Cluster, d bridgeclient.Deployment, what string) bool {
-	if rbac.Allowed(c.Tenants(), identity(r.Context()).User, rbac.DeployModels, deploymentTarget(d)) {
-		return true
+func (s *Core) mayDeploy(c Cluster, who auth.Identity, d bridgeclient.Deployment, what string) *Problem {
+	if rbac.Allowed(c.Tenants(), who.User, rbac.DeployModels, deploymentTarget(d)) {
+		return nil
 	}
-	writeError(w, http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s deployment %s", what, d.Name),
+	return problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not %s deployment %s", what, d.Name),
 		"the project's members and its tenant's admins may")
-	return false
 }
 
 // intent writes the audit record of an action before it is taken; a dry
-// run changes nothing and has none (id 0). ok is false when the record
+// run changes nothing and has none (id 0). A problem when the record
 // could not be written: the action is not taken.
-func (s *Server) intent(w http.ResponseWriter, r *http.Request, cluster, action, target, detail string, dry bool) (int64, bool) {
+func (s *Core) intent(ctx context.Context, who auth.Identity, cluster, action, target, detail string, dry bool) (int64, *Problem) {
 	if dry {
-		return 0, true
+		return 0, nil
 	}
-	who := identity(r.Context())
-	aid, err := s.cfg.Store.Intent(r.Context(), store.Audit{User: who.User, Via: who.Via, Cluster: cluster, Action: action, Target: target, Detail: detail})
+	aid, err := s.cfg.Store.Intent(ctx, store.Audit{User: who.User, Via: who.Via, Cluster: cluster, Action: action, Target: target, Detail: detail})
 	if err != nil {
 		s.log.Error("audit record not written: action not taken", "cluster", cluster, "target", target, "action", action, "error", err)
-		writeError(w, http.StatusInternalServerError, api.Internal, "the action could not be recorded, so it was not taken", "try again; tell the portal's admins if it persists")
-		return 0, false
+		return 0, notAudited()
 	}
-	return aid, true
+	return aid, nil
 }
 
 // finish writes an action's result after it, and logs it.
-func (s *Server) finish(r *http.Request, aid int64, cluster, action, target string, dry bool, err error) {
+func (s *Core) finish(ctx context.Context, who auth.Identity, aid int64, cluster, action, target string, dry bool, err error) {
 	if aid != 0 {
 		// The bridge may have acted even when the caller has gone.
-		if ferr := s.cfg.Store.Finish(context.WithoutCancel(r.Context()), aid, err); ferr != nil {
+		if ferr := s.cfg.Store.Finish(context.WithoutCancel(ctx), aid, err); ferr != nil {
 			s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
 		}
 	}
-	who := identity(r.Context())
 	s.log.Info("deployment action", "cluster", cluster, "target", target, "action", action, "dry_run", dry, "user", who.User, "via", who.Via,
 		"audit_id", aid, "ok", err == nil, "error", errString(err))
 }
 
-// bridgeError answers for what the bridge said. A refusal is the
+// bridgeError is the problem of what the bridge said. A refusal is the
 // caller's to change and says which check refused it, except that a name
 // another tenant holds is not said to be whose.
-func (s *Server) bridgeError(w http.ResponseWriter, cluster, what string, err error) {
+func (s *Core) bridgeError(cluster, what string, err error) *Problem {
 	var be *bridgeclient.Error
 	if !errors.As(err, &be) {
-		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("%s: the bridge of cluster %q cannot be reached", what, cluster), "try again shortly")
-		return
+		return problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("%s: the bridge of cluster %q cannot be reached", what, cluster), "try again shortly")
 	}
 	switch {
 	case be.Refused():
@@ -342,25 +313,22 @@ func (s *Server) bridgeError(w http.ResponseWriter, cluster, what string, err er
 		if be.Check == "name" {
 			msg, hint = "the deployment name is in use by another tenant", "choose another name"
 		}
-		e := api.Error{Code: api.BridgeRefused, Message: what + ": " + msg}
+		p := problem(http.StatusUnprocessableEntity, api.BridgeRefused, what+": "+msg, hint)
 		if be.Check != "" {
-			e.Details = &[]string{"check: " + be.Check}
+			p.Details = []string{"check: " + be.Check}
 		}
-		if hint != "" {
-			e.Hint = &hint
-		}
-		writeJSON(w, http.StatusUnprocessableEntity, e)
+		return p
 	case be.Status == http.StatusNotFound:
-		writeError(w, http.StatusNotFound, api.NotFound, what+": "+be.Msg, "GET /v1/deployments lists the deployments you may see")
+		return problem(http.StatusNotFound, api.NotFound, what+": "+be.Msg, "GET /v1/deployments lists the deployments you may see")
 	case be.Status == http.StatusBadRequest:
-		writeError(w, http.StatusBadRequest, api.BadRequest, what+": "+be.Msg, "")
+		return problem(http.StatusBadRequest, api.BadRequest, what+": "+be.Msg, "")
 	case be.Status == http.StatusUnauthorized || be.Status == http.StatusMisdirectedRequest ||
 		be.Status == http.StatusUnsupportedMediaType || be.Status == http.StatusServiceUnavailable:
 		s.log.Error("the bridge refused the portal", "cluster", cluster, "status", be.Status, "error", be.Msg)
-		writeError(w, http.StatusBadGateway, api.Unavailable, fmt.Sprintf("%s: the bridge of cluster %q refused the portal", what, cluster),
+		return problem(http.StatusBadGateway, api.Unavailable, fmt.Sprintf("%s: the bridge of cluster %q refused the portal", what, cluster),
 			"tell the portal's admins: bridge_url or bridge_token_file does not match the bridge")
 	default:
-		writeError(w, http.StatusBadGateway, api.Unavailable, what+": "+be.Error(), "see the message; the bridge's log says more")
+		return problem(http.StatusBadGateway, api.Unavailable, what+": "+be.Error(), "see the message; the bridge's log says more")
 	}
 }
 
@@ -402,7 +370,7 @@ func objectsOf(refs []bridgeclient.ObjectRef) []api.KubeObject {
 // admin, else the caller's tenants) into by, making the entry of a tenant
 // with deployments and no job. The totals are nil without a bridge;
 // unavailable is set when it did not answer.
-func (s *Server) overviewDeployments(ctx context.Context, c Cluster, user string, admin bool, tenants map[string]bool,
+func (s *Core) overviewDeployments(ctx context.Context, c Cluster, user string, admin bool, tenants map[string]bool,
 	by map[string]*api.TenantOverview, reasons map[string]map[string]int) (count, reps *int, unavailable *bool) {
 	ds, asked, err := s.bridged(ctx, c, user)
 	if err != nil {

@@ -1,10 +1,9 @@
-package service
+package core
 
 import (
 	"errors"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path"
 	"slices"
@@ -12,10 +11,17 @@ import (
 	"strings"
 	"syscall"
 
+	"context"
+
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/userfile"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
 )
+
+// OutputTailBytes is the most of a job's stdout or stderr JobOutput
+// shows: the end of the file.
+const OutputTailBytes = outputTail
 
 const (
 	// outputTail is the most of a job's stdout or stderr shown.
@@ -26,14 +32,14 @@ const (
 	outputScan = 20 * outputEntries
 )
 
-// GetJobOutput gives the tail of a job's standard output and error and a
+// JobOutput is the tail of a job's standard output and error and a
 // listing of its working directory, read as userfile reads what a user
 // controls: beneath one of the cluster's output roots, following no
 // symbolic link, only what the job's user owns.
-func (s *Server) GetJobOutput(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, id api.JobID) {
-	v, c, ok := s.find(w, r, clusterName, id)
-	if !ok {
-		return
+func (s *Core) JobOutput(ctx context.Context, who auth.Identity, clusterName string, id int64) (api.JobOutput, *Problem) {
+	v, c, p := s.find(who, clusterName, id)
+	if p != nil {
+		return api.JobOutput{}, p
 	}
 	j := v.job
 	o := outputs{roots: c.OutputRoots, uid: uint32(j.UserID)}
@@ -47,7 +53,7 @@ func (s *Server) GetJobOutput(w http.ResponseWriter, r *http.Request, clusterNam
 		f := o.tail(stderr)
 		out.Stderr = &f
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // slurmPath is a job's output path with Slurm's %j, %u, %x, %A and %%

@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"cmp"
@@ -6,18 +6,21 @@ import (
 	"slices"
 	"strings"
 
+	"context"
+
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 )
 
 // topReasons is how many reasons a tenant's queue shows.
 const topReasons = 3
 
-// GetOverview is the operators' view: for a cluster admin the whole
+// Overview is the operators' view: for a cluster admin the whole
 // cluster (its GPUs, the queue by tenant, nodes down or drained); for a
 // tenant's admin their tenant alone; for anyone else a 403.
-func (s *Server) GetOverview(w http.ResponseWriter, r *http.Request) {
-	user := identity(r.Context()).User
+func (s *Core) Overview(ctx context.Context, who auth.Identity) (api.Overview, *Problem) {
+	user := who.User
 	out := api.Overview{Clusters: []api.ClusterOverview{}}
 	for _, c := range s.clusters {
 		m := c.Tenants()
@@ -60,8 +63,8 @@ func (s *Server) GetOverview(w http.ResponseWriter, r *http.Request) {
 				reasons[tenant][cmp.Or(j.StateReason, "None")]++
 			}
 		}
-		co.Deployments, co.Replicas, co.BridgeUnavailable = s.overviewDeployments(r.Context(), c, user, admin, tenants, by, reasons)
-		s.gpuUse(r.Context(), c, x, by, &co)
+		co.Deployments, co.Replicas, co.BridgeUnavailable = s.overviewDeployments(ctx, c, user, admin, tenants, by, reasons)
+		s.gpuUse(ctx, c, x, by, &co)
 		for tenant, to := range by {
 			for reason, n := range reasons[tenant] {
 				to.TopReasons = append(to.TopReasons, api.ReasonCount{Reason: reason, Count: n})
@@ -94,12 +97,11 @@ func (s *Server) GetOverview(w http.ResponseWriter, r *http.Request) {
 			}
 			co.GpusTotal, co.NodesUnavailable = ptr(total), &down
 		}
-		s.recoveryOverview(r.Context(), c, m, admin, tenants, &co)
+		s.recoveryOverview(ctx, c, m, admin, tenants, &co)
 		out.Clusters = append(out.Clusters, co)
 	}
 	if len(out.Clusters) == 0 {
-		writeError(w, http.StatusForbidden, api.Forbidden, "the overview is for the clusters' and tenants' admins", "GET /v1/queue shows your projects' queue")
-		return
+		return api.Overview{}, problem(http.StatusForbidden, api.Forbidden, "the overview is for the clusters' and tenants' admins", "GET /v1/queue shows your projects' queue")
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }

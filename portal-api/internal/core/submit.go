@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"cmp"
@@ -9,16 +9,19 @@ import (
 	"slices"
 	"strings"
 
+	"context"
+
 	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
-// ListTemplates lists the templates, with their parameters.
-func (s *Server) ListTemplates(w http.ResponseWriter, r *http.Request) {
+// Templates lists the templates, with their parameters.
+func (s *Core) Templates(ctx context.Context, who auth.Identity) api.TemplateList {
 	out := api.TemplateList{Templates: []api.Template{}}
 	if s.cfg.Templates != nil {
 		if set := s.cfg.Templates(); set != nil {
@@ -27,7 +30,7 @@ func (s *Server) ListTemplates(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 func templateOf(t templates.Template) api.Template {
@@ -71,34 +74,10 @@ func defaultAccount(m *tenantmap.Map, p *jobpolicy.Policy, user string) string {
 	return ""
 }
 
-// SubmitJob renders a template, checks it as job_submit.lua will, and
+// Submit renders a template, checks it as job_submit.lua will, and
 // submits it as the caller; the submission is audited and recorded.
-func (s *Server) SubmitJob(w http.ResponseWriter, r *http.Request) {
-	req, ok := decodeSubmission(w, r)
-	if !ok {
-		return
-	}
-	out, ok := s.submit(w, r, req, submitOpts{want: templates.TypeBatch})
-	if !ok {
-		return
-	}
-	writeJSON(w, http.StatusCreated, out)
-}
-
-func decodeSubmission(w http.ResponseWriter, r *http.Request) (api.SubmissionRequest, bool) {
-	var req api.SubmissionRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, api.TooLarge, "the request body is too large", "send the template's name and parameter values only")
-			return req, false
-		}
-		writeError(w, http.StatusBadRequest, api.BadRequest, "the body is not a submission: "+err.Error(), `send {"cluster": ..., "template": ..., "params": {...}}`)
-		return req, false
-	}
-	return req, true
+func (s *Core) Submit(ctx context.Context, who auth.Identity, req api.SubmissionRequest) (api.Submission, *Problem) {
+	return s.submit(ctx, who, req, submitOpts{want: templates.TypeBatch})
 }
 
 // submitOpts is what a route adds to the one submission path.
@@ -116,39 +95,32 @@ type submitOpts struct {
 
 // submit renders a template, checks it as job_submit.lua will, and
 // submits it as the caller, audited and recorded: the path of every
-// route that starts a job. It writes every refusal itself; ok false
-// means it answered.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, req api.SubmissionRequest, o submitOpts) (api.Submission, bool) {
-	who := identity(r.Context())
+// route that starts a job.
+func (s *Core) submit(ctx context.Context, who auth.Identity, req api.SubmissionRequest, o submitOpts) (api.Submission, *Problem) {
 	c, ok := s.byName[req.Cluster]
 	if !ok {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no cluster %q", req.Cluster), "GET /v1/clusters lists them")
-		return api.Submission{}, false
+		return api.Submission{}, noCluster(req.Cluster)
 	}
 	var set *templates.Set
 	if s.cfg.Templates != nil {
 		set = s.cfg.Templates()
 	}
 	if set == nil {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
 	}
 	if t, ok := set.Get(req.Template); ok && t.Type != o.want {
 		if t.Type == templates.TypeSession {
-			writeError(w, http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q starts a session", req.Template), "POST /v1/sessions starts it")
-		} else {
-			writeError(w, http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q is a batch job, not a session", req.Template), "POST /v1/submissions submits it")
+			return api.Submission{}, problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q starts a session", req.Template), "POST /v1/sessions starts it")
 		}
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q is a batch job, not a session", req.Template), "POST /v1/submissions submits it")
 	}
 	var policy *jobpolicy.Policy
 	if c.Policy != nil {
 		policy = c.Policy()
 	}
 	if policy == nil {
-		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q takes no submissions through the portal", req.Cluster),
+		return api.Submission{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q takes no submissions through the portal", req.Cluster),
 			"its admins give the cluster a job_policy_file (jobpolicy.json, which strata-policy render writes)")
-		return api.Submission{}, false
 	}
 	m := c.Tenants()
 	account := deref(req.Account)
@@ -156,18 +128,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req api.Submissi
 		account = defaultAccount(m, policy, who.User)
 	}
 	if account == "" {
-		writeError(w, http.StatusBadRequest, api.BadRequest, "you have no default project on this cluster", "give the project's account")
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusBadRequest, api.BadRequest, "you have no default project on this cluster", "give the project's account")
 	}
 	o2, known := m.Lookup(account)
 	target := rbac.Target{Tenant: o2.Tenant, Project: o2.Project}
 	if !known || !rbac.Allowed(m, who.User, rbac.ReadJobs, target) {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no project account %q on cluster %q", account, req.Cluster), "GET /v1/me lists your projects")
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no project account %q on cluster %q", account, req.Cluster), "GET /v1/me lists your projects")
 	}
 	if !rbac.Allowed(m, who.User, rbac.Submit, target) {
-		writeError(w, http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not submit to %s", account), "only the project's members submit; viewers see its jobs")
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not submit to %s", account), "only the project's members submit; viewers see its jobs")
 	}
 	params := deref(req.Params)
 	spec, err := set.WithPolicy(policy).Render(req.Template, params, templates.User{Name: who.User, Account: account,
@@ -175,15 +144,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req api.Submissi
 	var refusal *jobpolicy.Refusal
 	switch {
 	case errors.Is(err, templates.ErrUnknownTemplate):
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
 	case errors.As(err, &refusal):
-		e := api.Error{Code: api.PolicyRefused, Message: refusal.Message, Hint: ptr("the policy refuses this job as job_submit would: change the parameters, or ask the project's admins")}
+		p := problem(http.StatusForbidden, api.PolicyRefused, refusal.Message, "the policy refuses this job as job_submit would: change the parameters, or ask the project's admins")
 		if refusal.Line > 0 {
-			e.PolicyLine = ptr(fmt.Sprintf("%s:%d", policy.Source, refusal.Line))
+			p.PolicyLine = fmt.Sprintf("%s:%d", policy.Source, refusal.Line)
 		}
-		writeJSON(w, http.StatusForbidden, e)
-		return api.Submission{}, false
+		return api.Submission{}, p
 	case err != nil:
 		var details []string
 		var pe *templates.ParamError
@@ -193,44 +160,40 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req api.Submissi
 			}
 		}
 		if len(details) == 0 {
-			writeError(w, http.StatusInternalServerError, api.Internal, "the template does not render: "+err.Error(), "tell the portal's admins")
-			return api.Submission{}, false
+			return api.Submission{}, problem(http.StatusInternalServerError, api.Internal, "the template does not render: "+err.Error(), "tell the portal's admins")
 		}
-		writeJSON(w, http.StatusBadRequest, api.Error{Code: api.BadRequest, Message: fmt.Sprintf("%d parameter values are refused", len(details)),
-			Details: &details, Hint: ptr("GET /v1/templates gives each parameter's rule")})
-		return api.Submission{}, false
+		p := problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("%d parameter values are refused", len(details)), "GET /v1/templates gives each parameter's rule")
+		p.Details = details
+		return api.Submission{}, p
 	}
-	client, err := c.Poller.Client(r.Context())
+	client, err := c.Poller.Client(ctx)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", req.Cluster), "try again shortly")
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", req.Cluster), "try again shortly")
 	}
 	if o.before != nil {
 		if err := o.before(account); err != nil {
 			s.log.Error("not recorded: job not submitted", "cluster", req.Cluster, "template", req.Template, "error", err)
-			writeError(w, http.StatusInternalServerError, api.Internal, "the submission could not be recorded, so it was not made", "try again; tell the portal's admins if it persists")
-			return api.Submission{}, false
+			return api.Submission{}, problem(http.StatusInternalServerError, api.Internal, "the submission could not be recorded, so it was not made", "try again; tell the portal's admins if it persists")
 		}
 	}
 	detail, _ := json.Marshal(map[string]any{"account": account, "params": params})
-	aid, err := s.cfg.Store.Intent(r.Context(), store.Audit{User: who.User, Via: who.Via, Cluster: req.Cluster, Action: "submit", Target: req.Template, Detail: string(detail)})
+	aid, err := s.cfg.Store.Intent(ctx, store.Audit{User: who.User, Via: who.Via, Cluster: req.Cluster, Action: "submit", Target: req.Template, Detail: string(detail)})
 	if err != nil {
 		s.log.Error("audit record not written: job not submitted", "cluster", req.Cluster, "template", req.Template, "error", err)
 		if o.after != nil {
 			o.after(0, err)
 		}
-		writeError(w, http.StatusInternalServerError, api.Internal, "the submission could not be recorded, so it was not made", "try again; tell the portal's admins if it persists")
-		return api.Submission{}, false
+		return api.Submission{}, problem(http.StatusInternalServerError, api.Internal, "the submission could not be recorded, so it was not made", "try again; tell the portal's admins if it persists")
 	}
-	res, err := client.Submit(r.Context(), who.User, spec)
+	res, err := client.Submit(ctx, who.User, spec)
 	if err == nil {
 		c.Poller.Soon() // the job shows after the next poll: make it soon
 	}
-	if ferr := s.cfg.Store.Finish(r.Context(), aid, err); ferr != nil {
+	if ferr := s.cfg.Store.Finish(ctx, aid, err); ferr != nil {
 		s.log.Error("audit result not written", "audit_id", aid, "error", ferr)
 	}
 	pj, _ := json.Marshal(params)
-	sid, rerr := s.cfg.Store.RecordSubmission(r.Context(), store.Submission{User: who.User, Cluster: req.Cluster, Template: req.Template,
+	sid, rerr := s.cfg.Store.RecordSubmission(ctx, store.Submission{User: who.User, Cluster: req.Cluster, Template: req.Template,
 		Params: string(pj), JobID: res.JobID, AuditID: aid})
 	if rerr != nil {
 		s.log.Error("submission not recorded", "audit_id", aid, "job_id", res.JobID, "error", rerr)
@@ -241,15 +204,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req api.Submissi
 	s.log.Info("job submitted through the portal", "cluster", req.Cluster, "template", req.Template, "account", account, "user", who.User,
 		"job_id", res.JobID, "audit_id", aid, "ok", err == nil, "error", errString(err))
 	if err != nil {
-		code, ec, hint := slurmStatus(err)
-		writeError(w, code, ec, fmt.Sprintf("Slurm refused the job: %s", err), hint)
-		return api.Submission{}, false
+		return api.Submission{}, slurmProblem(err, fmt.Sprintf("Slurm refused the job: %s", err))
 	}
 	out := api.Submission{Cluster: req.Cluster, Template: req.Template, Account: ptr(account), JobId: res.JobID, AuditId: aid, SubmissionId: sid}
 	if res.UserMessage != "" {
 		out.Message = ptr(res.UserMessage)
 	}
-	return out, true
+	return out, nil
 }
 
 func unjoin(err error) []error {

@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"reflect"
@@ -10,6 +10,31 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 )
+
+// BenchmarkPrepare is what the poller's goroutine does after a poll that
+// changed the job list of a cluster of 2,000 jobs (1,500 pending): index
+// the snapshot and explain every pending job.
+func BenchmarkPrepare(b *testing.B) {
+	m, users, accountOf := benchMap(b)
+	var jobs []clustertest.Job
+	for i := range 2000 {
+		u := users[i%len(users)]
+		j := clustertest.Job{ID: int64(100000 + i), User: u, Account: accountOf[u], QOS: "batch"}
+		if i%4 != 0 {
+			j.State, j.Reason = "PENDING", []string{"Priority", "Resources", "QOSGrpGRES", "AssocGrpGRES"}[i%4]
+		}
+		jobs = append(jobs, j)
+	}
+	bed := clustertest.New(b, "26.05", jobs...)
+	p := cluster.New(cluster.Config{Name: "gpu1", Slurm: slurmrest.Config{URL: bed.URL, Tokens: slurmrest.StaticToken("t")}})
+	if err := p.Poll(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	snap := p.Snapshot()
+	for b.Loop() {
+		newIndex(snap, m).explainAll()
+	}
+}
 
 // TestReasonsPreparedAtPoll: every pending job's reason is explained by
 // the poll that brought it (at New for the first snapshot), before any
@@ -80,29 +105,4 @@ func hasJob(jobs []slurmrest.Job, id int64) bool {
 		}
 	}
 	return false
-}
-
-// BenchmarkPrepare is what the poller's goroutine does after a poll that
-// changed the job list of a cluster of 2,000 jobs (1,500 pending): index
-// the snapshot and explain every pending job.
-func BenchmarkPrepare(b *testing.B) {
-	m, users, accountOf := benchMap(b)
-	var jobs []clustertest.Job
-	for i := range 2000 {
-		u := users[i%len(users)]
-		j := clustertest.Job{ID: int64(100000 + i), User: u, Account: accountOf[u], QOS: "batch"}
-		if i%4 != 0 {
-			j.State, j.Reason = "PENDING", []string{"Priority", "Resources", "QOSGrpGRES", "AssocGrpGRES"}[i%4]
-		}
-		jobs = append(jobs, j)
-	}
-	bed := clustertest.New(b, "26.05", jobs...)
-	p := cluster.New(cluster.Config{Name: "gpu1", Slurm: slurmrest.Config{URL: bed.URL, Tokens: slurmrest.StaticToken("t")}})
-	if err := p.Poll(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	snap := p.Snapshot()
-	for b.Loop() {
-		newIndex(snap, m).explainAll()
-	}
 }

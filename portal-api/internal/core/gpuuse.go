@@ -1,30 +1,28 @@
-package service
+package core
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/dcgmprom"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
 )
 
 // Prometheus is a cluster's Prometheus that scrapes dcgm-exporter on its
 // GPU nodes, as reclaimd's Prometheus source reads it: the utilisation
 // metric with the Slurm node and the GPU index (Slurm's, as gres.conf
-// numbers the GPUs) in labels.
+// numbers the GPUs) in labels. It is asked through the product's one
+// client (internal/dcgmprom), and an allocated GPU is idle by the
+// product's one definition (dcgmprom.IdleUtil).
 type Prometheus struct {
 	// URL is Prometheus's base URL ("http://prometheus:9090").
 	URL string
@@ -39,8 +37,9 @@ type Prometheus struct {
 	Step time.Duration
 	// Window is how far back the utilisation "now" looks (default 5m).
 	Window time.Duration
-	// IdleBelow is the utilisation, in percent, under which an allocated
-	// GPU counts as idle (default 5).
+	// IdleBelow is the utilisation, in percent, at or below which an
+	// allocated GPU counts as idle (default 5), as reclaimd judges a
+	// rule's max_util_percent.
 	IdleBelow float64
 }
 
@@ -54,9 +53,9 @@ const (
 	gpuNowCacheTime = 15 * time.Second
 )
 
-func (p *Prometheus) nodeLabel() string  { return cmp.Or(p.NodeLabel, "Hostname") }
-func (p *Prometheus) gpuLabel() string   { return cmp.Or(p.GPULabel, "gpu") }
-func (p *Prometheus) utilMetric() string { return cmp.Or(p.UtilMetric, "DCGM_FI_DEV_GPU_UTIL") }
+func (p *Prometheus) nodeLabel() string  { return cmp.Or(p.NodeLabel, dcgmprom.NodeLabel) }
+func (p *Prometheus) gpuLabel() string   { return cmp.Or(p.GPULabel, dcgmprom.GPULabel) }
+func (p *Prometheus) utilMetric() string { return cmp.Or(p.UtilMetric, dcgmprom.UtilMetric) }
 func (p *Prometheus) step() time.Duration {
 	return cmp.Or(p.Step, 30*time.Second)
 }
@@ -69,9 +68,7 @@ func (p *Prometheus) idleBelow() float64 {
 }
 
 // promDuration writes d as PromQL does, in whole seconds (at least 1).
-func promDuration(d time.Duration) string {
-	return strconv.FormatInt(max(int64(d/time.Second), 1), 10) + "s"
-}
+func promDuration(d time.Duration) string { return dcgmprom.Duration(d) }
 
 // gpuQuery is the PromQL of the utilisation of these GPUs, each the
 // mean over rng before each step, one series per GPU (dcgm-exporter may
@@ -114,102 +111,42 @@ type promSeries struct {
 // parsePromAnswer reads a Prometheus query or query_range answer: a
 // vector (one point a series) or a matrix.
 func parsePromAnswer(body []byte) ([]promSeries, error) {
-	var ans struct {
-		Status    string `json:"status"`
-		ErrorType string `json:"errorType"`
-		Error     string `json:"error"`
-		Data      struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  []any             `json:"value"`
-				Values [][]any           `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, fmt.Errorf("prometheus answer: %w", err)
-	}
-	if ans.Status != "success" {
-		return nil, fmt.Errorf("prometheus: %s: %s", cmp.Or(ans.ErrorType, ans.Status), ans.Error)
-	}
-	if t := ans.Data.ResultType; t != "matrix" && t != "vector" {
-		return nil, fmt.Errorf("prometheus answer: a %q, not a matrix or vector", t)
-	}
-	out := make([]promSeries, 0, len(ans.Data.Result))
-	for _, r := range ans.Data.Result {
-		s := promSeries{labels: r.Metric}
-		values := r.Values
-		if ans.Data.ResultType == "vector" {
-			values = [][]any{r.Value}
-		}
-		for _, v := range values {
-			pt, err := promPoint(v)
-			if err != nil {
-				return nil, err
-			}
-			if !math.IsNaN(pt.Util) && !math.IsInf(pt.Util, 0) {
-				s.points = append(s.points, pt)
-			}
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-// promPoint reads [<unix seconds>, "<value>"].
-func promPoint(v []any) (api.GpuPoint, error) {
-	if len(v) != 2 {
-		return api.GpuPoint{}, fmt.Errorf("prometheus answer: a point of %d values", len(v))
-	}
-	ts, ok := v[0].(float64)
-	str, ok2 := v[1].(string)
-	if !ok || !ok2 || math.IsNaN(ts) || math.IsInf(ts, 0) {
-		return api.GpuPoint{}, errors.New("prometheus answer: a point is not [time, \"value\"]")
-	}
-	x, err := strconv.ParseFloat(str, 64)
+	series, err := dcgmprom.ParseAnswer(body)
 	if err != nil {
-		return api.GpuPoint{}, fmt.Errorf("prometheus answer: value %q: %w", str, err)
+		return nil, err
 	}
-	sec, frac := math.Modf(ts)
-	return api.GpuPoint{Time: time.Unix(int64(sec), int64(frac*1e9)).UTC(), Util: x}, nil
+	return seriesOf(series), nil
 }
 
-// ask sends one query (query_range when step > 0) and reads its answer,
-// bounded in time and size.
-func (s *Server) ask(ctx context.Context, p *Prometheus, q string, start, end time.Time, step time.Duration) ([]promSeries, error) {
+func seriesOf(series []dcgmprom.Series) []promSeries {
+	out := make([]promSeries, 0, len(series))
+	for _, ds := range series {
+		ps := promSeries{labels: ds.Labels}
+		for _, pt := range ds.Points {
+			ps.points = append(ps.points, api.GpuPoint{Time: pt.Time, Util: pt.Value})
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// ask sends one query (query_range when step > 0) through the product's
+// one Prometheus client, bounded in time and size.
+func (s *Core) ask(ctx context.Context, p *Prometheus, q string, start, end time.Time, step time.Duration) ([]promSeries, error) {
 	ctx, cancel := context.WithTimeout(ctx, promTimeout)
 	defer cancel()
-	form := url.Values{"query": {q}}
-	path := "/api/v1/query"
+	cl := dcgmprom.Client{URL: p.URL, HTTP: s.cfg.HTTPClient, MaxBytes: maxPromBytes}
+	var series []dcgmprom.Series
+	var err error
 	if step > 0 {
-		path = "/api/v1/query_range"
-		form.Set("start", strconv.FormatInt(start.Unix(), 10))
-		form.Set("end", strconv.FormatInt(end.Unix(), 10))
-		form.Set("step", promDuration(step))
+		series, err = cl.QueryRange(ctx, q, start, end, step)
 	} else {
-		form.Set("time", strconv.FormatInt(end.Unix(), 10))
+		series, err = cl.Query(ctx, q, end)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(p.URL, "/")+path, strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, fmt.Errorf("prometheus request: %w", err)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := s.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("prometheus: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPromBytes+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("prometheus answer: %w", err)
-	case len(body) > maxPromBytes:
-		return nil, fmt.Errorf("prometheus answer larger than %d bytes", maxPromBytes)
-	case resp.StatusCode != http.StatusOK && !bytes.Contains(body, []byte(`"status"`)):
-		return nil, fmt.Errorf("prometheus answered HTTP %d", resp.StatusCode)
-	}
-	return parsePromAnswer(body)
+	return seriesOf(series), nil
 }
 
 // gpuOf reads the GPU a series is of; ok is false for a series without
@@ -252,24 +189,22 @@ func meanSeries(name string, series []api.GpuSeries) api.GpuSeries {
 	return out
 }
 
-// GetJobGpu is a job's GPU utilisation over its life, for a job the
-// caller may read: its own GPUs only, from its start to its end or now.
-func (s *Server) GetJobGpu(w http.ResponseWriter, r *http.Request, clusterName api.ClusterName, id api.JobID) {
-	v, c, ok := s.find(w, r, clusterName, id)
-	if !ok {
-		return
+// JobGPU is a job's GPU utilisation over its life, for a job the caller
+// may read: its own GPUs only, from its start to its end or now.
+func (s *Core) JobGPU(ctx context.Context, who auth.Identity, clusterName string, id int64) (api.JobGpuUse, *Problem) {
+	v, c, pr := s.find(who, clusterName, id)
+	if pr != nil {
+		return api.JobGpuUse{}, pr
 	}
 	p := c.Prometheus
 	if p == nil {
-		writeError(w, http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q has no Prometheus", clusterName),
+		return api.JobGpuUse{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q has no Prometheus", clusterName),
 			"its admins give the cluster a prometheus_url (reclaimd's API keeps no GPU history)")
-		return
 	}
 	j := v.job
 	if len(j.GPUs) == 0 || j.StartTime.IsZero() {
-		writeError(w, http.StatusNotFound, api.NotFound, fmt.Sprintf("job %d has no GPUs allocated", id),
+		return api.JobGpuUse{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("job %d has no GPUs allocated", id),
 			"a job has a GPU history once it runs on GPUs")
-		return
 	}
 	start, end := j.StartTime, s.cfg.Now()
 	if !j.EndTime.IsZero() && j.EndTime.Before(end) && !j.Running() {
@@ -280,11 +215,10 @@ func (s *Server) GetJobGpu(w http.ResponseWriter, r *http.Request, clusterName a
 	}
 	step := historyStep(end.Sub(start), p.step())
 	many := len(j.GPUs) > maxGPUSeries
-	series, err := s.ask(r.Context(), p, p.gpuQuery(j.GPUs, step, many), start, end, step)
+	series, err := s.ask(ctx, p, p.gpuQuery(j.GPUs, step, many), start, end, step)
 	if err != nil {
 		s.log.Warn("prometheus query failed", "cluster", clusterName, "job_id", id, "error", err)
-		writeError(w, http.StatusBadGateway, api.Unavailable, fmt.Sprintf("the Prometheus of cluster %q did not answer: %s", clusterName, err), "try again shortly")
-		return
+		return api.JobGpuUse{}, problem(http.StatusBadGateway, api.Unavailable, fmt.Sprintf("the Prometheus of cluster %q did not answer: %s", clusterName, err), "try again shortly")
 	}
 	out := api.JobGpuUse{Cluster: clusterName, JobId: id, Source: api.Prometheus, Start: start.UTC(), End: end.UTC(),
 		StepSeconds: int64(step / time.Second), Gpus: []api.GpuSeries{}}
@@ -320,7 +254,7 @@ func (s *Server) GetJobGpu(w http.ResponseWriter, r *http.Request, clusterName a
 			out.Missing = &missing
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // gpuNow is the utilisation of a cluster's GPUs now, by GPU.
@@ -337,7 +271,7 @@ type gpuNows struct {
 	m  map[string]*gpuNow
 }
 
-func (s *Server) gpuNowOf(ctx context.Context, name string, p *Prometheus) *gpuNow {
+func (s *Core) gpuNowOf(ctx context.Context, name string, p *Prometheus) *gpuNow {
 	now := s.cfg.Now()
 	s.gpuNows.mu.Lock()
 	defer s.gpuNows.mu.Unlock()
@@ -365,7 +299,7 @@ func (s *Server) gpuNowOf(ctx context.Context, name string, p *Prometheus) *gpuN
 // gpuUse fills the overview's GPU use of a cluster and of each tenant
 // shown: of the allocated GPUs of the running jobs, those in use and
 // those idle now.
-func (s *Server) gpuUse(ctx context.Context, c Cluster, x *index, by map[string]*api.TenantOverview, co *api.ClusterOverview) {
+func (s *Core) gpuUse(ctx context.Context, c Cluster, x *index, by map[string]*api.TenantOverview, co *api.ClusterOverview) {
 	p := c.Prometheus
 	if p == nil {
 		return
@@ -393,7 +327,7 @@ func (s *Server) gpuUse(ctx context.Context, c Cluster, x *index, by map[string]
 				switch {
 				case !ok:
 					u.NoSamples++
-				case util >= p.idleBelow():
+				case !dcgmprom.IdleUtil(util, dcgmprom.Threshold{MaxUtilPercent: p.idleBelow()}):
 					u.InUse++
 				default:
 					u.Idle++

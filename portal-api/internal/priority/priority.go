@@ -1,4 +1,10 @@
-package service
+// Package priority works out the place of a pending job in its
+// partition's queue and the factors of its priority, as Slurm's
+// priority/multifactor plugin does: slurmrestd gives each job's priority
+// but neither the plugin's weights nor sprio's factors, so the portal is
+// told the weights and works the factors out from what a snapshot holds.
+// It is pure: a snapshot and the weights in, the order out.
+package priority
 
 import (
 	"cmp"
@@ -10,17 +16,16 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
-	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 )
 
-// PriorityWeights are a cluster's slurm.conf settings of the
+// Weights are a cluster's slurm.conf settings of the
 // priority/multifactor plugin. slurmrestd gives each job's priority but
 // neither the plugin's weights nor sprio's factors, so the portal is told
 // the weights and works the factors out as the plugin does, from what the
 // snapshot holds: the job's accrue time, QOS, partition, size, TRES and
 // nice value, the QOS and partition records, and the fair-share tree.
-type PriorityWeights struct {
+type Weights struct {
 	Age, Assoc, Fairshare, JobSize, Partition, QOS float64
 	// TRES are PriorityWeightTRES by TRES key in lower case ("cpu",
 	// "mem", "gres/gpu").
@@ -37,32 +42,33 @@ type PriorityWeights struct {
 // factorNames are the factors in the order the API lists them.
 var factorNames = []string{"age", "assoc", "fairshare", "job_size", "partition", "qos"}
 
-// priorityFactors are a job's weighted factors, as `sprio -l` shows them.
-type priorityFactors struct {
-	// byName holds age, assoc, fairshare, job_size, partition, qos.
-	byName map[string]float64
-	tres   map[string]float64
-	nice   float64
-	// consistent: they add up to the job's priority, rounded down as
-	// slurmctld rounds it; else unexplained is what they leave out.
-	consistent  bool
-	unexplained int64
+// Factors are a job's weighted factors, as `sprio -l` shows them.
+type Factors struct {
+	// ByName holds age, assoc, fairshare, job_size, partition, qos.
+	ByName map[string]float64
+	// TRES holds the TRES factors by TRES key ("gres/gpu").
+	TRES map[string]float64
+	Nice float64
+	// Consistent: they add up to the job's priority, rounded down as
+	// slurmctld rounds it; else Unexplained is what they leave out.
+	Consistent  bool
+	Unexplained int64
 }
 
-func (f priorityFactors) get(name string) float64 {
+func (f Factors) get(name string) float64 {
 	if k, ok := strings.CutPrefix(name, "tres:"); ok {
-		return f.tres[k]
+		return f.TRES[k]
 	}
-	return f.byName[name]
+	return f.ByName[name]
 }
 
-// sum is the factors' total, as slurmctld adds them.
-func (f priorityFactors) sum() float64 {
-	s := -f.nice
+// Sum is the factors' total, as slurmctld adds them.
+func (f Factors) Sum() float64 {
+	s := -f.Nice
 	for _, n := range factorNames {
-		s += f.byName[n]
+		s += f.ByName[n]
 	}
-	for _, v := range f.tres {
+	for _, v := range f.TRES {
 		s += v
 	}
 	return s
@@ -125,15 +131,15 @@ func newPriorityInput(snap *cluster.Snapshot) priorityInput {
 	return in
 }
 
-// firstPartition is the partition a job is queued in first: Slurm lists
+// FirstPartition is the partition a job is queued in first: Slurm lists
 // a job submitted to several as "a,b".
-func firstPartition(j *slurmrest.Job) string {
+func FirstPartition(j *slurmrest.Job) string {
 	p, _, _ := strings.Cut(j.Partition, ",")
 	return p
 }
 
 // ageAt is the job's age factor at t, unweighted.
-func (w *PriorityWeights) ageAt(j *slurmrest.Job, t time.Time) float64 {
+func (w *Weights) ageAt(j *slurmrest.Job, t time.Time) float64 {
 	if j.AccrueTime.IsZero() || !t.After(j.AccrueTime) {
 		return 0
 	}
@@ -151,21 +157,21 @@ func (w *PriorityWeights) ageAt(j *slurmrest.Job, t time.Time) float64 {
 // factors are shown at the snapshot's time with what they leave
 // unexplained (the weights differ from slurm.conf's, or an admin set the
 // job's priority).
-func (w *PriorityWeights) factors(j *slurmrest.Job, in *priorityInput) priorityFactors {
-	f := priorityFactors{byName: map[string]float64{}, tres: map[string]float64{}, nice: float64(j.Nice)}
+func (w *Weights) factors(j *slurmrest.Job, in *priorityInput) Factors {
+	f := Factors{ByName: map[string]float64{}, TRES: map[string]float64{}, Nice: float64(j.Nice)}
 	user := [2]string{j.Account, j.User}
-	part := firstPartition(j)
+	part := FirstPartition(j)
 	if w.Fairshare != 0 {
-		f.byName["fairshare"] = w.Fairshare * in.fairshare[user]
+		f.ByName["fairshare"] = w.Fairshare * in.fairshare[user]
 	}
 	if w.Assoc != 0 {
-		f.byName["assoc"] = w.Assoc * in.assoc[user]
+		f.ByName["assoc"] = w.Assoc * in.assoc[user]
 	}
 	if w.QOS != 0 {
-		f.byName["qos"] = w.QOS * in.qos[j.QOS]
+		f.ByName["qos"] = w.QOS * in.qos[j.QOS]
 	}
 	if w.Partition != 0 {
-		f.byName["partition"] = w.Partition * in.partFactor[part]
+		f.ByName["partition"] = w.Partition * in.partFactor[part]
 	}
 	if w.JobSize != 0 && in.nodes > 0 && in.cpus > 0 {
 		nodes := float64(max(j.NodeCount, 1))
@@ -182,7 +188,7 @@ func (w *PriorityWeights) factors(j *slurmrest.Job, in *priorityInput) priorityF
 				js = (js + cpus/float64(in.cpus)) / 2
 			}
 		}
-		f.byName["job_size"] = w.JobSize * min(1, max(0, js))
+		f.ByName["job_size"] = w.JobSize * min(1, max(0, js))
 	}
 	tres := j.TRESAlloc
 	if len(tres) == 0 {
@@ -192,82 +198,86 @@ func (w *PriorityWeights) factors(j *slurmrest.Job, in *priorityInput) priorityF
 		have, _ := tres.Get(key)
 		total, _ := in.partTRES[part].Get(key)
 		if have > 0 && total > 0 && weight != 0 {
-			f.tres[key] = weight * float64(have) / float64(total)
+			f.TRES[key] = weight * float64(have) / float64(total)
 		}
 	}
-	others := f.sum()
+	others := f.Sum()
 	now := w.Age * w.ageAt(j, in.at)
 	early := w.Age * w.ageAt(j, in.at.Add(-cmp.Or(w.CalcPeriod, 5*time.Minute)-time.Minute))
 	p := float64(j.Priority)
 	switch rest := p - others; {
 	case j.Priority == 1 && others+now < 1:
 		// slurmctld raises a priority below 1 to 1 (0 is held).
-		f.byName["age"], f.consistent = now, true
+		f.ByName["age"], f.Consistent = now, true
 	case rest <= now && rest+1 > early:
 		// The ages within the window that give others+age in [p, p+1):
 		// the middle of them, which is off the one slurmctld computed by
 		// half a point at most.
 		lo, hi := max(early, rest), min(now, rest+1)
-		f.byName["age"], f.consistent = (lo+hi)/2, true
+		f.ByName["age"], f.Consistent = (lo+hi)/2, true
 	default:
-		f.byName["age"] = now
-		f.unexplained = j.Priority - int64(math.Floor(others+now))
+		f.ByName["age"] = now
+		f.Unexplained = j.Priority - int64(math.Floor(others+now))
 	}
 	if w.Age == 0 {
-		delete(f.byName, "age")
+		delete(f.ByName, "age")
 	}
 	return f
 }
 
-// queuePlace is a pending job's place in its partition's queue.
-type queuePlace struct {
-	partition string
-	// position is 1 for the job slurmctld considers first; 0 for a held
+// Place is a pending job's place in its partition's queue.
+type Place struct {
+	Partition string
+	// Position is 1 for the job slurmctld considers first; 0 for a held
 	// job, which is in no order.
-	position int
-	ahead    []int // indexes into the snapshot's jobs
-	factors  *priorityFactors
+	Position int
+	Ahead    []int // indexes into the snapshot's jobs
+	// Factors are nil without the cluster's weights.
+	Factors *Factors
 }
 
-// queueOrder is the pending jobs of one snapshot in the order slurmctld
+// Queue is the pending jobs of one snapshot in the order slurmctld
 // considers them, partition by partition, with their factors.
-type queueOrder struct {
-	snap   *cluster.Snapshot
-	places map[int]*queuePlace // by index into snap.Jobs
-	byJob  map[*slurmrest.Job]*queuePlace
+type Queue struct {
+	Snap   *cluster.Snapshot
+	Places map[int]*Place // by index into Snap.Jobs
+	ByJob  map[*slurmrest.Job]*Place
 }
 
-// queues caches each cluster's queue order for its snapshot now.
-type queues struct {
+// Cache keeps each cluster's queue order for its snapshot now: ordered once
+// per snapshot, however many requests read it.
+type Cache struct {
 	mu sync.Mutex
-	m  map[string]*atomic.Pointer[queueOrder]
+	m  map[string]*atomic.Pointer[Queue]
 }
 
-func (q *queues) of(name string, snap *cluster.Snapshot, w *PriorityWeights) *queueOrder {
+// Of is the order of the cluster name's snapshot, ordered at its first
+// reading.
+func (q *Cache) Of(name string, snap *cluster.Snapshot, w *Weights) *Queue {
 	q.mu.Lock()
 	if q.m == nil {
-		q.m = map[string]*atomic.Pointer[queueOrder]{}
+		q.m = map[string]*atomic.Pointer[Queue]{}
 	}
 	p, ok := q.m[name]
 	if !ok {
-		p = &atomic.Pointer[queueOrder]{}
+		p = &atomic.Pointer[Queue]{}
 		q.m[name] = p
 	}
 	q.mu.Unlock()
-	if o := p.Load(); o != nil && o.snap == snap {
+	if o := p.Load(); o != nil && o.Snap == snap {
 		return o
 	}
-	o := orderQueue(snap, w)
+	o := OrderQueue(snap, w)
 	p.Store(o)
 	return o
 }
 
-// orderQueue sorts each partition's pending jobs as slurmctld's
+// OrderQueue sorts each partition's pending jobs as slurmctld's
 // scheduler does within a partition: by priority, then submission, then
 // ID. (Across partitions it goes by their PriorityTier first; a job
 // queued in several is placed in the first it lists.)
-func orderQueue(snap *cluster.Snapshot, w *PriorityWeights) *queueOrder {
-	o := &queueOrder{snap: snap, places: map[int]*queuePlace{}, byJob: map[*slurmrest.Job]*queuePlace{}}
+func OrderQueue(snap *cluster.Snapshot, w *Weights) *Queue {
+	o := &Queue{Snap: snap, Places: map[int]*Place{}, ByJob: map[*slurmrest.Job]*Place{}}
 	var in priorityInput
 	if w != nil {
 		in = newPriorityInput(snap)
@@ -278,16 +288,16 @@ func orderQueue(snap *cluster.Snapshot, w *PriorityWeights) *queueOrder {
 		if !j.State.Has("PENDING") {
 			continue
 		}
-		pl := &queuePlace{partition: firstPartition(j)}
-		o.places[i], o.byJob[j] = pl, pl
+		pl := &Place{Partition: FirstPartition(j)}
+		o.Places[i], o.ByJob[j] = pl, pl
 		if j.Priority == 0 || j.Held {
 			continue
 		}
 		if w != nil && j.Priority > 0 {
 			f := w.factors(j, &in)
-			pl.factors = &f
+			pl.Factors = &f
 		}
-		byPart[pl.partition] = append(byPart[pl.partition], i)
+		byPart[pl.Partition] = append(byPart[pl.Partition], i)
 	}
 	for _, idx := range byPart {
 		slices.SortFunc(idx, func(a, b int) int {
@@ -296,31 +306,31 @@ func orderQueue(snap *cluster.Snapshot, w *PriorityWeights) *queueOrder {
 				x.SubmitTime.Compare(y.SubmitTime), cmp.Compare(x.ID, y.ID))
 		})
 		for k, i := range idx {
-			pl := o.places[i]
-			pl.position, pl.ahead = k+1, idx[:k:k]
+			pl := o.Places[i]
+			pl.Position, pl.Ahead = k+1, idx[:k:k]
 		}
 	}
 	return o
 }
 
-// holdingBack is the factor that keeps a job behind the jobs ahead of it:
+// HoldingBack is the factor that keeps a job behind the jobs ahead of it:
 // the one in which the job falls furthest below their mean, with that
 // gap in priority points. The mean, not any one job, so that no other
 // tenant's job is shown.
-func (o *queueOrder) holdingBack(pl *queuePlace) (string, float64, bool) {
-	if pl.factors == nil || len(pl.ahead) == 0 {
+func (o *Queue) HoldingBack(pl *Place) (string, float64, bool) {
+	if pl.Factors == nil || len(pl.Ahead) == 0 {
 		return "", 0, false
 	}
 	names := slices.Clone(factorNames)
 	keys := map[string]bool{}
-	for _, i := range pl.ahead {
-		if a := o.places[i].factors; a != nil {
-			for k := range a.tres {
+	for _, i := range pl.Ahead {
+		if a := o.Places[i].Factors; a != nil {
+			for k := range a.TRES {
 				keys[k] = true
 			}
 		}
 	}
-	for k := range pl.factors.tres {
+	for k := range pl.Factors.TRES {
 		keys[k] = true
 	}
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
@@ -336,8 +346,8 @@ func (o *queueOrder) holdingBack(pl *queuePlace) (string, float64, bool) {
 	for _, n := range names {
 		var sum float64
 		var count int
-		for _, i := range pl.ahead {
-			if a := o.places[i].factors; a != nil {
+		for _, i := range pl.Ahead {
+			if a := o.Places[i].Factors; a != nil {
 				sum += a.get(n)
 				count++
 			}
@@ -345,102 +355,9 @@ func (o *queueOrder) holdingBack(pl *queuePlace) (string, float64, bool) {
 		if count == 0 {
 			continue
 		}
-		if g := sum/float64(count) - pl.factors.get(n); g > gap+1e-9 {
+		if g := sum/float64(count) - pl.Factors.get(n); g > gap+1e-9 {
 			best, gap = n, g
 		}
 	}
 	return best, gap, best != ""
 }
-
-// maxAheadJobs bounds the readable jobs ahead that a queued job lists.
-const maxAheadJobs = 20
-
-// jobPlaces are the queue places of the jobs the caller may read, by the
-// job's record in its snapshot, with which records they may read.
-type jobPlaces struct {
-	place    map[*slurmrest.Job]*queuePlace
-	order    map[*slurmrest.Job]*queueOrder
-	readable map[*slurmrest.Job]bool
-}
-
-// places finds the queue place of each pending job among views.
-func (s *Server) places(views []view) jobPlaces {
-	jp := jobPlaces{place: map[*slurmrest.Job]*queuePlace{}, order: map[*slurmrest.Job]*queueOrder{}, readable: map[*slurmrest.Job]bool{}}
-	orders := map[string]*queueOrder{}
-	for _, v := range views {
-		jp.readable[v.job] = true
-		if !v.job.State.Has("PENDING") {
-			continue
-		}
-		o, ok := orders[v.cluster]
-		if !ok {
-			c := s.byName[v.cluster]
-			if snap := c.Poller.Snapshot(); snap != nil {
-				o = s.queues.of(v.cluster, snap, c.Priority)
-			}
-			orders[v.cluster] = o
-		}
-		if o == nil {
-			continue
-		}
-		// The view's record is in the index's snapshot, which shares its
-		// jobs with the poller's as long as no job changed; a poll in
-		// between leaves the job without a place this once.
-		if pl := o.byJob[v.job]; pl != nil {
-			jp.place[v.job], jp.order[v.job] = pl, o
-		}
-	}
-	return jp
-}
-
-// queueJob is a pending job of GET /v1/queue, with its place in its
-// partition's queue and its priority factors.
-func (s *Server) queueJob(v view, reason string, jp jobPlaces) api.QueueJob {
-	j := v.job
-	out := api.QueueJob{Id: j.ID, User: j.User, Reason: reason, Class: ptr(v.class),
-		SubmitTime: nonZeroTime(j.SubmitTime), EligibleTime: nonZeroTime(j.EligibleTime),
-		Partition: ptr(firstPartition(j))}
-	if j.Priority >= 0 {
-		out.Priority = ptr(j.Priority)
-	}
-	pl, o := jp.place[j], jp.order[j]
-	if pl == nil || pl.position == 0 {
-		return out
-	}
-	out.Position, out.Ahead = ptr(pl.position), ptr(len(pl.ahead))
-	ahead := []int64{}
-	for _, i := range pl.ahead {
-		if a := &o.snap.Jobs[i]; jp.readable[a] && len(ahead) < maxAheadJobs {
-			ahead = append(ahead, a.ID)
-		}
-	}
-	out.AheadJobs = &ahead
-	if f := pl.factors; f != nil {
-		af := api.PriorityFactors{Consistent: f.consistent, Nice: ptr(f.nice)}
-		for name, dst := range map[string]**float64{"age": &af.Age, "assoc": &af.Assoc, "fairshare": &af.Fairshare,
-			"job_size": &af.JobSize, "partition": &af.Partition, "qos": &af.Qos} {
-			if x, ok := f.byName[name]; ok {
-				*dst = ptr(round2(x))
-			}
-		}
-		tres := map[string]float64{}
-		for k, x := range f.tres {
-			tres[k] = round2(x)
-		}
-		af.Tres = &tres
-		if !f.consistent {
-			af.Unexplained = ptr(f.unexplained)
-		}
-		out.Factors = &af
-		if name, gap, ok := o.holdingBack(pl); ok {
-			out.HoldingBack = &struct {
-				Factor string  `json:"factor"`
-				Gap    float64 `json:"gap"`
-			}{name, round2(gap)}
-		}
-	}
-	return out
-}
-
-// round2 rounds to two decimals: more than sprio shows, less than noise.
-func round2(x float64) float64 { return math.Round(x*100) / 100 }
