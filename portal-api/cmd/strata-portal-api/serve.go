@@ -32,7 +32,7 @@ import (
 
 // pagesHandler makes the pages, over the same store and authenticator as
 // the API.
-func pagesHandler(log *slog.Logger, cfg *config.Config, st *store.Store, a *auth.Authenticator) (*web.Handler, error) {
+func pagesHandler(log *slog.Logger, cfg *config.Config, st *store.Store, a *auth.Authenticator, src web.Source) (*web.Handler, error) {
 	var oidc *web.OIDC
 	if p := cfg.Pages; p.OIDC.ClientID != "" {
 		secret := ""
@@ -49,7 +49,8 @@ func pagesHandler(log *slog.Logger, cfg *config.Config, st *store.Store, a *auth
 		oidc = &web.OIDC{Issuer: cfg.Auth.OIDC.Issuer, ClientID: p.OIDC.ClientID, ClientSecret: secret,
 			RedirectURL: strings.TrimRight(p.PublicURL, "/") + "/signin/callback", UserClaim: cfg.Auth.OIDC.UserClaim}
 	}
-	return web.New(web.Config{Store: st, Auth: a, OIDC: oidc, IdleTimeout: cfg.Pages.SessionIdle, MaxAge: cfg.Pages.SessionMax, Log: log})
+	return web.New(web.Config{Store: st, Auth: a, OIDC: oidc, IdleTimeout: cfg.Pages.SessionIdle, MaxAge: cfg.Pages.SessionMax, Log: log,
+		Source: src})
 }
 
 // checkKey holds a cluster's jwt key to the rule of every secret file
@@ -160,7 +161,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key}, Log: log})
 
-	pages, err := pagesHandler(log, cfg, st, a)
+	pages, err := pagesHandler(log, cfg, st, a, web.CoreSource(srv.Core()))
 	if err != nil {
 		return err
 	}

@@ -48,8 +48,8 @@ type browserBed struct {
 	reports []string
 }
 
-func newBrowserBed(t *testing.T, mod func(*Config)) *browserBed {
-	bb := &browserBed{bed: newBed(t, mod)}
+func newBrowserBed(t *testing.T, b *bed) *browserBed {
+	bb := &browserBed{bed: b}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /csp-report", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -139,18 +139,19 @@ const axeRun = `axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wc
 func TestBrowser(t *testing.T) {
 	ctx := browsertest.Tab(t)
 	axe := axeSource(t)
-	bb := newBrowserBed(t, nil)
+	cb, _ := coreBed(t)
+	bb := newBrowserBed(t, cb)
 	w := watchTab(t, ctx)
 	base, _ := url.Parse(bb.srv.URL)
 	shots := browsertest.ArtifactDir(t, "portal-pages")
 	t.Logf("screenshots in %s", shots)
 
-	tok, _, err := bb.store.CreateLoginLink(t.Context(), "alice", 10*time.Minute)
+	tok, _, err := bb.store.CreateLoginLink(t.Context(), "mem", 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	signedOut := []string{"/signin"}
-	signedIn := []string{"/", "/nowhere"}
+	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/nowhere"}
 
 	check := func(t *testing.T, path, lang, theme string, width int64) {
 		w.reset()
@@ -305,10 +306,20 @@ func TestBrowser(t *testing.T) {
 		}
 		lang, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.lang`))
 		user, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".who")))
-		if lang != "en" || !strings.Contains(user, "alice") {
+		if lang != "en" || !strings.Contains(user, "mem") {
 			t.Errorf("the refused post changed something: lang %q, %q", lang, user)
 		}
 	})
+	// The operator's screen, as the operator of every tenant.
+	opTok, _, err := bb.store.CreateLoginLink(t.Context(), "ops", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+opTok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
+		chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
+		t.Fatal(err)
+	}
+	each([]string{"/operator"})
 	if r := bb.cspReports(); len(r) > 0 {
 		t.Errorf("%d CSP violation reports: %v", len(r), r)
 	}
@@ -320,7 +331,7 @@ func TestBrowser(t *testing.T) {
 // the forms work without script.
 func TestBrowserKeyboardNoScript(t *testing.T) {
 	ctx := browsertest.Tab(t)
-	bb := newBrowserBed(t, nil)
+	bb := newBrowserBed(t, newBed(t, nil))
 	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/core"
 	"github.com/strata-hpc/strata/portal-api/internal/svgchart"
 )
 
@@ -185,7 +186,7 @@ func (h *Handler) chart(v visitor, use api.JobGpuUse) (template.HTML, []api.GpuP
 		c.Series = append(c.Series, toSeries(g))
 	}
 	st := svgchart.StatsOf(c.Series[0])
-	c.Title = v.l.T("chart.title", use.JobId)
+	c.Title = v.l.T("chart.title", strconv.FormatInt(use.JobId, 10))
 	if st.Samples == 0 {
 		c.Desc = v.l.T("chart.empty")
 	} else {
@@ -263,6 +264,10 @@ type operatorData struct {
 
 func (h *Handler) operator(w http.ResponseWriter, r *http.Request, v visitor) {
 	ov, err := h.cfg.Source.Overview(r.Context(), identityOf(v))
+	if err != nil && core.AsProblem(err).Status == http.StatusForbidden {
+		h.problem(w, r, http.StatusForbidden, "error.forbidden.title", "operator.forbidden")
+		return
+	}
 	d := operatorData{Overview: ov, Error: err != nil}
 	p := h.page(r, v, "operator.title", "operator", d)
 	if r.URL.Query().Get("fragment") == "1" {

@@ -46,8 +46,8 @@ func TestDataPagesRender(t *testing.T) {
 				[]string{`href="/jobs/gpu1/41"`, "project llm uses 8 of its 8 GPUs", l.T("jobs.position", 3), "1:30", `data-refresh="/jobs?fragment=1"`}},
 			"job": {jobData{Job: running, GPUs: 2, TimeLeft: "1:30", Chart: chart, Samples: samples, Output: "epoch 3 loss 0.21", Actions: Actions,
 				Reclaim: []reclaimRow{{At: "2026-12-01T09:30:00Z", Action: "warn", Reason: "idle 2 of 2 GPUs for 30m", Outcome: "done"}}},
-				[]string{"<svg", `role="img"`, l.T("chart.title", 42), "epoch 3 loss 0.21", `href="/jobs/gpu1/42/confirm/cancel"`,
-					`href="/jobs/gpu1/42/confirm/requeue"`, "gpu1:1", "idle 2 of 2 GPUs for 30m"}},
+				[]string{"<svg", `role="img"`, l.T("chart.title", "42"), "epoch 3 loss 0.21", `href="/jobs/gpu1/42/confirm/cancel"`,
+					`href="/jobs/gpu1/42/confirm/requeue"`, "gpu1:1", l.T("job.heading", "gpu1", "42"), "idle 2 of 2 GPUs for 30m"}},
 			"confirm":  {confirmData{Job: running, Action: api.Hold}, []string{`action="/jobs/gpu1/42/hold"`, `name="confirm" value="yes"`, l.T("job.action.hold")}},
 			"operator": {operatorData{Overview: ov}, []string{"gpu2:3", "bob", "strata: xid 79", "Priority (2)", ">16<", `data-refresh="/operator?fragment=1"`}},
 		}

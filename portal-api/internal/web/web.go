@@ -161,7 +161,10 @@ type problemData struct{ TitleKey, MessageKey string }
 
 func (h *Handler) problem(w http.ResponseWriter, r *http.Request, code int, titleKey, msgKey string) {
 	v := h.visitor(r)
-	h.render(w, r, code, "error", h.page(r, v, titleKey, "", problemData{TitleKey: titleKey, MessageKey: msgKey}))
+	p := h.page(r, v, titleKey, "", problemData{TitleKey: titleKey, MessageKey: msgKey})
+	// A refusal says nothing of what was asked, not even its address.
+	p.Path = "/"
+	h.render(w, r, code, "error", p)
 }
 
 // signedIn runs next for a signed-in visitor; anyone else is signed in by
