@@ -12,6 +12,7 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 	"github.com/strata-hpc/strata/portal-api/internal/core"
+	"github.com/strata-hpc/strata/portal-api/internal/i18n"
 )
 
 // The jobs of two clusters at the network edge (clustertest replays a
@@ -145,6 +146,9 @@ func TestPagesOverCore(t *testing.T) {
 	resp, op := get(t, ops, b.srv.URL+"/operator")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(op, "gpu1") || !strings.Contains(op, "gpu2") || !strings.Contains(op, "globex") {
 		t.Errorf("ops' operator screen: %s", resp.Status)
+	}
+	if strings.Contains(op, i18n.For("", "").T("operator.nodes_down")) {
+		t.Errorf("an empty table of nodes down is drawn")
 	}
 	// acme's admin sees acme alone.
 	ta := b.client(t)

@@ -268,6 +268,16 @@ func (h *Handler) operator(w http.ResponseWriter, r *http.Request, v visitor) {
 		h.problem(w, r, http.StatusForbidden, "error.forbidden.title", "operator.forbidden")
 		return
 	}
+	for i := range ov.Clusters {
+		// An empty list shows as no table at all.
+		c := &ov.Clusters[i]
+		if c.NodesUnavailable != nil && len(*c.NodesUnavailable) == 0 {
+			c.NodesUnavailable = nil
+		}
+		if c.GpuUse != nil && c.GpuUse.IdleGpus != nil && len(*c.GpuUse.IdleGpus) == 0 {
+			c.GpuUse.IdleGpus = nil
+		}
+	}
 	d := operatorData{Overview: ov, Error: err != nil}
 	p := h.page(r, v, "operator.title", "operator", d)
 	if r.URL.Query().Get("fragment") == "1" {
