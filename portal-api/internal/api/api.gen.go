@@ -224,6 +224,21 @@ func (e SessionServer) Valid() bool {
 	}
 }
 
+// Defines values for SubmissionCheckDryRun.
+const (
+	True SubmissionCheckDryRun = true
+)
+
+// Valid indicates whether the value is a known member of the SubmissionCheckDryRun enum.
+func (e SubmissionCheckDryRun) Valid() bool {
+	switch e {
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TemplateParamType.
 const (
 	Enum    TemplateParamType = "enum"
@@ -262,6 +277,16 @@ type ActionResult struct {
 type Attempts struct {
 	Attempts []map[string]interface{} `json:"attempts"`
 	JobId    int64                    `json:"job_id"`
+}
+
+// CheckedJob The job as it would be submitted, with what the policy fills in.
+type CheckedJob struct {
+	// Gpus The GPUs per node it asks for, as Slurm writes them ("gres/gpu:4").
+	Gpus             *string `json:"gpus,omitempty"`
+	Nodes            *string `json:"nodes,omitempty"`
+	Partition        *string `json:"partition,omitempty"`
+	Qos              *string `json:"qos,omitempty"`
+	TimeLimitSeconds *int64  `json:"time_limit_seconds,omitempty"`
 }
 
 // ClassCount defines model for ClassCount.
@@ -466,6 +491,21 @@ type Error struct {
 // session_not_running, session_starting, session_wrong_host, session_wrong_port, session_no_secret,
 // session_bad_connection_file, session_busy, session_unreachable.
 type ErrorCode string
+
+// GpuHourBudget defines model for GpuHourBudget.
+type GpuHourBudget struct {
+	Hours      float64 `json:"hours"`
+	PolicyLine *string `json:"policy_line,omitempty"`
+
+	// Running What running jobs may still use up to their time limits.
+	Running *float64 `json:"running,omitempty"`
+
+	// Unavailable Why used is not known.
+	Unavailable *string `json:"unavailable,omitempty"`
+
+	// Used The decayed GPU-hours used.
+	Used *float64 `json:"used,omitempty"`
+}
 
 // GpuPoint defines model for GpuPoint.
 type GpuPoint struct {
@@ -737,6 +777,77 @@ type PriorityFactors struct {
 	Unexplained *int64 `json:"unexplained,omitempty"`
 }
 
+// Project defines model for Project.
+type Project struct {
+	Account   string            `json:"account"`
+	Classes   *[]string         `json:"classes,omitempty"`
+	Cluster   string            `json:"cluster"`
+	FairShare *ProjectFairShare `json:"fair_share,omitempty"`
+	GpuHours  *GpuHourBudget    `json:"gpu_hours,omitempty"`
+
+	// Limits The project's limits, as the policy sets them and as Slurm enforces them.
+	Limits  []ProjectLimit `json:"limits"`
+	Project string         `json:"project"`
+
+	// Role The caller's role in the project (member, viewer, tenant-admin, cluster-admin); absent when they read it by no role of their own.
+	Role   *string      `json:"role,omitempty"`
+	Tenant string       `json:"tenant"`
+	Usage  ProjectUsage `json:"usage"`
+}
+
+// ProjectFairShare defines model for ProjectFairShare.
+type ProjectFairShare struct {
+	EffectiveUsage *float64 `json:"effective_usage,omitempty"`
+
+	// Factor The caller's fair-share factor in the project, the one that enters their jobs' priority.
+	Factor *float64 `json:"factor,omitempty"`
+
+	// LevelFs The project's shares over its usage among its siblings (above 1, under-served).
+	LevelFs *float64 `json:"level_fs,omitempty"`
+}
+
+// ProjectLimit defines model for ProjectLimit.
+type ProjectLimit struct {
+	// Drift Slurm's value differs from the policy's.
+	Drift *bool `json:"drift,omitempty"`
+
+	// Live Slurm's value, the one enforced.
+	Live *float64 `json:"live,omitempty"`
+
+	// Name The policy's key (gpus, gpus_by_type.h100, cpus, memory_gb, running_jobs, gpu_hours, gpus_per_user), or Slurm's name for a limit the policy has no key for.
+	Name string `json:"name"`
+
+	// Policy The policy's value.
+	Policy *float64 `json:"policy,omitempty"`
+
+	// PolicyLine The policy file's line that sets it, file:line.
+	PolicyLine *string `json:"policy_line,omitempty"`
+
+	// Slurm The Slurm limit: "GrpTRES gres/gpu", "GrpJobs".
+	Slurm string `json:"slurm"`
+
+	// Unit GPUs, CPUs, GiB, jobs, GPU-hours.
+	Unit string `json:"unit"`
+
+	// Used What running jobs hold now (GPU-hours used, for gpu_hours).
+	Used *float64 `json:"used,omitempty"`
+}
+
+// ProjectList defines model for ProjectList.
+type ProjectList struct {
+	Projects      []Project `json:"projects"`
+	StaleClusters *[]string `json:"stale_clusters,omitempty"`
+}
+
+// ProjectUsage defines model for ProjectUsage.
+type ProjectUsage struct {
+	Cpus        int64    `json:"cpus"`
+	Gpus        int64    `json:"gpus"`
+	MemoryGib   *float64 `json:"memory_gib,omitempty"`
+	PendingJobs int      `json:"pending_jobs"`
+	RunningJobs int      `json:"running_jobs"`
+}
+
 // Queue defines model for Queue.
 type Queue struct {
 	Groups        []QueueGroup `json:"groups"`
@@ -798,6 +909,10 @@ type Reason struct {
 	// Hint What would let the job start.
 	Hint *string `json:"hint,omitempty"`
 
+	// Limit The limit holding a pending job, as fields a page renders in its own language beside text:
+	// "<kind> <level> uses <used> of its <limit> <unit>; this job asks for <asked>".
+	Limit *ReasonLimit `json:"limit,omitempty"`
+
 	// Meaning What the code means in general.
 	Meaning *string `json:"meaning,omitempty"`
 
@@ -815,6 +930,35 @@ type Reason struct {
 type ReasonCount struct {
 	Count  int    `json:"count"`
 	Reason string `json:"reason"`
+}
+
+// ReasonLimit The limit holding a pending job, as fields a page renders in its own language beside text:
+// "<kind> <level> uses <used> of its <limit> <unit>; this job asks for <asked>".
+type ReasonLimit struct {
+	// Account For a user, the account the limit is theirs in.
+	Account *string `json:"account,omitempty"`
+
+	// Asked What the job asks for, in the unit.
+	Asked *float64 `json:"asked,omitempty"`
+
+	// Kind Who holds the limit - project, tenant, user, account, qos or partition.
+	Kind string `json:"kind"`
+
+	// Level Its name (the account, the QOS, the partition; for a user, the user).
+	Level string `json:"level"`
+
+	// Limit The limit Slurm enforces (the policy's when Slurm has none).
+	Limit *float64 `json:"limit,omitempty"`
+
+	// Name The limit's policy key (gpus, gpu_hours, running_jobs, ...) or Slurm's name.
+	Name string `json:"name"`
+
+	// Slurm The Slurm limit ("GrpTRES gres/gpu").
+	Slurm *string `json:"slurm,omitempty"`
+
+	// Unit GPUs, CPUs, GiB, jobs, GPU-hours, minutes.
+	Unit string   `json:"unit"`
+	Used *float64 `json:"used,omitempty"`
 }
 
 // Reclaim defines model for Reclaim.
@@ -988,11 +1132,36 @@ type Submission struct {
 	Template     string  `json:"template"`
 }
 
+// SubmissionCheck The policy's answer to a job before it is submitted, as job_submit.lua would answer.
+type SubmissionCheck struct {
+	// Accepted Whether the policy lets the job through.
+	Accepted bool                  `json:"accepted"`
+	Account  string                `json:"account"`
+	Cluster  string                `json:"cluster"`
+	DryRun   SubmissionCheckDryRun `json:"dry_run"`
+
+	// Job The job as it would be submitted, with what the policy fills in.
+	Job *CheckedJob `json:"job,omitempty"`
+
+	// Message The policy's refusal, whole ("this asks for 16 GPUs; project llm has 8").
+	Message *string `json:"message,omitempty"`
+
+	// PolicyLine The policy file's line that refuses the job, file:line.
+	PolicyLine *string `json:"policy_line,omitempty"`
+	Template   string  `json:"template"`
+}
+
+// SubmissionCheckDryRun defines model for SubmissionCheck.DryRun.
+type SubmissionCheckDryRun bool
+
 // SubmissionRequest defines model for SubmissionRequest.
 type SubmissionRequest struct {
 	// Account The project account to charge; the caller's default project when absent.
 	Account *string `json:"account,omitempty"`
 	Cluster string  `json:"cluster"`
+
+	// DryRun Check the job against the policy and submit nothing (POST /v1/submissions only; a session refuses it).
+	DryRun *bool `json:"dry_run,omitempty"`
 
 	// Params Parameter values, as strings.
 	Params   *map[string]string `json:"params,omitempty"`
@@ -1095,6 +1264,11 @@ type ListJobsParams struct {
 	Offset *int    `form:"offset,omitempty" json:"offset,omitempty"`
 }
 
+// ListProjectsParams defines parameters for ListProjects.
+type ListProjectsParams struct {
+	Cluster *string `form:"cluster,omitempty" json:"cluster,omitempty"`
+}
+
 // GetQueueParams defines parameters for GetQueue.
 type GetQueueParams struct {
 	Cluster *string `form:"cluster,omitempty" json:"cluster,omitempty"`
@@ -1174,6 +1348,9 @@ type ServerInterface interface {
 	// GetOverview Operators' view of each cluster (cluster admins; a tenant's admins see their tenant).
 	// (GET /v1/overview)
 	GetOverview(w http.ResponseWriter, r *http.Request)
+	// ListProjects The caller's projects on each cluster, with their limits and use.
+	// (GET /v1/projects)
+	ListProjects(w http.ResponseWriter, r *http.Request, params ListProjectsParams)
 	// GetQueue Pending jobs the caller may see, by cluster, tenant and project, with counts by reason.
 	// (GET /v1/queue)
 	GetQueue(w http.ResponseWriter, r *http.Request, params GetQueueParams)
@@ -1854,6 +2031,39 @@ func (siw *ServerInterfaceWrapper) GetOverview(w http.ResponseWriter, r *http.Re
 	handler.ServeHTTP(w, r)
 }
 
+// ListProjects operation middleware
+func (siw *ServerInterfaceWrapper) ListProjects(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListProjectsParams
+
+	// ------------- Optional query parameter "cluster" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cluster", r.URL.Query(), &params.Cluster, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cluster"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListProjects(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetQueue operation middleware
 func (siw *ServerInterfaceWrapper) GetQueue(w http.ResponseWriter, r *http.Request) {
 
@@ -2170,6 +2380,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/openapi.yaml", wrapper.GetSpec)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/healthz", wrapper.GetHealth)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/me", wrapper.GetMe)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/projects", wrapper.ListProjects)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/clusters", wrapper.ListClusters)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)

@@ -159,6 +159,32 @@ func explained(r *api.Reason, w *explain.Why) {
 	if w.Limit != nil && w.Limit.Limit.Source != nil {
 		r.PolicyLine = ptr(w.Limit.Limit.Source.String())
 	}
+	if w.Limit != nil {
+		r.Limit = reasonLimit(w.Limit)
+	}
+}
+
+// reasonLimit is the limit holding a job as fields a page renders in its
+// own language: who holds it (kind and name: "project" "acme-llm", "user"
+// "alice" in account "acme-llm", "qos", "class", "partition"), the limit
+// and its unit, what is used and what the job asks for.
+func reasonLimit(b *explain.Blocker) *api.ReasonLimit {
+	kind, name, _ := strings.Cut(b.Level, " ")
+	out := &api.ReasonLimit{Kind: strings.ToLower(kind), Level: name, Name: b.Limit.Name, Unit: b.Limit.Unit, Used: b.Limit.Used,
+		Asked: ptr(b.Ask)}
+	if user, account, ok := strings.Cut(name, " in "); ok && out.Kind == "user" {
+		out.Level, out.Account = user, ptr(account)
+	}
+	if b.Limit.Slurm != "" {
+		out.Slurm = ptr(b.Limit.Slurm)
+	}
+	switch {
+	case b.Limit.Live != nil:
+		out.Limit = ptr(*b.Limit.Live)
+	case b.Limit.Policy != nil:
+		out.Limit = ptr(*b.Limit.Policy)
+	}
+	return out
 }
 
 func newest(a, b view) int {

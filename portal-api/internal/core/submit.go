@@ -12,6 +12,7 @@ import (
 	"context"
 
 	"github.com/strata-hpc/strata/internal/jobpolicy"
+	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
@@ -93,33 +94,79 @@ type submitOpts struct {
 	after func(jobID int64, err error)
 }
 
-// submit renders a template, checks it as job_submit.lua will, and
-// submits it as the caller, audited and recorded: the path of every
-// route that starts a job.
-func (s *Core) submit(ctx context.Context, who auth.Identity, req api.SubmissionRequest, o submitOpts) (api.Submission, *Problem) {
+// rendered is a job rendered from a template for the caller, ready to
+// be submitted: every check but the policy's passed.
+type rendered struct {
+	c       Cluster
+	policy  *jobpolicy.Policy
+	account string
+	params  map[string]string
+	spec    slurmrest.JobSpec
+}
+
+// CheckSubmission is the policy's answer to a submission before it is
+// made (dry_run): the template rendered for the caller and checked as
+// job_submit.lua will check it; nothing is submitted or audited. A
+// refusal by the policy is an answer (Accepted false, with its message
+// and policy line); what the submission could not pass before the policy
+// (no such cluster, template or project, the caller's rights, parameter
+// values) is a problem, as for Submit.
+func (s *Core) CheckSubmission(ctx context.Context, who auth.Identity, req api.SubmissionRequest) (api.SubmissionCheck, *Problem) {
+	r, refusal, p := s.render(who, req, templates.TypeBatch, nil)
+	if p != nil {
+		return api.SubmissionCheck{}, p
+	}
+	out := api.SubmissionCheck{Cluster: req.Cluster, Template: req.Template, Account: r.account, DryRun: true, Accepted: refusal == nil}
+	if refusal != nil {
+		out.Message = ptr(refusal.Message)
+		if refusal.Line > 0 {
+			out.PolicyLine = ptr(fmt.Sprintf("%s:%d", r.policy.Source, refusal.Line))
+		}
+		return out, nil
+	}
+	// The job as job_submit.lua lets it through: with the partition, QOS
+	// and time limit the policy fills in.
+	d := r.policy.Decide(who.User, jobpolicy.FromSpec(r.spec)).Job
+	j := api.CheckedJob{}
+	for dst, v := range map[**string]string{&j.Partition: d.Partition, &j.Qos: d.QOS, &j.Gpus: r.spec.TRESPerNode, &j.Nodes: r.spec.Nodes} {
+		if v != "" {
+			*dst = ptr(v)
+		}
+	}
+	if d.TimeLimit > 0 && d.TimeLimit != jobpolicy.Unlimited {
+		j.TimeLimitSeconds = ptr(d.TimeLimit * 60)
+	}
+	out.Job = &j
+	return out, nil
+}
+
+// render renders a template for the caller and checks it as
+// job_submit.lua will: the policy's refusal, or a problem of anything
+// before it.
+func (s *Core) render(who auth.Identity, req api.SubmissionRequest, want templates.Type, env []string) (rendered, *jobpolicy.Refusal, *Problem) {
 	c, ok := s.byName[req.Cluster]
 	if !ok {
-		return api.Submission{}, noCluster(req.Cluster)
+		return rendered{}, nil, noCluster(req.Cluster)
 	}
 	var set *templates.Set
 	if s.cfg.Templates != nil {
 		set = s.cfg.Templates()
 	}
 	if set == nil {
-		return api.Submission{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
+		return rendered{}, nil, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
 	}
-	if t, ok := set.Get(req.Template); ok && t.Type != o.want {
+	if t, ok := set.Get(req.Template); ok && t.Type != want {
 		if t.Type == templates.TypeSession {
-			return api.Submission{}, problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q starts a session", req.Template), "POST /v1/sessions starts it")
+			return rendered{}, nil, problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q starts a session", req.Template), "POST /v1/sessions starts it")
 		}
-		return api.Submission{}, problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q is a batch job, not a session", req.Template), "POST /v1/submissions submits it")
+		return rendered{}, nil, problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("template %q is a batch job, not a session", req.Template), "POST /v1/submissions submits it")
 	}
 	var policy *jobpolicy.Policy
 	if c.Policy != nil {
 		policy = c.Policy()
 	}
 	if policy == nil {
-		return api.Submission{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q takes no submissions through the portal", req.Cluster),
+		return rendered{}, nil, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q takes no submissions through the portal", req.Cluster),
 			"its admins give the cluster a job_policy_file (jobpolicy.json, which strata-policy render writes)")
 	}
 	m := c.Tenants()
@@ -128,29 +175,25 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 		account = defaultAccount(m, policy, who.User)
 	}
 	if account == "" {
-		return api.Submission{}, problem(http.StatusBadRequest, api.BadRequest, "you have no default project on this cluster", "give the project's account")
+		return rendered{}, nil, problem(http.StatusBadRequest, api.BadRequest, "you have no default project on this cluster", "give the project's account")
 	}
 	o2, known := m.Lookup(account)
 	target := rbac.Target{Tenant: o2.Tenant, Project: o2.Project}
 	if !known || !rbac.Allowed(m, who.User, rbac.ReadJobs, target) {
-		return api.Submission{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no project account %q on cluster %q", account, req.Cluster), "GET /v1/me lists your projects")
+		return rendered{}, nil, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no project account %q on cluster %q", account, req.Cluster), "GET /v1/me lists your projects")
 	}
 	if !rbac.Allowed(m, who.User, rbac.Submit, target) {
-		return api.Submission{}, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not submit to %s", account), "only the project's members submit; viewers see its jobs")
+		return rendered{}, nil, problem(http.StatusForbidden, api.Forbidden, fmt.Sprintf("you may not submit to %s", account), "only the project's members submit; viewers see its jobs")
 	}
 	params := deref(req.Params)
 	spec, err := set.WithPolicy(policy).Render(req.Template, params, templates.User{Name: who.User, Account: account,
-		WorkDir: strings.ReplaceAll(cmp.Or(c.WorkDir, "/tmp"), "{user}", who.User), Environment: o.env})
+		WorkDir: strings.ReplaceAll(cmp.Or(c.WorkDir, "/tmp"), "{user}", who.User), Environment: env})
 	var refusal *jobpolicy.Refusal
 	switch {
 	case errors.Is(err, templates.ErrUnknownTemplate):
-		return api.Submission{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
+		return rendered{}, nil, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("no template %q", req.Template), "GET /v1/templates lists them")
 	case errors.As(err, &refusal):
-		p := problem(http.StatusForbidden, api.PolicyRefused, refusal.Message, "the policy refuses this job as job_submit would: change the parameters, or ask the project's admins")
-		if refusal.Line > 0 {
-			p.PolicyLine = fmt.Sprintf("%s:%d", policy.Source, refusal.Line)
-		}
-		return api.Submission{}, p
+		return rendered{c: c, policy: policy, account: account, params: params}, refusal, nil
 	case err != nil:
 		var details []string
 		var pe *templates.ParamError
@@ -160,12 +203,31 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 			}
 		}
 		if len(details) == 0 {
-			return api.Submission{}, problem(http.StatusInternalServerError, api.Internal, "the template does not render: "+err.Error(), "tell the portal's admins")
+			return rendered{}, nil, problem(http.StatusInternalServerError, api.Internal, "the template does not render: "+err.Error(), "tell the portal's admins")
 		}
 		p := problem(http.StatusBadRequest, api.BadRequest, fmt.Sprintf("%d parameter values are refused", len(details)), "GET /v1/templates gives each parameter's rule")
 		p.Details = details
+		return rendered{}, nil, p
+	}
+	return rendered{c: c, policy: policy, account: account, params: params, spec: spec}, nil, nil
+}
+
+// submit renders a template, checks it as job_submit.lua will, and
+// submits it as the caller, audited and recorded: the path of every
+// route that starts a job.
+func (s *Core) submit(ctx context.Context, who auth.Identity, req api.SubmissionRequest, o submitOpts) (api.Submission, *Problem) {
+	r, refusal, p := s.render(who, req, o.want, o.env)
+	if p != nil {
 		return api.Submission{}, p
 	}
+	if refusal != nil {
+		p := problem(http.StatusForbidden, api.PolicyRefused, refusal.Message, "the policy refuses this job as job_submit would: change the parameters, or ask the project's admins")
+		if refusal.Line > 0 {
+			p.PolicyLine = fmt.Sprintf("%s:%d", r.policy.Source, refusal.Line)
+		}
+		return api.Submission{}, p
+	}
+	c, account, params, spec := r.c, r.account, r.params, r.spec
 	client, err := c.Poller.Client(ctx)
 	if err != nil {
 		return api.Submission{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q cannot be reached", req.Cluster), "try again shortly")

@@ -108,6 +108,11 @@ func (s *Server) SubmitJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if deref(req.DryRun) {
+		out, p := s.core.CheckSubmission(r.Context(), identity(r.Context()), req)
+		respond(w, http.StatusOK, out, p)
+		return
+	}
 	out, p := s.core.Submit(r.Context(), identity(r.Context()), req)
 	respond(w, http.StatusCreated, out, p)
 }
@@ -184,6 +189,10 @@ func (s *Server) CreateSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if deref(req.DryRun) {
+		writeError(w, http.StatusBadRequest, api.BadRequest, "a session takes no dry_run", "POST /v1/submissions checks a batch template with dry_run")
+		return
+	}
 	out, p := s.core.CreateSession(r.Context(), identity(r.Context()), req)
 	respond(w, http.StatusCreated, out, p)
 }
@@ -224,4 +233,10 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// ListProjects lists the caller's projects with their limits and use.
+func (s *Server) ListProjects(w http.ResponseWriter, r *http.Request, p api.ListProjectsParams) {
+	out, pr := s.core.Projects(r.Context(), identity(r.Context()), deref(p.Cluster))
+	respond(w, http.StatusOK, out, pr)
 }

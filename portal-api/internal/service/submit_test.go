@@ -96,3 +96,63 @@ func TestTemplates(t *testing.T) {
 		t.Errorf("templates = %d %s", code, body)
 	}
 }
+
+// TestSubmitDryRun: with dry_run the policy's answer comes back (200)
+// and nothing reaches Slurm, the audit log or the submissions: accepted
+// with what the policy fills in, or refused with its message and line
+// ("asks for 6 GPUs" of acme-llm's 4, policy.yaml:52); what fails before
+// the policy is a problem as without dry_run; a session takes none.
+func TestSubmitDryRun(t *testing.T) {
+	h := newHarness(t)
+	for name, tc := range map[string]struct {
+		user   string
+		params map[string]string
+		code   int
+		want   []string
+		absent []string
+	}{
+		"accepted": {"mem", map[string]string{"gpus": "2"}, 200,
+			[]string{`"accepted":true`, `"dry_run":true`, `"account":"acme-llm"`, `"gpus":"gres/gpu:2"`, `"partition":`}, []string{`"message"`, "job_id"}},
+		"refused by the policy": {"mem", map[string]string{"gpus": "6"}, 200,
+			[]string{`"accepted":false`, `"policy_line":"policy.yaml:52"`, "acme-llm", "6"}, []string{`"job"`, "job_id"}},
+		"bad values":  {"mem", map[string]string{"gpus": "99"}, 400, []string{"parameter values"}, nil},
+		"viewer":      {"view", map[string]string{"gpus": "1"}, 403, []string{"viewers"}, nil},
+		"no project:": {"nobody", map[string]string{"gpus": "1"}, 400, []string{"no default project"}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h.t = t
+			req := map[string]any{"cluster": "gpu1", "template": "small", "params": tc.params, "dry_run": true}
+			if tc.user == "view" {
+				req["account"] = "acme-llm"
+			}
+			code, body := h.do(tc.user, "POST", "/v1/submissions", req)
+			if code != tc.code {
+				t.Errorf("= %d, want %d: %s", code, tc.code, body)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(string(body), s) {
+					t.Errorf("answer lacks %q: %s", s, body)
+				}
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(string(body), s) {
+					t.Errorf("answer has %q: %s", s, body)
+				}
+			}
+		})
+	}
+	h.t = t
+	if n := len(h.beds["gpu1"].Submits()); n != 0 {
+		t.Errorf("%d dry runs reached Slurm", n)
+	}
+	if log, _ := h.store.AuditLog(t.Context(), 10); len(log) != 0 {
+		t.Errorf("dry runs audited: %+v", log)
+	}
+	if recs, _ := h.store.Submissions(t.Context(), "mem", 10); len(recs) != 0 {
+		t.Errorf("dry runs recorded: %+v", recs)
+	}
+	code, body := h.do("mem", "POST", "/v1/sessions", map[string]any{"cluster": "gpu1", "template": "notebook", "dry_run": true})
+	if code != 400 || !strings.Contains(string(body), "dry_run") {
+		t.Errorf("a session's dry run = %d %s", code, body)
+	}
+}
