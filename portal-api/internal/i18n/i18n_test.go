@@ -16,7 +16,7 @@ func TestCatalogueComplete(t *testing.T) {
 	if d := cmp.Diff(Keys("en"), Keys("ko")); d != "" {
 		t.Errorf("the English and Korean keys differ (-en +ko):\n%s", d)
 	}
-	verbs := regexp.MustCompile(`%%|%[-+# 0-9.]*[a-zA-Z]`)
+	verbs := regexp.MustCompile(`%%|%(?:\[\d+\])?[-+# 0-9.]*[a-zA-Z]`)
 	for k, v := range en {
 		if ko[k] == "" || v == "" {
 			t.Errorf("%s: empty message", k)

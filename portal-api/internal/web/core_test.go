@@ -69,8 +69,11 @@ func TestPagesOverCore(t *testing.T) {
 	alice := b.client(t)
 	b.signIn(t, alice, "mem")
 	_, home := get(t, alice, b.srv.URL+"/")
-	if !strings.Contains(home, "acme") || !strings.Contains(home, "llm") {
-		t.Errorf("alice's home does not show her project acme/llm")
+	if !strings.Contains(home, `id="pr-gpu1-acme-llm"`) || !strings.Contains(home, `id="pr-gpu2-acme-llm"`) {
+		t.Errorf("alice's home does not show her project acme/llm on both clusters")
+	}
+	if strings.Contains(home, "%!") || strings.Contains(home, "0x") {
+		t.Errorf("alice's home shows a number badly: %s", home[strings.Index(home, "<main"):])
 	}
 	_, jobs := get(t, alice, b.srv.URL+"/jobs")
 	for _, want := range []string{`href="/jobs/gpu1/910101"`, `href="/jobs/gpu2/920201"`, "RUNNING", "PENDING", "llm-train"} {

@@ -71,3 +71,8 @@ func (s coreSource) Overview(ctx context.Context, id auth.Identity) (api.Overvie
 	o, p := s.c.Overview(ctx, id)
 	return o, errOf(p)
 }
+
+func (s coreSource) Projects(ctx context.Context, id auth.Identity) (api.ProjectList, error) {
+	l, p := s.c.Projects(ctx, id, "")
+	return l, errOf(p)
+}

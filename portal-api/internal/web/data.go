@@ -7,11 +7,13 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
 	"github.com/strata-hpc/strata/portal-api/internal/core"
+	"github.com/strata-hpc/strata/portal-api/internal/i18n"
 	"github.com/strata-hpc/strata/portal-api/internal/svgchart"
 )
 
@@ -28,6 +30,38 @@ type Source interface {
 	Queue(ctx context.Context, id auth.Identity) (api.Queue, error)
 	Control(ctx context.Context, id auth.Identity, cluster string, job int64, action api.JobAction) error
 	Overview(ctx context.Context, id auth.Identity) (api.Overview, error)
+	Projects(ctx context.Context, id auth.Identity) (api.ProjectList, error)
+}
+
+func num(f float64) string { return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) }
+
+// word is the catalogue's word for key+"."+w, or w itself when there is
+// none (a kind or unit added later shows in the API's words).
+func word(l i18n.L, group, w string) string {
+	k := strings.Join([]string{"reason", group, strings.ToLower(strings.ReplaceAll(w, "-", "_"))}, ".")
+	if i18n.Has(k) {
+		return l.T(k)
+	}
+	return w
+}
+
+// why is a pending job's reason in the page's language: from the limit's
+// fields when the API gives them, else the API's English words.
+func why(l i18n.L, r *api.Reason) string {
+	if r == nil {
+		return ""
+	}
+	if lim := r.Limit; lim != nil && lim.Used != nil && lim.Limit != nil && lim.Asked != nil {
+		return l.T("reason.limit", word(l, "kind", lim.Kind), lim.Level, num(*lim.Used), num(*lim.Limit),
+			word(l, "unit", lim.Unit), num(*lim.Asked))
+	}
+	switch {
+	case r.Text != nil:
+		return *r.Text
+	case r.Meaning != nil:
+		return *r.Meaning
+	}
+	return r.Slurm
 }
 
 // Actions are the job controls, each confirmed on a page of its own.
@@ -48,6 +82,8 @@ type jobRow struct {
 	api.Job
 	GPUs     int
 	TimeLeft string
+	// Why is a pending job's reason in the page's language.
+	Why string
 	// Position is a pending job's place in its partition's queue; 0:
 	// not known.
 	Position int
@@ -95,7 +131,7 @@ func (h *Handler) jobsData(r *http.Request, v visitor) jobsData {
 		if j.User != id.User {
 			continue // "my jobs": a tenant admin sees the tenant's on the operator screen
 		}
-		d.Rows = append(d.Rows, jobRow{Job: j, GPUs: len(j.Gpus), TimeLeft: clock(j.TimeLeftSeconds),
+		d.Rows = append(d.Rows, jobRow{Job: j, GPUs: len(j.Gpus), TimeLeft: clock(j.TimeLeftSeconds), Why: why(v.l, j.Reason),
 			Position: pos[j.Cluster+"/"+strconv.FormatInt(j.Id, 10)]})
 	}
 	return d
@@ -114,6 +150,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, v visitor) {
 
 type jobData struct {
 	Job      api.Job
+	Why      string
 	GPUs     int
 	TimeLeft string
 	TimeUsed string
@@ -150,7 +187,7 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v visitor) {
 		return
 	}
 	id := identityOf(v)
-	d := jobData{Job: j, GPUs: len(j.Gpus), TimeLeft: clock(j.TimeLeftSeconds), TimeUsed: clock(j.TimeUsedSeconds), Actions: Actions,
+	d := jobData{Job: j, Why: why(v.l, j.Reason), GPUs: len(j.Gpus), TimeLeft: clock(j.TimeLeftSeconds), TimeUsed: clock(j.TimeUsedSeconds), Actions: Actions,
 		Done: r.URL.Query().Get("done")}
 	if len(j.Gpus) > 0 {
 		use, err := h.cfg.Source.JobGPU(r.Context(), id, j.Cluster, j.Id)
@@ -290,10 +327,11 @@ func (h *Handler) operator(w http.ResponseWriter, r *http.Request, v visitor) {
 }
 
 type homeData struct {
-	Me      api.Me
-	Running int
-	Pending int
-	Error   bool
+	Me       api.Me
+	Projects []api.Project
+	Running  int
+	Pending  int
+	Error    bool
 }
 
 func (h *Handler) homeData(r *http.Request, v visitor) homeData {
@@ -303,6 +341,9 @@ func (h *Handler) homeData(r *http.Request, v visitor) homeData {
 		return homeData{Error: true}
 	}
 	d := homeData{Me: me}
+	if pl, err := h.cfg.Source.Projects(r.Context(), id); err == nil {
+		d.Projects = pl.Projects
+	}
 	if page, err := h.cfg.Source.Jobs(r.Context(), id); err == nil {
 		for _, j := range page.Jobs {
 			if j.User != id.User {

@@ -25,6 +25,10 @@ func TestDataPagesRender(t *testing.T) {
 	job := api.Job{Cluster: "gpu1", Id: 41, Name: `<img src=x onerror=alert(1)>`, State: "PENDING", Class: "train", Tenant: "acme", Project: "llm",
 		Account: "acme-llm", User: "alice", Gpus: []string{}, TimeLeftSeconds: ptr(int64(5400)),
 		Reason: &api.Reason{Slurm: "QOSGrpGRES", Text: ptr("project llm uses 8 of its 8 GPUs; this job asks for 4"), PolicyLine: ptr("policy.yaml:12")}}
+	limited := job
+	limited.Id = 43
+	limited.Reason = &api.Reason{Slurm: "QOSGrpGRES", Text: ptr("project llm uses 8 of its 8 GPUs; this job asks for 4"),
+		Limit: &api.ReasonLimit{Kind: "project", Level: "llm", Name: "gpus", Unit: "GPUs", Used: ptr(8.0), Limit: ptr(8.0), Asked: ptr(4.0)}}
 	running := job
 	running.Id, running.State, running.Reason, running.Gpus = 42, "RUNNING", nil, []string{"gpu1:0", "gpu1:1"}
 	h := &Handler{pages: r}
@@ -42,8 +46,12 @@ func TestDataPagesRender(t *testing.T) {
 			data any
 			want []string
 		}{
-			"jobs": {jobsData{Rows: []jobRow{{Job: job, TimeLeft: "1:30", Position: 3}, {Job: running, GPUs: 2, TimeLeft: "1:30"}}},
-				[]string{`href="/jobs/gpu1/41"`, "project llm uses 8 of its 8 GPUs", l.T("jobs.position", 3), "1:30", `data-refresh="/jobs?fragment=1"`}},
+			"jobs": {jobsData{Rows: []jobRow{{Job: job, Why: why(l, job.Reason), TimeLeft: "1:30", Position: 3},
+				{Job: limited, Why: why(l, limited.Reason)}, {Job: running, GPUs: 2, TimeLeft: "1:30"}}},
+				[]string{`href="/jobs/gpu1/41"`, "project llm uses 8 of its 8 GPUs", map[string]string{
+					"en": "project llm uses 8 of its 8 GPUs; this job asks for 4.",
+					"ko": "프로젝트 llm: GPU 한도 8 중 8 사용 중이며, 이 작업은 4을(를) 요청합니다.",
+				}[lang], l.T("jobs.position", 3), "1:30", `data-refresh="/jobs?fragment=1"`}},
 			"job": {jobData{Job: running, GPUs: 2, TimeLeft: "1:30", Chart: chart, Samples: samples, Output: "epoch 3 loss 0.21", Actions: Actions,
 				Reclaim: []reclaimRow{{At: "2026-12-01T09:30:00Z", Action: "warn", Reason: "idle 2 of 2 GPUs for 30m", Outcome: "done"}}},
 				[]string{"<svg", `role="img"`, l.T("chart.title", "42"), "epoch 3 loss 0.21", `href="/jobs/gpu1/42/confirm/cancel"`,

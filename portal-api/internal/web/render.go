@@ -6,7 +6,9 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"math"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/strata-hpc/strata/portal-api/internal/i18n"
@@ -36,6 +38,13 @@ type Renderer struct {
 
 // funcs are the templates' helpers; none builds HTML from strings.
 var funcs = template.FuncMap{
+	// num writes an optional number, rounded to a tenth; "–" when absent.
+	"num": func(p *float64) string {
+		if p == nil {
+			return "–"
+		}
+		return strconv.FormatFloat(math.Round(*p*10)/10, 'f', -1, 64)
+	},
 	"pct": func(part, whole float64) float64 {
 		if whole <= 0 {
 			return 0
