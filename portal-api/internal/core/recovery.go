@@ -15,9 +15,11 @@ import (
 	"errors"
 
 	"github.com/strata-hpc/strata/internal/reclaimapi"
+	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/rbac"
 	"github.com/strata-hpc/strata/portal-api/internal/reclaimclient"
 )
 
@@ -320,19 +322,36 @@ func recoveryOf(rd *reclaimdRead, m *tenantmap.Map, admin bool, mine map[string]
 // JobAttempts is reclaimd's record of a job's failed runs and their
 // retries, for a job the caller may read; reclaimd is asked about a job
 // at most once per poll interval.
+//
+// A finished job that has left the snapshot (past slurmctld's MinJobAge)
+// keeps its attempts: reclaimd's record names the job's account and user,
+// and the caller reads it only when rbac lets them read that job, with the
+// same 404 as a job that does not exist otherwise.
 func (s *Core) JobAttempts(ctx context.Context, who auth.Identity, clusterName string, id int64) (api.Attempts, *Problem) {
 	_, c, p := s.find(who, clusterName, id)
+	gone := false
 	if p != nil {
-		return api.Attempts{}, p
+		cl, ok := s.byName[clusterName]
+		if !ok || inSnapshot(cl, id) || len(rbac.Grants(cl.Tenants(), who.User)) == 0 {
+			return api.Attempts{}, p // not the caller's, or no cluster: reclaimd is not asked
+		}
+		c, gone = cl, true
 	}
+	notFound := p
 	rcl := s.reclaimd[clusterName]
 	if rcl == nil {
+		if gone {
+			return api.Attempts{}, notFound
+		}
 		return api.Attempts{}, problem(http.StatusServiceUnavailable, api.Unavailable, fmt.Sprintf("cluster %q has no reclaimd", clusterName),
 			"its admins give the cluster a reclaimd_url")
 	}
 	got, p := s.attempts(ctx, c, rcl, id)
 	if p != nil {
 		return api.Attempts{}, p
+	}
+	if gone && (got.status == http.StatusNotFound || !mayReadAttempts(c.Tenants(), who.User, got.out)) {
+		return api.Attempts{}, notFound
 	}
 	if got.status == http.StatusNotFound {
 		return api.Attempts{}, problem(http.StatusNotFound, api.NotFound, fmt.Sprintf("reclaimd saw no failed run of job %d", id),
@@ -346,6 +365,33 @@ func (s *Core) JobAttempts(ctx context.Context, who auth.Identity, clusterName s
 		out.Attempts = []map[string]any{}
 	}
 	return out, nil
+}
+
+// inSnapshot reports whether the cluster's snapshot holds job id (of
+// whoever it is).
+func inSnapshot(c Cluster, id int64) bool {
+	snap := c.Poller.Snapshot()
+	return snap != nil && slices.ContainsFunc(snap.Jobs, func(j slurmrest.Job) bool { return j.ID == id })
+}
+
+// mayReadAttempts reports whether user may read the job of every attempt
+// reclaimd recorded: its owner is the attempt's user, account and the
+// account's tenant and project in m (an account outside the policy, as for
+// a job: its own tenant, which only a cluster admin reads). None is no.
+func mayReadAttempts(m *tenantmap.Map, user string, a *reclaimapi.Attempts) bool {
+	if a == nil || len(a.Attempts) == 0 {
+		return false
+	}
+	for _, at := range a.Attempts {
+		t := rbac.Target{User: at.User, Tenant: "account:" + at.Account}
+		if o, ok := m.Lookup(at.Account); ok {
+			t.Tenant, t.Project = o.Tenant, o.Project
+		}
+		if at.Account == "" || !rbac.Allowed(m, user, rbac.ReadJobs, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // attempts is reclaimd's answer about a job's attempts, from the cache

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 )
 
 // overviewOf decodes an overview and returns its cluster named name.
@@ -265,5 +266,57 @@ func TestRecoveryTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the overview took %s with a hung reclaimd and a 100ms timeout", took)
+	}
+}
+
+// TestJobAttemptsAfterTheSnapshot: a finished job that has left the
+// snapshot (slurmctld's MinJobAge) keeps its attempts for whoever may read
+// its job by reclaimd's record (its account acme-llm: its members, its
+// viewer, its tenant's and the cluster's admins); anyone else gets the
+// 404 of a job that does not exist, and a caller with no role on the
+// cluster makes no request to reclaimd; a job reclaimd never saw fail is
+// that same 404.
+func TestJobAttemptsAfterTheSnapshot(t *testing.T) {
+	h := newHarness(t)
+	var rest []clustertest.Job
+	for _, j := range gpu1Jobs {
+		if j.ID != 910101 {
+			rest = append(rest, j)
+		}
+	}
+	h.beds["gpu1"].SetJobs(rest...)
+	if err := h.pollers["gpu1"].Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := h.do("mem", "GET", "/v1/jobs/gpu1/910101", nil); code != 404 {
+		t.Fatalf("job 910101 is still in the snapshot: %d", code)
+	}
+	for user, want := range map[string]int{"mem": 200, "view": 200, "tadmin": 200, "ops": 200, "gmem": 404, "vmem": 404} {
+		h.now = h.now.Add(2 * time.Second) // past the poll interval: reclaimd is asked again
+		code, body := h.do(user, "GET", "/v1/jobs/gpu1/910101/attempts", nil)
+		if code != want {
+			t.Errorf("%s: %d %s, want %d", user, code, body, want)
+			continue
+		}
+		var got api.Attempts
+		if want == 200 && (json.Unmarshal(body, &got) != nil || got.JobId != 910101 || len(got.Attempts) != 2) {
+			t.Errorf("%s: attempts %s", user, body)
+		}
+		if want == 404 && (!strings.Contains(string(body), "no job 910101 on cluster") || strings.Contains(string(body), "acme")) {
+			t.Errorf("%s: a foreign job's answer says more than a missing one: %s", user, body)
+		}
+	}
+	n := h.reclaimdRequests.Load()
+	if code, _ := h.do("nobody", "GET", "/v1/jobs/gpu1/910101/attempts", nil); code != 404 || h.reclaimdRequests.Load() != n {
+		t.Errorf("a caller with no role: %d, reclaimd asked %d times", code, h.reclaimdRequests.Load()-n)
+	}
+	if code, body := h.do("mem", "GET", "/v1/jobs/gpu1/910199/attempts", nil); code != 404 || !strings.Contains(string(body), "no job 910199 on cluster") {
+		t.Errorf("a job reclaimd never saw fail = %d %s", code, body)
+	}
+	// A job of the snapshot that is not the caller's is not looked for at
+	// reclaimd at all.
+	n = h.reclaimdRequests.Load()
+	if code, _ := h.do("mem", "GET", "/v1/jobs/gpu1/910104/attempts", nil); code != 404 || h.reclaimdRequests.Load() != n {
+		t.Errorf("another tenant's job in the snapshot: %d", code)
 	}
 }

@@ -92,7 +92,7 @@ func TestTemplates(t *testing.T) {
 	h := newHarness(t)
 	code, body := h.do("view", "GET", "/v1/templates", nil)
 	if code != 200 || !strings.Contains(string(body), `"name":"small"`) || !strings.Contains(string(body), `"max":8`) ||
-		!strings.Contains(string(body), `"pattern":"[a-z0-9-]{1,20}"`) {
+		!strings.Contains(string(body), `"pattern":"[a-z0-9\\-]{1,20}"`) {
 		t.Errorf("templates = %d %s", code, body)
 	}
 }

@@ -205,9 +205,11 @@ func (p Param) validate(path string, bad func(path, hint, format string, args ..
 		}
 	case String:
 		if p.Pattern == "" {
-			bad(path, "add a pattern the whole value must match, such as '^[A-Za-z0-9_.-]{1,64}$'", "a string parameter needs a pattern")
+			bad(path, `add a pattern the whole value must match, such as '[A-Za-z0-9_.\-]{1,64}'`, "a string parameter needs a pattern")
 		} else if _, err := regexp.Compile(p.Pattern); err != nil {
 			bad(path+".pattern", "write an RE2 regular expression", "%v", err)
+		} else if err := browserPattern(p.Pattern); err != nil {
+			bad(path+".pattern", "write it as Go and a browser's <input pattern> (the v flag) both read it", "%v", err)
 		}
 	case Path:
 		if len(p.Roots) == 0 {
