@@ -51,9 +51,10 @@ NODEBED_VERSIONS ?= $(SLURM_VERSIONS)
 NODEBED_ENVS = $(foreach v,$(NODEBED_VERSIONS),$(TB_STATE)/n$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
+# chromium-headless-shell and fonts-noto-cjk: the pages' browser tests (internal/browsertest).
 # qemu-system-x86 and busybox-static: the node bed's VM and its initramfs (test/testbed/node).
 DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm xfsprogs \
-	qemu-system-x86 busybox-static
+	qemu-system-x86 busybox-static chromium-headless-shell fonts-noto-cjk
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s

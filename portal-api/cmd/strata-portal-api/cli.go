@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -73,6 +75,19 @@ when it is ready (Type=notify).`,
 				Usage:  "load the configuration and every cluster's tenants.json and jwt key, and report every problem",
 				Action: func(c *cli.Context) error { return cmdCheck(c) },
 			}, configArg),
+			{
+				Name:  "login-link",
+				Usage: "print a one-time sign-in URL for the pages",
+				Description: `For sites and demos without an identity provider:
+    strata-portal-api login-link --user alice
+prints <pages.public_url>/signin/link?t=<secret>. It signs in once, within
+pages.login_link_lifetime (15m unless set); the database keeps only the secret's
+SHA-256 hash. Hand it to the user over a channel you trust.`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "user", Required: true, Usage: "the Slurm user the link signs in"},
+				},
+				Action: func(c *cli.Context) error { return cmdLoginLink(ctx, c) },
+			},
 			{
 				Name:  "token",
 				Usage: "personal API tokens: create, list, revoke",
@@ -167,6 +182,31 @@ func cmdTokenCreate(ctx context.Context, c *cli.Context) error {
 	fmt.Fprintf(c.App.ErrWriter, "token %d for %s, expires %s: it is shown only now\n", rec.ID, rec.User, rec.ExpiresAt.Format(time.RFC3339))
 	return nil
 }
+
+func cmdLoginLink(ctx context.Context, c *cli.Context) error {
+	user := c.String("user")
+	if !loginUser.MatchString(user) {
+		return cliexit.Usagef("--user %q: give a Slurm user name", user)
+	}
+	cfg, st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }() // the write is committed
+	tok, exp, err := st.CreateLoginLink(ctx, user, cfg.Pages.LoginLinkLifetime)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "%s/signin/link?t=%s\n", strings.TrimRight(cfg.Pages.PublicURL, "/"), tok)
+	where := ""
+	if cfg.Pages.PublicURL == "" {
+		where = "; prefix the portal's address (set pages.public_url to have it printed)"
+	}
+	fmt.Fprintf(c.App.ErrWriter, "sign-in link for %s, once, until %s%s\n", user, exp.Format(time.RFC3339), where)
+	return nil
+}
+
+var loginUser = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
 
 func cmdTokenList(ctx context.Context, c *cli.Context) error {
 	_, st, err := openStore(ctx, c)

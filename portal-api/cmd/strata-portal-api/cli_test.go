@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/portal-api/internal/config"
+	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
 
 // setup writes a config whose database, tenant map and jwt key are in a
@@ -240,4 +242,43 @@ func serveErr(t *testing.T, cfg string) error {
 	t.Helper()
 	_, _, err := runCLI(t, "--config", cfg, "serve")
 	return err
+}
+
+// TestLoginLink: login-link prints a sign-in URL whose secret signs alice
+// in once; the database holds only its hash.
+func TestLoginLink(t *testing.T) {
+	cfg := setup(t)
+	b, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, append(b, []byte("pages:\n  public_url: https://portal.example.org\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "--config", cfg, "login-link", "--user", "alice")
+	if err != nil {
+		t.Fatal(err, stderr)
+	}
+	u, err := url.Parse(strings.TrimSpace(out))
+	if err != nil || u.Scheme != "https" || u.Host != "portal.example.org" || u.Path != "/signin/link" || len(u.Query().Get("t")) < 40 {
+		t.Fatalf("login-link printed %q", out)
+	}
+	if !strings.Contains(stderr, "once, until") {
+		t.Errorf("stderr %q does not say it works once and until when", stderr)
+	}
+	db, _ := os.ReadFile(filepath.Join(filepath.Dir(cfg), "portal.db"))
+	if bytes.Contains(db, []byte(u.Query().Get("t"))) {
+		t.Errorf("the secret is stored in clear")
+	}
+	st, err := store.Open(t.Context(), filepath.Join(filepath.Dir(cfg), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if user, err := st.UseLoginLink(t.Context(), u.Query().Get("t")); err != nil || user != "alice" {
+		t.Errorf("the link's secret: %q, %v", user, err)
+	}
+	if _, err := st.UseLoginLink(t.Context(), u.Query().Get("t")); err == nil {
+		t.Errorf("the link worked twice")
+	}
+	if _, _, err := runCLI(t, "--config", cfg, "login-link", "--user", "a b"); cliexit.CodeOf(err) != cliexit.ExitUsage {
+		t.Errorf("a bad user name: %v", err)
+	}
 }

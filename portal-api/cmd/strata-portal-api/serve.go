@@ -27,7 +27,31 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/service"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 	"github.com/strata-hpc/strata/portal-api/internal/templates"
+	"github.com/strata-hpc/strata/portal-api/internal/web"
 )
+
+// pagesHandler makes the pages, over the same store and authenticator as
+// the API.
+func pagesHandler(log *slog.Logger, cfg *config.Config, st *store.Store, a *auth.Authenticator, src web.Source) (*web.Handler, error) {
+	var oidc *web.OIDC
+	if p := cfg.Pages; p.OIDC.ClientID != "" {
+		secret := ""
+		if p.OIDC.ClientSecretFile != "" {
+			b, warning, _, err := secretfile.Rule{}.Read(p.OIDC.ClientSecretFile)
+			if err != nil {
+				return nil, fmt.Errorf("pages.oidc.client_secret_file: %w", err)
+			}
+			if warning != "" {
+				log.Warn("pages' OIDC client secret readable by another group", "file", p.OIDC.ClientSecretFile, "warning", warning)
+			}
+			secret = strings.TrimSpace(string(b))
+		}
+		oidc = &web.OIDC{Issuer: cfg.Auth.OIDC.Issuer, ClientID: p.OIDC.ClientID, ClientSecret: secret,
+			RedirectURL: strings.TrimRight(p.PublicURL, "/") + "/signin/callback", UserClaim: cfg.Auth.OIDC.UserClaim}
+	}
+	return web.New(web.Config{Store: st, Auth: a, OIDC: oidc, IdleTimeout: cfg.Pages.SessionIdle, MaxAge: cfg.Pages.SessionMax, Log: log,
+		Source: src})
+}
 
 // checkKey holds a cluster's jwt key to the rule of every secret file
 // (internal/secretfile): others may not read or write it.
@@ -165,6 +189,12 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("settle the audit records left open: %w", err)
 	}
+
+	pages, err := pagesHandler(log, cfg, st, a, web.CoreSource(srv.Core()))
+	if err != nil {
+		return err
+	}
+
 	ln, err := listen(cfg)
 	if err != nil {
 		return err
@@ -175,7 +205,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	log.Info("strata-portal-api starting", "listen", cfg.Listen, "tls", cfg.TLS.Enabled(), "clusters", len(cfg.Clusters),
 		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database)
 	loops := append(cluster.NewSet(pollers...).Loops(), srv.IdleLoop())
-	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: srv, Loops: loops,
+	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: web.Mount(srv, pages, ""), Loops: loops,
 		Reload: reload, ShutdownTimeout: 20 * time.Second})
 }
 

@@ -45,7 +45,33 @@ type Config struct {
 	Auth         Auth      `yaml:"auth"`
 	Limits       Limits    `yaml:"limits"`
 	Sessions     Sessions  `yaml:"sessions"`
+	Pages        Pages     `yaml:"pages"`
 	Clusters     []Cluster `yaml:"clusters"`
+}
+
+// Pages configures the web pages served under / beside the API.
+type Pages struct {
+	// PublicURL is where browsers reach the portal (https://portal.example.org):
+	// the base of login-link URLs and of the OIDC redirect
+	// (<public_url>/signin/callback). "": login-link prints a path only,
+	// and OIDC sign-in on the pages is off.
+	PublicURL string `yaml:"public_url"`
+	// SessionIdle ends a page session after so long without a request;
+	// SessionMax after so long whatever its use.
+	SessionIdle time.Duration `yaml:"session_idle"`
+	SessionMax  time.Duration `yaml:"session_max"`
+	// LoginLinkLifetime is how long a login-link URL may wait for its one use.
+	LoginLinkLifetime time.Duration `yaml:"login_link_lifetime"`
+	OIDC              PagesOIDC     `yaml:"oidc"`
+}
+
+// PagesOIDC is the pages' client at auth.oidc.issuer (the code flow with
+// PKCE); an empty ClientID turns OIDC sign-in on the pages off.
+type PagesOIDC struct {
+	ClientID string `yaml:"client_id"`
+	// ClientSecretFile holds the client's secret (a secret file); "": a
+	// public client, PKCE alone.
+	ClientSecretFile string `yaml:"client_secret_file"`
 }
 
 // Sessions tunes the interactive sessions' proxy.
@@ -275,6 +301,7 @@ func Default() Config {
 			Tokens: Tokens{MaxLifetime: 90 * 24 * time.Hour},
 		},
 		Limits: Limits{RatePerSecond: 20, Burst: 40, MaxBodyBytes: 1 << 20},
+		Pages:  Pages{SessionIdle: time.Hour, SessionMax: 12 * time.Hour, LoginLinkLifetime: 15 * time.Minute},
 	}
 }
 
@@ -383,6 +410,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	ps.absFile("templates_dir", c.TemplatesDir, true, "the folder of the job templates")
 	ps.absFile("sessions.cookie_key_file", c.Sessions.CookieKeyFile, false, "the file of the key that signs the sessions' cookies")
 
+	c.validatePages(&ps)
 	o := c.Auth.OIDC
 	if o.Issuer != "" {
 		if u, err := url.Parse(o.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -638,4 +666,40 @@ func (ps *problems) priorityWeights(p string, w *PriorityWeights) {
 	if w.CalcPeriod < 0 || (w.CalcPeriod > 0 && w.CalcPeriod < time.Minute) {
 		ps.bad(p+".calc_period", "copy PriorityCalcPeriod from slurm.conf, in minutes (5m is its default)", "%s is shorter than a minute", w.CalcPeriod)
 	}
+}
+
+func (c *Config) validatePages(ps *problems) {
+	p := c.Pages
+	if p.PublicURL != "" {
+		u, err := url.Parse(p.PublicURL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || (u.Path != "" && u.Path != "/"):
+			ps.bad("pages.public_url", "give the portal's address as browsers reach it, such as https://portal.example.org", "%q is not a site's URL", p.PublicURL)
+		case u.Scheme == "http" && !isLoopbackHost(u.Hostname()):
+			ps.bad("pages.public_url", "serve the pages over https: browsers keep the sign-in cookie (Secure, __Host-) only there", "%q is not https", p.PublicURL)
+		}
+	}
+	if p.SessionIdle < time.Minute {
+		ps.bad("pages.session_idle", "give a duration of a minute or more, such as 1h", "%s is too short", p.SessionIdle)
+	}
+	if p.SessionMax < p.SessionIdle {
+		ps.bad("pages.session_max", "give at least pages.session_idle, such as 12h", "%s is shorter than the idle time %s", p.SessionMax, p.SessionIdle)
+	}
+	if p.LoginLinkLifetime < time.Minute || p.LoginLinkLifetime > 24*time.Hour {
+		ps.bad("pages.login_link_lifetime", "give a short lifetime, such as 15m (at most 24h)", "%s is out of range", p.LoginLinkLifetime)
+	}
+	if p.OIDC.ClientID != "" {
+		if c.Auth.OIDC.Issuer == "" {
+			ps.bad("pages.oidc.client_id", "set auth.oidc.issuer, the provider the pages sign in with", "needs auth.oidc.issuer")
+		}
+		if p.PublicURL == "" {
+			ps.bad("pages.oidc.client_id", "set pages.public_url: the redirect is <public_url>/signin/callback", "needs pages.public_url")
+		}
+	}
+	ps.absFile("pages.oidc.client_secret_file", p.OIDC.ClientSecretFile, false, "the file of the pages' OIDC client secret")
+}
+
+func isLoopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback())
 }

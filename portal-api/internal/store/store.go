@@ -74,6 +74,7 @@ var migrations = []sqlite.Migration{
 		user TEXT PRIMARY KEY,
 		revoked_at INTEGER NOT NULL
 	);`},
+	pagesMigration,
 }
 
 // Store is the portal's database.
