@@ -245,6 +245,13 @@ func (h *heldNode) update(snap snapshot) error {
 	}
 	for _, g := range snap.GPUs {
 		held := h.gpus[g.Index]
+		if held == nil {
+			// A whole window (a restart's first read): sized once, with
+			// room for a few cycles of new samples, instead of grown by
+			// doubling, which allocated twice the window and kept up to
+			// half of it unused.
+			held = make([]decide.Sample, 0, len(g.Samples)+len(g.Samples)/8+4)
+		}
 		sorted := true
 		for _, p := range g.Samples {
 			if !p.hasUtil || !p.hasMemAct {
