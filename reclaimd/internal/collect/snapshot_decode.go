@@ -47,6 +47,9 @@ type point struct {
 	hasUtil, hasMemAct bool
 	MemUsedMiB         float64
 	JobIDs             []int64
+	// Processes and Unattributed are agent.Point's: the processes on the
+	// GPU, and those of no job the agent could find.
+	Processes, Unattributed int
 }
 
 // samples is a GPU's samples (the bulk of every answer).
@@ -339,6 +342,10 @@ func (d *snapDecoder) point(p *point) error {
 			_, err = d.readFloat(&p.MemUsedMiB, "sample: mem_used_mib")
 		case keyIs(key, "job_ids"):
 			err = d.jobIDs(&p.JobIDs)
+		case keyIs(key, "processes"):
+			err = d.readIntOf(&p.Processes, "sample: processes")
+		case keyIs(key, "unattributed_processes"):
+			err = d.readIntOf(&p.Unattributed, "sample: unattributed_processes")
 		default:
 			err = d.skip()
 		}

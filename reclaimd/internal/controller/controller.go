@@ -365,7 +365,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		}
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
-	snap.Mismatched = gpuMapMismatches(jobs, res.Holders)
+	snap.Mismatched = gpuMapMismatches(jobs, res.Holders, res.Unattributed)
 	for node, why := range snap.Mismatched {
 		c.cfg.Log.Warn("GPU order mismatch: nothing on the node is acted on", "node", node, "detail", why)
 	}

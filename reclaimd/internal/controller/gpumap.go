@@ -23,8 +23,15 @@ import (
 // say nothing either way (an idle job often has none), nor do processes
 // of jobs that are not among the running GPU jobs (a job that started or
 // ended between the two reads).
-func gpuMapMismatches(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64) map[string]string {
-	if len(holders) == 0 {
+//
+// A GPU whose processes the agent could tie to no job (unattributed)
+// marks its node too: the agent cannot tell whose work that GPU does, so
+// it cannot tell either whether Slurm's index of a job is the GPU the job
+// runs on, and the samples read by that index might be another GPU's.
+// Judging the node's jobs then could warn a busy job whose processes run
+// on the GPU in question.
+func gpuMapMismatches(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, unattributed map[decide.GPUKey]int) map[string]string {
+	if len(holders) == 0 && len(unattributed) == 0 {
 		return nil
 	}
 	owner := make(map[decide.GPUKey]int64, len(holders))
@@ -55,18 +62,38 @@ func gpuMapMismatches(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64) m
 			}
 		}
 	}
-	slices.SortStableFunc(all, func(a, b found) int { return strings.Compare(a.key.String(), b.key.String()) })
-	seen := map[string][]string{}
+	var unknown []found
+	for key, n := range unattributed {
+		if n > 0 {
+			unknown = append(unknown, found{key, fmt.Sprintf("%d on GPU %d (NVML)", n, key.Index)})
+		}
+	}
+	byKey := func(a, b found) int { return strings.Compare(a.key.String(), b.key.String()) }
+	slices.SortStableFunc(all, byKey)
+	slices.SortStableFunc(unknown, byKey)
+	seen, unseen := map[string][]string{}, map[string][]string{}
 	for _, f := range all {
 		seen[f.key.Node] = append(seen[f.key.Node], f.what)
 	}
-	if len(seen) == 0 {
+	for _, f := range unknown {
+		unseen[f.key.Node] = append(unseen[f.key.Node], f.what)
+	}
+	if len(seen) == 0 && len(unseen) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(seen))
+	out := make(map[string]string, len(seen)+len(unseen))
 	for node, what := range seen {
 		out[node] = "the node agent and Slurm place jobs on different GPUs: " + strings.Join(what, "; ") +
 			": Slurm's GPU order (gres.conf) differs from NVML's; nothing on the node is acted on until they agree"
+	}
+	for node, what := range unseen {
+		msg := "the node agent cannot tell whose processes run on its GPUs (processes of no Slurm job it could find: " +
+			strings.Join(what, ", ") + "), so which GPU each job's samples come from is not known; nothing on the node is " +
+			"acted on until it can (check that the agent reads /proc as root, that jobs run in Slurm's cgroups, and what else runs on the GPUs)"
+		if o, ok := out[node]; ok {
+			msg = o + "; and " + msg
+		}
+		out[node] = msg
 	}
 	return out
 }
