@@ -43,27 +43,45 @@ func TestCheckConfig(t *testing.T) {
 		"agent window shorter than the rules": {
 			tenants: tenantsJSON, config: "agent:\n  window: 15m\n",
 			wantErrs: []string{
-				`reclaim-rules.json: rules[0].idle.window: rule "train": judges a 30m0s window, but the agents source keeps only 15m0s of samples (agent.window): it can never judge a job (hint: set agent.window to 30m0s or more`,
-				`rules[1].idle.window: rule "interactive-batch": judges a 2h0m0s window`,
-				`rules[2].idle.window: rule "default": judges a 1h0m0s window`,
+				`reclaim-rules.json:18:80: rules[0].idle.window: rule "train": judges a 30m0s window, but the agents source keeps only 15m0s of samples (agent.window): it can never judge a job (hint: set agent.window to 30m0s or more`,
+				`reclaim-rules.json:29:80: rules[1].idle.window: rule "interactive-batch": judges a 2h0m0s window`,
+				`reclaim-rules.json:37:80: rules[2].idle.window: rule "default": judges a 1h0m0s window`,
 			},
 		},
 		"prometheus window shorter than a rule": {
 			tenants: tenantsJSON, config: "source: prometheus\nprometheus:\n  window: 1h\n",
 			wantErrs: []string{`rules[1].idle.window: rule "interactive-batch": judges a 2h0m0s window, but the prometheus source keeps only 1h0m0s of samples (prometheus.window)`},
 		},
+		// The newest sample is up to one interval old when a cycle reads
+		// it: no window is ever wholly covered, however long the agents
+		// keep their samples.
+		"full coverage": {
+			rules: `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "rules": [
+  {"name": "all", "idle": {"window": "1h", "min_coverage": 1}}]}`,
+			tenants: tenantsJSON,
+			wantErrs: []string{`rules.json:2:60: rules[0].idle.min_coverage: rule "all": needs 100% coverage of 1h0m0s, but the newest sample is up to one 10s interval old`,
+				"it can never judge a job (hint: lower min_coverage to 0.99 or less"},
+		},
 		"coverage out of reach": {
 			rules: `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "rules": [
-  {"name": "all", "idle": {"window": "2h", "min_coverage": 1}}]}`,
+  {"name": "all", "idle": {"window": "2h", "min_coverage": 0.999}}]}`,
 			tenants:  tenantsJSON,
-			wantErrs: []string{`rules[0].idle.min_coverage: rule "all": needs 100% coverage of 2h0m0s`, "set agent.window to 2h0m10s or more"},
+			wantErrs: []string{`rules.json:2:60: rules[0].idle.min_coverage: rule "all": needs 99.9% coverage of 2h0m0s, but 2h0m0s of samples, one 10s interval behind, cover at most 99.86%`, "lower min_coverage to 0.99 or less, or set agent.window to 2h0m10s or more"},
+		},
+		// A key the rule leaves to its default is located at the
+		// nearest value the file gives.
+		"defaulted key located at its rule": {
+			rules: `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "rules": [
+  {"name": "all", "idle": {"window": "3h"}}]}`,
+			tenants:  tenantsJSON,
+			wantErrs: []string{`rules.json:2:38: rules[0].idle.window: rule "all": judges a 3h0m0s window`},
 		},
 		"warning shorter than a sample": {
 			rules: `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "rules": [
   {"name": "all", "idle": {"window": "1h"}, "warn": "5s", "action": "cancel", "signal": {"name": "TERM", "wait": "5s"}}]}`,
 			tenants: tenantsJSON,
-			wantErrs: []string{`rules[0].warn: rule "all": warning period 5s is shorter than the 10s sample interval`,
-				`rules[0].signal.wait: rule "all": wait 5s after the signal is shorter than the 10s sample interval`},
+			wantErrs: []string{`rules.json:2:53: rules[0].warn: rule "all": warning period 5s is shorter than the 10s sample interval`,
+				`rules.json:2:114: rules[0].signal.wait: rule "all": wait 5s after the signal is shorter than the 10s sample interval`},
 		},
 		"no tenant map": {wantErrs: []string{"tenants.json: no such file", "strata-policy render writes it"}},
 	} {

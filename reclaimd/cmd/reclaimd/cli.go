@@ -18,6 +18,7 @@ import (
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/reclaimd/internal/config"
+	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 	"github.com/strata-hpc/strata/reclaimd/internal/simulate"
 )
 
@@ -104,7 +105,7 @@ func loadRules(path string) (reclaimrules.Rules, error) {
 // judgeable refuses rules under which a rule could never judge a job
 // with the configured source (see config.CheckRules).
 func judgeable(cfg config.Config, r reclaimrules.Rules) error {
-	if ds := cfg.CheckRules(cfg.RulesFile, r); len(ds) > 0 {
+	if ds := cfg.CheckRulesFile(cfg.RulesFile, r); len(ds) > 0 {
 		return ds
 	}
 	return nil
@@ -144,6 +145,18 @@ func cmdSimulate(c *cli.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	// A rule that could never judge at the trace's own sample interval
+	// would report nothing reclaimed, which reads as "nothing to gain".
+	iv := tr.SampleInterval
+	if iv <= 0 {
+		iv = decide.DefaultSampleInterval
+	}
+	if ds := config.CheckRulesForTrace(rulesPath, rules, iv); len(ds) > 0 {
+		if data, err := os.ReadFile(rulesPath); err == nil {
+			config.LocateRules(data, ds)
+		}
+		return fmt.Errorf("the rules cannot be simulated on this trace, sampled every %s:\n%w", iv, ds)
 	}
 	rep := simulate.Run(tr, rules, simulate.Options{Step: c.Duration("step")})
 	if c.Bool("json") {

@@ -323,8 +323,9 @@ func (a *Agent) keepFaults(faults []source.Fault) {
 // mapJobs adds to each sample (and MIG instance) the jobs of its processes.
 func (a *Agent) mapJobs(samples []source.Sample) {
 	cache := map[int]int64{} // pid -> job; 0: none
-	jobs := func(pids []int, known []int64) []int64 {
+	jobs := func(pids []int, known []int64) ([]int64, int) {
 		out := slices.Clone(known)
+		unattributed := 0
 		for _, pid := range pids {
 			id, ok := cache[pid]
 			if !ok {
@@ -333,17 +334,19 @@ func (a *Agent) mapJobs(samples []source.Sample) {
 			}
 			if id != 0 {
 				out = append(out, id)
+			} else {
+				unattributed++
 			}
 		}
 		slices.Sort(out)
-		return slices.Compact(out)
+		return slices.Compact(out), unattributed
 	}
 	for i := range samples {
 		s := &samples[i]
-		s.JobIDs = jobs(s.PIDs, s.JobIDs)
+		s.JobIDs, s.Unattributed = jobs(s.PIDs, s.JobIDs)
 		for k := range s.MIGInstances {
 			m := &s.MIGInstances[k]
-			m.JobIDs = jobs(m.PIDs, m.JobIDs)
+			m.JobIDs, _ = jobs(m.PIDs, m.JobIDs)
 		}
 	}
 	for pid, id := range cache {

@@ -207,8 +207,9 @@ func TestNewDefaults(t *testing.T) {
 	}
 }
 
-// The agent maps every process of the NVML mock to its job, for whole GPUs
-// and MIG devices, and keeps what NVML could not measure as null.
+// The agent maps every process of the NVML mock to its job (counting the
+// one in no job as unattributed), for whole GPUs and MIG devices, and
+// keeps what NVML could not measure as null.
 func TestAgentNVML(t *testing.T) {
 	a, c := nvmlAgent(t, nil)
 	for range 2 {
@@ -234,7 +235,7 @@ func TestAgentNVML(t *testing.T) {
 		at := t0.Add(time.Duration(k) * 10 * time.Second)
 		want.GPUs[0].Samples = append(want.GPUs[0].Samples, Point{
 			At: at, Util: ptr(97), MemActivity: ptr(42), MemUsedMiB: 30500, PCIeRxKBs: ptr(2000), PCIeTxKBs: ptr(1000),
-			Processes: 3, JobIDs: []int64{555, 4242},
+			Processes: 3, JobIDs: []int64{555, 4242}, Unattributed: 1, // 400 is in no job
 		})
 		want.GPUs[1].Samples = append(want.GPUs[1].Samples, Point{
 			At: at, MemUsedMiB: 5000, Processes: 1, JobIDs: []int64{1001},

@@ -64,7 +64,7 @@ func TestSnapshotJSON(t *testing.T) {
 	}
 	sample := gpu.(map[string]any)["samples"].([]any)[0]
 	wantSample := []string{"at", "job_ids", "mem_activity", "mem_used_mib", "nvlink_rx_kbs", "nvlink_tx_kbs",
-		"pcie_rx_kbs", "pcie_tx_kbs", "processes", "sm_active", "util"}
+		"pcie_rx_kbs", "pcie_tx_kbs", "processes", "sm_active", "unattributed_processes", "util"}
 	if got := keys(sample); !slices.Equal(got, wantSample) {
 		t.Errorf("sample keys %v, want %v", got, wantSample)
 	}

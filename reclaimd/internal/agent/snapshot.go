@@ -131,17 +131,22 @@ type GPUWindow struct {
 
 // Point is one sample of one GPU in a window.
 type Point struct {
-	At           time.Time  `json:"at"`
-	Util         *float64   `json:"util"`
-	MemActivity  *float64   `json:"mem_activity"`
-	SMActive     *float64   `json:"sm_active"`
-	MemUsedMiB   float64    `json:"mem_used_mib"`
-	PCIeRxKBs    *float64   `json:"pcie_rx_kbs"`
-	PCIeTxKBs    *float64   `json:"pcie_tx_kbs"`
-	NVLinkRxKBs  *float64   `json:"nvlink_rx_kbs"`
-	NVLinkTxKBs  *float64   `json:"nvlink_tx_kbs"`
-	Processes    int        `json:"processes"`
-	JobIDs       []int64    `json:"job_ids"`
+	At          time.Time `json:"at"`
+	Util        *float64  `json:"util"`
+	MemActivity *float64  `json:"mem_activity"`
+	SMActive    *float64  `json:"sm_active"`
+	MemUsedMiB  float64   `json:"mem_used_mib"`
+	PCIeRxKBs   *float64  `json:"pcie_rx_kbs"`
+	PCIeTxKBs   *float64  `json:"pcie_tx_kbs"`
+	NVLinkRxKBs *float64  `json:"nvlink_rx_kbs"`
+	NVLinkTxKBs *float64  `json:"nvlink_tx_kbs"`
+	Processes   int       `json:"processes"`
+	JobIDs      []int64   `json:"job_ids"`
+	// Unattributed counts the processes on the GPU that belong to no
+	// Slurm job the agent could find (neither their cgroup nor their
+	// SLURM_JOB_ID names one): while there are any, the GPU's jobs are
+	// not known, and the controller judges nothing on the node.
+	Unattributed int        `json:"unattributed_processes,omitempty"`
 	MIGInstances []MIGPoint `json:"mig_instances,omitempty"`
 }
 

@@ -35,6 +35,8 @@ func (w *window) add(s source.Sample, round uint64) {
 		NVLinkTxKBs: s.NVLinkTxKBs,
 		Processes:   len(s.PIDs),
 		JobIDs:      nonNil(s.JobIDs),
+
+		Unattributed: s.Unattributed,
 	}
 	for _, m := range s.MIGInstances {
 		p.MIGInstances = append(p.MIGInstances, MIGPoint{

@@ -69,6 +69,9 @@ type heldNode struct {
 	// sample (agent.Point.JobIDs), kept like gpus: an answer with no new
 	// sample for a GPU leaves its holders as they were. MIG GPUs have none.
 	holders map[int][]int64
+	// unattributed counts, per GPU, the processes of its newest sample
+	// that the agent could tie to no job (kept like holders).
+	unattributed map[int]int
 }
 
 // Result is what one collection gives.
@@ -93,6 +96,12 @@ type Result struct {
 	// in MIG mode are left out (Slurm numbers their MIG devices), and so
 	// is every GPU of a source that has no such map (Prometheus): nil.
 	Holders map[decide.GPUKey][]int64
+	// Unattributed counts, by the GPU's NVML index, the processes in its
+	// newest sample that the agent could tie to no Slurm job (from an
+	// agent that does not count them: all of a GPU's processes when it
+	// names no job). While a GPU of a node has any, nobody can say whose
+	// work its samples show. nil for Prometheus.
+	Unattributed map[decide.GPUKey]int
 	// Faults are the GPU fault events the agents reported in this
 	// collection (agent.FaultEvent), oldest first by node. A whole answer
 	// repeats the faults its agent keeps: the reader takes a fault seen
@@ -204,6 +213,12 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 				// update replaces a GPU's holders, never changes them.
 				res.Holders[decide.GPUKey{Node: node, Index: idx}] = jobs
 			}
+			for idx, n := range h.unattributed {
+				if res.Unattributed == nil {
+					res.Unattributed = map[decide.GPUKey]int{}
+				}
+				res.Unattributed[decide.GPUKey{Node: node, Index: idx}] = n
+			}
 		}(n)
 	}
 	wg.Wait()
@@ -228,15 +243,16 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 func (h *heldNode) update(snap snapshot) error {
 	switch {
 	case snap.Version > agent.SnapshotVersion:
-		h.cursor, h.gpus, h.holders = "", nil, nil
+		h.cursor, h.gpus, h.holders, h.unattributed = "", nil, nil, nil
 		return fmt.Errorf("agent writes snapshot version %d; this controller reads up to version %d: upgrade reclaimd on the controller",
 			snap.Version, agent.SnapshotVersion)
 	case snap.Version < 2, snap.Full, h.cursor == "":
 		// Version 1 (no cursors) or a whole window: start over from it.
 		h.gpus = make(map[int][]decide.Sample, len(snap.GPUs))
 		h.holders = make(map[int][]int64, len(snap.GPUs))
+		h.unattributed = nil
 	case snap.After != h.cursor:
-		h.cursor, h.gpus, h.holders = "", nil, nil
+		h.cursor, h.gpus, h.holders, h.unattributed = "", nil, nil, nil
 		return fmt.Errorf("agent answered for cursor %q, not %q: its next answer is read whole", snap.After, h.cursor)
 	}
 	h.cursor = ""
@@ -245,6 +261,13 @@ func (h *heldNode) update(snap snapshot) error {
 	}
 	for _, g := range snap.GPUs {
 		held := h.gpus[g.Index]
+		if held == nil {
+			// A whole window (a restart's first read): sized once, with
+			// room for a few cycles of new samples, instead of grown by
+			// doubling, which allocated twice the window and kept up to
+			// half of it unused.
+			held = make([]decide.Sample, 0, len(g.Samples)+len(g.Samples)/8+4)
+		}
 		sorted := true
 		for _, p := range g.Samples {
 			if !p.hasUtil || !p.hasMemAct {
@@ -263,7 +286,21 @@ func (h *heldNode) update(snap snapshot) error {
 		switch n := len(g.Samples); {
 		case g.MIG:
 			delete(h.holders, g.Index) // Slurm numbers its MIG devices, not the GPU
+			delete(h.unattributed, g.Index)
 		case n > 0:
+			newest := g.Samples[n-1]
+			u := newest.Unattributed
+			if u == 0 && newest.Processes > 0 && len(newest.JobIDs) == 0 {
+				u = newest.Processes
+			}
+			if u > 0 {
+				if h.unattributed == nil {
+					h.unattributed = map[int]int{}
+				}
+				h.unattributed[g.Index] = u
+			} else {
+				delete(h.unattributed, g.Index)
+			}
 			if h.holders == nil {
 				h.holders = map[int][]int64{}
 			}
@@ -286,6 +323,7 @@ func (h *heldNode) update(snap snapshot) error {
 		if held = held[drop:]; len(held) == 0 {
 			delete(h.gpus, idx)
 			delete(h.holders, idx)
+			delete(h.unattributed, idx)
 			continue
 		}
 		h.gpus[idx] = held

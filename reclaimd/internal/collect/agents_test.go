@@ -17,7 +17,10 @@ import (
 // TestAgentsHolders: the agents' map of which job runs on which GPU is
 // the jobs of the GPU's newest sample (a job that left is not held
 // against the one after it); a GPU without a job's process holds none;
-// MIG GPUs are left out, since Slurm numbers their MIG devices.
+// MIG GPUs are left out, since Slurm numbers their MIG devices. The
+// processes of no job the agent could find are counted by GPU, as of the
+// newest sample; from an agent that does not count them, every process
+// of a GPU whose sample names no job is.
 func TestAgentsHolders(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	v := func(f float64) *float64 { return &f }
@@ -28,6 +31,10 @@ func TestAgentsHolders(t *testing.T) {
 		{Index: 0, Samples: []agent.Point{point(-10*time.Second, 5), point(0, 7)}},
 		{Index: 1, MIG: true, Samples: []agent.Point{{At: at, JobIDs: []int64{8}}}},
 		{Index: 2, Samples: []agent.Point{point(0)}},
+		{Index: 3, Samples: []agent.Point{withProcs(point(-10*time.Second), 2, 2), withProcs(point(0, 9), 3, 1)}},
+		{Index: 4, Samples: []agent.Point{withProcs(point(-10*time.Second), 1, 1), withProcs(point(0, 9), 1, 0)}},
+		{Index: 5, Samples: []agent.Point{withProcs(point(0), 2, 0)}}, // an agent that does not count them
+		{Index: 6, MIG: true, Samples: []agent.Point{withProcs(agent.Point{At: at}, 1, 1)}},
 	}}
 	started := at.Add(-time.Minute)
 	snap.StartedAt = &started
@@ -46,8 +53,18 @@ func TestAgentsHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[decide.GPUKey][]int64{{Node: "gpu1", Index: 0}: {7}, {Node: "gpu1", Index: 2}: {}}
+	want := map[decide.GPUKey][]int64{{Node: "gpu1", Index: 0}: {7}, {Node: "gpu1", Index: 2}: {}, {Node: "gpu1", Index: 3}: {9},
+		{Node: "gpu1", Index: 4}: {9}, {Node: "gpu1", Index: 5}: {}}
 	if diff := cmp.Diff(want, res.Holders); diff != "" {
 		t.Errorf("holders (-want +got):\n%s", diff)
 	}
+	wantUn := map[decide.GPUKey]int{{Node: "gpu1", Index: 3}: 1, {Node: "gpu1", Index: 5}: 2}
+	if diff := cmp.Diff(wantUn, res.Unattributed); diff != "" {
+		t.Errorf("unattributed (-want +got):\n%s", diff)
+	}
+}
+
+func withProcs(p agent.Point, processes, unattributed int) agent.Point {
+	p.Processes, p.Unattributed = processes, unattributed
+	return p
 }

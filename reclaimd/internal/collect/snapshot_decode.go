@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -47,6 +48,9 @@ type point struct {
 	hasUtil, hasMemAct bool
 	MemUsedMiB         float64
 	JobIDs             []int64
+	// Processes and Unattributed are agent.Point's: the processes on the
+	// GPU, and those of no job the agent could find.
+	Processes, Unattributed int
 }
 
 // samples is a GPU's samples (the bulk of every answer).
@@ -328,17 +332,23 @@ func (d *snapDecoder) point(p *point) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case keyIs(key, "at"):
+		// The bulk of every answer: each key is matched once, by a switch
+		// on its bytes, not tried against each name in turn (keyIs).
+		switch pointKey(key) {
+		case "at":
 			err = d.readTime(&p.At, "sample: at")
-		case keyIs(key, "util"):
+		case "util":
 			err = d.optFloat(&p.Util, &p.hasUtil, "sample: util")
-		case keyIs(key, "mem_activity"):
+		case "mem_activity":
 			err = d.optFloat(&p.MemActivity, &p.hasMemAct, "sample: mem_activity")
-		case keyIs(key, "mem_used_mib"):
+		case "mem_used_mib":
 			_, err = d.readFloat(&p.MemUsedMiB, "sample: mem_used_mib")
-		case keyIs(key, "job_ids"):
+		case "job_ids":
 			err = d.jobIDs(&p.JobIDs)
+		case "processes":
+			err = d.readIntOf(&p.Processes, "sample: processes")
+		case "unattributed_processes":
+			err = d.readIntOf(&p.Unattributed, "sample: unattributed_processes")
 		default:
 			err = d.skip()
 		}
@@ -349,6 +359,39 @@ func (d *snapDecoder) point(p *point) error {
 			return err
 		}
 	}
+}
+
+// pointKeys are the keys of a sample that the controller reads.
+var pointKeys = []string{"at", "util", "mem_activity", "mem_used_mib", "job_ids", "processes", "unattributed_processes"}
+
+// pointKey returns the name of pointKeys that key matches as keyIs
+// matches it, or "" for none.
+func pointKey(key []byte) string {
+	if !lowerASCII(key) {
+		for _, n := range pointKeys {
+			if bytes.EqualFold(key, []byte(n)) {
+				return n
+			}
+		}
+		return ""
+	}
+	switch string(key) { // no copy: a lower-case ASCII key matches only itself
+	case "at":
+		return "at"
+	case "util":
+		return "util"
+	case "mem_activity":
+		return "mem_activity"
+	case "mem_used_mib":
+		return "mem_used_mib"
+	case "job_ids":
+		return "job_ids"
+	case "processes":
+		return "processes"
+	case "unattributed_processes":
+		return "unattributed_processes"
+	}
+	return ""
 }
 
 // optFloat reads a number or null as encoding/json reads a *float64:

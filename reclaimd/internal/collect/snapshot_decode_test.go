@@ -26,7 +26,7 @@ func leanOf(s agent.Snapshot) snapshot {
 			w.Samples = samples{}
 		}
 		for _, p := range g.Samples {
-			q := point{At: p.At, MemUsedMiB: p.MemUsedMiB, JobIDs: p.JobIDs}
+			q := point{At: p.At, MemUsedMiB: p.MemUsedMiB, JobIDs: p.JobIDs, Processes: p.Processes, Unattributed: p.Unattributed}
 			if p.Util != nil {
 				q.Util, q.hasUtil = *p.Util, true
 			}
@@ -56,6 +56,7 @@ var snapshotSeeds = []string{
 	`{"gpus":[{"samples":[{"job_ids":[1,2]}],"samples":[],"samples":[{}]}]}`,
 	`{"gpus":[null,{"samples":[null,{"job_ids":[null,5]}]}]}`,
 	`{"gpus":[{"samples":[{"util":5,"util":null,"mem_used_mib":7,"mem_used_mib":null}]}]}`,
+	`{"gpus":[{"samples":[{"processes":3,"unattributed_processes":2,"job_ids":[4]},{"processes":1.5}]}]}`,
 	`{"started_at":"2026-12-01T12:00:00Z","started_at":null}`, `{"started_at":null,"started_at":"2026-12-01T12:00:00Z"}`,
 	`{"started_at":"2026-12-01T12:00:00Z","STARTED_AT":"2026-12-02T12:00:00Z"}`,
 	// Strings, keys and numbers as encoding/json reads them.

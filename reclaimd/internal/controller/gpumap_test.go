@@ -22,22 +22,39 @@ import (
 // gives job 1 GPUs 0-1 and job 2 GPUs 2-3, while NVML's GPUs 0-1 run job
 // 2's processes. Read by Slurm's indices, the busy job looks idle and the
 // idle one busy. The node agent's map (the processes' jobs, from their
-// cgroups) contradicts Slurm's, so nothing on the node is acted on; the
-// skip is counted, logged and shown by the API. Where the two maps
-// agree, the idle job is warned and the busy one spared.
+// cgroups) contradicts Slurm's: the samples are joined on it, so the busy
+// job, whose processes it places on GPUs of its own, is judged on them
+// and spared; the idle job, which has no process to place, is not judged
+// (the skip is counted, logged and shown by the API), and once its
+// processes are placed too it is warned on its own GPUs. Where the two
+// maps agree, the idle job is warned and the busy one spared.
 func TestGPUOrderReversed(t *testing.T) {
 	for name, tc := range map[string]struct {
 		// busyOn are the NVML indices where job 2's processes run (and the
 		// GPUs are busy); job 1's GPUs have no process and are idle.
+		// unattributed: the agent cannot tie job 2's processes to it;
+		// idleProcs: job 1 has a process on each of the other GPUs 0-3.
 		busyOn         []int
+		unattributed   bool
+		idleProcs      bool
 		wantActions    []string
 		wantSkip       decide.SkipReason
 		wantLog        string
 		wantMismatches float64
 	}{
-		"reversed: nothing on the node is acted on": {
-			busyOn: []int{0, 1}, wantSkip: decide.SkipGPUMismatch, wantMismatches: 2,
-			wantLog: `msg="GPU order mismatch: nothing on the node is acted on" node=gpu1 detail="the node agent and Slurm place jobs on different GPUs: job 2 runs on GPU 0 (NVML), which Slurm gives to job 1; job 2 runs on GPU 1 (NVML), which Slurm gives to job 1`,
+		"reversed: the busy job is judged on its own GPUs, the idle one without processes is not judged": {
+			busyOn: []int{0, 1}, wantSkip: decide.SkipBusy, wantMismatches: 1,
+			wantLog: `msg="GPU order mismatch: only jobs the agent places are acted on" node=gpu1 detail="the node agent and Slurm place jobs on different GPUs: job 2 runs on GPU 0 (NVML), which Slurm gives to job 1; job 2 runs on GPU 1 (NVML), which Slurm gives to job 1`,
+		},
+		"reversed, both jobs' processes placed: the idle job is warned on its own GPUs, the busy one spared": {
+			busyOn: []int{0, 1}, idleProcs: true, wantActions: []string{"warn"}, wantSkip: decide.SkipBusy,
+		},
+		// Read by Slurm's indices, busy job 2 looks idle; the agent's map
+		// has no job on any GPU, so nothing contradicts Slurm's. Its
+		// processes it cannot place are what marks the node.
+		"reversed, the processes in no job the agent can find: nothing on the node is acted on": {
+			busyOn: []int{0, 1}, unattributed: true, wantSkip: decide.SkipGPUMismatch, wantMismatches: 2,
+			wantLog: `msg="GPU order mismatch: only jobs the agent places are acted on" node=gpu1 detail="the node agent cannot tell whose processes run on its GPUs (processes of no Slurm job it could find: 1 on GPU 0 (NVML), 1 on GPU 1 (NVML))`,
 		},
 		"agreeing: the idle job is warned, the busy one spared": {
 			busyOn: []int{2, 3}, wantActions: []string{"warn"}, wantSkip: decide.SkipBusy,
@@ -46,13 +63,19 @@ func TestGPUOrderReversed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := newBed(t, "26.05", cancelRules, 0)
 			b.twoJobs()
-			b.startAgentRows(func(g int) (util int, jobs string) {
+			b.startAgentProcs(func(g int) (util int, pids, jobs string) {
 				for _, i := range tc.busyOn {
+					if i == g && tc.unattributed {
+						return 95, fmt.Sprint(4700 + g), ""
+					}
 					if i == g {
-						return 95, "2"
+						return 95, "", "2"
 					}
 				}
-				return 0, ""
+				if tc.idleProcs && g < 4 {
+					return 0, "", "1"
+				}
+				return 0, "", ""
 			})
 			b.ctl = b.newController()
 			srv := httptest.NewServer(withToken(b.ctl.Handler(time.Hour)))
@@ -72,7 +95,8 @@ func TestGPUOrderReversed(t *testing.T) {
 			if jr.Skipped == nil || jr.Skipped.Reason != tc.wantSkip {
 				t.Errorf("job 2 skipped = %+v, want %q", jr.Skipped, tc.wantSkip)
 			}
-			if tc.wantSkip == decide.SkipGPUMismatch && jr.Skipped != nil && !strings.Contains(jr.Skipped.Detail, "Slurm's GPU order (gres.conf) differs from NVML's") {
+			if tc.wantSkip == decide.SkipGPUMismatch && jr.Skipped != nil && !strings.Contains(jr.Skipped.Detail, "Slurm's GPU order (gres.conf) differs from NVML's") &&
+				!strings.Contains(jr.Skipped.Detail, "which GPU each job's samples come from is not known") {
 				t.Errorf("job 2 skip detail %q does not say what is wrong", jr.Skipped.Detail)
 			}
 			if logs := b.logs.String(); tc.wantLog != "" && !strings.Contains(logs, tc.wantLog) {

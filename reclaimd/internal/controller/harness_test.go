@@ -287,12 +287,23 @@ func (b *bed) startAgent(util int) {
 // gives each.
 func (b *bed) startAgentRows(row func(gpu int) (util int, jobs string)) {
 	b.t.Helper()
+	b.startAgentProcs(func(g int) (int, string, string) {
+		util, jobs := row(g)
+		return util, "", jobs
+	})
+}
+
+// startAgentProcs is startAgentRows with each GPU's process ids too,
+// which the agent looks up in a /proc of its own that has none of them:
+// processes it cannot tie to a job.
+func (b *bed) startAgentProcs(row func(gpu int) (util int, pids, jobs string)) {
+	b.t.Helper()
 	var csv strings.Builder
-	csv.WriteString("offset_seconds,gpu,util,mem_activity,mem_used_mib,jobs\n")
+	csv.WriteString("offset_seconds,gpu,util,mem_activity,mem_used_mib,pids,jobs\n")
 	for off := 0; off <= 10; off += 10 {
 		for g := range 8 {
-			util, jobs := row(g)
-			fmt.Fprintf(&csv, "%d,%d,%d,%d,2048,%s\n", off, g, util, util/2, jobs)
+			util, pids, jobs := row(g)
+			fmt.Fprintf(&csv, "%d,%d,%d,%d,2048,%s,%s\n", off, g, util, util/2, pids, jobs)
 		}
 	}
 	rec, err := source.ParseRecording(jobNode, strings.NewReader(csv.String()))

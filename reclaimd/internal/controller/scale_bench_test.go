@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -578,8 +579,49 @@ func cpuTime(tb testing.TB) time.Duration {
 }
 
 // scaleBaseline holds the CPU per cycle of the smaller cluster, by mode,
-// for the ratio the larger one reports.
-var scaleBaseline = map[string]float64{}
+// for the ratio the larger one reports; scaleSteady the CPU per steady
+// cycle by mode and size ("agents/8000"), for the ratio a first cycle
+// after a restart reports.
+var (
+	scaleBaseline = map[string]float64{}
+	scaleSteady   = map[string]float64{}
+)
+
+// heapPeak polls the live heap (runtime/metrics, which does not stop the
+// world) every half millisecond until stop is called, and returns the
+// highest value seen.
+func heapPeak() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak uint64
+	done, finished := make(chan struct{}), make(chan struct{})
+	read := func() {
+		metrics.Read(sample)
+		peak = max(peak, sample[0].Value.Uint64())
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Microsecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				read()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); <-finished; return peak }
+}
+
+// liveHeap is the live heap after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
 
 // BenchmarkCycleScale runs whole controller cycles (the job list from
 // slurmrestd and its decode, every GPU's samples from the agents or from
@@ -587,8 +629,11 @@ var scaleBaseline = map[string]float64{}
 // 2,000 and 8,000 GPUs, with 500 and 2,000 running jobs, and reports the
 // controller's cost per cycle: CPU time (cpu-ms/cycle) and memory
 // allocated (MB/cycle), and for the larger cluster the ratio of its CPU
-// time to the smaller's (x-cpu-vs-2000: 4 is linear). The goal is 300 ms
-// and 50 MB at 8,000 GPUs:
+// time to the smaller's (x-cpu-vs-2000: 4 is linear). Each size has a
+// first-cycle case too (…/first, benchFirstCycle): a restart's cycle,
+// which reads every node's whole window. The goal is 300 ms and 50 MB at
+// 8,000 GPUs for a steady cycle, and for a first cycle 3 × a steady
+// cycle's CPU and 100 MB of peak heap:
 //
 //	go test -run '^$' -bench CycleScale -benchtime 10x ./reclaimd/internal/controller/
 //
@@ -681,8 +726,113 @@ func BenchmarkCycleScale(b *testing.B) {
 				} else if base := scaleBaseline[mode]; base > 0 {
 					b.ReportMetric(perCycle/base, "x-cpu-vs-2000")
 				}
+				scaleSteady[fmt.Sprintf("%s/%d", mode, gpus)] = perCycle
+			})
+			b.Run(fmt.Sprintf("%s/gpus=%d/first", mode, gpus), func(b *testing.B) {
+				benchFirstCycle(b, mode, gpus)
 			})
 		}
+	}
+}
+
+// benchFirstCycle is a restart's first cycle: a controller that has just
+// started over the store of the one before, its collector holding no
+// window, so that it reads every node's whole window (the agents' hour,
+// or Prometheus's window). It reports the CPU time and memory allocated
+// per first cycle, their CPU's ratio to a steady cycle of the same
+// cluster (x-cpu-vs-steady, when the steady case ran before it), the
+// peak of the heap during the cycle over the live heap before it
+// (peak-heap-MB: what the restart holds at its highest, the windows it
+// keeps included, none of the agents' (which run in this process too);
+// it counts garbage the collector has not reclaimed yet, so it is an
+// upper bound), and what the controller holds once the cycle is over
+// (kept-MB: the live heap after a collection, over the one before: the
+// windows it keeps for the next cycles).
+func benchFirstCycle(b *testing.B, mode string, gpus int) {
+	s := newScaleBed(b, gpus/8, mode, 2*time.Minute)
+	ctx := b.Context()
+	nodes := make([]string, s.nodes)
+	for n := range s.nodes {
+		nodes[n] = scaleNode(n)
+	}
+	fresh := func() controller.Collector {
+		if mode == "agents" {
+			return s.agentsCollector(false)
+		}
+		return s.prometheus(false)
+	}
+	// The controller before the restart: a cycle fills the store.
+	s.advance()
+	if _, err := s.ctl.Cycle(ctx); err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "restart.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	// The answers to a whole-window read, made now: every restart below
+	// happens at this moment.
+	s.advance()
+	s.answers.record(true)
+	if _, err := fresh().Collect(ctx, nodes); err != nil {
+		b.Fatal(err)
+	}
+	s.answers.record(false)
+	url := s.serveAnswers()
+	if mode == "agents" {
+		s.agentsURL = url
+	} else {
+		s.promURL = url
+	}
+	var cpu time.Duration
+	var alloc, peak, kept uint64
+	var ms runtime.MemStats
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		coll := fresh()
+		ctl, err := controller.New(controller.Config{Slurm: s.slurm, Collector: coll, Store: st,
+			Rules: func() reclaimrules.Rules { return s.rules }, Now: s.clock, Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		base := liveHeap()
+		runtime.ReadMemStats(&ms)
+		before, c0 := ms.TotalAlloc, cpuTime(b)
+		stop := heapPeak()
+		b.StartTimer()
+		d, err := ctl.Cycle(ctx)
+		b.StopTimer()
+		p := stop()
+		cpu += cpuTime(b) - c0
+		runtime.ReadMemStats(&ms)
+		alloc += ms.TotalAlloc - before
+		if p > base {
+			peak = max(peak, p-base)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(d.States) != gpus/4 {
+			b.Fatalf("%d jobs judged, want %d", len(d.States), gpus/4)
+		}
+		if after := liveHeap(); after > base {
+			kept = max(kept, after-base)
+		}
+		runtime.KeepAlive(ctl)
+		runtime.KeepAlive(coll)
+	}
+	if n := standInMisses(b, url); n > 0 {
+		b.Fatalf("%d requests had no answer made ahead", n)
+	}
+	perCycle := float64(cpu.Microseconds()) / 1e3 / float64(b.N)
+	b.ReportMetric(perCycle, "cpu-ms/cycle")
+	b.ReportMetric(float64(alloc)/float64(b.N)/1e6, "MB/cycle")
+	b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
+	b.ReportMetric(float64(kept)/1e6, "kept-MB")
+	if steady := scaleSteady[fmt.Sprintf("%s/%d", mode, gpus)]; steady > 0 {
+		b.ReportMetric(perCycle/steady, "x-cpu-vs-steady")
 	}
 }
 

@@ -145,7 +145,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		return
 	}
 	for _, g := range j.GPUs {
-		if why, bad := c.s.Mismatched[g.Node]; bad {
+		if why, bad := c.s.Mismatched[g.Node]; bad && !c.s.Placed[j.ID] {
 			skip(SkipGPUMismatch, g.Node+": "+why)
 			return
 		}

@@ -114,8 +114,9 @@ type decideTest struct {
 	taken   time.Time          // the snapshot's time; now when zero
 	// sourceDown and slurmDown make the snapshot say a source failed.
 	sourceDown, slurmDown bool
-	// mismatched is the snapshot's Mismatched.
+	// mismatched is the snapshot's Mismatched, placed its Placed.
 	mismatched map[string]string
+	placed     map[int64]bool
 
 	wantActions []decide.Action // compared without Evidence
 	wantSkipped []decide.Skip
@@ -651,6 +652,15 @@ var decideTests = map[string]decideTest{
 		wantActions: []decide.Action{{JobID: 1, Kind: decide.Notify, Rule: "default",
 			Reason: "1 of 1 GPU idle for 1h0m0s: util ≤ 0%, memory activity ≤ 0% (max seen 0.0%, 0.0%); notify only"}},
 	},
+	"GPU map mismatch, the job placed by the node's map: judged": {
+		jobs:       []decide.Job{job(1, gpus("gpu-002", 8))},
+		samples:    samples(nil, gpus("gpu-002", 8), t0, now, flat(0, 0)),
+		mismatched: map[string]string{"gpu-002": "job 9 runs on GPU 3 (NVML), which Slurm gives to job 1"},
+		placed:     map[int64]bool{1: true},
+		wantActions: []decide.Action{{JobID: 1, Kind: decide.Warn, Rule: "llm",
+			Reason: "8 of 8 GPUs idle for 30m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.0%)" + warnPlan}},
+		wantStates: map[int64]decide.JobState{1: {Phase: decide.Warned, Since: now, RunStart: t0, WarnedAt: now, Rule: "llm", Actions: 1}},
+	},
 	"GPU map mismatch: no job with a GPU on the node is judged, its state kept": {
 		jobs:       []decide.Job{job(1, append(gpus("gpu-001", 8), gpus("gpu-002", 8)...)), job(2, gpus("gpu-003", 8))},
 		samples:    samples(samples(samples(nil, gpus("gpu-001", 8), t0, now, flat(0, 0)), gpus("gpu-002", 8), t0, now, flat(0, 0)), gpus("gpu-003", 8), t0, now, flat(0, 0)),
@@ -708,7 +718,7 @@ func (tc decideTest) snapshot() (decide.Snapshot, time.Time, reclaimrules.Rules)
 	}
 	return decide.Snapshot{
 		Taken: taken, Jobs: jobs, Samples: smp, SampleInterval: interval,
-		SourceOK: !tc.sourceDown, SlurmOK: !tc.slurmDown, States: tc.states, Mismatched: tc.mismatched,
+		SourceOK: !tc.sourceDown, SlurmOK: !tc.slurmDown, States: tc.states, Mismatched: tc.mismatched, Placed: tc.placed,
 	}, n, r
 }
 

@@ -168,8 +168,15 @@ type Snapshot struct {
 	// Mismatched names the nodes where the metrics source's own map of
 	// which job holds which GPU contradicts the jobs' GPUs, with what was
 	// seen: their samples may be another job's, so no job with a GPU
-	// there is judged (SkipGPUMismatch), its state unchanged.
+	// there is judged (SkipGPUMismatch), its state unchanged, unless it
+	// is in Placed.
 	Mismatched map[string]string
+	// Placed are the jobs with GPUs on Mismatched nodes that the source's
+	// own map places whole: on each such node, as many GPUs as Slurm
+	// gives the job run its processes and no other job's, and the
+	// samples under the job's GPUKeys are those GPUs' (the join on the
+	// node's map, not Slurm's index). They are judged.
+	Placed map[int64]bool
 }
 
 // Phase is where a job stands in the reclaim ladder.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
 
@@ -19,11 +20,13 @@ import (
 // each run was first judged idle.
 type evidence struct {
 	flagged, slow, slowReclaimed, partlyJobs int
+	inWait, partlyFlagged                    int
 	partlyGPUSeconds                         float64
 	busyAt                                   map[int64]time.Time // by job
 }
 
-func recompute(tr Trace, rep Report, maxUtil, maxMem float64) evidence {
+// recompute takes each signal's wait from wait (the rules' signal.wait).
+func recompute(tr Trace, rep Report, maxUtil, maxMem float64, wait time.Duration) evidence {
 	ev := evidence{busyAt: map[int64]time.Time{}}
 	isBusy := func(s decide.Sample) bool { return s.UtilPercent > maxUtil || s.MemActivityPercent > maxMem }
 	iv := tr.SampleInterval
@@ -42,23 +45,51 @@ func recompute(tr Trace, rep Report, maxUtil, maxMem float64) evidence {
 			end = rep.To
 		}
 		// Slow starters: the first busy sample after the first warning
-		// or notice, up to the recorded end.
-		var flag time.Time
+		// or notice of the whole run idle, up to the recorded end, and
+		// not within a signal's wait (a checkpoint).
+		var flag, partFlag time.Time
+		var signals []time.Time
 		for _, e := range tl.Events {
-			if e.Kind == decide.Warn || e.Kind == decide.Notify {
+			switch {
+			case e.Kind == decide.Signal:
+				signals = append(signals, e.At)
+			case e.Kind != decide.Warn && e.Kind != decide.Notify:
+			case e.PartlyIdle && partFlag.IsZero():
+				partFlag = e.At
+			case !e.PartlyIdle && flag.IsZero():
 				flag = e.At
-				break
 			}
 		}
-		if !flag.IsZero() {
+		inWait := func(t time.Time) bool {
+			for _, s := range signals {
+				if t.After(s) && !t.After(s.Add(wait)) {
+					return true
+				}
+			}
+			return false
+		}
+		if !flag.IsZero() || !partFlag.IsZero() {
 			ev.flagged++
-			var first time.Time
+		}
+		if flag.IsZero() && !partFlag.IsZero() {
+			ev.partlyFlagged++
+		}
+		if !flag.IsZero() {
+			var first, waitFirst time.Time
 			for _, g := range j.GPUs {
 				for _, s := range tr.Samples[g] {
-					if s.At.After(flag) && !s.At.After(end) && isBusy(s) && (first.IsZero() || s.At.Before(first)) {
+					if !s.At.After(flag) || s.At.After(end) || !isBusy(s) {
+						continue
+					}
+					if inWait(s.At) {
+						waitFirst = s.At
+					} else if first.IsZero() || s.At.Before(first) {
 						first = s.At
 					}
 				}
+			}
+			if first.IsZero() && !waitFirst.IsZero() {
+				ev.inWait++
 			}
 			if !first.IsZero() {
 				ev.slow++
@@ -117,6 +148,7 @@ func recompute(tr Trace, rep Report, maxUtil, maxMem float64) evidence {
 
 func (e evidence) of(rep Report) evidence {
 	got := evidence{flagged: rep.FlaggedJobs, slow: rep.SlowStarters, slowReclaimed: rep.SlowStartersReclaimed,
+		inWait: rep.BusyInSignalWait, partlyFlagged: rep.PartlyIdleFlagged,
 		partlyJobs: rep.PartlyIdleJobs, partlyGPUSeconds: rep.PartlyIdleGPUHours * 3600, busyAt: map[int64]time.Time{}}
 	for _, tl := range rep.Jobs {
 		if !tl.BusyAfterFlagAt.IsZero() {
@@ -136,7 +168,7 @@ var cmpEvidence = cmp.Options{cmp.AllowUnexported(evidence{}), approx}
 // differs from another, so nothing is partly idle.
 func TestAlexEvidence(t *testing.T) {
 	tr, rep := alex(t)
-	want := recompute(tr, rep, 5, 5)
+	want := recompute(tr, rep, 5, 5, 0)
 	if diff := cmp.Diff(want, want.of(rep), cmpEvidence); diff != "" {
 		t.Errorf("evidence (-recomputed +report):\n%s", diff)
 	}
@@ -199,8 +231,12 @@ func TestEvidenceRandom(t *testing.T) {
 		sortJobs(tr.Jobs)
 		rules := trainRules()
 		rules.Rules[0].FirstWindow = 10 * 60e9
+		if seed%2 == 1 {
+			// Partly idle runs are warned and noticed too.
+			rules.Rules[0].PartialIdle = reclaimrules.PartialIdle{Enabled: true, MinIdleGPUs: 1, Action: reclaimrules.ActionNotify}
+		}
 		rep := Run(tr, rules, Options{Step: time.Minute})
-		want := recompute(tr, rep, 5, 5)
+		want := recompute(tr, rep, 5, 5, rules.Rules[0].Signal.Wait.Std())
 		if diff := cmp.Diff(want, want.of(rep), cmpEvidence); diff != "" {
 			t.Fatalf("seed %d: evidence (-recomputed +report):\n%s", seed, diff)
 		}
@@ -208,10 +244,62 @@ func TestEvidenceRandom(t *testing.T) {
 		total.slow += want.slow
 		total.slowReclaimed += want.slowReclaimed
 		total.partlyJobs += want.partlyJobs
+		total.inWait += want.inWait
+		total.partlyFlagged += want.partlyFlagged
 	}
-	t.Logf("over all seeds: %d flagged, %d slow starters (%d reclaimed first), %d jobs partly idle",
-		total.flagged, total.slow, total.slowReclaimed, total.partlyJobs)
-	if total.slow == 0 || total.slowReclaimed == 0 || total.partlyJobs == 0 || total.slow == total.flagged {
+	t.Logf("over all seeds: %d flagged, %d slow starters (%d reclaimed first), %d busy only in a signal's wait, %d flagged only partly idle, %d jobs partly idle",
+		total.flagged, total.slow, total.slowReclaimed, total.inWait, total.partlyFlagged, total.partlyJobs)
+	if total.slow == 0 || total.slowReclaimed == 0 || total.partlyJobs == 0 || total.slow == total.flagged || total.partlyFlagged == 0 {
 		t.Errorf("the random traces do not exercise the figures: %+v", total)
+	}
+}
+
+// TestNotSlowStarters: a job that checkpoints in the signal's wait (its GPUs
+// busy for two minutes after SIGUSR1, then idle until the requeue) and a
+// job only ever noticed as partly idle (one GPU working throughout, the
+// other idle) are busy after they were flagged, but neither was slow to
+// start: each is counted apart, and neither is a slow starter. A job
+// busy again after its warning is one.
+func TestNotSlowStarters(t *testing.T) {
+	checkpoint := func(e time.Duration) (float64, float64) {
+		if e > 46*time.Minute && e <= 48*time.Minute { // the signal comes at 45m
+			return 90, 40
+		}
+		return 0, 0.3
+	}
+	slow := func(e time.Duration) (float64, float64) {
+		if e > 40*time.Minute {
+			return 90, 40
+		}
+		return 0, 0.3
+	}
+	tr := trace(simJob{job(1, "gpu-001", 2), checkpoint}, simJob{job(2, "gpu-002", 2), slow}, simJob{job(3, "gpu-003", 2), idle})
+	working := tr.Samples[decide.GPUKey{Node: "gpu-003", Index: 1}]
+	for i := range working {
+		working[i].UtilPercent = 80
+	}
+	rules := trainRules()
+	rules.Rules[0].PartialIdle = reclaimrules.PartialIdle{Enabled: true, MinIdleGPUs: 1, Action: reclaimrules.ActionNotify}
+	rep := Run(tr, rules, Options{Step: time.Minute})
+	if rep.FlaggedJobs != 3 || rep.SlowStarters != 1 || rep.BusyInSignalWait != 1 || rep.PartlyIdleFlagged != 1 {
+		t.Errorf("flagged %d, slow starters %d, busy only in a signal's wait %d, flagged only partly idle %d; want 3, 1, 1, 1",
+			rep.FlaggedJobs, rep.SlowStarters, rep.BusyInSignalWait, rep.PartlyIdleFlagged)
+	}
+	byID := map[int64]JobTimeline{}
+	for _, tl := range rep.Jobs {
+		byID[tl.JobID] = tl
+	}
+	if tl := byID[1]; !tl.BusyAfterFlagAt.IsZero() || !tl.BusyInSignalWaitAt.Equal(at(47*time.Minute)) || tl.ReclaimedAt.IsZero() {
+		t.Errorf("job 1 (checkpoints): busy after flag %v, in the wait %v, reclaimed %v; want none, 12:47, requeued", tl.BusyAfterFlagAt, tl.BusyInSignalWaitAt, tl.ReclaimedAt)
+	}
+	if tl := byID[2]; !tl.BusyAfterFlagAt.Equal(at(41 * time.Minute)) {
+		t.Errorf("job 2 (slow starter): busy after flag %v, want 12:41", tl.BusyAfterFlagAt)
+	}
+	if tl := byID[3]; len(tl.Events) == 0 || !tl.Events[0].PartlyIdle || !tl.BusyAfterFlagAt.IsZero() {
+		t.Errorf("job 3 (partly idle): events %+v, busy after flag %v; want a partly idle warning and no slow start", tl.Events, tl.BusyAfterFlagAt)
+	}
+	want := recompute(tr, rep, 5, 5, rules.Rules[0].Signal.Wait.Std())
+	if diff := cmp.Diff(want, want.of(rep), cmpEvidence); diff != "" {
+		t.Errorf("evidence (-recomputed +report):\n%s", diff)
 	}
 }

@@ -54,16 +54,27 @@ type Report struct {
 	// (missing or old samples): the trace has gaps where they ran.
 	StaleJobs int `json:"stale_jobs"`
 	// FlaggedJobs counts the runs the rules judged idle at least once (a
-	// warning or a notice). SlowStarters counts those of them whose trace
-	// shows a GPU busy (above the flagging rule's thresholds) after the
-	// first flag, while the run still ran as recorded: jobs that were
-	// only slow to start, or paused, and that the rule would have
+	// warning or a notice), as a whole or partly. SlowStarters counts
+	// those judged idle as a whole whose trace shows a GPU busy (above
+	// the flagging rule's thresholds) after the first such flag, while
+	// the run still ran as recorded, outside a signal's wait: jobs that
+	// were only slow to start, or paused, and that the rule would have
 	// bothered; SlowStartersReclaimed those of them that the rules
 	// requeued or cancelled before that first busy sample: work the rule
 	// would have cut short.
+	//
+	// Two kinds of runs are busy after a flag without being slow
+	// starters, and are counted apart: BusyInSignalWait, those busy only
+	// within a signal's wait (signal.wait after the checkpoint signal:
+	// the checkpoint the signal asked for), and PartlyIdleFlagged, those
+	// only ever judged partly idle (a partial_idle warning or notice:
+	// some GPUs idle while others work, so that a busy GPU is what
+	// they were flagged with).
 	FlaggedJobs           int `json:"flagged_jobs"`
 	SlowStarters          int `json:"slow_starters"`
 	SlowStartersReclaimed int `json:"slow_starters_reclaimed"`
+	BusyInSignalWait      int `json:"busy_in_signal_wait"`
+	PartlyIdleFlagged     int `json:"partly_idle_flagged"`
 	// PartlyIdleGPUHours is the GPU time of multi-GPU runs that a
 	// whole-job rule cannot reach: time a GPU's samples show idle (under
 	// the thresholds of the run's rule) while, at the same sample time,
@@ -117,6 +128,9 @@ type JobTimeline struct {
 	// the run busy after the run was first judged idle (zero: none, or
 	// never judged idle): see Report.SlowStarters.
 	BusyAfterFlagAt time.Time `json:"busy_after_flag_at,omitzero"`
+	// BusyInSignalWaitAt is the first such sample within a signal's wait
+	// (a checkpoint), which does not make the run a slow starter.
+	BusyInSignalWaitAt time.Time `json:"busy_in_signal_wait_at,omitzero"`
 	// PartlyIdleGPUSeconds is the run's part of Report.PartlyIdleGPUHours.
 	PartlyIdleGPUSeconds float64 `json:"partly_idle_gpu_seconds,omitempty"`
 }
@@ -126,6 +140,9 @@ type Event struct {
 	At     time.Time   `json:"at"`
 	Kind   decide.Kind `json:"kind"`
 	Reason string      `json:"reason"`
+	// PartlyIdle marks a warning or notice of a partly idle run (some of
+	// its GPUs idle while others work).
+	PartlyIdle bool `json:"partly_idle,omitempty"`
 }
 
 // textTime is how the text report writes times (always UTC).
@@ -150,6 +167,8 @@ func (r Report) WriteText(w io.Writer) error {
 		r.From.UTC().Format(textTime), r.To.UTC().Format(textTime), r.Step, r.SampleInterval)
 	fmt.Fprintf(bw, "jobs judged idle: %d, busy again later in the trace (slow starters): %d, of them requeued or cancelled before they got busy: %d\n",
 		r.FlaggedJobs, r.SlowStarters, r.SlowStartersReclaimed)
+	fmt.Fprintf(bw, "not slow starters: busy only in a signal's wait (a checkpoint): %d, judged only partly idle (a GPU busy all along): %d\n",
+		r.BusyInSignalWait, r.PartlyIdleFlagged)
 	fmt.Fprintf(bw, "partly idle GPU-hours (a GPU idle while another of its job works; a whole-job rule cannot reach them): %.1f in %d jobs\n",
 		r.PartlyIdleGPUHours, r.PartlyIdleJobs)
 	if r.StaleJobs > 0 {
@@ -198,6 +217,9 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		if !j.BusyAfterFlagAt.IsZero() {
 			fmt.Fprintf(bw, "  busy again at %s: a slow starter\n", j.BusyAfterFlagAt.UTC().Format(textTime))
+		}
+		if j.BusyAfterFlagAt.IsZero() && !j.BusyInSignalWaitAt.IsZero() {
+			fmt.Fprintf(bw, "  busy at %s, in the signal's wait: a checkpoint, not a slow starter\n", j.BusyInSignalWaitAt.UTC().Format(textTime))
 		}
 		if !j.ReclaimedAt.IsZero() {
 			fmt.Fprintf(bw, "  reclaimed %.2f GPU-hours (%s × %s), idle %.2f GPU-hours\n",

@@ -104,10 +104,16 @@ type run struct {
 	idleGPUs  int
 	idleDef   reclaimrules.IdleDef // the thresholds of the rule that judged it
 	counted   time.Time            // idle time is counted up to here
-	// flagAt is when the run was first judged idle (zero: never), and
-	// flagDef the thresholds of the rule that judged it then.
-	flagAt  time.Time
-	flagDef reclaimrules.IdleDef
+	// flagAt is when the run was first judged idle as a whole (zero:
+	// never), and flagDef the thresholds of the rule that judged it then;
+	// partFlagAt when it was first judged partly idle (some of its GPUs
+	// idle while others work).
+	flagAt     time.Time
+	flagDef    reclaimrules.IdleDef
+	partFlagAt time.Time
+	// waits are the signals' waits, (signal, signal + signal.wait]: what
+	// the GPUs do then is the checkpoint the signal asked for.
+	waits [][2]time.Time
 }
 
 // series is one GPU's samples with a sliding window over them: at time t,
@@ -232,9 +238,16 @@ func (s *sim) run() {
 
 // act records one action on the run at t.
 func (r *run) act(t time.Time, a decide.Action, rules reclaimrules.Rules, iv time.Duration) {
-	r.tl.Events = append(r.tl.Events, Event{At: t, Kind: a.Kind, Reason: a.Reason})
+	partly := (a.Kind == decide.Warn || a.Kind == decide.Notify) && a.Evidence.IdleGPUs < a.Evidence.TotalGPUs
+	r.tl.Events = append(r.tl.Events, Event{At: t, Kind: a.Kind, Reason: a.Reason, PartlyIdle: partly})
 	r.tl.Rule = a.Rule
 	switch a.Kind {
+	case decide.Signal:
+		for _, rule := range rules.WithDefaults().Rules {
+			if rule.Name == a.Rule {
+				r.waits = append(r.waits, [2]time.Time{t, t.Add(rule.Signal.Wait.Std())})
+			}
+		}
 	case decide.Warn, decide.Notify:
 		if r.idleSince.IsZero() {
 			r.idleSince, r.counted, r.idleGPUs = t, t, a.Evidence.IdleGPUs
@@ -244,7 +257,12 @@ func (r *run) act(t time.Time, a decide.Action, rules reclaimrules.Rules, iv tim
 				}
 			}
 		}
-		if r.flagAt.IsZero() {
+		switch {
+		case partly:
+			if r.partFlagAt.IsZero() {
+				r.partFlagAt = t
+			}
+		case r.flagAt.IsZero():
 			r.flagAt, r.flagDef = t, r.idleDef
 		}
 	case decide.Recover:
@@ -315,9 +333,15 @@ func (s *sim) evidence(r *run) {
 	if !r.flagAt.IsZero() {
 		for _, sr := range r.series {
 			for _, x := range sr.samples {
-				if x.At.After(r.flagAt) && !x.At.After(r.end) && busy(x, r.flagDef) &&
-					(r.tl.BusyAfterFlagAt.IsZero() || x.At.Before(r.tl.BusyAfterFlagAt)) {
-					r.tl.BusyAfterFlagAt = x.At
+				if !x.At.After(r.flagAt) || x.At.After(r.end) || !busy(x, r.flagDef) {
+					continue
+				}
+				first := &r.tl.BusyAfterFlagAt
+				if r.inWait(x.At) {
+					first = &r.tl.BusyInSignalWaitAt
+				}
+				if first.IsZero() || x.At.Before(*first) {
+					*first = x.At
 				}
 			}
 		}
@@ -364,14 +388,30 @@ func (s *sim) evidence(r *run) {
 	}
 }
 
+// inWait says whether t is in one of the run's signal waits.
+func (r *run) inWait(t time.Time) bool {
+	for _, w := range r.waits {
+		if t.After(w[0]) && !t.After(w[1]) {
+			return true
+		}
+	}
+	return false
+}
+
 // report sums the runs up into rep.
 func (s *sim) report(rep *Report) {
 	rep.Jobs = make([]JobTimeline, 0, len(s.runs))
 	for _, r := range s.runs {
 		s.evidence(r)
 		tl := r.tl
-		if !r.flagAt.IsZero() {
+		if !r.flagAt.IsZero() || !r.partFlagAt.IsZero() {
 			rep.FlaggedJobs++
+		}
+		if r.flagAt.IsZero() && !r.partFlagAt.IsZero() {
+			rep.PartlyIdleFlagged++
+		}
+		if tl.BusyAfterFlagAt.IsZero() && !tl.BusyInSignalWaitAt.IsZero() {
+			rep.BusyInSignalWait++
 		}
 		if !tl.BusyAfterFlagAt.IsZero() {
 			rep.SlowStarters++

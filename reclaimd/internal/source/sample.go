@@ -38,6 +38,9 @@ type Sample struct {
 	// source knows them (a replay file's jobs column); the agent adds the
 	// jobs it finds for PIDs.
 	JobIDs []int64
+	// Unattributed counts the PIDs the agent could tie to no Slurm job
+	// (filled in by the agent).
+	Unattributed int
 
 	MIG          bool          // MIG mode is on
 	MIGInstances []MIGInstance // the GPU's MIG devices when MIG is on
