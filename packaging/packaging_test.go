@@ -305,3 +305,33 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestChangelogNamesEveryPackage: the newest changelog entry, which every
+// package carries, names each package.
+func TestChangelogNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("changelog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []struct {
+		Semver  string `yaml:"semver"`
+		Changes []struct {
+			Note string `yaml:"note"`
+		} `yaml:"changes"`
+	}
+	if err := yaml.Unmarshal(b, &entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("changelog.yaml has no entry")
+	}
+	var notes strings.Builder
+	for _, c := range entries[0].Changes {
+		notes.WriteString(strings.Join(strings.Fields(c.Note), " ") + "\n")
+	}
+	for _, part := range parts {
+		if !regexp.MustCompile(`\b` + part + `\b`).MatchString(notes.String()) {
+			t.Errorf("changelog.yaml: the newest entry (%s) does not name %s", entries[0].Semver, part)
+		}
+	}
+}
