@@ -12,7 +12,7 @@ OAPI_CODEGEN_VERSION := v2.8.2
 GOLANGCI_LINT_VERSION := v2.15.0
 OAPI_CODEGEN := $(BIN)/oapi-codegen-$(OAPI_CODEGEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
-NFPM_VERSION := v2.45.2
+NFPM_VERSION := v2.48.0
 NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
 
 # What every binary reports as its build (--version, strata_build_info), and
@@ -48,7 +48,8 @@ TB_SESSION_VERSIONS ?= 26.05
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
-DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm xfsprogs
+# rpm, cpio: the packaging tests read the RPMs (rpm -qp, rpm2cpio | cpio -t).
+DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm cpio xfsprogs
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s

@@ -770,6 +770,20 @@ func TestRPMs(t *testing.T) {
 				}
 			}
 
+			// The payload as rpm2cpio | cpio -id unpacks it: every name
+			// relative, so that it lands under the current folder, not /.
+			names := payloadNames(t, rpm)
+			for _, n := range names {
+				if strings.HasPrefix(n, "/") {
+					t.Errorf("the payload names %s: rpm2cpio | cpio -id would write it into the real /", n)
+				}
+			}
+			for p := range installed[part] {
+				if !slices.Contains(names, "."+p) {
+					t.Errorf("the payload has no .%s (it has %d names)", p, len(names))
+				}
+			}
+
 			scripts := q("--scripts")
 			for _, s := range splitRPMScripts(scripts) {
 				if bad := CheckScript(s); len(bad) > 0 {
@@ -796,6 +810,22 @@ func TestRPMs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// payloadNames lists an RPM's cpio payload as an admin does:
+// rpm2cpio x.rpm | cpio -t.
+func payloadNames(t *testing.T, rpm string) []string {
+	t.Helper()
+	for _, tool := range []string{"rpm2cpio", "cpio"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			unavailable(t, "%s is not installed (make deps installs rpm and cpio)", tool)
+		}
+	}
+	out, err := exec.Command("sh", "-c", `rpm2cpio "$1" | cpio -t --quiet`, "sh", rpm).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rpm2cpio %s | cpio -t: %v\n%s", rpm, err, out)
+	}
+	return strings.Fields(string(out))
 }
 
 // splitRPMScripts splits rpm --scripts output ("preinstall scriptlet
