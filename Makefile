@@ -17,9 +17,17 @@ NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
 
 # What every binary reports as its build (--version, strata_build_info), and
 # the link flags that stamp it. Set from the command line only (make
-# VERSION=1.2.0), never from the environment.
-VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# VERSION=1.2.0), never from the environment. In a git checkout (this folder
+# its top) they come from git; in a tarball of `make dist`, from the VERSION
+# file it carries; with neither, build and packages stop and say so.
+IN_GIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && echo yes)
+ifeq ($(IN_GIT),yes)
+VERSION = $(shell git describe --tags --always --dirty)
+REVISION = $(shell git rev-parse HEAD)
+else
+VERSION = $(shell sed -n 's/^version: //p' VERSION 2>/dev/null)
+REVISION = $(shell sed -n 's/^revision: //p' VERSION 2>/dev/null)
+endif
 BUILDINFO := github.com/strata-hpc/strata/internal/buildinfo
 LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
 GO_BUILD = $(GO) build -ldflags "$(LDFLAGS)"
@@ -30,7 +38,8 @@ CGO_QUIET := -Wno-deprecated-declarations
 export CGO_CFLAGS := $(or $(CGO_CFLAGS),-O2 -g)$(if $(filter $(CGO_QUIET),$(CGO_CFLAGS)),, $(CGO_QUIET))
 
 # Packages (make packages): one deb and one RPM per part, into DIST. The
-# version is git describe's, made dpkg- and rpm-ready by version.sh.
+# version is git describe's (or the VERSION file's), made dpkg- and rpm-ready
+# by version.sh.
 DIST = $(CURDIR)/dist
 PKG_VERSION = $(shell sh packaging/nfpm/version.sh)
 PKG_RELEASE ?= 1
@@ -91,8 +100,31 @@ $(NFPM):
 .PHONY: tools
 tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) $(NFPM) ## install the pinned Go tools into ./bin
 
+# version-known stops a build that cannot tell its version: dpkg refuses a
+# package without one, and a binary reporting "unknown" helps no one.
+.PHONY: version-known
+version-known:
+	@if [ -z '$(VERSION)' ] || [ -z '$(REVISION)' ]; then \
+		echo "make: cannot tell the version to build: $(CURDIR) is neither a git checkout nor a tarball of make dist (no VERSION file)." >&2; \
+		echo "  Build from a git clone, from a tarball made by make dist, or say it: make VERSION=1.2.0 REVISION=<commit> PKG_VERSION=1.2.0 ..." >&2; \
+		exit 1; fi
+
+.PHONY: version
+version: version-known ## print the version the build stamps, its revision and the packages' version
+	@echo "version: $(VERSION)"; echo "revision: $(REVISION)"; echo "package: $(PKG_VERSION)"
+
+.PHONY: dist
+dist: version-known ## a source tarball of HEAD into dist/, with a VERSION file so that it builds without git
+	@[ '$(IN_GIT)' = yes ] || { echo "make dist: run it in a git checkout" >&2; exit 1; }
+	@mkdir -p $(DIST)
+	@v=$$(git describe --tags --always); r=$$(git rev-parse HEAD); p=$$(STRATA_VERSION_CLEAN=1 sh packaging/nfpm/version.sh); \
+	git archive --format=tar.gz --prefix=strata-$$p/ \
+		--add-virtual-file=strata-$$p/VERSION:"$$(printf 'version: %s\nrevision: %s\npackage: %s\n' "$$v" "$$r" "$$p")" \
+		-o $(DIST)/strata-$$p.tar.gz HEAD; \
+	echo "$(DIST)/strata-$$p.tar.gz (version $$p, of HEAD: changes not committed are not in it)"
+
 .PHONY: build
-build: ## compile every package, the binaries (into ./bin) and the demo
+build: version-known ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build ./...
 	$(GO_BUILD) -o $(BIN)/topogen ./topogen/cmd/topogen
 	$(GO_BUILD) -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
@@ -102,7 +134,7 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: packages
-packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
+packages: version-known $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
 	@mkdir -p $(PKG_BIN)
 	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd, the bridge and
 	@# the portal API use SQLite through cgo: glibc 2.34 or later (EL9, Debian
@@ -117,6 +149,7 @@ packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git d
 # use it to make an older version of the same packages).
 .PHONY: packages-nfpm
 packages-nfpm: $(NFPM)
+	@[ -n '$(PKG_VERSION)' ] || { echo "make: no package version (packaging/nfpm/version.sh said why); give PKG_VERSION=1.2.0" >&2; exit 1; }
 	@mkdir -p $(DIST) && rm -f $(DIST)/strata-*.deb $(DIST)/strata-*.rpm
 	@for part in $(PKG_PARTS); do for fmt in $(PKG_FORMATS); do \
 		STRATA_PKG_VERSION='$(PKG_VERSION)' STRATA_PKG_RELEASE='$(PKG_RELEASE)' STRATA_PKG_ARCH='$(PKG_ARCH)' \
