@@ -108,6 +108,10 @@ var dirs = map[string]wantFile{
 	"/etc/strata/templates":       {mode: 0o750, owner: "root", group: "strata-portal-api"},
 	"/var/lib/strata/topogen":     {mode: 0o750, owner: "root", group: "root"},                           // tmpfiles.d
 	"/var/lib/strata/portal-api":  {mode: 0o750, owner: "strata-portal-api", group: "strata-portal-api"}, // tmpfiles.d
+	// The secrets the postinsts make (no package owns them).
+	"/etc/strata/reclaimd-agent.token": {mode: 0o640, owner: "root", group: "strata-reclaimd"},
+	"/etc/strata/bridge-api.token":     {mode: 0o640, owner: "root", group: "strata-bridge"},
+	"/etc/strata/portal-session.key":   {mode: 0o640, owner: "root", group: "strata-portal-api"},
 }
 
 // units are the systemd units the packages install.
@@ -543,9 +547,8 @@ contexts: [{name: c, context: {cluster: k, user: u}}]
 current-context: c
 EOF
 echo token > /etc/strata/bridge.jwt
-head -c 32 /dev/urandom | base64 > /etc/strata/bridge-api.token
-chgrp strata-bridge /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token
-chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token
+chgrp strata-bridge /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt
+chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt
 for c in gpu1 gpu2; do
 	install -d -m 0750 -g strata-portal-api /etc/strata/clusters /etc/strata/clusters/$c
 	head -c 32 /dev/urandom > /etc/strata/clusters/$c/jwt_hs256.key

@@ -25,6 +25,7 @@ import (
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/internal/gensecret"
 	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 )
@@ -166,6 +167,16 @@ credentials) that every user can read stops the daemon before it starts.`,
 			}, configArg),
 		},
 	}
+	app.Commands = append(app.Commands, gensecret.Command(gensecret.Spec{Name: "gen-token",
+		Usage: "make the API token (api.token_file) when it does not exist",
+		What:  "the bearer token every request to the bridge's API carries (copy it to each portal that calls this bridge: its clusters' bridge_token_file)",
+		Group: "strata-bridge", Files: func(c *cli.Context) ([]string, error) {
+			cfg, err := config.Load(c.String("config"))
+			if err != nil {
+				return nil, err
+			}
+			return []string{cfg.API.TokenFile}, nil
+		}}))
 	cliargs.Enforce(app)
 	err := app.RunContext(ctx, args)
 	var ref *deploy.Refusal

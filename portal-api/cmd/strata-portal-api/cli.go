@@ -17,6 +17,7 @@ import (
 	"github.com/strata-hpc/strata/internal/cliargs"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/duration"
+	"github.com/strata-hpc/strata/internal/gensecret"
 	"github.com/strata-hpc/strata/internal/jobpolicy"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/config"
@@ -110,6 +111,19 @@ keeps only its SHA-256 hash.`,
 			},
 		},
 	}
+	app.Commands = append(app.Commands, gensecret.Command(gensecret.Spec{Name: "gen-key",
+		Usage: "make the key that signs the sessions' cookies (sessions.cookie_key_file) when it does not exist",
+		What:  "the key that signs the sessions' browser cookies (the same file on every portal behind one address)",
+		Group: "strata-portal-api", Files: func(c *cli.Context) ([]string, error) {
+			cfg, err := config.Load(c.String("config"))
+			if err != nil {
+				return nil, err
+			}
+			if cfg.Sessions.CookieKeyFile == "" {
+				return nil, nil
+			}
+			return []string{cfg.Sessions.CookieKeyFile}, nil
+		}}))
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
