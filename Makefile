@@ -45,6 +45,10 @@ PKG_VERSION = $(shell sh packaging/nfpm/version.sh)
 PKG_RELEASE ?= 1
 PKG_ARCH = $(shell $(GO) env GOARCH)
 PKG_BIN ?= $(DIST)/bin
+# The man pages and shell completion each binary writes of itself (its
+# hidden gen-docs verb), beside the binaries.
+PKG_DOC ?= $(patsubst %/,%,$(dir $(PKG_BIN)))/doc
+PKG_BINARIES := topogen strata-policy reclaimd strata-bridge strata-portal-api
 PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge strata-portal-api
 PKG_FORMATS ?= deb rpm
 
@@ -57,8 +61,8 @@ TB_SESSION_VERSIONS ?= 26.05
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
-# rpm, cpio: the packaging tests read the RPMs (rpm -qp, rpm2cpio | cpio -t).
-DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm cpio xfsprogs
+# rpm, cpio: the packaging tests read the RPMs (rpm -qp, rpm2cpio | cpio -t); zsh parses the zsh completion.
+DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm cpio zsh xfsprogs
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s
@@ -143,6 +147,10 @@ packages: version-known $(NFPM) ## one deb and one RPM per part into dist/ (vers
 		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge \
 		./portal-api/cmd/strata-portal-api
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
+	@# Man pages (gzip -n: the same bytes for the same input) and completion,
+	@# from each binary's own command line definition and the examples.
+	@rm -rf $(PKG_DOC) && for b in $(PKG_BINARIES); do \
+		$(PKG_BIN)/$$b gen-docs --out $(PKG_DOC)/$$b --examples etc/strata >/dev/null && gzip -9n $(PKG_DOC)/$$b/*.[158]; done
 	@$(MAKE) --no-print-directory packages-nfpm
 
 # packages-nfpm packs the binaries already in PKG_BIN (the install tests
@@ -153,7 +161,7 @@ packages-nfpm: $(NFPM)
 	@mkdir -p $(DIST) && rm -f $(DIST)/strata-*.deb $(DIST)/strata-*.rpm
 	@for part in $(PKG_PARTS); do for fmt in $(PKG_FORMATS); do \
 		STRATA_PKG_VERSION='$(PKG_VERSION)' STRATA_PKG_RELEASE='$(PKG_RELEASE)' STRATA_PKG_ARCH='$(PKG_ARCH)' \
-		STRATA_PKG_BIN='$(PKG_BIN)' $(NFPM) package --config packaging/nfpm/$$part.yaml --packager $$fmt --target $(DIST)/ \
+		STRATA_PKG_BIN='$(PKG_BIN)' STRATA_PKG_DOC='$(PKG_DOC)' $(NFPM) package --config packaging/nfpm/$$part.yaml --packager $$fmt --target $(DIST)/ \
 		| sed 's/^/  /'; done; done
 
 .PHONY: generate

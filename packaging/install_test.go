@@ -100,6 +100,36 @@ var installed = map[string]map[string]wantFile{
 	},
 }
 
+// manPages are each package's binary, its man section and its
+// configuration file's page: the man pages and completion it installs.
+var manPages = map[string]struct {
+	binary  string
+	section int
+	config  string
+}{
+	"strata-topogen":    {"topogen", 1, "topogen.yaml"},
+	"strata-policy":     {"strata-policy", 1, "policy.yaml"},
+	"strata-reclaimd":   {"reclaimd", 8, "reclaimd.yaml"},
+	"strata-bridge":     {"strata-bridge", 8, "bridge.yaml"},
+	"strata-portal-api": {"strata-portal-api", 8, "portal-api.yaml"},
+}
+
+// zshDeb and zshRPM are where Debian's and Fedora's zsh look for
+// completion functions.
+const (
+	zshDeb = "/usr/share/zsh/vendor-completions/"
+	zshRPM = "/usr/share/zsh/site-functions/"
+)
+
+func init() {
+	for part, m := range manPages {
+		installed[part][fmt.Sprintf("/usr/share/man/man%d/%s.%d.gz", m.section, m.binary, m.section)] = data()
+		installed[part]["/usr/share/man/man5/"+m.config+".5.gz"] = data()
+		installed[part]["/usr/share/bash-completion/completions/"+m.binary] = data()
+		installed[part][zshDeb+"_"+m.binary] = data()
+	}
+}
+
 // dirs are the folders the packages make, with their modes and owners.
 var dirs = map[string]wantFile{
 	"/etc/strata":                 {mode: 0o755, owner: "root", group: "root"},
@@ -470,6 +500,7 @@ func TestInstall(t *testing.T) {
 	t.Run("binaries", func(t *testing.T) { testBinaries(t, c) })
 	t.Run("glibc", func(t *testing.T) { testGlibc(t, c) })
 	t.Run("units", func(t *testing.T) { testUnits(t, c) })
+	t.Run("docs", func(t *testing.T) { testDocs(t, c) })
 
 	// Remove: the programs go, the configuration and users stay.
 	c.must(append([]string{"dpkg", "-r"}, parts...)...)
@@ -582,6 +613,52 @@ install -m 0640 -g strata-portal-api /etc/strata/bridge-api.token /etc/strata/cl
 			continue
 		}
 		t.Logf("%s (as %s): %s", strings.Join(ch.args, " "), ch.user, firstLine(out))
+	}
+}
+
+// testDocs checks that each installed man page and completion file is
+// what the installed binary writes of itself (gen-docs), so the packages
+// never ship pages of another build, that man renders each page without a
+// warning, and that every verb --help lists is in the man page.
+func testDocs(t *testing.T, c *chroot) {
+	for part, m := range manPages {
+		dir := "/tmp/docs/" + m.binary
+		c.must(m.binary, "gen-docs", "--out", dir, "--examples", "/etc/strata")
+		page := fmt.Sprintf("/usr/share/man/man%d/%s.%d.gz", m.section, m.binary, m.section)
+		pairs := map[string]string{ // installed -> freshly written
+			page: fmt.Sprintf("%s/%s.%d", dir, m.binary, m.section),
+			"/usr/share/bash-completion/completions/" + m.binary: dir + "/" + m.binary + ".bash",
+			zshDeb + "_" + m.binary:                              dir + "/_" + m.binary,
+		}
+		for inst, fresh := range pairs {
+			got := c.must("sh", "-c", `case "$1" in *.gz) zcat "$1" ;; *) cat "$1" ;; esac`, "sh", inst)
+			want := c.must("cat", fresh)
+			if got != want {
+				t.Errorf("%s: %s is not what %s gen-docs writes (%s): the package carries another build's docs", part, inst, m.binary, fresh)
+			}
+		}
+		for _, p := range []string{page, "/usr/share/man/man5/" + m.config + ".5.gz"} {
+			out, err := c.exec("sh", "-c", `MANWIDTH=100 man --warnings -l "$1" 2>&1 >/dev/null`, "sh", p)
+			if err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("man -l %s: %v\n%s", p, err, out)
+			}
+		}
+		help := c.must(m.binary, "--help")
+		man := c.must("sh", "-c", `zcat "$1"`, "sh", page)
+		inCommands := false
+		for _, line := range strings.Split(help, "\n") {
+			switch {
+			case strings.HasPrefix(line, "COMMANDS:"):
+				inCommands = true
+			case inCommands && (line == "" || !strings.HasPrefix(line, "   ")):
+				inCommands = false
+			case inCommands:
+				verb := strings.TrimSuffix(strings.Fields(line)[0], ",")
+				if verb != "help" && !strings.Contains(man, ".SH "+verb) && !strings.Contains(man, "\n"+verb+"\n") && !strings.Contains(man, "# "+verb) {
+					t.Errorf("%s --help lists %s, which %s lacks", m.binary, verb, page)
+				}
+			}
+		}
 	}
 }
 
@@ -750,6 +827,7 @@ func TestRPMs(t *testing.T) {
 				}
 			}
 			for p, w := range installed[part] {
+				p = strings.Replace(p, zshDeb, zshRPM, 1)
 				g, ok := got[p]
 				if !ok {
 					t.Errorf("%s is not in the RPM", p)
@@ -766,7 +844,7 @@ func TestRPMs(t *testing.T) {
 				t.Errorf("no %%license LICENSE")
 			}
 			for _, p := range strings.Fields(q("--list")) {
-				if _, ok := installed[part][p]; !ok && !strings.HasPrefix(p, "/usr/share/licenses/") {
+				if _, ok := installed[part][strings.Replace(p, zshRPM, zshDeb, 1)]; !ok && !strings.HasPrefix(p, "/usr/share/licenses/") {
 					if _, dir := dirs[p]; !dir {
 						t.Errorf("the RPM has %s, which the tests do not know", p)
 					}
@@ -782,6 +860,7 @@ func TestRPMs(t *testing.T) {
 				}
 			}
 			for p := range installed[part] {
+				p = strings.Replace(p, zshDeb, zshRPM, 1)
 				if !slices.Contains(names, "."+p) {
 					t.Errorf("the payload has no .%s (it has %d names)", p, len(names))
 				}

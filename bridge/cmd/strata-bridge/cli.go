@@ -24,6 +24,7 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/gensecret"
 	"github.com/strata-hpc/strata/internal/servingquota"
@@ -177,6 +178,7 @@ credentials) that every user can read stops the daemon before it starts.`,
 			}
 			return []string{cfg.API.TokenFile}, nil
 		}}))
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 8, Configs: []clidoc.Config{{Name: "bridge.yaml", Summary: "configuration of strata-bridge, which serves the models of finished Slurm jobs on Kubernetes"}}}))
 	cliargs.Enforce(app)
 	err := app.RunContext(ctx, args)
 	var ref *deploy.Refusal

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/duration"
 	"github.com/strata-hpc/strata/internal/gensecret"
@@ -124,6 +125,7 @@ keeps only its SHA-256 hash.`,
 			}
 			return []string{cfg.Sessions.CookieKeyFile}, nil
 		}}))
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 8, Configs: []clidoc.Config{{Name: "portal-api.yaml", Summary: "configuration of strata-portal-api, the portal API over every cluster"}}}))
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/gensecret"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
@@ -96,6 +97,7 @@ also be given as arguments: reclaimd simulate --rules rules.json jobs.csv sample
 				}}),
 		},
 	}
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 8, Configs: []clidoc.Config{{Name: "reclaimd.yaml", Summary: "configuration of reclaimd, its controller and its node agents"}}}))
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
