@@ -48,6 +48,7 @@ PKG_BIN ?= $(DIST)/bin
 # The man pages and shell completion each binary writes of itself (its
 # hidden gen-docs verb), beside the binaries.
 PKG_DOC ?= $(patsubst %/,%,$(dir $(PKG_BIN)))/doc
+PKG_DEBUG ?= $(patsubst %/,%,$(dir $(PKG_BIN)))/debug
 PKG_BINARIES := topogen strata-policy reclaimd strata-bridge strata-portal-api
 PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge strata-portal-api
 PKG_FORMATS ?= deb rpm
@@ -61,8 +62,9 @@ TB_SESSION_VERSIONS ?= 26.05
 TESTBED_ENVS = $(foreach v,$(SLURM_VERSIONS),$(TB_STATE)/s$(subst .,,$(v))/env)
 DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
-# rpm, cpio: the packaging tests read the RPMs (rpm -qp, rpm2cpio | cpio -t); zsh parses the zsh completion.
-DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm cpio zsh xfsprogs
+# rpm, cpio: the packaging tests read the RPMs (rpm -qp, rpm2cpio | cpio -t); zsh parses the zsh completion;
+# lintian and rpmlint check the packages; binutils' objcopy splits the debug symbols off.
+DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm cpio zsh lintian rpmlint binutils xfsprogs
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s
@@ -142,11 +144,17 @@ packages: version-known $(NFPM) ## one deb and one RPM per part into dist/ (vers
 	@mkdir -p $(PKG_BIN)
 	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd, the bridge and
 	@# the portal API use SQLite through cgo: glibc 2.34 or later (EL9, Debian
-	@# 12); the policy tool needs no cgo and is static. See packaging/README.md.
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ \
+	@# 12); the policy tool needs no cgo and no libc. All are position
+	@# independent (PIE), with full RELRO. See packaging/README.md.
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,relro,-z,now' -o $(PKG_BIN)/ \
 		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge \
 		./portal-api/cmd/strata-portal-api
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
+	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
+	@# The debug symbols apart, in $(PKG_DEBUG)/<binary>.debug (each binary
+	@# names its file by a debuglink, for gdb), and the binaries stripped.
+	@mkdir -p $(PKG_DEBUG) && for b in $(PKG_BINARIES); do \
+		objcopy --only-keep-debug $(PKG_BIN)/$$b $(PKG_DEBUG)/$$b.debug && \
+		objcopy --strip-all --add-gnu-debuglink=$(PKG_DEBUG)/$$b.debug $(PKG_BIN)/$$b; done
 	@# Man pages (gzip -n: the same bytes for the same input) and completion,
 	@# from each binary's own command line definition and the examples.
 	@rm -rf $(PKG_DOC) && for b in $(PKG_BINARIES); do \
