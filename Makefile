@@ -145,8 +145,11 @@ packages: version-known $(NFPM) ## one deb and one RPM per part into dist/ (vers
 	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd, the bridge and
 	@# the portal API use SQLite through cgo: glibc 2.34 or later (EL9, Debian
 	@# 12); the policy tool needs no cgo and no libc. All are position
-	@# independent (PIE), with full RELRO. See packaging/README.md.
-	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,relro,-z,now' -o $(PKG_BIN)/ \
+	@# independent (PIE), with RELRO; not -z now: go-nvml leaves NVML's
+	@# symbols to lazy binding against the libnvidia-ml it opens at run time,
+	@# and with -z now the loader refuses the binary where NVML is absent.
+	@# See packaging/README.md.
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,relro' -o $(PKG_BIN)/ \
 		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge \
 		./portal-api/cmd/strata-portal-api
 	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
@@ -158,7 +161,7 @@ packages: version-known $(NFPM) ## one deb and one RPM per part into dist/ (vers
 	@# Man pages (gzip -n: the same bytes for the same input) and completion,
 	@# from each binary's own command line definition and the examples.
 	@rm -rf $(PKG_DOC) && for b in $(PKG_BINARIES); do \
-		$(PKG_BIN)/$$b gen-docs --out $(PKG_DOC)/$$b --examples etc/strata >/dev/null && gzip -9n $(PKG_DOC)/$$b/*.[158]; done
+		$(PKG_BIN)/$$b gen-docs --out $(PKG_DOC)/$$b --examples etc/strata >/dev/null || exit 1; gzip -9n $(PKG_DOC)/$$b/*.[158]; done
 	@$(MAKE) --no-print-directory packages-nfpm
 
 # packages-nfpm packs the binaries already in PKG_BIN (the install tests
