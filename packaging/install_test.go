@@ -756,7 +756,7 @@ func testGlibc(t *testing.T, c *chroot) {
 			continue
 		}
 		if newest == "" {
-			t.Logf("%s needs no glibc (static)", b)
+			t.Logf("%s needs no glibc (no cgo)", b)
 			continue
 		}
 		if versionLess(glibcFloor, newest) {
