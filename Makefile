@@ -12,14 +12,22 @@ OAPI_CODEGEN_VERSION := v2.8.2
 GOLANGCI_LINT_VERSION := v2.15.0
 OAPI_CODEGEN := $(BIN)/oapi-codegen-$(OAPI_CODEGEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
-NFPM_VERSION := v2.45.2
+NFPM_VERSION := v2.48.0
 NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
 
 # What every binary reports as its build (--version, strata_build_info), and
 # the link flags that stamp it. Set from the command line only (make
-# VERSION=1.2.0), never from the environment.
-VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# VERSION=1.2.0), never from the environment. In a git checkout (this folder
+# its top) they come from git; in a tarball of `make dist`, from the VERSION
+# file it carries; with neither, build and packages stop and say so.
+IN_GIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && echo yes)
+ifeq ($(IN_GIT),yes)
+VERSION = $(shell git describe --tags --always --dirty)
+REVISION = $(shell git rev-parse HEAD)
+else
+VERSION = $(shell sed -n 's/^version: //p' VERSION 2>/dev/null)
+REVISION = $(shell sed -n 's/^revision: //p' VERSION 2>/dev/null)
+endif
 BUILDINFO := github.com/strata-hpc/strata/internal/buildinfo
 LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
 GO_BUILD = $(GO) build -ldflags "$(LDFLAGS)"
@@ -30,12 +38,18 @@ CGO_QUIET := -Wno-deprecated-declarations
 export CGO_CFLAGS := $(or $(CGO_CFLAGS),-O2 -g)$(if $(filter $(CGO_QUIET),$(CGO_CFLAGS)),, $(CGO_QUIET))
 
 # Packages (make packages): one deb and one RPM per part, into DIST. The
-# version is git describe's, made dpkg- and rpm-ready by version.sh.
+# version is git describe's (or the VERSION file's), made dpkg- and rpm-ready
+# by version.sh.
 DIST = $(CURDIR)/dist
 PKG_VERSION = $(shell sh packaging/nfpm/version.sh)
 PKG_RELEASE ?= 1
 PKG_ARCH = $(shell $(GO) env GOARCH)
 PKG_BIN ?= $(DIST)/bin
+# The man pages and shell completion each binary writes of itself (its
+# hidden gen-docs verb), beside the binaries.
+PKG_DOC ?= $(patsubst %/,%,$(dir $(PKG_BIN)))/doc
+PKG_DEBUG ?= $(patsubst %/,%,$(dir $(PKG_BIN)))/debug
+PKG_BINARIES := topogen strata-policy reclaimd strata-bridge strata-portal-api
 PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge strata-portal-api
 PKG_FORMATS ?= deb rpm
 
@@ -53,7 +67,9 @@ DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # xfsprogs: mkfs.xfs, xfs_quota and xfs_io for the disk-quota test on a real XFS (policy/internal/render).
 # chromium-headless-shell and fonts-noto-cjk: the pages' browser tests (internal/browsertest).
 # qemu-system-x86 and busybox-static: the node bed's VM and its initramfs (test/testbed/node).
-DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm xfsprogs \
+# rpm, cpio: the packaging tests read the RPMs (rpm -qp, rpm2cpio | cpio -t); zsh parses the zsh completion;
+# lintian and rpmlint check the packages; binutils' objcopy splits the debug symbols off.
+DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm cpio zsh lintian rpmlint binutils xfsprogs \
 	qemu-system-x86 busybox-static chromium-headless-shell fonts-noto-cjk
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
@@ -96,8 +112,31 @@ $(NFPM):
 .PHONY: tools
 tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) $(NFPM) ## install the pinned Go tools into ./bin
 
+# version-known stops a build that cannot tell its version: dpkg refuses a
+# package without one, and a binary reporting "unknown" helps no one.
+.PHONY: version-known
+version-known:
+	@if [ -z '$(VERSION)' ] || [ -z '$(REVISION)' ]; then \
+		echo "make: cannot tell the version to build: $(CURDIR) is neither a git checkout nor a tarball of make dist (no VERSION file)." >&2; \
+		echo "  Build from a git clone, from a tarball made by make dist, or say it: make VERSION=1.2.0 REVISION=<commit> PKG_VERSION=1.2.0 ..." >&2; \
+		exit 1; fi
+
+.PHONY: version
+version: version-known ## print the version the build stamps, its revision and the packages' version
+	@echo "version: $(VERSION)"; echo "revision: $(REVISION)"; echo "package: $(PKG_VERSION)"
+
+.PHONY: dist
+dist: version-known ## a source tarball of HEAD into dist/, with a VERSION file so that it builds without git
+	@[ '$(IN_GIT)' = yes ] || { echo "make dist: run it in a git checkout" >&2; exit 1; }
+	@mkdir -p $(DIST)
+	@v=$$(git describe --tags --always); r=$$(git rev-parse HEAD); p=$$(STRATA_VERSION_CLEAN=1 sh packaging/nfpm/version.sh); \
+	git archive --format=tar.gz --prefix=strata-$$p/ \
+		--add-virtual-file=strata-$$p/VERSION:"$$(printf 'version: %s\nrevision: %s\npackage: %s\n' "$$v" "$$r" "$$p")" \
+		-o $(DIST)/strata-$$p.tar.gz HEAD; \
+	echo "$(DIST)/strata-$$p.tar.gz (version $$p, of HEAD: changes not committed are not in it)"
+
 .PHONY: build
-build: ## compile every package, the binaries (into ./bin) and the demo
+build: version-known ## compile every package, the binaries (into ./bin) and the demo
 	$(GO) build ./...
 	$(GO_BUILD) -o $(BIN)/topogen ./topogen/cmd/topogen
 	$(GO_BUILD) -o $(BIN)/reclaimd ./reclaimd/cmd/reclaimd
@@ -107,25 +146,39 @@ build: ## compile every package, the binaries (into ./bin) and the demo
 	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: packages
-packages: $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
+packages: version-known $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
 	@mkdir -p $(PKG_BIN)
 	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd, the bridge and
 	@# the portal API use SQLite through cgo: glibc 2.34 or later (EL9, Debian
-	@# 12); the policy tool needs no cgo and is static. See packaging/README.md.
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ \
+	@# 12); the policy tool needs no cgo and no libc. All are position
+	@# independent (PIE), with RELRO; not -z now: go-nvml leaves NVML's
+	@# symbols to lazy binding against the libnvidia-ml it opens at run time,
+	@# and with -z now the loader refuses the binary where NVML is absent.
+	@# See packaging/README.md.
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,relro' -o $(PKG_BIN)/ \
 		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge \
 		./portal-api/cmd/strata-portal-api
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
+	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
+	@# The debug symbols apart, in $(PKG_DEBUG)/<binary>.debug (each binary
+	@# names its file by a debuglink, for gdb), and the binaries stripped.
+	@mkdir -p $(PKG_DEBUG) && for b in $(PKG_BINARIES); do \
+		objcopy --only-keep-debug $(PKG_BIN)/$$b $(PKG_DEBUG)/$$b.debug && \
+		objcopy --strip-all --add-gnu-debuglink=$(PKG_DEBUG)/$$b.debug $(PKG_BIN)/$$b; done
+	@# Man pages (gzip -n: the same bytes for the same input) and completion,
+	@# from each binary's own command line definition and the examples.
+	@rm -rf $(PKG_DOC) && for b in $(PKG_BINARIES); do \
+		$(PKG_BIN)/$$b gen-docs --out $(PKG_DOC)/$$b --examples etc/strata >/dev/null || exit 1; gzip -9n $(PKG_DOC)/$$b/*.[158]; done
 	@$(MAKE) --no-print-directory packages-nfpm
 
 # packages-nfpm packs the binaries already in PKG_BIN (the install tests
 # use it to make an older version of the same packages).
 .PHONY: packages-nfpm
 packages-nfpm: $(NFPM)
+	@[ -n '$(PKG_VERSION)' ] || { echo "make: no package version (packaging/nfpm/version.sh said why); give PKG_VERSION=1.2.0" >&2; exit 1; }
 	@mkdir -p $(DIST) && rm -f $(DIST)/strata-*.deb $(DIST)/strata-*.rpm
 	@for part in $(PKG_PARTS); do for fmt in $(PKG_FORMATS); do \
 		STRATA_PKG_VERSION='$(PKG_VERSION)' STRATA_PKG_RELEASE='$(PKG_RELEASE)' STRATA_PKG_ARCH='$(PKG_ARCH)' \
-		STRATA_PKG_BIN='$(PKG_BIN)' $(NFPM) package --config packaging/nfpm/$$part.yaml --packager $$fmt --target $(DIST)/ \
+		STRATA_PKG_BIN='$(PKG_BIN)' STRATA_PKG_DOC='$(PKG_DOC)' $(NFPM) package --config packaging/nfpm/$$part.yaml --packager $$fmt --target $(DIST)/ \
 		| sed 's/^/  /'; done; done
 
 .PHONY: generate

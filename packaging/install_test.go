@@ -100,6 +100,36 @@ var installed = map[string]map[string]wantFile{
 	},
 }
 
+// manPages are each package's binary, its man section and its
+// configuration file's page: the man pages and completion it installs.
+var manPages = map[string]struct {
+	binary  string
+	section int
+	config  string
+}{
+	"strata-topogen":    {"topogen", 1, "topogen.yaml"},
+	"strata-policy":     {"strata-policy", 1, "policy.yaml"},
+	"strata-reclaimd":   {"reclaimd", 8, "reclaimd.yaml"},
+	"strata-bridge":     {"strata-bridge", 8, "bridge.yaml"},
+	"strata-portal-api": {"strata-portal-api", 8, "portal-api.yaml"},
+}
+
+// zshDeb and zshRPM are where Debian's and Fedora's zsh look for
+// completion functions.
+const (
+	zshDeb = "/usr/share/zsh/vendor-completions/"
+	zshRPM = "/usr/share/zsh/site-functions/"
+)
+
+func init() {
+	for part, m := range manPages {
+		installed[part][fmt.Sprintf("/usr/share/man/man%d/%s.%d.gz", m.section, m.binary, m.section)] = data()
+		installed[part]["/usr/share/man/man5/"+m.config+".5.gz"] = data()
+		installed[part]["/usr/share/bash-completion/completions/"+m.binary] = data()
+		installed[part][zshDeb+"_"+m.binary] = data()
+	}
+}
+
 // dirs are the folders the packages make, with their modes and owners.
 var dirs = map[string]wantFile{
 	"/etc/strata":                 {mode: 0o755, owner: "root", group: "root"},
@@ -108,6 +138,11 @@ var dirs = map[string]wantFile{
 	"/etc/strata/templates":       {mode: 0o750, owner: "root", group: "strata-portal-api"},
 	"/var/lib/strata/topogen":     {mode: 0o750, owner: "root", group: "root"},                           // tmpfiles.d
 	"/var/lib/strata/portal-api":  {mode: 0o750, owner: "strata-portal-api", group: "strata-portal-api"}, // tmpfiles.d
+	// The secrets the postinsts make (no package owns them).
+	"/etc/strata/reclaimd-agent.token": {mode: 0o640, owner: "root", group: "strata-reclaimd"},
+	"/etc/strata/reclaimd-api.token":   {mode: 0o640, owner: "root", group: "strata-reclaimd"},
+	"/etc/strata/bridge-api.token":     {mode: 0o640, owner: "root", group: "strata-bridge"},
+	"/etc/strata/portal-session.key":   {mode: 0o640, owner: "root", group: "strata-portal-api"},
 }
 
 // units are the systemd units the packages install.
@@ -376,6 +411,10 @@ func TestInstall(t *testing.T) {
 		t.Fatalf("the older package %s does not sort before %s", oldFull, newVersion)
 	}
 
+	// A minimal root (debootstrap's minbase, a container image) tells dpkg
+	// to leave out /usr/share/man; a host has the man pages.
+	c.must("sh", "-c", `for f in /etc/dpkg/dpkg.cfg.d/*; do [ -f "$f" ] && sed -i -E '\|^path-exclude[= ]+/usr/share/man|d' "$f"; done; true`)
+
 	// Install: dpkg -i as root would, no input, so a prompt fails it.
 	out := c.must(append([]string{"dpkg", "-i"}, c.copyIn("old", oldDebs)...)...)
 	t.Logf("dpkg -i (%s):\n%s", oldFull, out)
@@ -421,8 +460,14 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Upgrade: the edited files stay as they are, without a prompt.
+	// Upgrade: the edited files stay as they are, without a prompt; with
+	// systemd running (a systemctl that records its calls stands in for
+	// it in the chroot), every unit is try-restarted, none started.
+	calls := c.fakeSystemd()
 	out = c.must(append([]string{"dpkg", "-i"}, c.copyIn("new", debs)...)...)
+	if got := calls(); !slices.Equal(unitCalls(got), unitCalls(upgradeCalls)) {
+		t.Errorf("the upgrade ran systemctl:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(upgradeCalls, "\n  "))
+	}
 	t.Logf("dpkg -i (upgrade to %s):\n%s", newVersion, out)
 	for _, part := range parts {
 		if v := c.must("dpkg-query", "-W", "-f", "${Version}", part); v != newVersion {
@@ -466,9 +511,15 @@ func TestInstall(t *testing.T) {
 	t.Run("binaries", func(t *testing.T) { testBinaries(t, c) })
 	t.Run("glibc", func(t *testing.T) { testGlibc(t, c) })
 	t.Run("units", func(t *testing.T) { testUnits(t, c) })
+	t.Run("docs", func(t *testing.T) { testDocs(t, c) })
 
-	// Remove: the programs go, the configuration and users stay.
+	// Remove: the programs go, the configuration and users stay; every
+	// unit is stopped and disabled first.
+	calls = c.fakeSystemd()
 	c.must(append([]string{"dpkg", "-r"}, parts...)...)
+	if got := calls(); !slices.Equal(unitCalls(got), unitCalls(removeCalls)) {
+		t.Errorf("dpkg -r ran systemctl:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(removeCalls, "\n  "))
+	}
 	var gone []string
 	for _, files := range installed {
 		for p, w := range files {
@@ -501,6 +552,63 @@ func TestInstall(t *testing.T) {
 		}
 	}
 	c.checkUsers()
+}
+
+// upgradeCalls and removeCalls are the systemctl commands an upgrade and
+// a removal of every package run, in any order (and daemon-reload, as
+// often as it likes).
+var (
+	upgradeCalls = []string{
+		"daemon-reload", "try-restart topogen.timer",
+		"daemon-reload", "try-restart reclaimd.service reclaimd-agent.service",
+		"daemon-reload", "try-restart strata-bridge.service",
+		"daemon-reload", "try-restart strata-portal-api.service",
+	}
+	removeCalls = []string{
+		"--no-reload disable --now topogen.timer topogen.service",
+		"--no-reload disable --now reclaimd.service reclaimd-agent.service",
+		"--no-reload disable --now strata-bridge.service",
+		"--no-reload disable --now strata-portal-api.service",
+		"daemon-reload", "daemon-reload", "daemon-reload", "daemon-reload",
+	}
+)
+
+// unitCalls are the calls that act on units (daemon-reload, which every
+// scriptlet of the old and the new package may run, aside), sorted.
+func unitCalls(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if c != "daemon-reload" {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fakeSystemd makes the chroot look as if systemd ran (/run/systemd/system)
+// with a systemctl that records its calls; the returned function gives the
+// calls made since and puts the real systemctl back.
+func (c *chroot) fakeSystemd() func() []string {
+	c.t.Helper()
+	c.must("sh", "-ec", `mkdir -p /run/systemd/system
+mv /usr/bin/systemctl /usr/bin/systemctl.real
+printf '#!/bin/sh\necho "$*" >> /tmp/systemctl.calls\n' > /usr/bin/systemctl
+chmod 0755 /usr/bin/systemctl
+rm -f /tmp/systemctl.calls`)
+	return func() []string {
+		c.t.Helper()
+		out := c.must("sh", "-ec", `mv /usr/bin/systemctl.real /usr/bin/systemctl
+rmdir /run/systemd/system
+cat /tmp/systemctl.calls 2>/dev/null || true`)
+		var calls []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l != "" {
+				calls = append(calls, l)
+			}
+		}
+		return calls
+	}
 }
 
 // binaries are the programs the packages install in /usr/bin.
@@ -546,9 +654,8 @@ contexts: [{name: c, context: {cluster: k, user: u}}]
 current-context: c
 EOF
 echo token > /etc/strata/bridge.jwt
-head -c 32 /dev/urandom | base64 > /etc/strata/bridge-api.token
-chgrp strata-bridge /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token
-chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt /etc/strata/bridge-api.token
+chgrp strata-bridge /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt
+chmod 0640 /etc/strata/bridge.kubeconfig /etc/strata/bridge.jwt
 for c in gpu1 gpu2; do
 	install -d -m 0750 -g strata-portal-api /etc/strata/clusters /etc/strata/clusters/$c
 	head -c 32 /dev/urandom > /etc/strata/clusters/$c/jwt_hs256.key
@@ -585,6 +692,65 @@ install -m 0640 -g strata-portal-api /etc/strata/bridge-api.token /etc/strata/cl
 	}
 }
 
+// testDocs checks that each installed man page and completion file is
+// what the installed binary writes of itself (gen-docs), so the packages
+// never ship pages of another build, that man renders each page without a
+// warning, and that every verb --help lists is in the man page.
+func testDocs(t *testing.T, c *chroot) {
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := c.exec(args...)
+		if err != nil {
+			t.Errorf("in the chroot: %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	_, noMan := c.exec("sh", "-c", "command -v man")
+	for part, m := range manPages {
+		dir := "/tmp/docs/" + m.binary
+		must(m.binary, "gen-docs", "--out", dir, "--examples", "/etc/strata")
+		page := fmt.Sprintf("/usr/share/man/man%d/%s.%d.gz", m.section, m.binary, m.section)
+		pairs := map[string]string{ // installed -> freshly written
+			page: fmt.Sprintf("%s/%s.%d", dir, m.binary, m.section),
+			"/usr/share/bash-completion/completions/" + m.binary: dir + "/" + m.binary + ".bash",
+			zshDeb + "_" + m.binary:                              dir + "/_" + m.binary,
+		}
+		for inst, fresh := range pairs {
+			got := must("sh", "-c", `case "$1" in *.gz) zcat "$1" ;; *) cat "$1" ;; esac`, "sh", inst)
+			if want := must("cat", fresh); got != want {
+				t.Errorf("%s: %s is not what %s gen-docs writes (%s): the package carries another build's docs", part, inst, m.binary, fresh)
+			}
+		}
+		for _, p := range []string{page, "/usr/share/man/man5/" + m.config + ".5.gz"} {
+			if noMan != nil {
+				t.Logf("man is not installed in the root: %s not rendered", p)
+				continue
+			}
+			out, err := c.exec("sh", "-c", `MANWIDTH=100 man --warnings -l "$1" 2>&1 >/dev/null`, "sh", p)
+			if err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("man -l %s: %v\n%s", p, err, out)
+			}
+		}
+		help := must(m.binary, "--help")
+		man := must("sh", "-c", `zcat "$1"`, "sh", page)
+		inCommands := false
+		for _, line := range strings.Split(help, "\n") {
+			switch {
+			case strings.HasPrefix(line, "COMMANDS:"):
+				inCommands = true
+			case inCommands && (line == "" || !strings.HasPrefix(line, "   ")):
+				inCommands = false
+			case inCommands:
+				verb := strings.TrimSuffix(strings.Fields(line)[0], ",")
+				// md2man makes each verb a heading: .SH run (.SH create, ... with aliases).
+				if verb != "help" && !strings.Contains(man, "\n.SH "+verb+"\n") && !strings.Contains(man, "\n.SH "+verb+",") {
+					t.Errorf("%s --help lists %s, which %s lacks", m.binary, verb, page)
+				}
+			}
+		}
+	}
+}
+
 // testGlibc fails when a packaged binary needs a glibc newer than EL9's.
 func testGlibc(t *testing.T, c *chroot) {
 	for _, b := range binaries {
@@ -594,7 +760,7 @@ func testGlibc(t *testing.T, c *chroot) {
 			continue
 		}
 		if newest == "" {
-			t.Logf("%s needs no glibc (static)", b)
+			t.Logf("%s needs no glibc (no cgo)", b)
 			continue
 		}
 		if versionLess(glibcFloor, newest) {
@@ -750,6 +916,7 @@ func TestRPMs(t *testing.T) {
 				}
 			}
 			for p, w := range installed[part] {
+				p = strings.Replace(p, zshDeb, zshRPM, 1)
 				g, ok := got[p]
 				if !ok {
 					t.Errorf("%s is not in the RPM", p)
@@ -766,10 +933,25 @@ func TestRPMs(t *testing.T) {
 				t.Errorf("no %%license LICENSE")
 			}
 			for _, p := range strings.Fields(q("--list")) {
-				if _, ok := installed[part][p]; !ok && !strings.HasPrefix(p, "/usr/share/licenses/") {
+				if _, ok := installed[part][strings.Replace(p, zshRPM, zshDeb, 1)]; !ok && !strings.HasPrefix(p, "/usr/share/licenses/") {
 					if _, dir := dirs[p]; !dir {
 						t.Errorf("the RPM has %s, which the tests do not know", p)
 					}
+				}
+			}
+
+			// The payload as rpm2cpio | cpio -id unpacks it: every name
+			// relative, so that it lands under the current folder, not /.
+			names := payloadNames(t, rpm)
+			for _, n := range names {
+				if strings.HasPrefix(n, "/") {
+					t.Errorf("the payload names %s: rpm2cpio | cpio -id would write it into the real /", n)
+				}
+			}
+			for p := range installed[part] {
+				p = strings.Replace(p, zshDeb, zshRPM, 1)
+				if !slices.Contains(names, "."+p) {
+					t.Errorf("the payload has no .%s (it has %d names)", p, len(names))
 				}
 			}
 
@@ -799,6 +981,22 @@ func TestRPMs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// payloadNames lists an RPM's cpio payload as an admin does:
+// rpm2cpio x.rpm | cpio -t.
+func payloadNames(t *testing.T, rpm string) []string {
+	t.Helper()
+	for _, tool := range []string{"rpm2cpio", "cpio"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			unavailable(t, "%s is not installed (make deps installs rpm and cpio)", tool)
+		}
+	}
+	out, err := exec.Command("sh", "-c", `rpm2cpio "$1" | cpio -t --quiet`, "sh", rpm).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rpm2cpio %s | cpio -t: %v\n%s", rpm, err, out)
+	}
+	return strings.Fields(string(out))
 }
 
 // splitRPMScripts splits rpm --scripts output ("preinstall scriptlet

@@ -208,12 +208,17 @@ func TestPreinstMakesTheSysusers(t *testing.T) {
 }
 
 // allowedScriptLine is every command a scriptlet may run: users, state
-// folders and systemd's unit list; never a start, restart or enable.
+// folders, absent secrets, systemd's unit list, a try-restart on an
+// upgrade and a stop on removal; never an enable, a start, or a restart
+// outside an upgrade.
 var allowedScriptLine = regexp.MustCompile(`^(` +
 	`#!/bin/sh|set -e|` +
 	`systemd-sysusers( --replace=/usr/lib/sysusers\.d/[a-z-]+\.conf - <<'SYSUSERS')?( /usr/lib/sysusers\.d/[a-z-]+\.conf)?|` +
 	`if \[ -d /proc/self \]; then systemd-tmpfiles --create /usr/lib/tmpfiles\.d/[a-z-]+\.conf; fi|` +
-	`if \[ -d /run/systemd/system \]; then systemctl daemon-reload \|\| true; fi` +
+	`if \[ ! -e (/etc/strata/[a-z.-]+) \]; then [a-z-]+ gen-(token|key) --file (/etc/strata/[a-z.-]+); fi|` +
+	`if \[ -d /run/systemd/system \]; then systemctl daemon-reload \|\| true; fi|` +
+	`if \[ -d /run/systemd/system \] && \{ \[ "\$1" = configure -a -n "\$\{2:-\}" \] \|\| \[ "\$1" = 2 \]; \}; then systemctl try-restart [a-z. -]+ \|\| true; fi|` +
+	`if \[ -d /run/systemd/system \] && \{ \[ "\$1" = remove \] \|\| \[ "\$1" = 0 \]; \}; then systemctl --no-reload disable --now [a-z. -]+ \|\| true; fi` +
 	`)$`)
 
 // CheckScript returns the lines of a maintainer script that run anything
@@ -238,8 +243,8 @@ func CheckScript(script string) []string {
 	return bad
 }
 
-// TestScriptsNeverStartAService reads every scriptlet the packages use.
-func TestScriptsNeverStartAService(t *testing.T) {
+// TestScriptsOnlyWhatIsAllowed reads every scriptlet the packages use.
+func TestScriptsOnlyWhatIsAllowed(t *testing.T) {
 	for _, part := range parts {
 		c := loadConfig(t, part)
 		for stage, path := range c.Scripts {
@@ -249,13 +254,19 @@ func TestScriptsNeverStartAService(t *testing.T) {
 				continue
 			}
 			if bad := CheckScript(string(b)); len(bad) > 0 {
-				t.Errorf("%s %s (%s) runs what a package must not (only systemd-sysusers, systemd-tmpfiles --create, daemon-reload):\n  %s",
+				t.Errorf("%s %s (%s) runs what a package must not (users, state folders, absent secrets, daemon-reload, try-restart on upgrade, stop on removal):\n  %s",
 					part, stage, path, strings.Join(bad, "\n  "))
 			}
 		}
 	}
-	if bad := CheckScript("#!/bin/sh\nsystemctl try-restart reclaimd.service\n"); len(bad) != 1 {
-		t.Errorf("CheckScript lets a restart through: %q", bad)
+	for _, s := range []string{
+		"systemctl try-restart reclaimd.service",
+		"if [ -d /run/systemd/system ]; then systemctl enable --now reclaimd.service; fi",
+		"if [ ! -e /etc/strata/x ]; then rm -rf /etc/strata/x; fi",
+	} {
+		if bad := CheckScript("#!/bin/sh\n" + s + "\n"); len(bad) != 1 {
+			t.Errorf("CheckScript lets %q through", s)
+		}
 	}
 }
 
@@ -319,6 +330,36 @@ func TestVersion(t *testing.T) {
 		want := c.do()
 		if got := version(); got != want {
 			t.Errorf("%s: version %q, want %q", c.name, got, want)
+		}
+	}
+}
+
+// TestChangelogNamesEveryPackage: the newest changelog entry, which every
+// package carries, names each package.
+func TestChangelogNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("changelog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []struct {
+		Semver  string `yaml:"semver"`
+		Changes []struct {
+			Note string `yaml:"note"`
+		} `yaml:"changes"`
+	}
+	if err := yaml.Unmarshal(b, &entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("changelog.yaml has no entry")
+	}
+	var notes strings.Builder
+	for _, c := range entries[0].Changes {
+		notes.WriteString(strings.Join(strings.Fields(c.Note), " ") + "\n")
+	}
+	for _, part := range parts {
+		if !regexp.MustCompile(`\b` + part + `\b`).MatchString(notes.String()) {
+			t.Errorf("changelog.yaml: the newest entry (%s) does not name %s", entries[0].Semver, part)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package prometheus_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -94,5 +96,70 @@ func TestEveryAlertTested(t *testing.T) {
 	}
 	if len(alerts) < 10 {
 		t.Errorf("only %d alerts read: the rules file's shape changed", len(alerts))
+	}
+}
+
+// alertName is an alert named in backquotes in a README.
+var alertName = regexp.MustCompile("`(Strata[A-Z][A-Za-z]+)`")
+
+// partOfAlert says which part's README must name an alert, from the
+// metrics and scrape jobs its expression reads.
+var partOfAlert = []struct {
+	expr   *regexp.Regexp
+	readme string
+}{
+	{regexp.MustCompile(`strata_(reclaim|recovery)_|job="strata-reclaimd`), "reclaimd/README.md"},
+	{regexp.MustCompile(`strata_bridge_|job="strata-bridge"`), "bridge/README.md"},
+	{regexp.MustCompile(`strata_portal_|job="strata-portal-api"`), "portal-api/README.md"},
+	{regexp.MustCompile(`topogen`), "topogen/README.md"},
+}
+
+// TestReadmesNameTheAlerts: every alert a README names exists, and every
+// alert is named by the README of the part whose metrics it reads, so a
+// README never promises an alert the rules lack, nor hides one they have.
+func TestReadmesNameTheAlerts(t *testing.T) {
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	b, err := os.ReadFile("strata-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	exprs := map[string]string{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				exprs[r.Alert] = r.Expr
+			}
+		}
+	}
+	named := map[string]map[string]bool{} // README -> alerts
+	for _, p := range partOfAlert {
+		text, err := os.ReadFile(filepath.Join("..", "..", p.readme))
+		if err != nil {
+			t.Fatal(err)
+		}
+		named[p.readme] = map[string]bool{}
+		for _, m := range alertName.FindAllStringSubmatch(string(text), -1) {
+			named[p.readme][m[1]] = true
+			if _, ok := exprs[m[1]]; !ok {
+				t.Errorf("%s names the alert %s, which strata-rules.yaml does not have", p.readme, m[1])
+			}
+		}
+	}
+	for alert, expr := range exprs {
+		for _, p := range partOfAlert {
+			if p.expr.MatchString(expr) && !named[p.readme][alert] {
+				t.Errorf("%s does not name the alert %s (on %s)", p.readme, alert, expr)
+			}
+		}
 	}
 }

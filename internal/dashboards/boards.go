@@ -2,9 +2,10 @@ package dashboards
 
 // Boards are every dashboard, the operator overview first. The scrape jobs
 // are named as in etc/README.md: strata-reclaimd, strata-reclaimd-agent,
-// strata-bridge, slurmctld (its /metrics/* endpoints) and dcgm-exporter.
+// strata-bridge, strata-portal-api, slurmctld (its /metrics/* endpoints)
+// and dcgm-exporter.
 func Boards() []Board {
-	return []Board{overview(), topogen(), policy(), reclaimd(), bridge()}
+	return []Board{overview(), topogen(), policy(), reclaimd(), bridge(), portal()}
 }
 
 // onJob joins a dcgm-exporter series of a job's GPU (its hpc_job label,
@@ -215,5 +216,34 @@ func bridge() Board {
 				}},
 			{Title: "Deletes", Description: "Deployments deleted per hour, by outcome.",
 				Queries: []Query{{`sum by (outcome) (rate(strata_bridge_deletes_total[$__rate_interval])) * 3600`, "{{outcome}}"}}},
+		}}}}
+}
+
+func portal() Board {
+	return Board{File: "strata-portal-api.json", UID: "strata-portal-api", Title: "Strata: portal API",
+		Description: "strata-portal-api: its requests and latency, each cluster's snapshot and polls, and what it asks of slurmrestd and reclaimd.",
+		Rows: []Row{{Title: "API", Panels: []Panel{
+			{Title: "Up", Kind: Stat, Description: "1 when Prometheus scrapes the portal API.",
+				Queries: []Query{{`up{job="strata-portal-api"}`, "{{instance}}"}}},
+			{Title: "Requests by route", Stacked: true, Description: "API requests per second, by route pattern.",
+				Queries: []Query{{`sum by (route) (rate(strata_portal_http_requests_total[$__rate_interval]))`, "{{route}}"}}},
+			{Title: "Server errors", Unit: "percentunit", Description: "Share of requests answered 5xx, by route: above a few percent, look at the portal's log.",
+				Queries: []Query{{`sum by (route) (rate(strata_portal_http_requests_total{code=~"5.."}[$__rate_interval])) / sum by (route) (rate(strata_portal_http_requests_total[$__rate_interval]))`, "{{route}}"}}},
+			{Title: "Latency", Unit: "s", Description: "Time to answer (p50, p99, all routes); every read is served from the snapshot, so it should not follow slurmctld's load.",
+				Queries: []Query{
+					{`histogram_quantile(0.5, sum by (le) (rate(strata_portal_http_request_duration_seconds_bucket[$__rate_interval])))`, "p50"},
+					{`histogram_quantile(0.99, sum by (le) (rate(strata_portal_http_request_duration_seconds_bucket[$__rate_interval])))`, "p99"},
+				}},
+			{Title: "Slowest routes", Unit: "s", Description: "p99 latency by route.",
+				Queries: []Query{{`histogram_quantile(0.99, sum by (route, le) (rate(strata_portal_http_request_duration_seconds_bucket[$__rate_interval])))`, "{{route}}"}}},
+		}}, {Title: "Clusters", Panels: []Panel{
+			{Title: "Snapshot age by cluster", Kind: Stat, Unit: "s", Description: "How old each cluster's snapshot is; from the start, before the first good poll, the time since polling began. A cluster whose slurmrestd stops answering is served stale.",
+				Queries: []Query{{`max by (cluster) (strata_portal_snapshot_age_seconds)`, "{{cluster}}"}}},
+			{Title: "Polls by cluster and result", Description: "Polls per minute, ok or error.",
+				Queries: []Query{{`sum by (cluster, result) (rate(strata_portal_polls_total[$__rate_interval])) * 60`, "{{cluster}} {{result}}"}}},
+			{Title: "slurmrestd requests by cluster", Description: "Requests per minute to each cluster's slurmrestd: the pollers' and the actions made as users; it does not grow with the portal's readers.",
+				Queries: []Query{{`sum by (cluster) (rate(strata_portal_slurmrestd_requests_total[$__rate_interval])) * 60`, "{{cluster}}"}}},
+			{Title: "reclaimd requests by cluster", Description: "Requests per minute to each cluster's reclaimd (overview and attempts), by result.",
+				Queries: []Query{{`sum by (cluster, result) (rate(strata_portal_reclaimd_requests_total[$__rate_interval])) * 60`, "{{cluster}} {{result}}"}}},
 		}}}}
 }

@@ -9,11 +9,24 @@
 #   any of these, files changed    ... with .dirty at the end
 #
 # Only tags of the form v<digits>... count; the first - of a tag becomes ~.
+# STRATA_VERSION_CLEAN=1 leaves .dirty out (make dist packs HEAD, not the
+# changed files).
+#
+# Outside a git checkout (a tarball of make dist), the "package:" line of
+# the VERSION file make dist wrote; with neither, it fails saying so.
 set -eu
 cd "${1:-.}"
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$(pwd -P)" ]; then
+  if [ -f VERSION ] && v=$(sed -n 's/^package: //p' VERSION) && [ -n "$v" ]; then
+    printf '%s\n' "$v"
+    exit 0
+  fi
+  echo "version.sh: $(pwd -P) is neither a git checkout nor a tarball of make dist (no VERSION file with a package: line): cannot tell the version" >&2
+  exit 1
+fi
 hash=$(git rev-parse --short=8 HEAD)
 dirty=
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then dirty=.dirty; fi
+if [ "${STRATA_VERSION_CLEAN:-}" != 1 ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then dirty=.dirty; fi
 if desc=$(git describe --tags --long --match 'v[0-9]*' 2>/dev/null); then
   # v1.2.0-rc1-5-g1a2b3c4: the tag, the commits since, the hash
   n=${desc%-g*}; n=${n##*-}

@@ -24,7 +24,9 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/internal/gensecret"
 	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 )
@@ -166,6 +168,17 @@ credentials) that every user can read stops the daemon before it starts.`,
 			}, configArg),
 		},
 	}
+	app.Commands = append(app.Commands, gensecret.Command(gensecret.Spec{Name: "gen-token",
+		Usage: "make the API token (api.token_file) when it does not exist",
+		What:  "the bearer token every request to the bridge's API carries (copy it to each portal that calls this bridge: its clusters' bridge_token_file)",
+		Group: "strata-bridge", Files: func(c *cli.Context) ([]string, error) {
+			cfg, err := config.Load(c.String("config"))
+			if err != nil {
+				return nil, err
+			}
+			return []string{cfg.API.TokenFile}, nil
+		}}))
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 8, Configs: []clidoc.Config{{Name: "bridge.yaml", Summary: "configuration of strata-bridge, which serves the models of finished Slurm jobs on Kubernetes"}}}))
 	cliargs.Enforce(app)
 	err := app.RunContext(ctx, args)
 	var ref *deploy.Refusal

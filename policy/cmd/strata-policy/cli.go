@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/policy/internal/apply"
@@ -126,6 +127,7 @@ take running or pending jobs with it is skipped and reported, unless --force-bus
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n"
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 1, Configs: []clidoc.Config{{Name: "policy.yaml", Summary: "the tenant policy of a Slurm cluster, which strata-policy checks, plans, applies and renders"}}}))
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }

@@ -15,8 +15,10 @@ import (
 
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/duration"
+	"github.com/strata-hpc/strata/internal/gensecret"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/portal-api/internal/config"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
@@ -129,6 +131,20 @@ way, is refused on its next request.`,
 			},
 		},
 	}
+	app.Commands = append(app.Commands, gensecret.Command(gensecret.Spec{Name: "gen-key",
+		Usage: "make the key that signs the sessions' cookies (sessions.cookie_key_file) when it does not exist",
+		What:  "the key that signs the sessions' browser cookies (the same file on every portal behind one address)",
+		Group: "strata-portal-api", Files: func(c *cli.Context) ([]string, error) {
+			cfg, err := config.Load(c.String("config"))
+			if err != nil {
+				return nil, err
+			}
+			if cfg.Sessions.CookieKeyFile == "" {
+				return nil, nil
+			}
+			return []string{cfg.Sessions.CookieKeyFile}, nil
+		}}))
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 8, Configs: []clidoc.Config{{Name: "portal-api.yaml", Summary: "configuration of strata-portal-api, the portal API over every cluster"}}}))
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }

@@ -345,6 +345,7 @@ type Metrics struct {
 
 	mu      sync.Mutex
 	pollers []*Poller
+	started map[*Poller]time.Time // when each poller was made: the age before its first good poll
 }
 
 // NewMetrics registers the pollers' metrics with reg.
@@ -372,23 +373,40 @@ func (m *Metrics) Requests(cluster string) float64 {
 }
 
 var ageDesc = prometheus.NewDesc("strata_portal_snapshot_age_seconds",
-	"Age of each cluster's snapshot: the poller's lag (absent before the first poll that succeeded).", []string{"cluster"}, nil)
+	"Age of each cluster's snapshot: the poller's lag; before the first poll that succeeded, the time since the portal started polling it.", []string{"cluster"}, nil)
 
 func (m *Metrics) register(p *Poller) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pollers = append(m.pollers, p)
+	if m.started == nil {
+		m.started = map[*Poller]time.Time{}
+	}
+	m.started[p] = p.cfg.Now()
 	m.requests.WithLabelValues(p.cfg.Name)
+	// Every result from the start, so that a rate over them is defined
+	// before the first failure (or success).
+	m.polls.WithLabelValues(p.cfg.Name, "ok")
+	m.polls.WithLabelValues(p.cfg.Name, "error")
 }
 
 func (m *Metrics) collectAge(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	ps := append([]*Poller(nil), m.pollers...)
+	started := make(map[*Poller]time.Time, len(m.started))
+	for p, t := range m.started {
+		started[p] = t
+	}
 	m.mu.Unlock()
+	// A cluster never polled successfully has a series too, growing from
+	// the start: an alert on the age fires for a cluster that never
+	// answered, not only for one that stopped.
 	for _, p := range ps {
+		since := started[p]
 		if s := p.Snapshot(); s != nil {
-			ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, p.cfg.Now().Sub(s.At).Seconds(), p.cfg.Name)
+			since = s.At
 		}
+		ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, p.cfg.Now().Sub(since).Seconds(), p.cfg.Name)
 	}
 }
 

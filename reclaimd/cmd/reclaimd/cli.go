@@ -14,7 +14,9 @@ import (
 
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
+	"github.com/strata-hpc/strata/internal/gensecret"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/reclaimd/internal/config"
@@ -81,8 +83,22 @@ also be given as arguments: reclaimd simulate --rules rules.json jobs.csv sample
 				},
 				Action: cmdSimulate,
 			}, cliargs.Arg{Name: "JOBS", Flag: "jobs"}, cliargs.Arg{Name: "SAMPLES", Flag: "samples"}),
+			gensecret.Command(gensecret.Spec{Name: "gen-token", Usage: "make the agents' shared secret (agents.token_file, agent.token_file) when it does not exist",
+				What:  "the secret the controller and its agents share (copy the controller's file to every GPU node, same owner and mode)",
+				Group: "strata-reclaimd", Files: func(c *cli.Context) ([]string, error) {
+					cfg, err := config.Load(c.String("config"))
+					if err != nil {
+						return nil, err
+					}
+					files := []string{cfg.Agents.TokenFile}
+					if cfg.Agent.TokenFile != cfg.Agents.TokenFile {
+						files = append(files, cfg.Agent.TokenFile)
+					}
+					return files, nil
+				}}),
 		},
 	}
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 8, Configs: []clidoc.Config{{Name: "reclaimd.yaml", Summary: "configuration of reclaimd, its controller and its node agents"}}}))
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }

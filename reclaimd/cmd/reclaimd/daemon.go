@@ -93,12 +93,6 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	reload := append(rl.list(), slurmToken, apiToken)
-	client, err := slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-		Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log,
-		MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20, MaxAnswerSetting: "slurm.max_answer_mib in reclaimd's configuration"})
-	if err != nil {
-		return err
-	}
 	st, err := store.Open(ctx, cfg.StateFile)
 	if err != nil {
 		return err
@@ -141,7 +135,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	metrics := controller.NewMetrics()
 	buildinfo.Register(metrics.Registry, "reclaimd")
-	ccfg := controller.Config{Slurm: client, Store: st, Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
+	ccfg := controller.Config{Store: st, Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
 		Collector: col, Log: log, Metrics: metrics, APIToken: apiToken.Get,
 		Recovery: controller.Recovery{LogRoot: cfg.Recovery.LogRoot, StderrLines: cfg.Recovery.StderrLines, Matcher: cfg.Recovery.Matcher(),
 			ApplicationXids: cfg.Health.ApplicationXids}}
@@ -155,16 +149,32 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			ccfg.Health.DrainOn = append(ccfg.Health.DrainOn, source.FaultKind(k))
 		}
 	}
-	ctl, err := controller.New(ccfg)
-	if err != nil {
-		return err
+	// slurmrestd is reached in the loop, so that a slurmrestd down at start
+	// leaves reclaimd running and saying so (connect.go).
+	wait := newWaiting(cfg.Slurm.URL, metrics.Registry)
+	reclaim := func(ctx context.Context) error {
+		client, err := connect(ctx, wait, log, func(ctx context.Context) (*slurmrest.Client, error) {
+			return slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
+				Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log,
+				MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20, MaxAnswerSetting: "slurm.max_answer_mib in reclaimd's configuration"})
+		})
+		if err != nil {
+			return nil // stopped while waiting
+		}
+		ccfg.Slurm = client
+		ctl, err := controller.New(ccfg)
+		if err != nil {
+			return err
+		}
+		h := ctl.Handler(3 * cfg.Interval)
+		wait.next.Store(&h)
+		rules := rl.rules.Get()
+		log.Info("reclaimd controller starting", "listen", cfg.Listen, "interval", cfg.Interval, "rules", len(rules.Rules), "dry_run", rules.DryRun,
+			"tenants", len(rl.tenants.Get().Tenants), "parser", client.Info().Parser)
+		return ctl.Run(ctx, cfg.Interval)
 	}
-	rules := rl.rules.Get()
-	log.Info("reclaimd controller starting", "listen", cfg.Listen, "interval", cfg.Interval, "rules", len(rules.Rules), "dry_run", rules.DryRun,
-		"tenants", len(rl.tenants.Get().Tenants), "parser", client.Info().Parser)
-	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: ctl.Handler(3 * cfg.Interval),
-		Loops: []daemon.Loop{{Name: "reclaim", Run: func(ctx context.Context) error { return ctl.Run(ctx, cfg.Interval) },
-			Stall: cycleStall(cfg.Interval)}},
+	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: wait,
+		Loops:  []daemon.Loop{{Name: "reclaim", Run: reclaim, Stall: cycleStall(cfg.Interval)}},
 		Reload: reload})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-hpc/strata/internal/atomicfile"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/cliargs"
+	"github.com/strata-hpc/strata/internal/clidoc"
 	"github.com/strata-hpc/strata/internal/cliexit"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/secretfile"
@@ -151,6 +152,7 @@ Exit 0 when the file is valid (warnings or not), 6 when it is not, 1 when it can
 		},
 	}
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + exitCodesHelp + "\n"
+	app.Commands = append(app.Commands, clidoc.Command(app, clidoc.Spec{Section: 1, Configs: []clidoc.Config{{Name: "topogen.yaml", Summary: "configuration of topogen, which keeps Slurm's topology true to the fabric"}}}))
 	cliargs.Enforce(app)
 	return app.RunContext(ctx, args)
 }
