@@ -3,9 +3,14 @@ package controller_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-hpc/strata/internal/reclaimapi"
 )
@@ -42,5 +47,45 @@ func TestAnswersAreTheContract(t *testing.T) {
 				t.Errorf("%T encodes %s otherwise:\n%s", v, file, out.String())
 			}
 		})
+	}
+}
+
+// TestJobReclaimIsTheContract: a job's reclaim record as reclaimd serves
+// it (GET /v1/jobs/{id}/reclaim, after a real warn and cancel) decodes
+// strictly into reclaimapi.JobReclaim, the type the portal reads it with,
+// its evidence into reclaimapi.Evidence, and encodes back the same bytes.
+func TestJobReclaimIsTheContract(t *testing.T) {
+	b := newBed(t, "26.05", cancelRules, 0)
+	srv := httptest.NewServer(b.ctl.Handler(time.Minute))
+	defer srv.Close()
+	for range 4 {
+		b.mustTick()
+	}
+	code, body := get(t, fmt.Sprintf("%s/v1/jobs/%d/reclaim", srv.URL, jobID))
+	if code != http.StatusOK {
+		t.Fatalf("GET /v1/jobs/%d/reclaim = %d %s", jobID, code, body)
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	var jr reclaimapi.JobReclaim
+	if err := dec.Decode(&jr); err != nil {
+		t.Fatalf("the answer does not decode into reclaimapi.JobReclaim: %v\n%s", err, body)
+	}
+	if len(jr.Records) != 2 || len(jr.State) == 0 {
+		t.Fatalf("decoded %+v", jr)
+	}
+	for _, r := range jr.Records {
+		if ev, err := r.ParseEvidence(); err != nil || ev.TotalGPUs == 0 {
+			t.Errorf("record %d's evidence = %+v, %v", r.ID, ev, err)
+		}
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(jr); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != body {
+		t.Errorf("reclaimapi.JobReclaim encodes otherwise:\n%s\nreclaimd served:\n%s", out.String(), body)
 	}
 }
