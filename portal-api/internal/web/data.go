@@ -75,6 +75,7 @@ func (h *Handler) routeData(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs/{cluster}/{id}/confirm/{action}", h.signedIn(h.confirm))
 	mux.HandleFunc("POST /jobs/{cluster}/{id}/{action}", h.signedIn(h.control))
 	mux.HandleFunc("GET /operator", h.signedIn(h.operator))
+	h.routeSubmit(mux)
 }
 
 // jobRow is a job as the list shows it.
