@@ -319,7 +319,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
 		t.Fatal(err)
 	}
-	each([]string{"/operator", "/operator/jobs", "/operator/nodes/gpu1"})
+	each([]string{"/operator", "/operator/jobs", "/operator/nodes/gpu1", "/operator/nodes/gpu1/gpu1/confirm/drain"})
 	if r := bb.cspReports(); len(r) > 0 {
 		t.Errorf("%d CSP violation reports: %v", len(r), r)
 	}
