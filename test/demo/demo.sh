@@ -4,7 +4,7 @@
 # job_submit.lua, why a job waits, a finished job's model served on the
 # Kubernetes test bed, the bridge's daemon and the portal API over it,
 # topogen and reclaimd (a live reclaim and a live recovery from a GPU
-# fault). Each step prints "== what it
+# fault), and last the portal's pages, left running (pages.sh). Each step prints "== what it
 # shows" and then the real commands and their output; the script stops at
 # the first step that does not show what it should.
 #
@@ -75,7 +75,9 @@ free_port() {
 }
 
 # The daemons step 4b starts (the bridge's and the portal's), stopped when
-# the demo ends, whichever way it ends.
+# the demo fails; when it succeeds the last step leaves them running for
+# the pages (their pids in $OUT/bridge/pid and $OUT/portal/pid; they hold
+# no descriptor of the demo's output, so a pipe after make demo ends with it).
 DAEMONS=()
 stop_daemons() {
   local pid
@@ -244,13 +246,18 @@ note "strata-bridge run (the daemon, as its unit runs it: check-config, then run
   "with the token in $OUT/bridge/bridge-api.token; strata-portal-api serve, as its unit runs it, reads this bed" \
   "as cluster $STRATA_TB_CLUSTER and reaches the bridge with the same token (its bridge_token_file)."
 mkdir -p "$OUT/portal"
+# A previous demo's daemons, left running for its pages, make way.
+for pidfile in "$OUT/bridge/pid" "$OUT/portal/pid"; do
+  if [ -s "$pidfile" ]; then kill -TERM "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+done
 rm -f "$OUT/portal/portal.db"*
 PORTAL_PORT=$(free_port)
 PORTAL_URL=http://127.0.0.1:$PORTAL_PORT
 PORTAL_ANSWER=$OUT/portal/answer.json
 run strata-bridge check-config
-"$BIN/strata-bridge" --log-level info -c "$OUT/bridge/bridge.yaml" run >"$OUT/bridge/daemon.log" 2>&1 &
+"$BIN/strata-bridge" --log-level info -c "$OUT/bridge/bridge.yaml" run >"$OUT/bridge/daemon.log" 2>&1 3>&- &
 DAEMONS+=($!)
+echo $! >"$OUT/bridge/pid"
 wait_http "http://127.0.0.1:$BRIDGE_PORT/healthz" "strata-bridge run" 30 "$OUT/bridge/daemon.log"
 cat >"$OUT/portal/portal-api.yaml" <<EOF
 # strata-portal-api for the demo: the Slurm test bed $STRATA_TB_NAME, and its bridge.
@@ -259,6 +266,10 @@ kind: PortalConfig
 listen: 127.0.0.1:$PORTAL_PORT
 database: $ABS_OUT/portal/portal.db
 templates_dir: $ABS_OUT/portal/templates
+# The pages, where browsers reach them (http only on loopback): login-link
+# prints its links under it (the last step).
+pages:
+  public_url: $PORTAL_URL
 clusters:
   - name: $STRATA_TB_CLUSTER
     slurmrestd_url: $STRATA_TB_REST_URL
@@ -273,8 +284,9 @@ EOF
 run cat "$OUT/portal/portal-api.yaml"
 strata-portal-api() { "$BIN/strata-portal-api" --log-level warn --config "$OUT/portal/portal-api.yaml" "$@"; }
 run strata-portal-api check-config
-"$BIN/strata-portal-api" --config "$OUT/portal/portal-api.yaml" serve >"$OUT/portal/daemon.log" 2>&1 &
+"$BIN/strata-portal-api" --config "$OUT/portal/portal-api.yaml" serve >"$OUT/portal/daemon.log" 2>&1 3>&- &
 DAEMONS+=($!)
+echo $! >"$OUT/portal/pid"
 wait_http "$PORTAL_URL/healthz" "strata-portal-api serve" 30 "$OUT/portal/daemon.log"
 note "a personal token for alice (printed once; the database keeps its hash), kept in \$ALICE_TOKEN:"
 ALICE_TOKEN=$(run strata-portal-api token create --user alice --expires 1d --note demo)
@@ -317,7 +329,7 @@ note "and on the job, where its model is served:"
 portal GET "/v1/jobs/$STRATA_TB_CLUSTER/$PJOB"
 jq -c '[.served[]? | {name, namespace, version}]' "$PORTAL_ANSWER"
 want_answer 200 "[.served[]? | select(.name == \"$PMODEL\")] | length == 1" "job $PJOB served as $PMODEL"
-note "both daemons go on running until the demo ends (logs: $OUT/bridge/daemon.log, $OUT/portal/daemon.log)"
+note "both daemons go on running after the demo, for its pages (logs: $OUT/bridge/daemon.log, $OUT/portal/daemon.log)"
 
 # --- 5 ---------------------------------------------------------------------
 step "topogen plan: what topogen would change in the cluster's topology.conf for a generated fabric"
@@ -369,7 +381,18 @@ note "Slurm $STRATA_TB_SLURM_RELEASE: $INST (logs: bash test/testbed/slurm/testb
   "  job_submit.lua's data: $SLURM_DIR/strata/policy.lua" \
   "reclaimd: $BIN/reclaimd --config $OUT/reclaimd.yaml check-config; the live runs' configs and logs: $OUT/reclaimd-live, $OUT/reclaimd-fault" \
   "bridge: $BIN/strata-bridge -c $OUT/bridge/bridge.yaml status $MODEL" \
-  "portal: $BIN/strata-portal-api --config $OUT/portal/portal-api.yaml serve (stopped at the end, as the bridge's daemon; logs: $OUT/portal/daemon.log, $OUT/bridge/daemon.log)" \
+  "portal: $BIN/strata-portal-api --config $OUT/portal/portal-api.yaml serve, left running with the bridge's daemon for the pages" \
+  "  (logs: $OUT/portal/daemon.log, $OUT/bridge/daemon.log; stop both: kill \$(cat $OUT/portal/pid $OUT/bridge/pid))" \
   "Kubernetes: kubeconfig $STRATA_KUBECONFIG (logs: bash test/testbed/k8s/testbed.sh logs)" \
   "topogen: $OUT/topogen.yaml" \
   "Stop everything: make testbed-down"
+
+# ---------------------------------------------------------------------------
+step "The portal's pages: alice's and the operator's, checked in a real browser and left running"
+note "strata-portal-api serve serves the pages under / beside the API; sign-in here is by one-time links" \
+  "(strata-portal-api login-link), for a site without an identity provider. Screenshots: $OUT/pages"
+BIN=$BIN bash "$HERE/pages.sh" "$OUT/portal/portal-api.yaml" "$OUT/pages" \
+  "/,/jobs,/jobs/$STRATA_TB_CLUSTER/$PENDING,/submit,/operator" \
+  "/operator,/operator/nodes/$STRATA_TB_CLUSTER,/operator/jobs?cluster=$STRATA_TB_CLUSTER&state=RUNNING"
+# The demo succeeded: its daemons stay up for the pages.
+DAEMONS=()

@@ -5,7 +5,9 @@
 // With -reclaim it runs reclaimd live on the same bed (reclaim.go): an
 // idle job reclaimed and a waiting job started; with -fault its GPU node
 // health and recovery (fault.go): an Xid 79 under a job, the node drained,
-// the job run again elsewhere and the node resumed, the last step.
+// the job run again elsewhere and the node resumed. With -visit it
+// checks the portal's pages in headless Chromium (pages.go): each signs
+// in and renders, in English and Korean, its screenshots kept.
 package main
 
 import (
@@ -110,8 +112,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&fo.user, "fault-user", "bob", "with -fault: user of the job that loses its GPU")
 	fs.StringVar(&fo.account, "fault-account", "globex-rl", "with -fault: account of that job")
 	fs.DurationVar(&fo.timeout, "fault-timeout", 4*time.Minute, "with -fault: how long the whole recovery may take")
+	var vs visits
+	fs.Var(&vs, "visit", `check the portal's pages instead, in headless Chromium: "NAME LINK PATHS", a one-time sign-in link (strata-portal-api login-link) and the pages to open, comma-separated; repeatable`)
+	shots := fs.String("shots", "", "with -visit: folder for the pages' screenshots")
 	if err := parseArgs(fs, args); err != nil {
 		return err
+	}
+	if len(vs) > 0 {
+		if *shots == "" {
+			return cliexit.Usagef("strata-demo: -visit needs -shots")
+		}
+		return checkPages(ctx, vs, *shots, out)
 	}
 	if *reclaim && (ro.idle == 0 || ro.waiting == 0 || ro.tenants == "" || ro.work == "") {
 		return cliexit.Usagef("strata-demo: -reclaim needs -idle-job, -waiting-job, -tenants and -work")

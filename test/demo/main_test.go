@@ -30,8 +30,12 @@ func TestArgs(t *testing.T) {
 		"fault without its files": {[]string{"-fault", "-work", "/x", missing}, cliexit.ExitUsage, "-fault needs -tenants and -work"},
 		"fault and reclaim": {[]string{"-fault", "-reclaim", "-idle-job", "4", "-waiting-job", "5", "-tenants", "/t", "-work", "/x", missing},
 			cliexit.ExitUsage, "-fault and -reclaim are two runs: give one"},
-		"fault with its files":     {[]string{"-fault", "-tenants", "/t", "-work", "/x", missing}, 1, missing},
-		"reclaim without its jobs": {[]string{"-reclaim", "-idle-job", "4", missing}, cliexit.ExitUsage, "-reclaim needs -idle-job, -waiting-job, -tenants and -work"},
+		"fault with its files":       {[]string{"-fault", "-tenants", "/t", "-work", "/x", missing}, 1, missing},
+		"visit without shots":        {[]string{"-visit", "alice http://127.0.0.1:1/signin/link?t=a /,/jobs"}, cliexit.ExitUsage, "-visit needs -shots"},
+		"visit with no link":         {[]string{"-visit", "alice nolink /", "-shots", "/x"}, cliexit.ExitUsage, `"nolink" is not a sign-in link`},
+		"visit with no paths":        {[]string{"-visit", "alice http://127.0.0.1:1/signin/link?t=a", "-shots", "/x"}, cliexit.ExitUsage, "give NAME LINK PATHS"},
+		"visit with a relative path": {[]string{"-visit", "alice http://127.0.0.1:1/signin/link?t=a jobs", "-shots", "/x"}, cliexit.ExitUsage, `page "jobs" is not a path`},
+		"reclaim without its jobs":   {[]string{"-reclaim", "-idle-job", "4", missing}, cliexit.ExitUsage, "-reclaim needs -idle-job, -waiting-job, -tenants and -work"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer

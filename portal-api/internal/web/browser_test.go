@@ -139,7 +139,7 @@ const axeRun = `axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wc
 func TestBrowser(t *testing.T) {
 	ctx := browsertest.Tab(t)
 	axe := axeSource(t)
-	cb, _ := coreBed(t)
+	cb, _ := submitBed(t, "../service/testdata/templates")
 	bb := newBrowserBed(t, cb)
 	w := watchTab(t, ctx)
 	base, _ := url.Parse(bb.srv.URL)
@@ -151,7 +151,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	signedOut := []string{"/signin"}
-	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/nowhere"}
+	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere"}
 
 	check := func(t *testing.T, path, lang, theme string, width int64) {
 		w.reset()
@@ -319,7 +319,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
 		t.Fatal(err)
 	}
-	each([]string{"/operator"})
+	each([]string{"/operator", "/operator/jobs", "/operator/nodes/gpu1", "/operator/nodes/gpu1/gpu1/confirm/drain"})
 	if r := bb.cspReports(); len(r) > 0 {
 		t.Errorf("%d CSP violation reports: %v", len(r), r)
 	}

@@ -75,6 +75,8 @@ func (h *Handler) routeData(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs/{cluster}/{id}/confirm/{action}", h.signedIn(h.confirm))
 	mux.HandleFunc("POST /jobs/{cluster}/{id}/{action}", h.signedIn(h.control))
 	mux.HandleFunc("GET /operator", h.signedIn(h.operator))
+	h.routeSubmit(mux)
+	h.routeOperator(mux)
 }
 
 // jobRow is a job as the list shows it.
@@ -296,7 +298,9 @@ func (h *Handler) control(w http.ResponseWriter, r *http.Request, v visitor) {
 
 type operatorData struct {
 	Overview api.Overview
-	Error    bool
+	// Lists are the cross-cluster total and the stale clusters' ages.
+	Lists operatorLists
+	Error bool
 }
 
 func (h *Handler) operator(w http.ResponseWriter, r *http.Request, v visitor) {
@@ -315,7 +319,7 @@ func (h *Handler) operator(w http.ResponseWriter, r *http.Request, v visitor) {
 			c.GpuUse.IdleGpus = nil
 		}
 	}
-	d := operatorData{Overview: ov, Error: err != nil}
+	d := operatorData{Overview: ov, Lists: h.operatorExtras(ov), Error: err != nil}
 	p := h.page(r, v, "operator.title", "operator", d)
 	if r.URL.Query().Get("fragment") == "1" {
 		if err := h.pages.Fragment(w, "operator", "operator_body", p); err != nil {
