@@ -161,6 +161,11 @@ func cmdCheck(c *cli.Context) error {
 	} else if warning != "" {
 		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", warning)
 	}
+	if _, err := sessionOrigin(nil, cfg.Sessions); err != nil {
+		errs = append(errs, err)
+	} else if cfg.Sessions.Origin == "" {
+		fmt.Fprintf(c.App.ErrWriter, "WARNING: %s\n", noOriginWarning)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
