@@ -283,7 +283,7 @@ func (h *harness) do(user, method, path string, body any) (int, []byte) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if strings.HasSuffix(path, "/cookie") && h.server.cfg.Sessions.Origin != nil {
+	if strings.HasSuffix(path, "/cookie") && h.server != nil && h.server.cfg.Sessions.Origin != nil {
 		req.Host = h.server.cfg.Sessions.Origin.Host // a session's cookie is set on its origin
 	}
 	if body != nil {
