@@ -17,7 +17,7 @@ import (
 
 // originReq sends a request to ts as host, with a bearer token of user
 // (none for "") and cookies; redirects are not followed.
-func originReq(t *testing.T, ts *httptest.Server, host, method, path, token string, cookies ...*http.Cookie) (*http.Response, string) {
+func originReq(t *testing.T, ts *httptest.Server, host, method, path, token string, cookies ...*http.Cookie) (originAnswer, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, ts.URL+path, nil)
 	if err != nil {
@@ -37,7 +37,14 @@ func originReq(t *testing.T, ts *httptest.Server, host, method, path, token stri
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp, string(body)
+	return originAnswer{StatusCode: resp.StatusCode, Header: resp.Header, cookies: resp.Cookies()}, string(body)
+}
+
+// originAnswer is a response, its body read and closed.
+type originAnswer struct {
+	StatusCode int
+	Header     http.Header
+	cookies    []*http.Cookie
 }
 
 // TestSessionOrigin: with a session origin, the pages' host serves no
@@ -62,24 +69,24 @@ func TestSessionOrigin(t *testing.T) {
 		cookies []*http.Cookie
 	}{"token": {h.tokens["mem"], nil}, "cookie": {"", []*http.Cookie{cookie}}} {
 		resp, body := originReq(t, ts, pages, "GET", proxy, tc.token, tc.cookies...)
-		if resp.StatusCode != 404 || strings.Contains(body, sessionSecret) || !strings.Contains(body, testOrigin.ProxyURL(s.ID)) {
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(body, sessionSecret) || !strings.Contains(body, testOrigin.ProxyURL(s.ID)) {
 			t.Errorf("proxy on the pages' host with the %s: %d %s", name, resp.StatusCode, body)
 		}
 	}
 	// The session's cookie is no credential on the pages' host.
-	if resp, body := originReq(t, ts, pages, "GET", "/v1/sessions/"+s.ID, "", cookie); resp.StatusCode != 401 {
+	if resp, body := originReq(t, ts, pages, "GET", "/v1/sessions/"+s.ID, "", cookie); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /v1/sessions/%s with the session's cookie: %d %s", s.ID, resp.StatusCode, body)
 	}
-	if resp, body := originReq(t, ts, pages, "POST", "/v1/sessions/"+s.ID+"/cookie", h.tokens["mem"]); resp.StatusCode != 404 ||
+	if resp, body := originReq(t, ts, pages, "POST", "/v1/sessions/"+s.ID+"/cookie", h.tokens["mem"]); resp.StatusCode != http.StatusNotFound ||
 		resp.Header.Get("Set-Cookie") != "" || !strings.Contains(body, "http://sessions.test/v1/sessions/"+s.ID+"/cookie") {
 		t.Errorf("cookie asked on the pages' host: %d %q %s", resp.StatusCode, resp.Header.Get("Set-Cookie"), body)
 	}
 	// The session origin: the session, and none of the API.
-	if resp, body := originReq(t, ts, sess, "GET", proxy, "", cookie); resp.StatusCode != 200 {
+	if resp, body := originReq(t, ts, sess, "GET", proxy, "", cookie); resp.StatusCode != http.StatusOK {
 		t.Errorf("proxy on the session origin with the cookie: %d %s", resp.StatusCode, body)
 	}
 	for _, p := range []string{"/v1/sessions/" + s.ID, "/v1/sessions", "/v1/me", "/healthz", "/metrics", "/v1/openapi.yaml"} {
-		if resp, body := originReq(t, ts, sess, "GET", p, h.tokens["mem"]); resp.StatusCode != 404 {
+		if resp, body := originReq(t, ts, sess, "GET", p, h.tokens["mem"]); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s on the session origin: %d %s", p, resp.StatusCode, body)
 		}
 	}
@@ -89,8 +96,8 @@ func TestSessionOrigin(t *testing.T) {
 	}
 
 	// A launch URL: the owner's only.
-	req := httptest.NewRequest("POST", "/sessions/"+s.ID+"/open", nil)
-	if _, p := h.server.SessionLaunchURL(req, auth.Identity{User: "gmem"}, s.ID); p == nil || p.Status != 404 {
+	req := httptest.NewRequest(http.MethodPost, "/sessions/"+s.ID+"/open", nil)
+	if _, p := h.server.SessionLaunchURL(req, auth.Identity{User: "gmem"}, s.ID); p == nil || p.Status != http.StatusNotFound {
 		t.Errorf("gmem's launch URL of mem's session: %v", p)
 	}
 	launch := func() *url.URL {
@@ -107,33 +114,33 @@ func TestSessionOrigin(t *testing.T) {
 	lu := launch()
 	resp, body := originReq(t, ts, sess, "GET", lu.RequestURI(), "")
 	var got *http.Cookie
-	for _, c := range resp.Cookies() {
+	for _, c := range resp.cookies {
 		if c.Name == sessionCookie {
 			got = c
 		}
 	}
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/v1/sessions/"+s.ID+"/proxy/" || got == nil || !got.HttpOnly ||
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/v1/sessions/"+s.ID+"/proxy/" || got == nil || !got.HttpOnly ||
 		got.Path != "/v1/sessions/"+s.ID+"/proxy" || got.Domain != "" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("launch: %d %v %+v %s", resp.StatusCode, resp.Header, got, body)
 	}
-	if resp, body := originReq(t, ts, sess, "GET", proxy, "", &http.Cookie{Name: got.Name, Value: got.Value}); resp.StatusCode != 200 {
+	if resp, body := originReq(t, ts, sess, "GET", proxy, "", &http.Cookie{Name: got.Name, Value: got.Value}); resp.StatusCode != http.StatusOK {
 		t.Errorf("the launched cookie on the session origin: %d %s", resp.StatusCode, body)
 	}
 	// Once only; not on the pages' host; not for another session; not late.
-	if resp, body := originReq(t, ts, sess, "GET", lu.RequestURI(), ""); resp.StatusCode != 403 || resp.Header.Get("Set-Cookie") != "" {
+	if resp, body := originReq(t, ts, sess, "GET", lu.RequestURI(), ""); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("launch used twice: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := originReq(t, ts, pages, "GET", launch().RequestURI(), ""); resp.StatusCode != 404 || resp.Header.Get("Set-Cookie") != "" {
+	if resp, body := originReq(t, ts, pages, "GET", launch().RequestURI(), ""); resp.StatusCode != http.StatusNotFound || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("launch on the pages' host: %d %s", resp.StatusCode, body)
 	}
 	other := launch()
 	other.Path = "/v1/sessions/0123456789abcdef0123456789abcdef/launch"
-	if resp, body := originReq(t, ts, sess, "GET", other.RequestURI(), ""); resp.StatusCode != 403 {
+	if resp, body := originReq(t, ts, sess, "GET", other.RequestURI(), ""); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("launch of another session: %d %s", resp.StatusCode, body)
 	}
 	late := launch()
 	h.now = h.now.Add(launchLifetime)
-	if resp, body := originReq(t, ts, sess, "GET", late.RequestURI(), ""); resp.StatusCode != 403 {
+	if resp, body := originReq(t, ts, sess, "GET", late.RequestURI(), ""); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("launch after its minute: %d %s", resp.StatusCode, body)
 	}
 }
@@ -189,20 +196,20 @@ func TestNoSessionOrigin(t *testing.T) {
 	t.Cleanup(ts.Close)
 	host := strings.TrimPrefix(ts.URL, "http://")
 	path := "/v1/sessions/" + s.ID + "/proxy/lab"
-	if resp, body := originReq(t, ts, host, "POST", "/v1/sessions/"+s.ID+"/cookie", h.tokens["mem"]); resp.StatusCode != 501 ||
+	if resp, body := originReq(t, ts, host, "POST", "/v1/sessions/"+s.ID+"/cookie", h.tokens["mem"]); resp.StatusCode != http.StatusNotImplemented ||
 		resp.Header.Get("Set-Cookie") != "" || !strings.Contains(body, "sessions.origin") {
 		t.Errorf("cookie without an origin: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := originReq(t, ts, host, "GET", path, "", cookie); resp.StatusCode != 401 {
+	if resp, body := originReq(t, ts, host, "GET", path, "", cookie); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a cookie without an origin: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := originReq(t, ts, host, "GET", path, h.tokens["mem"]); resp.StatusCode != 200 {
+	if resp, body := originReq(t, ts, host, "GET", path, h.tokens["mem"]); resp.StatusCode != http.StatusOK {
 		t.Errorf("a token without an origin: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := originReq(t, ts, host, "GET", "/v1/sessions/"+s.ID+"/launch?t=x", ""); resp.StatusCode != 501 {
+	if resp, body := originReq(t, ts, host, "GET", "/v1/sessions/"+s.ID+"/launch?t=x", ""); resp.StatusCode != http.StatusNotImplemented {
 		t.Errorf("launch without an origin: %d %s", resp.StatusCode, body)
 	}
-	if _, p := bare.SessionLaunchURL(httptest.NewRequest("POST", "/", nil), auth.Identity{User: "mem"}, s.ID); p == nil || p.Status != 501 {
+	if _, p := bare.SessionLaunchURL(httptest.NewRequest(http.MethodPost, "/", nil), auth.Identity{User: "mem"}, s.ID); p == nil || p.Status != http.StatusNotImplemented {
 		t.Errorf("a launch URL without an origin: %v", p)
 	}
 }
