@@ -165,7 +165,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin}, Log: log})
 
-	pages, err := pagesHandler(log, cfg, st, a, web.CoreSource(srv.Core()))
+	pages, err := pagesHandler(log, cfg, st, a, web.CoreSessionSource(srv.Core(), srv.SessionLaunchURL))
 	if err != nil {
 		return err
 	}
