@@ -36,29 +36,9 @@ func sessionsBed(t *testing.T) *bed {
 	bd := newBed(t, func(cfg *Config) {
 		c = core.New(core.Config{Clusters: []core.Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m }, SessionIdleLimit: time.Hour}},
 			Store: cfg.Store, Now: func() time.Time { return now }})
-		cfg.Source = CoreSessionSource(c, func(r *http.Request, who auth.Identity, id string) (string, *core.Problem) {
-			if _, p := c.SessionOwned(r.Context(), who, id); p != nil {
-				return "", p
-			}
-			return "https://" + id + ".sessions.portal.test/v1/sessions/" + id + "/launch?t=x", nil
-		})
+		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
-	for _, s := range []store.Session{
-		{ID: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", User: "mem", Cluster: "gpu1", JobID: 910101, Template: "jupyterlab", Server: "jupyterlab",
-			Account: "acme-llm", Dir: "/tmp/s1", Host: "gpu1", Port: 8888, IdleLimit: time.Hour, Created: now.Add(-time.Hour), LastActivity: now.Add(-20 * time.Minute)},
-		{ID: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", User: "mem", Cluster: "gpu1", JobID: 910099, Template: "terminal", Server: "ttyd",
-			Account: "acme-llm", Dir: "/tmp/s2", Created: now.Add(-3 * time.Hour)},
-	} {
-		if err := bd.store.CreateSession(t.Context(), s); err != nil {
-			t.Fatal(err)
-		}
-		if err := bd.store.SetSessionJob(t.Context(), s.ID, s.JobID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := bd.store.EndSession(t.Context(), "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "idle for 1h, the portal's idle limit", now.Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	seedSessions(t, bd.store, now)
 	return bd
 }
 
@@ -139,3 +119,39 @@ func TestSessionsPage(t *testing.T) {
 		t.Errorf("bob's requests ended alice's session")
 	}
 }
+
+// testLauncher answers a fixed launch URL on a per-session host, for the
+// session's owner alone.
+func testLauncher(c **core.Core) Launcher {
+	return func(r *http.Request, who auth.Identity, id string) (string, *core.Problem) {
+		if _, p := (*c).SessionOwned(r.Context(), who, id); p != nil {
+			return "", p
+		}
+		return "https://" + id + ".sessions.portal.test/v1/sessions/" + id + "/launch?t=x", nil
+	}
+}
+
+// seedSessions gives mem a JupyterLab session on gpu1 (job 910101,
+// running) and a terminal that ended at the portal's idle limit.
+func seedSessions(t *testing.T, st *store.Store, now time.Time) {
+	t.Helper()
+	for _, s := range []store.Session{
+		{ID: testSession, User: "mem", Cluster: "gpu1", JobID: 910101, Template: "jupyterlab", Server: "jupyterlab",
+			Account: "acme-llm", Dir: "/tmp/s1", IdleLimit: time.Hour},
+		{ID: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", User: "mem", Cluster: "gpu1", JobID: 910099, Template: "terminal", Server: "ttyd",
+			Account: "acme-llm", Dir: "/tmp/s2"},
+	} {
+		if err := st.CreateSession(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetSessionJob(t.Context(), s.ID, s.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.EndSession(t.Context(), "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "idle for 1h, the portal's idle limit", now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testSession is mem's running session in the pages' test beds.
+const testSession = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
