@@ -166,6 +166,11 @@ var en = map[string]string{
 	"session.no_origin":        "Sessions cannot be opened in a browser on this portal: its operators have not given sessions an address of their own.",
 	"session.hm":               "%s h %s min",
 	"session.m":                "%s min",
+	"session.start":            "Start",
+	"session.start.template":   "Session",
+	"session.start.cluster":    "Cluster",
+	"session.start.refused":    "The session was not started: the portal or the cluster's policy refused it. Check the project's limits on the home page.",
+	"session.done.start":       "The session was submitted; it opens once its job runs.",
 }
 
 var ko = map[string]string{
@@ -332,4 +337,9 @@ var ko = map[string]string{
 	"session.no_origin":        "이 포털에서는 브라우저로 세션을 열 수 없습니다. 운영자가 세션 전용 주소를 설정하지 않았습니다.",
 	"session.hm":               "%s시간 %s분",
 	"session.m":                "%s분",
+	"session.start":            "시작",
+	"session.start.template":   "세션",
+	"session.start.cluster":    "클러스터",
+	"session.start.refused":    "세션을 시작하지 못했습니다. 포털이나 클러스터 정책이 거부했습니다. 홈에서 프로젝트 한도를 확인하세요.",
+	"session.done.start":       "세션을 제출했습니다. 작업이 실행되면 열 수 있습니다.",
 }

@@ -21,6 +21,10 @@ type SessionSource interface {
 	ExtendSession(ctx context.Context, id auth.Identity, session string, minutes int) error
 	EndSession(ctx context.Context, id auth.Identity, session string) error
 	LaunchURL(r *http.Request, id auth.Identity, session string) (string, error)
+	// SessionTemplates are the session templates the caller sees, and
+	// the clusters to start one on.
+	SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string)
+	StartSession(ctx context.Context, id auth.Identity, cluster, template string) error
 }
 
 // Launcher makes a session's launch URL on the sessions' origin (the
@@ -66,7 +70,23 @@ func (s sessionCore) LaunchURL(r *http.Request, id auth.Identity, session string
 	return u, errOf(p)
 }
 
+func (s sessionCore) SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string) {
+	var out []api.Template
+	for _, t := range s.c.Templates(ctx, id).Templates {
+		if t.Type == "session" {
+			out = append(out, t)
+		}
+	}
+	return out, s.c.ClusterNames()
+}
+
+func (s sessionCore) StartSession(ctx context.Context, id auth.Identity, cluster, template string) error {
+	_, p := s.c.CreateSession(ctx, id, api.SubmissionRequest{Cluster: cluster, Template: template})
+	return errOf(p)
+}
+
 func (h *Handler) routeSessions(mux *http.ServeMux) {
+	mux.HandleFunc("POST /sessions", h.signedIn(h.sessionStart))
 	mux.HandleFunc("GET /sessions", h.signedIn(h.sessionsPage))
 	mux.HandleFunc("GET /sessions/{id}/confirm/end", h.signedIn(h.sessionConfirm))
 	mux.HandleFunc("POST /sessions/{id}/end", h.signedIn(h.sessionEnd))
@@ -89,9 +109,11 @@ type sessionCard struct {
 }
 
 type sessionsData struct {
-	Cards []sessionCard
-	Error bool
-	Done  string
+	Templates []api.Template
+	Clusters  []string
+	Cards     []sessionCard
+	Error     bool
+	Done      string
 }
 
 func dur(l i18n.L, secs int64) string {
@@ -137,8 +159,9 @@ func (h *Handler) sessionsPage(w http.ResponseWriter, r *http.Request, v visitor
 	}
 	list, err := ss.Sessions(r.Context(), identityOf(v))
 	d := sessionsData{Error: err != nil}
+	d.Templates, d.Clusters = ss.SessionTemplates(r.Context(), identityOf(v))
 	switch r.URL.Query().Get("done") {
-	case "end", "extend":
+	case "end", "extend", "start":
 		d.Done = "session.done." + r.URL.Query().Get("done")
 	}
 	for _, s := range list.Sessions {
@@ -225,4 +248,20 @@ func (h *Handler) sessionOpen(w http.ResponseWriter, r *http.Request, v visitor)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// sessionStart starts a session of a session template, its parameters
+// at their defaults, as the caller; the core's refusal (policy, role) is
+// shown in its words.
+func (h *Handler) sessionStart(w http.ResponseWriter, r *http.Request, v visitor) {
+	ss, ok := h.sessionSource(w, r)
+	if !ok {
+		return
+	}
+	if err := ss.StartSession(r.Context(), identityOf(v), r.PostFormValue("cluster"), r.PostFormValue("template")); err != nil {
+		h.log.Info("session not started", "user", v.sess.User, "template", r.PostFormValue("template"), "error", err)
+		h.problem(w, r, http.StatusBadRequest, "error.forbidden.title", "session.start.refused")
+		return
+	}
+	http.Redirect(w, r, "/sessions?done=start", http.StatusSeeOther)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 	"github.com/strata-hpc/strata/portal-api/internal/core"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 // sessionsBed is the pages over a core with mem's JupyterLab session on
@@ -32,10 +33,14 @@ func sessionsBed(t *testing.T) *bed {
 	if err := p.Poll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	set, err := templates.Load("../../../etc/strata/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var c *core.Core
 	bd := newBed(t, func(cfg *Config) {
 		c = core.New(core.Config{Clusters: []core.Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m }, SessionIdleLimit: time.Hour}},
-			Store: cfg.Store, Now: func() time.Time { return now }})
+			Store: cfg.Store, Now: func() time.Time { return now }, Templates: func() *templates.Set { return set }})
 		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
 	seedSessions(t, bd.store, now)
@@ -73,6 +78,18 @@ func TestSessionsPage(t *testing.T) {
 		strings.Contains(page, `action="/sessions/`+s2+`/extend"`) {
 		t.Errorf("open and extend are on the running session only: %s", page[strings.Index(page, "<main"):])
 	}
+	// Start: the session templates of the shipped set, on a cluster; a
+	// template that is not one is refused and starts nothing.
+	if !strings.Contains(page, `<form method="post" action="/sessions"`) || !strings.Contains(page, `<option value="jupyterlab">`) ||
+		strings.Contains(page, `<option value="ddp-train">`) {
+		t.Errorf("the start form does not offer the session templates alone")
+	}
+	if resp, _ := post(t, alice, b.srv.URL+"/sessions", url.Values{"template": {"ddp-train"}, "cluster": {"gpu1"}}, "Sec-Fetch-Site", "same-origin"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a batch template started as a session: %s", resp.Status)
+	}
+	if got, _ := b.store.Sessions(t.Context(), "mem", time.Time{}); len(got) != 2 {
+		t.Errorf("a refused start left %d sessions, want the 2 there were", len(got))
+	}
 	resp, _ := get(t, alice, b.srv.URL+"/sessions/"+s1+"/open", "Sec-Fetch-Site", "same-origin")
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "https://"+s1+".sessions.portal.test/v1/sessions/"+s1+"/launch?t=x" {
 		t.Errorf("open: %s %q", resp.Status, resp.Header.Get("Location"))
@@ -97,7 +114,7 @@ func TestSessionsPage(t *testing.T) {
 	bob := b.client(t)
 	b.signIn(t, bob, "gmem")
 	_, list := get(t, bob, b.srv.URL+"/sessions")
-	for _, mark := range []string{s1, s2, "jupyterlab", "idle for 1h"} {
+	for _, mark := range []string{s1, s2, `class="card" aria-labelledby`, "idle for 1h"} {
 		if strings.Contains(list, mark) {
 			t.Errorf("bob's sessions page shows %q", mark)
 		}
