@@ -32,6 +32,8 @@ func setup(t *testing.T) string {
 	cfg := `apiVersion: strata/v1
 kind: PortalConfig
 database: ` + filepath.Join(dir, "portal.db") + `
+sessions:
+  origin: https://sessions.portal.test
 clusters:
   - name: gpu1
     slurm_cluster: s2605
@@ -102,8 +104,16 @@ func TestToken(t *testing.T) {
 // key and a bad tenant map are both reported.
 func TestCheckConfig(t *testing.T) {
 	cfg := setup(t)
-	if out, _, err := runCLI(t, "check-config", cfg); err != nil || !strings.Contains(out, "ok (1 clusters)") {
-		t.Fatalf("check-config = %q, %v", out, err)
+	if out, stderr, err := runCLI(t, "check-config", cfg); err != nil || !strings.Contains(out, "ok (1 clusters)") || stderr != "" {
+		t.Fatalf("check-config = %q %q, %v", out, stderr, err)
+	}
+	// Without a session origin: still a config, with a loud warning.
+	data, _ := os.ReadFile(cfg)
+	noOrigin := filepath.Join(t.TempDir(), "no-origin.yaml")
+	os.WriteFile(noOrigin, []byte(strings.Replace(string(data), "sessions:\n  origin: https://sessions.portal.test\n", "", 1)), 0o644)
+	if out, stderr, err := runCLI(t, "check-config", noOrigin); err != nil || !strings.Contains(out, "ok (1 clusters)") ||
+		!strings.Contains(stderr, "WARNING: sessions.origin is not set: browsers cannot open sessions") {
+		t.Errorf("check-config without sessions.origin = %q %q, %v", out, stderr, err)
 	}
 	dir := filepath.Dir(cfg)
 	os.Chmod(filepath.Join(dir, "jwt.key"), 0o644)
@@ -189,7 +199,7 @@ func TestCookieKeyFile(t *testing.T) {
 	cfg := setup(t)
 	key := filepath.Join(filepath.Dir(cfg), "session.key")
 	data, _ := os.ReadFile(cfg)
-	if err := os.WriteFile(cfg, append(data, []byte("sessions:\n  cookie_key_file: "+key+"\n")...), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), "sessions:\n", "sessions:\n  cookie_key_file: "+key+"\n", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	const good = "the-cookie-secret-of-forty-bytes-or-more"

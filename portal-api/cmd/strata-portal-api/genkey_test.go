@@ -21,7 +21,12 @@ func TestGenKey(t *testing.T) {
 	cfg := setup(t)
 	key := filepath.Join(filepath.Dir(cfg), "portal-session.key")
 	data, _ := os.ReadFile(cfg)
-	if err := os.WriteFile(cfg, append(data, []byte("sessions:\n  cookie_key_file: "+key+"\n")...), 0o644); err != nil {
+	// Under the test configuration's sessions block (it names the origin).
+	with := strings.Replace(string(data), "sessions:\n", "sessions:\n  cookie_key_file: "+key+"\n", 1)
+	if with == string(data) {
+		t.Fatal("the test configuration has no sessions block")
+	}
+	if err := os.WriteFile(cfg, []byte(with), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []string{": written (root:" + g.Name + " 0640)", ": exists, kept (--force replaces it)"} {

@@ -54,5 +54,10 @@ func preflight(cfg *config.Config) (warnings []string, err error) {
 	} else if w != "" {
 		warnings = append(warnings, w)
 	}
+	if _, err := sessionOrigin(nil, cfg.Sessions); err != nil {
+		errs = append(errs, err)
+	} else if cfg.Sessions.Origin == "" {
+		warnings = append(warnings, noOriginWarning)
+	}
 	return warnings, errors.Join(errs...)
 }

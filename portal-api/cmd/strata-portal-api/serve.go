@@ -175,11 +175,15 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if key == nil {
 		log.Info("sessions' cookies signed with a key of this process: after a restart browsers ask for new ones", "hint", "set sessions.cookie_key_file")
 	}
+	origin, err := sessionOrigin(log, cfg.Sessions)
+	if err != nil {
+		return err
+	}
 	a := auth.New(auth.Config{Issuer: cfg.Auth.OIDC.Issuer, Audience: cfg.Auth.OIDC.Audience, UserClaim: cfg.Auth.OIDC.UserClaim,
 		Tokens: st, TokenPrefix: store.TokenPrefix, Proxies: cfg.TrustedProxies(), Header: cfg.Auth.Proxy.Header})
 	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, Templates: tmpl.Get, RatePerSecond: cfg.Limits.RatePerSecond,
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key}, Log: log})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin}, Log: log})
 
 	// Audit records a stop left open get what Slurm now says, before the
 	// portal serves: the log never claims an action is still under way.
@@ -190,7 +194,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return fmt.Errorf("settle the audit records left open: %w", err)
 	}
 
-	pages, err := pagesHandler(log, cfg, st, a, web.CoreSource(srv.Core()))
+	pages, err := pagesHandler(log, cfg, st, a, web.CoreSessionSource(srv.Core(), srv.SessionLaunchURL))
 	if err != nil {
 		return err
 	}
@@ -248,4 +252,25 @@ func prometheusOf(cl config.Cluster) *service.Prometheus {
 	g := cl.GPUMetrics
 	return &service.Prometheus{URL: strings.TrimRight(cl.PrometheusURL, "/"), NodeLabel: g.NodeLabel, GPULabel: g.GPULabel,
 		UtilMetric: g.UtilMetric, Step: g.Step, Window: g.Window, IdleBelow: g.IdleBelowPercent}
+}
+
+// noOriginWarning is said by serve and check-config without sessions.origin.
+const noOriginWarning = "sessions.origin is not set: browsers cannot open sessions (JupyterLab, code-server, terminals run their owner's script, " +
+	"which on the pages' host would act with the page session); API clients reach them with a bearer token. " +
+	"Set sessions.origin to a host apart from the pages', such as https://sessions.portal.example.org"
+
+// sessionOrigin is sessions.origin as the service takes it; nil, with a
+// warning, when it is not set.
+func sessionOrigin(log *slog.Logger, s config.Sessions) (*service.SessionOrigin, error) {
+	if s.Origin == "" {
+		if log != nil {
+			log.Warn(noOriginWarning)
+		}
+		return nil, nil
+	}
+	o, err := service.ParseSessionOrigin(s.Origin)
+	if err != nil {
+		return nil, fmt.Errorf("sessions.origin: %w", err)
+	}
+	return o, nil
 }

@@ -83,6 +83,15 @@ type Sessions struct {
 	// restart, or on another instance, a browser must ask for a new
 	// cookie (POST /v1/sessions/{id}/cookie).
 	CookieKeyFile string `yaml:"cookie_key_file"`
+	// Origin is where browsers open sessions, a host apart from the
+	// pages' (a session's server runs its owner's script, which on the
+	// pages' host would act with the page session):
+	// https://sessions.portal.example.org, served from listen and told
+	// apart by its Host, or https://*.sessions.portal.example.org for one
+	// host per session (<id>.sessions.portal.example.org; wildcard DNS
+	// and certificate). "": browsers cannot open sessions (API clients
+	// still reach them with a bearer token); check-config warns.
+	Origin string `yaml:"origin"`
 }
 
 // TLS serves HTTPS when both files are given.
@@ -411,6 +420,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	ps.absFile("sessions.cookie_key_file", c.Sessions.CookieKeyFile, false, "the file of the key that signs the sessions' cookies")
 
 	c.validatePages(&ps)
+	c.validateSessionOrigin(&ps)
 	o := c.Auth.OIDC
 	if o.Issuer != "" {
 		if u, err := url.Parse(o.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -702,4 +712,44 @@ func (c *Config) validatePages(ps *problems) {
 func isLoopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback())
+}
+
+// validateSessionOrigin checks sessions.origin: an https origin whose host
+// is not the pages' (a cookie is bound to a host, not to a port, so a
+// port of the pages' host would be sent the page session's cookie).
+func (c *Config) validateSessionOrigin(ps *problems) {
+	o := c.Sessions.Origin
+	if o == "" {
+		return
+	}
+	const key, hint = "sessions.origin", "give a host of its own, such as https://sessions.portal.example.org or https://*.sessions.portal.example.org"
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		ps.bad(key, hint, "%q is not an origin", o)
+		return
+	}
+	host := strings.ToLower(u.Hostname())
+	domain, perSession := strings.CutPrefix(host, "*.")
+	switch {
+	case u.Scheme != "https" && (u.Scheme != "http" || !isLoopbackHost(host)):
+		ps.bad(key, "serve sessions over https (http only on loopback)", "%q is not https", o)
+		return
+	case domain == "" || strings.Contains(domain, "*") || (perSession && net.ParseIP(domain) != nil):
+		ps.bad(key, hint, "%q: a host name, or *. and a domain", o)
+		return
+	}
+	if c.Pages.PublicURL == "" {
+		return
+	}
+	pu, err := url.Parse(c.Pages.PublicURL)
+	if err != nil {
+		return // pages.public_url has its own problem
+	}
+	pages := strings.ToLower(pu.Hostname())
+	switch {
+	case pages == domain && !perSession:
+		ps.bad(key, hint+": browsers send the pages' cookie to every port of the pages' host", "%q is the pages' host %s", o, pages)
+	case perSession && strings.HasSuffix(pages, "."+domain):
+		ps.bad(key, hint+" under which the pages' host is not", "%q covers the pages' host %s", o, pages)
+	}
 }

@@ -193,18 +193,23 @@ func (s *Server) CreateSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, p := s.core.CreateSession(r.Context(), identity(r.Context()), req)
+	s.withSessionURL(&out)
 	respond(w, http.StatusCreated, out, p)
 }
 
 // ListSessions lists the caller's sessions.
 func (s *Server) ListSessions(w http.ResponseWriter, r *http.Request) {
 	out, p := s.core.Sessions(r.Context(), identity(r.Context()))
+	for i := range out.Sessions {
+		s.withSessionURL(&out.Sessions[i])
+	}
 	respond(w, http.StatusOK, out, p)
 }
 
 // GetSession returns one of the caller's sessions.
 func (s *Server) GetSession(w http.ResponseWriter, r *http.Request, id api.SessionID) {
 	out, p := s.core.Session(r.Context(), identity(r.Context()), id)
+	s.withSessionURL(&out)
 	respond(w, http.StatusOK, out, p)
 }
 

@@ -142,7 +142,7 @@ func newHarness(t *testing.T) *harness {
 	a := auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix})
 	s := New(Config{Clusters: clusters, Auth: a, Store: st, Templates: func() *templates.Set { return set }, RatePerSecond: 1e6, Burst: 1e6, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Now: func() time.Time { return h.now },
-		Sessions: SessionConfig{Transport: nodeTransport()}})
+		Sessions: SessionConfig{Transport: nodeTransport(), Origin: testOrigin}})
 	h.server, h.srv = s, httptest.NewServer(s)
 	t.Cleanup(h.srv.Close)
 
@@ -292,6 +292,9 @@ func (h *harness) do(user, method, path string, body any) (int, []byte) {
 	req, err := http.NewRequest(method, h.srv.URL+path, rd)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if strings.HasSuffix(path, "/cookie") && h.server != nil && h.server.cfg.Sessions.Origin != nil {
+		req.Host = h.server.cfg.Sessions.Origin.Host // a session's cookie is set on its origin
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -83,6 +83,7 @@ type Server struct {
 	latency  *prometheus.HistogramVec
 	log      *slog.Logger
 	sessions sessions
+	launched launches
 }
 
 var _ api.ServerInterface = (*Server)(nil)
@@ -136,7 +137,7 @@ func (s *Server) IdleLoop() daemon.Loop { return s.core.IdleLoop() }
 func (s *Server) CheckSessions(ctx context.Context) { s.core.CheckSessions(ctx) }
 
 // public routes need no identity.
-var public = map[string]bool{"GET /healthz": true, "GET /metrics": true, "GET /v1/openapi.yaml": true}
+var public = map[string]bool{"GET /healthz": true, "GET /metrics": true, "GET /v1/openapi.yaml": true, launchRoute: true}
 
 type identityKey struct{}
 
@@ -162,6 +163,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}()
 	proxied := proxyRoutes[pattern]
+	if o := s.cfg.Sessions.Origin; o != nil {
+		// The session origin serves sessions and nothing else; the
+		// pages' origin serves no session.
+		if host, on := o.match(r.Host); on {
+			id := proxiedSession(r.URL.Path)
+			if (!proxied && !sessionOriginRoutes[pattern]) || (o.PerSession && host != id) {
+				rec.Header().Set("Cache-Control", "no-store")
+				writeError(rec, http.StatusNotFound, api.NotFound, fmt.Sprintf("no route %s %s on the sessions' origin", r.Method, r.URL.Path),
+					"the portal's pages and API are on its own address")
+				return
+			}
+		} else if proxied || pattern == launchRoute {
+			s.sessionElsewhere(rec, proxiedSession(r.URL.Path))
+			return
+		}
+	} else if pattern == launchRoute {
+		writeProblem(rec, noSessionOrigin())
+		return
+	}
 	if !proxied {
 		// A session's server takes its own uploads; the API takes JSON.
 		r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)

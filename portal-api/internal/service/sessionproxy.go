@@ -35,7 +35,7 @@ func proxiedSession(p string) string {
 // cookie, which a browser sends where it cannot send a bearer header (a
 // WebSocket, the pages of the session's server).
 func (s *Server) authenticate(r *http.Request, proxied bool) (auth.Identity, error) {
-	if proxied && r.Header.Get("Authorization") == "" {
+	if proxied && s.cfg.Sessions.Origin != nil && r.Header.Get("Authorization") == "" {
 		if c, err := r.Cookie(sessionCookie); err == nil {
 			cc, ok := s.checkCookie(c.Value, proxiedSession(r.URL.Path))
 			if !ok {
@@ -143,7 +143,7 @@ func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, id string, cc
 	exp := s.cfg.Now().Add(s.sessions.lifetime).Truncate(time.Second)
 	cc.exp = exp
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.cookieValue(id, cc), Path: sessionproxy.Prefix + id + "/proxy",
-		Expires: exp, MaxAge: int(s.sessions.lifetime / time.Second), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Expires: exp, MaxAge: int(s.sessions.lifetime / time.Second), HttpOnly: true, Secure: r.TLS != nil || s.cfg.Sessions.Origin.secure(), SameSite: http.SameSiteStrictMode})
 	return exp
 }
 
@@ -154,10 +154,21 @@ func (s *Server) CreateSessionCookie(w http.ResponseWriter, r *http.Request, id 
 		writeProblem(w, p)
 		return
 	}
+	if s.cfg.Sessions.Origin == nil {
+		writeProblem(w, noSessionOrigin())
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if _, on := s.cfg.Sessions.Origin.match(r.Host); !on {
+		// On the pages' origin the cookie would be the pages': the
+		// answer names where to ask for it.
+		writeError(w, http.StatusNotFound, api.NotFound, "sessions' cookies are set on the sessions' origin",
+			"POST "+s.cfg.Sessions.Origin.Scheme+"://"+s.cfg.Sessions.Origin.hostOf(rec.ID)+sessionproxy.Prefix+rec.ID+"/cookie")
+		return
+	}
 	who := identity(r.Context())
 	exp := s.setCookie(w, r, rec.ID, cookieClaims{user: rec.User, token: who.TokenID, made: s.cfg.Now()})
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, api.SessionCookie{Url: sessionproxy.Prefix + rec.ID + "/proxy/", ExpiresAt: exp.UTC()})
+	writeJSON(w, http.StatusOK, api.SessionCookie{Url: s.cfg.Sessions.Origin.ProxyURL(rec.ID), ExpiresAt: exp.UTC()})
 }
 
 // serveProxy is the route of /v1/sessions/{id}/proxy/: the API's

@@ -34,6 +34,11 @@ type SessionConfig struct {
 	// (0: 24h); GET /v1/sessions/{id} shows it for as long as the
 	// database keeps it.
 	KeepEnded time.Duration
+	// Origin is where browsers reach the sessions' servers, apart from
+	// the pages (ParseSessionOrigin). nil: browsers cannot open sessions
+	// (no session cookie is made or taken); API clients still reach the
+	// proxy with a bearer token.
+	Origin *SessionOrigin
 }
 
 // sessions is the server's session proxy and its cookies.
@@ -67,6 +72,7 @@ func (s *Server) mountSessions() {
 	for route := range proxyRoutes {
 		s.mux.Handle(route, h)
 	}
+	s.mux.HandleFunc(launchRoute, s.serveLaunch)
 }
 
 // proxyError writes the proxy's refusals as every other error of the API.

@@ -53,8 +53,10 @@ const shippedTemplates = "../../../etc/strata/templates"
 // interactive class runs on the bed's partition.
 type sessionPortal struct {
 	b       *testbed.Bed
-	name    string // the cluster's name in the portal
-	srv     *httptest.Server
+	name    string           // the cluster's name in the portal
+	srv     *httptest.Server // the pages' and the API's origin (127.0.0.1)
+	origin  string           // the sessions' origin: the same listener as localhost
+	server  *Server
 	st      *store.Store
 	admin   *slurmrest.Client
 	tokens  map[string]string
@@ -197,12 +199,23 @@ func newSessionPortal(t *testing.T, b *testbed.Bed, reclaimdURL string) *session
 	c := Cluster{Poller: poller, Tenants: func() *tenantmap.Map { return m }, Policy: func() *jobpolicy.Policy { return policy },
 		ReclaimdURL: reclaimdURL, WorkDir: b.JobDir, SessionRoot: sessionRootOf(t, b, p.alice, p.bob), SessionIdleLimit: 2 * time.Hour,
 		ReclaimdToken: func() ([]byte, error) { return []byte(sessionReclaimdToken), nil }}
-	s := New(Config{Clusters: []Cluster{c}, Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}), Store: st,
+	// The sessions' origin is the same listener by another name
+	// (localhost), so a browser's cookies of one are not the other's.
+	var s *Server
+	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.ServeHTTP(w, r) }))
+	_, port, _ := net.SplitHostPort(p.srv.Listener.Addr().String())
+	p.origin = "http://localhost:" + port
+	origin, err := ParseSessionOrigin(p.origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = New(Config{Clusters: []Cluster{c}, Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}), Store: st,
 		Templates: func() *templates.Set { return set }, Log: log,
-		Sessions: SessionConfig{Transport: &http.Transport{DialContext: sessiontest.NodeDialer(b)}, IdleInterval: 2 * time.Second}})
-	p.srv = httptest.NewServer(s)
+		Sessions: SessionConfig{Transport: &http.Transport{DialContext: sessiontest.NodeDialer(b)}, IdleInterval: 2 * time.Second, Origin: origin}})
+	p.server = s
+	p.srv.Start()
 	t.Cleanup(p.srv.Close)
-	p.h.srv, p.h.tokens = p.srv, p.tokens
+	p.h.srv, p.h.tokens, p.h.server = p.srv, p.tokens, s
 	runCtx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context) error{poller.Run, s.IdleLoop().Run} {
@@ -234,7 +247,7 @@ type answer struct {
 // token), or with client's cookies when user is "".
 func (p *sessionPortal) proxied(t *testing.T, client *http.Client, user, method, id, rest string, body io.Reader) (answer, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, p.srv.URL+"/v1/sessions/"+id+"/proxy/"+rest, body)
+	req, err := http.NewRequest(method, p.origin+"/v1/sessions/"+id+"/proxy/"+rest, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,11 +352,11 @@ func wantRefused(t *testing.T, resp answer, body []byte, status int, code string
 // bearer token) or with client's cookies.
 func (p *sessionPortal) dialProxy(t *testing.T, client *http.Client, user, id, rest string, subprotocols ...string) *websocket.Conn {
 	t.Helper()
-	h := http.Header{"Origin": {p.srv.URL}}
+	h := http.Header{"Origin": {p.origin}}
 	if user != "" {
 		h.Set("Authorization", "Bearer "+p.tokens[user])
 	}
-	u := "ws" + strings.TrimPrefix(p.srv.URL, "http") + "/v1/sessions/" + id + "/proxy/" + rest
+	u := "ws" + strings.TrimPrefix(p.origin, "http") + "/v1/sessions/" + id + "/proxy/" + rest
 	ws, resp, err := websocket.Dial(testbed.Context(t), u, &websocket.DialOptions{HTTPClient: client, HTTPHeader: h, Subprotocols: subprotocols})
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
@@ -370,7 +383,7 @@ func TestIntegrationSessionJupyterLab(t *testing.T) {
 		ctx := testbed.Context(t)
 		s := p.start(t, "jupyterlab", map[string]string{"gpus": "2", "hours": "1"})
 		t0 := p.started
-		if want := "/v1/sessions/" + s.ID + "/proxy/"; s.URL != want || s.Ready {
+		if want := p.origin + "/v1/sessions/" + s.ID + "/proxy/"; s.URL != want || s.Ready {
 			t.Errorf("the started session: url %q, ready %v; want %q, not ready", s.URL, s.Ready, want)
 		}
 		// Usable: /lab answers 200 through the portal's proxy.
@@ -457,30 +470,35 @@ func TestIntegrationSessionJupyterLab(t *testing.T) {
 		}
 		ws.Close(websocket.StatusNormalClosure, "")
 
-		// A browser's path: the session's cookie, no bearer header.
+		// A browser's path: the pages hand it a launch URL on the
+		// sessions' origin, which sets the session's cookie there; then
+		// no bearer header.
 		jar, err := cookiejar.New(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		browser := &http.Client{Jar: jar}
-		req, _ := http.NewRequest(http.MethodPost, p.srv.URL+"/v1/sessions/"+s.ID+"/cookie", nil)
-		req.Header.Set("Authorization", "Bearer "+p.tokens[p.alice])
-		cresp, err := browser.Do(req)
+		launch, pr := p.server.SessionLaunchURL(httptest.NewRequest(http.MethodPost, "/", nil), auth.Identity{User: p.alice}, s.ID)
+		if pr != nil {
+			t.Fatal(pr)
+		}
+		lresp, err := browser.Get(launch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cbody, _ := io.ReadAll(cresp.Body)
-		cresp.Body.Close()
-		p.h.validate(req, nil, cresp, cbody)
+		lresp.Body.Close()
 		var cookie *http.Cookie
-		for _, c := range cresp.Cookies() {
+		ou, _ := url.Parse(p.origin + "/v1/sessions/" + s.ID + "/proxy/lab")
+		for _, c := range jar.Cookies(ou) {
 			if c.Name == sessionCookie {
 				cookie = c
 			}
 		}
-		if cresp.StatusCode != http.StatusOK || cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode ||
-			cookie.Path != "/v1/sessions/"+s.ID+"/proxy" {
-			t.Fatalf("POST /v1/sessions/%s/cookie: %d %s, cookie %+v", s.ID, cresp.StatusCode, cbody, cookie)
+		if lresp.StatusCode != http.StatusOK || cookie == nil || !strings.HasPrefix(lresp.Request.URL.String(), p.origin+"/v1/sessions/"+s.ID+"/proxy/") {
+			t.Fatalf("launch %s: %d at %s, cookie %+v", launch, lresp.StatusCode, lresp.Request.URL, cookie)
+		}
+		if pu, _ := url.Parse(p.srv.URL + "/v1/sessions/" + s.ID + "/proxy/lab"); len(jar.Cookies(pu)) != 0 {
+			t.Errorf("the session's cookie is sent to the pages' origin: %v", jar.Cookies(pu))
 		}
 		if resp, body := p.proxied(t, browser, "", http.MethodGet, s.ID, "lab", nil); resp.StatusCode != http.StatusOK ||
 			!bytes.Contains(body, []byte("JupyterLab")) {
@@ -495,13 +513,16 @@ func TestIntegrationSessionJupyterLab(t *testing.T) {
 			t.Errorf("1+1 in the kernel, with the cookie: %q, %v; want 2", got, err)
 		}
 		ws.Close(websocket.StatusNormalClosure, "")
-		// The cookie is the proxy's only: the API does not take it.
-		req, _ = http.NewRequest(http.MethodGet, p.srv.URL+"/v1/sessions/"+s.ID, nil)
-		req.AddCookie(cookie)
-		if resp, err := p.srv.Client().Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("GET /v1/sessions/%s with only the cookie: %v %v, want 401", s.ID, resp.Status, err)
-		} else {
-			resp.Body.Close()
+		// The cookie is the proxy's only, on the sessions' origin: the
+		// API does not take it, and the pages' origin serves no session.
+		for path, want := range map[string]int{"/v1/sessions/" + s.ID: http.StatusUnauthorized, "/v1/sessions/" + s.ID + "/proxy/lab": http.StatusNotFound} {
+			req, _ := http.NewRequest(http.MethodGet, p.srv.URL+path, nil)
+			req.AddCookie(cookie)
+			if resp, err := p.srv.Client().Do(req); err != nil || resp.StatusCode != want {
+				t.Errorf("GET %s on the pages' origin with the cookie: %v %v, want %d", path, resp.Status, err, want)
+			} else {
+				resp.Body.Close()
+			}
 		}
 
 		// bob: the session, its proxy and its cookie are not there.

@@ -209,7 +209,8 @@ func (h *harness) writeConn(id string, kind session.Kind, host string, port int,
 // (or none) and cookies; it checks that a refusal is the API's JSON error.
 func (h *harness) proxied(user, method, path string, cookies ...*http.Cookie) (int, string, http.Header) {
 	h.t.Helper()
-	req, _ := http.NewRequest(method, h.srv.URL+path, nil)
+	req, _ := http.NewRequest(method, h.srv.URL+onSessions(path), nil)
+	req.Host = testOrigin.Host
 	if user != "" {
 		req.Header.Set("Authorization", "Bearer "+h.tokens[user])
 	}
@@ -253,7 +254,7 @@ func TestSessionCreate(t *testing.T) {
 	h := newHarness(t)
 	h.store.SetClock(func() time.Time { return h.now })
 	s := h.start("mem", "notebook", nil)
-	if len(s.ID) != 32 || s.JobID == 0 || s.State != "SUBMITTED" || s.URL != "/v1/sessions/"+s.ID+"/proxy/" {
+	if len(s.ID) != 32 || s.JobID == 0 || s.State != "SUBMITTED" || s.URL != testOrigin.ProxyURL(s.ID) {
 		t.Errorf("session = %+v", s)
 	}
 	subs := h.beds["gpu1"].Submits()
@@ -368,9 +369,9 @@ func TestSessionProxy(t *testing.T) {
 		t.Fatalf("cookie = %d %s", code, cbody)
 	}
 	cookie := h.sessionCookie(s.ID)
-	wsURL := "ws" + strings.TrimPrefix(h.srv.URL, "http") + proxy + "ws"
+	wsURL := "ws" + strings.TrimPrefix(h.srv.URL, "http") + onSessions(proxy) + "ws"
 	hdr := http.Header{"Cookie": {cookie.String()}}
-	c, res, err := websocket.Dial(t.Context(), wsURL, &websocket.DialOptions{HTTPHeader: hdr})
+	c, res, err := websocket.Dial(t.Context(), wsURL, &websocket.DialOptions{HTTPHeader: hdr, Host: testOrigin.Host})
 	if res != nil && res.Body != nil {
 		res.Body.Close()
 	}
@@ -487,6 +488,7 @@ func TestSessionProxy(t *testing.T) {
 func (h *harness) sessionCookie(id string) *http.Cookie {
 	h.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/v1/sessions/"+id+"/cookie", nil)
+	req.Host = testOrigin.Host
 	req.Header.Set("Authorization", "Bearer "+h.tokens[h.ownerOf(id)])
 	resp, err := h.srv.Client().Do(req)
 	if err != nil {
@@ -603,8 +605,9 @@ func TestSessionIdle(t *testing.T) {
 	sh := h.start("mem", "shell", nil) // the cluster's 1h
 	h.run(sh, "mem", "shell", "RUNNING", false)
 	h.writeConn(sh.ID, session.TTYD, "gpu1", tt.port, sessionSecret)
-	wsURL := "ws" + strings.TrimPrefix(h.srv.URL, "http") + sh.URL + "ws"
-	c, res, err := websocket.Dial(t.Context(), wsURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + h.tokens["mem"]}}})
+	wsURL := "ws" + strings.TrimPrefix(h.srv.URL, "http") + onSessions(sh.URL) + "ws"
+	c, res, err := websocket.Dial(t.Context(), wsURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + h.tokens["mem"]}},
+		Host: testOrigin.Host})
 	if res != nil && res.Body != nil {
 		res.Body.Close()
 	}
@@ -815,7 +818,8 @@ func TestSessionStream(t *testing.T) {
 		}
 		pw.Close()
 	}()
-	req, _ := http.NewRequest(http.MethodPost, front.URL+s.URL+"upload", pr)
+	req, _ := http.NewRequest(http.MethodPost, front.URL+onSessions(s.URL)+"upload", pr)
+	req.Host = testOrigin.Host
 	req.Header.Set("Authorization", "Bearer "+h.tokens["mem"])
 	resp, err := front.Client().Do(req)
 	if err != nil {
@@ -952,4 +956,19 @@ func TestSessionCookieRevoked(t *testing.T) {
 	if code, body, _ := h.proxied("", "GET", s.URL+"lab", cookie); code != 401 || !strings.Contains(body, "no longer valid") {
 		t.Errorf("the cookie of a revoked user: %d %s", code, body)
 	}
+}
+
+// testOrigin is the harness's session origin: the same listener as the
+// API, told apart by the Host a request names.
+var testOrigin = func() *SessionOrigin {
+	o, err := ParseSessionOrigin("http://sessions.test")
+	if err != nil {
+		panic(err)
+	}
+	return o
+}()
+
+// onSessions is the path of a URL on the session origin (a path stays).
+func onSessions(u string) string {
+	return strings.TrimPrefix(u, testOrigin.Scheme+"://"+testOrigin.Host)
 }

@@ -151,7 +151,8 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	signedOut := []string{"/signin"}
-	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere"}
+	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere",
+		"/sessions", "/sessions/" + testSession + "/confirm/end"}
 
 	check := func(t *testing.T, path, lang, theme string, width int64) {
 		w.reset()

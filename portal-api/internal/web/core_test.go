@@ -55,9 +55,12 @@ func coreBed(t *testing.T) (*bed, map[string]*clustertest.Bed) {
 		beds[c.name] = b
 		clusters = append(clusters, core.Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }})
 	}
+	var c *core.Core
 	b := newBed(t, func(cfg *Config) {
-		cfg.Source = CoreSource(core.New(core.Config{Clusters: clusters, Store: cfg.Store, Now: func() time.Time { return now }}))
+		c = core.New(core.Config{Clusters: clusters, Store: cfg.Store, Now: func() time.Time { return now }})
+		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
+	seedSessions(t, b.store, now)
 	return b, beds
 }
 

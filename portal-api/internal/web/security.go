@@ -17,7 +17,8 @@ const ReferrerPolicy = "same-origin"
 // Secure sets the security headers on every response of next. A
 // session's server behind the proxy (/v1/sessions/{id}/proxy/) sets its
 // own, since JupyterLab and code-server need scripts this policy forbids;
-// it is served for its own owner, and is to move to its own origin.
+// it is served for its own owner on the sessions' origin (sessions.origin),
+// a host apart from the pages', never on the pages' own.
 // reportURI, for tests only, adds a report-uri to the policy.
 func Secure(next http.Handler, reportURI string) http.Handler {
 	csp := CSP

@@ -94,6 +94,7 @@ func New(cfg Config) (*Handler, error) {
 	mux.HandleFunc("GET /{$}", h.signedIn(h.home))
 	if cfg.Source != nil {
 		h.routeData(mux)
+		h.routeSessions(mux)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, "error.not_found.title", "error.not_found")

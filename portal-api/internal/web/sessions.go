@@ -1,0 +1,267 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/strata-hpc/strata/portal-api/internal/api"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/core"
+	"github.com/strata-hpc/strata/portal-api/internal/i18n"
+)
+
+// SessionSource is what the sessions page asks of the core beside
+// Source: the caller's own sessions and their controls, and the launch
+// URL that opens one on the sessions' origin.
+type SessionSource interface {
+	Sessions(ctx context.Context, id auth.Identity) (api.SessionList, error)
+	Session(ctx context.Context, id auth.Identity, session string) (api.Session, error)
+	ExtendSession(ctx context.Context, id auth.Identity, session string, minutes int) error
+	EndSession(ctx context.Context, id auth.Identity, session string) error
+	LaunchURL(r *http.Request, id auth.Identity, session string) (string, error)
+	// SessionTemplates are the session templates the caller sees, and
+	// the clusters to start one on.
+	SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string)
+	StartSession(ctx context.Context, id auth.Identity, cluster, template string) error
+}
+
+// Launcher makes a session's launch URL on the sessions' origin (the
+// service's SessionLaunchURL).
+type Launcher func(r *http.Request, who auth.Identity, id string) (string, *core.Problem)
+
+// CoreSessionSource is CoreSource with the sessions page's calls: the
+// core's, as the caller, and launch for opening a session.
+func CoreSessionSource(c *core.Core, launch Launcher) Source {
+	return sessionCore{coreSource: coreSource{c: c}, launch: launch}
+}
+
+type sessionCore struct {
+	coreSource
+	launch Launcher
+}
+
+func (s sessionCore) Sessions(ctx context.Context, id auth.Identity) (api.SessionList, error) {
+	l, p := s.c.Sessions(ctx, id)
+	return l, errOf(p)
+}
+
+func (s sessionCore) Session(ctx context.Context, id auth.Identity, session string) (api.Session, error) {
+	v, p := s.c.Session(ctx, id, session)
+	return v, errOf(p)
+}
+
+func (s sessionCore) ExtendSession(ctx context.Context, id auth.Identity, session string, minutes int) error {
+	_, p := s.c.ExtendSession(ctx, id, session, minutes)
+	return errOf(p)
+}
+
+func (s sessionCore) EndSession(ctx context.Context, id auth.Identity, session string) error {
+	_, p := s.c.EndSession(ctx, id, session)
+	return errOf(p)
+}
+
+func (s sessionCore) LaunchURL(r *http.Request, id auth.Identity, session string) (string, error) {
+	if s.launch == nil {
+		return "", &core.Problem{Status: http.StatusNotImplemented, Code: api.Unavailable, Message: "no session origin"}
+	}
+	u, p := s.launch(r, id, session)
+	return u, errOf(p)
+}
+
+func (s sessionCore) SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string) {
+	var out []api.Template
+	for _, t := range s.c.Templates(ctx, id).Templates {
+		if t.Type == "session" {
+			out = append(out, t)
+		}
+	}
+	return out, s.c.ClusterNames()
+}
+
+func (s sessionCore) StartSession(ctx context.Context, id auth.Identity, cluster, template string) error {
+	_, p := s.c.CreateSession(ctx, id, api.SubmissionRequest{Cluster: cluster, Template: template})
+	return errOf(p)
+}
+
+func (h *Handler) routeSessions(mux *http.ServeMux) {
+	mux.HandleFunc("POST /sessions", h.signedIn(h.sessionStart))
+	mux.HandleFunc("GET /sessions", h.signedIn(h.sessionsPage))
+	mux.HandleFunc("GET /sessions/{id}/confirm/end", h.signedIn(h.sessionConfirm))
+	mux.HandleFunc("POST /sessions/{id}/end", h.signedIn(h.sessionEnd))
+	mux.HandleFunc("POST /sessions/{id}/extend", h.signedIn(h.sessionExtend))
+	mux.HandleFunc("GET /sessions/{id}/open", h.signedIn(h.sessionOpen))
+}
+
+// sessionCard is a session as its card shows it, its words in the page's
+// language.
+type sessionCard struct {
+	S        api.Session
+	Kind     string // the catalogue's key of its server kind
+	Open     bool   // running: it can be opened
+	Ended    bool
+	TimeLeft string
+	Idle     string // idle for so long, of the limit (the portal's judge)
+	IdleLeft string // until the portal's idle limit ends it
+	Reclaim  string // reclaimd's latest word (sessions with GPUs)
+	Why      string // a pending session's reason
+}
+
+type sessionsData struct {
+	Templates []api.Template
+	Clusters  []string
+	Cards     []sessionCard
+	Error     bool
+	Done      string
+}
+
+func dur(l i18n.L, secs int64) string {
+	d := time.Duration(max(secs, 0)) * time.Second
+	h, m := int64(d/time.Hour), int64(d%time.Hour/time.Minute)
+	if h > 0 {
+		return l.T("session.hm", strconv.FormatInt(h, 10), strconv.FormatInt(m, 10))
+	}
+	return l.T("session.m", strconv.FormatInt(m, 10))
+}
+
+func cardOf(l i18n.L, s api.Session) sessionCard {
+	c := sessionCard{S: s, Kind: "session.kind." + string(s.Server), Ended: s.EndedAt != nil || s.State == "ENDED"}
+	c.Open = !c.Ended && s.State == "RUNNING" // not yet ready: the proxy says it is starting
+	if s.TimeLeftSeconds != nil && !c.Ended {
+		c.TimeLeft = dur(l, *s.TimeLeftSeconds)
+	}
+	if s.IdleSeconds != nil && s.IdleLimitSeconds != nil && !c.Ended {
+		c.Idle = l.T("session.idle_of", dur(l, *s.IdleSeconds), dur(l, *s.IdleLimitSeconds))
+		c.IdleLeft = dur(l, *s.IdleLimitSeconds-*s.IdleSeconds)
+	}
+	if s.Reclaim != nil && !c.Ended {
+		c.Reclaim = s.Reclaim.Action + ": " + s.Reclaim.Reason
+	}
+	if s.State == "PENDING" {
+		c.Why = why(l, s.Reason)
+	}
+	return c
+}
+
+func (h *Handler) sessionSource(w http.ResponseWriter, r *http.Request) (SessionSource, bool) {
+	ss, ok := h.cfg.Source.(SessionSource)
+	if !ok {
+		h.problem(w, r, http.StatusNotImplemented, "error.unavailable.title", "session.unavailable")
+	}
+	return ss, ok
+}
+
+func (h *Handler) sessionsPage(w http.ResponseWriter, r *http.Request, v visitor) {
+	ss, ok := h.sessionSource(w, r)
+	if !ok {
+		return
+	}
+	list, err := ss.Sessions(r.Context(), identityOf(v))
+	d := sessionsData{Error: err != nil}
+	d.Templates, d.Clusters = ss.SessionTemplates(r.Context(), identityOf(v))
+	switch r.URL.Query().Get("done") {
+	case "end", "extend", "start":
+		d.Done = "session.done." + r.URL.Query().Get("done")
+	}
+	for _, s := range list.Sessions {
+		d.Cards = append(d.Cards, cardOf(v.l, s))
+	}
+	h.render(w, r, http.StatusOK, "sessions", h.page(r, v, "session.title", "sessions", d))
+}
+
+// sessionOf is the caller's session of the path, or the page of a session
+// that is not there (another user's is the same "not found").
+func (h *Handler) sessionOf(w http.ResponseWriter, r *http.Request, v visitor) (SessionSource, api.Session, bool) {
+	ss, ok := h.sessionSource(w, r)
+	if !ok {
+		return nil, api.Session{}, false
+	}
+	s, err := ss.Session(r.Context(), identityOf(v), r.PathValue("id"))
+	if err != nil {
+		h.problem(w, r, http.StatusNotFound, "error.not_found.title", "error.not_found")
+		return nil, api.Session{}, false
+	}
+	return ss, s, true
+}
+
+func (h *Handler) sessionConfirm(w http.ResponseWriter, r *http.Request, v visitor) {
+	if _, s, ok := h.sessionOf(w, r, v); ok {
+		h.render(w, r, http.StatusOK, "session_confirm", h.page(r, v, "job.confirm.title", "sessions", cardOf(v.l, s)))
+	}
+}
+
+func (h *Handler) sessionEnd(w http.ResponseWriter, r *http.Request, v visitor) {
+	if r.PostFormValue("confirm") != "yes" {
+		h.problem(w, r, http.StatusBadRequest, "error.forbidden.title", "session.confirm.missing")
+		return
+	}
+	ss, s, ok := h.sessionOf(w, r, v)
+	if !ok {
+		return
+	}
+	if err := ss.EndSession(r.Context(), identityOf(v), s.Id); err != nil {
+		h.log.Info("session end refused", "user", v.sess.User, "session", s.Id, "error", err)
+		h.problem(w, r, http.StatusConflict, "error.forbidden.title", "session.refused")
+		return
+	}
+	http.Redirect(w, r, "/sessions?done=end", http.StatusSeeOther)
+}
+
+func (h *Handler) sessionExtend(w http.ResponseWriter, r *http.Request, v visitor) {
+	minutes, err := strconv.Atoi(r.PostFormValue("minutes"))
+	if err != nil || minutes < 1 || minutes > 7*24*60 {
+		h.problem(w, r, http.StatusBadRequest, "error.forbidden.title", "session.extend.bad")
+		return
+	}
+	ss, s, ok := h.sessionOf(w, r, v)
+	if !ok {
+		return
+	}
+	if err := ss.ExtendSession(r.Context(), identityOf(v), s.Id, minutes); err != nil {
+		h.log.Info("session extension refused", "user", v.sess.User, "session", s.Id, "error", err)
+		h.problem(w, r, http.StatusConflict, "error.forbidden.title", "session.refused")
+		return
+	}
+	http.Redirect(w, r, "/sessions?done=extend", http.StatusSeeOther)
+}
+
+// sessionOpen sends the owner's browser to the session on its own origin
+// (a launch URL good once for a minute). A link, not a form: the pages'
+// form-action forbids a form that leads to another origin. Only from the
+// pages themselves (or typed in): another site's link is refused, as
+// CrossOriginProtection refuses its posts.
+func (h *Handler) sessionOpen(w http.ResponseWriter, r *http.Request, v visitor) {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		h.problem(w, r, http.StatusForbidden, "error.cross_origin.title", "error.cross_origin")
+		return
+	}
+	ss, s, ok := h.sessionOf(w, r, v)
+	if !ok {
+		return
+	}
+	u, err := ss.LaunchURL(r, identityOf(v), s.Id)
+	if err != nil {
+		h.log.Info("session not opened", "user", v.sess.User, "session", s.Id, "error", err)
+		h.problem(w, r, http.StatusServiceUnavailable, "error.unavailable.title", "session.no_origin")
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// sessionStart starts a session of a session template, its parameters
+// at their defaults, as the caller; the core's refusal (policy, role) is
+// shown in its words.
+func (h *Handler) sessionStart(w http.ResponseWriter, r *http.Request, v visitor) {
+	ss, ok := h.sessionSource(w, r)
+	if !ok {
+		return
+	}
+	if err := ss.StartSession(r.Context(), identityOf(v), r.PostFormValue("cluster"), r.PostFormValue("template")); err != nil {
+		h.log.Info("session not started", "user", v.sess.User, "template", r.PostFormValue("template"), "error", err)
+		h.problem(w, r, http.StatusBadRequest, "error.forbidden.title", "session.start.refused")
+		return
+	}
+	http.Redirect(w, r, "/sessions?done=start", http.StatusSeeOther)
+}

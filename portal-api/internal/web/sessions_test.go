@@ -1,0 +1,174 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
+	"github.com/strata-hpc/strata/portal-api/internal/core"
+	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
+)
+
+// sessionsBed is the pages over a core with mem's JupyterLab session on
+// gpu1 (its job 910101 running) and her terminal that ended; the
+// launcher answers a fixed URL on a sessions host for the owner alone.
+func sessionsBed(t *testing.T) *bed {
+	t.Helper()
+	now := time.Unix(1795983872, 0)
+	m, err := tenantmap.Load("../service/testdata/tenants.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := clustertest.New(t, "26.05", pagesGPU1...)
+	p := cluster.New(cluster.Config{Name: "gpu1", Slurm: slurmrest.Config{URL: b.URL, Tokens: slurmrest.StaticToken("t")},
+		Interval: time.Second, StaleAfter: time.Minute, Now: func() time.Time { return now }})
+	if err := p.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	set, err := templates.Load("../../../etc/strata/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *core.Core
+	bd := newBed(t, func(cfg *Config) {
+		c = core.New(core.Config{Clusters: []core.Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m }, SessionIdleLimit: time.Hour}},
+			Store: cfg.Store, Now: func() time.Time { return now }, Templates: func() *templates.Set { return set }})
+		cfg.Source = CoreSessionSource(c, testLauncher(&c))
+	})
+	seedSessions(t, bd.store, now)
+	return bd
+}
+
+// TestSessionsPage: mem's sessions as cards in English and Korean, the
+// ended one with its reason; opening one leads to its launch URL on the
+// sessions' origin, only from the pages themselves; ending one is asked
+// first; gmem finds none of hers by list, address, open, extend or end.
+func TestSessionsPage(t *testing.T) {
+	b := sessionsBed(t)
+	alice := b.client(t)
+	b.signIn(t, alice, "mem")
+	const s1, s2 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	for lang, want := range map[string][]string{
+		"en": {"My sessions", "JupyterLab", "Terminal", "Open in a new tab", "End session", "idle for 1h, the portal&#39;s idle limit", "Extend"},
+		"ko": {"내 세션", "JupyterLab", "터미널", "새 탭에서 열기", "세션 종료", "연장"},
+	} {
+		resp, page := get(t, alice, b.srv.URL+"/sessions", "Accept-Language", lang)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: /sessions = %s", lang, resp.Status)
+		}
+		for _, w := range want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s: the sessions page lacks %q", lang, w)
+			}
+		}
+		if strings.Contains(page, "%!") {
+			t.Errorf("%s: a word badly formatted: %s", lang, page[strings.Index(page, "<main"):])
+		}
+	}
+	_, page := get(t, alice, b.srv.URL+"/sessions")
+	if !strings.Contains(page, `href="/sessions/`+s1+`/open"`) || strings.Contains(page, `/sessions/`+s2+`/open`) ||
+		strings.Contains(page, `action="/sessions/`+s2+`/extend"`) {
+		t.Errorf("open and extend are on the running session only: %s", page[strings.Index(page, "<main"):])
+	}
+	// Start: the session templates of the shipped set, on a cluster; a
+	// template that is not one is refused and starts nothing.
+	if !strings.Contains(page, `<form method="post" action="/sessions"`) || !strings.Contains(page, `<option value="jupyterlab">`) ||
+		strings.Contains(page, `<option value="ddp-train">`) {
+		t.Errorf("the start form does not offer the session templates alone")
+	}
+	if resp, _ := post(t, alice, b.srv.URL+"/sessions", url.Values{"template": {"ddp-train"}, "cluster": {"gpu1"}}, "Sec-Fetch-Site", "same-origin"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a batch template started as a session: %s", resp.Status)
+	}
+	if got, _ := b.store.Sessions(t.Context(), "mem", time.Time{}); len(got) != 2 {
+		t.Errorf("a refused start left %d sessions, want the 2 there were", len(got))
+	}
+	resp, _ := get(t, alice, b.srv.URL+"/sessions/"+s1+"/open", "Sec-Fetch-Site", "same-origin")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "https://"+s1+".sessions.portal.test/v1/sessions/"+s1+"/launch?t=x" {
+		t.Errorf("open: %s %q", resp.Status, resp.Header.Get("Location"))
+	}
+	if resp, _ := get(t, alice, b.srv.URL+"/sessions/"+s1+"/open", "Sec-Fetch-Site", "cross-site"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("open from another site: %s", resp.Status)
+	}
+	resp, confirm := get(t, alice, b.srv.URL+"/sessions/"+s1+"/confirm/end")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(confirm, `action="/sessions/`+s1+`/end"`) {
+		t.Errorf("confirm end: %s", resp.Status)
+	}
+	if resp, _ := post(t, alice, b.srv.URL+"/sessions/"+s1+"/end", url.Values{}, "Sec-Fetch-Site", "same-origin"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("an end not confirmed: %s", resp.Status)
+	}
+	if resp, _ := post(t, alice, b.srv.URL+"/sessions/"+s1+"/extend", url.Values{"minutes": {"0"}}, "Sec-Fetch-Site", "same-origin"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("an extension of 0 minutes: %s", resp.Status)
+	}
+	if resp, _ := post(t, alice, b.srv.URL+"/sessions/"+s1+"/end", url.Values{"confirm": {"yes"}}, "Origin", "https://"+s1+".sessions.portal.test"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("an end posted from the session's origin: %s", resp.Status)
+	}
+
+	bob := b.client(t)
+	b.signIn(t, bob, "gmem")
+	_, list := get(t, bob, b.srv.URL+"/sessions")
+	for _, mark := range []string{s1, s2, `class="card" aria-labelledby`, "idle for 1h"} {
+		if strings.Contains(list, mark) {
+			t.Errorf("bob's sessions page shows %q", mark)
+		}
+	}
+	for _, u := range []string{"/sessions/" + s1 + "/open", "/sessions/" + s1 + "/confirm/end"} {
+		if resp, body := get(t, bob, b.srv.URL+u, "Sec-Fetch-Site", "same-origin"); resp.StatusCode != http.StatusNotFound || strings.Contains(body, s1+".sessions") {
+			t.Errorf("bob GET %s: %s", u, resp.Status)
+		}
+	}
+	for _, f := range []struct {
+		path string
+		v    url.Values
+	}{{"/sessions/" + s1 + "/end", url.Values{"confirm": {"yes"}}}, {"/sessions/" + s1 + "/extend", url.Values{"minutes": {"60"}}}} {
+		if resp, _ := post(t, bob, b.srv.URL+f.path, f.v, "Sec-Fetch-Site", "same-origin"); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("bob POST %s: %s", f.path, resp.Status)
+		}
+	}
+	if rec, _ := b.store.GetSession(t.Context(), s1); !rec.Ended.IsZero() {
+		t.Errorf("bob's requests ended alice's session")
+	}
+}
+
+// testLauncher answers a fixed launch URL on a per-session host, for the
+// session's owner alone.
+func testLauncher(c **core.Core) Launcher {
+	return func(r *http.Request, who auth.Identity, id string) (string, *core.Problem) {
+		if _, p := (*c).SessionOwned(r.Context(), who, id); p != nil {
+			return "", p
+		}
+		return "https://" + id + ".sessions.portal.test/v1/sessions/" + id + "/launch?t=x", nil
+	}
+}
+
+// seedSessions gives mem a JupyterLab session on gpu1 (job 910101,
+// running) and a terminal that ended at the portal's idle limit.
+func seedSessions(t *testing.T, st *store.Store, now time.Time) {
+	t.Helper()
+	for _, s := range []store.Session{
+		{ID: testSession, User: "mem", Cluster: "gpu1", JobID: 910101, Template: "jupyterlab", Server: "jupyterlab",
+			Account: "acme-llm", Dir: "/tmp/s1", IdleLimit: time.Hour},
+		{ID: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", User: "mem", Cluster: "gpu1", JobID: 910099, Template: "terminal", Server: "ttyd",
+			Account: "acme-llm", Dir: "/tmp/s2"},
+	} {
+		if err := st.CreateSession(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetSessionJob(t.Context(), s.ID, s.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.EndSession(t.Context(), "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "idle for 1h, the portal's idle limit", now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testSession is mem's running session in the pages' test beds.
+const testSession = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
