@@ -118,3 +118,68 @@ echo PROBED`
 		}
 	})
 }
+
+// TestSharedImageBundle: one bundle of an image, root's, as the portal
+// names it for every user (--container=<oci_bundles>/<image>), runs under
+// crun for alice and for bob, each as themselves. The bundle maps no uid
+// (it cannot know whose job runs it); oci.conf's strata-oci-run maps the
+// job user's own (and makes it the process's user) in slurmstepd's per-job
+// copy. The mount points Slurm binds in (/var/run/slurm,
+// /tmp/slurm/{startup,stdout,stderr}) are made in the image by root, and
+// the node's folder of SlurmdSpoolDir is sticky and open to all (each job's
+// oci-job<id>-<step> mount point is made in it, and stays, empty), so a
+// job of one user leaves nothing in the shared root that another's would
+// trip on.
+func TestSharedImageBundle(t *testing.T) {
+	testbed.EachNode(t, func(t *testing.T, b *testbed.Bed) {
+		c := b.Client(t)
+		bundle := "/srv/strata/bundles/registry.example.com/acme/" + testbed.Unique("shared") + ":1"
+		b.NodeSh(t, fmt.Sprintf(`set -e; r=%[1]s/rootfs
+mkdir -p $r/bin $r/etc $r/dev $r/proc $r/tmp/slurm $r/var/run/slurm $r/var/lib/slurm/slurmd/%[2]s
+chmod 1777 $r/tmp $r/var/lib/slurm/slurmd/%[2]s
+touch $r/tmp/slurm/startup $r/tmp/slurm/stdout $r/tmp/slurm/stderr
+cp /usr/local/sbin/busybox $r/bin/busybox
+for c in sh cat id echo; do ln -s busybox $r/bin/$c; done
+echo "shared image" >$r/etc/strata-image`, bundle, b.Nodes[0]))
+		cfg, err := bundleConfig(0, 0, b.GPUsPerNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spec map[string]any
+		if err := json.Unmarshal(cfg, &spec); err != nil {
+			t.Fatal(err)
+		}
+		linux := spec["linux"].(map[string]any)
+		delete(linux, "uidMappings")
+		delete(linux, "gidMappings")
+		if cfg, err = json.MarshalIndent(spec, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		b.NodeWriteFile(t, bundle+"/config.json", cfg, 0o644)
+		t.Cleanup(func() {
+			b.NodeExec(t, nil, "rm", "-rf", strings.TrimSuffix(bundle, "/"+bundle[strings.LastIndex(bundle, "/")+1:]))
+		})
+
+		for _, user := range []string{"alice", "bob"} {
+			var uid int
+			if _, err := fmt.Sscan(b.NodeSh(t, "id -u "+user), &uid); err != nil {
+				t.Fatal(err)
+			}
+			out := b.JobDir + "/" + testbed.Unique("shared-"+user) + ".out"
+			id := b.Sbatch(t, user, "-o", out, "--chdir", "/tmp", "-c1", "--mem=64M", "--container="+bundle,
+				"--wrap", `echo "UID=$(id -u)"; cat /etc/strata-image; echo DONE`)
+			j := testbed.WaitJob(t, c, id, 2*time.Minute, "ended", func(j slurmrest.Job) bool {
+				return !j.Running() && !j.State.Has("PENDING") && !j.State.Has("COMPLETING") && !j.State.Has("CONFIGURING")
+			})
+			got := b.NodeWaitFile(t, out, "DONE", 10*time.Second)
+			if !strings.Contains(got, "UID="+strconv.Itoa(uid)+"\n") || !strings.Contains(got, "shared image\n") {
+				t.Errorf("%s's job (%v) in the shared bundle printed:\n%s\nwant uid %d and the image's file", user, j.State, got, uid)
+			}
+		}
+		// Nothing of the jobs was left in the shared root but the empty
+		// mount points of their spool folders (one per job id, sticky).
+		if left := b.NodeSh(t, "find "+bundle+"/rootfs ! -user root ! \\( -type d -empty -path '*/slurmd/"+b.Nodes[0]+"/oci-job*' \\)"); strings.TrimSpace(left) != "" {
+			t.Errorf("the jobs left files of their users in the shared image:\n%s", left)
+		}
+	})
+}

@@ -323,13 +323,14 @@ func (a *Agent) keepFaults(faults []source.Fault) {
 // mapJobs adds to each sample (and MIG instance) the jobs of its processes.
 func (a *Agent) mapJobs(samples []source.Sample) {
 	cache := map[int]int64{} // pid -> job; 0: none
+	r := jobResolver{p: a.cfg.Procs}
 	jobs := func(pids []int, known []int64) ([]int64, int) {
 		out := slices.Clone(known)
 		unattributed := 0
 		for _, pid := range pids {
 			id, ok := cache[pid]
 			if !ok {
-				id, _ = jobOf(a.cfg.Procs, pid)
+				id, _ = r.jobOf(pid)
 				cache[pid] = id
 			}
 			if id != 0 {

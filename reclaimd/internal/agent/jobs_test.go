@@ -202,3 +202,134 @@ func FuzzJobFromEnviron(f *testing.F) {
 		checkJob(t, in, id, ok, "SLURM_JOB_ID=", "SLURM_JOBID=")
 	})
 }
+
+// Files of a real Slurm 26.05 node (the node bed's gpu1, slurmd -N gpu1):
+// the job's cgroup is named by its SLUID, and its slurmstepd, in the
+// step's slurm cgroup, is titled with the job id.
+const (
+	cgroupSLUIDTask  = "0::/system.slice/gpu1_slurmstepd.scope/sBN5M96D490F00/step_batch/user/task_0\n"
+	cgroupSLUIDStepd = "0::/system.slice/gpu1_slurmstepd.scope/sBN5M96D490F00/step_batch/slurm\n"
+	stepdTitle       = "slurmstepd: [31.batch]\x00"
+	statusRoot       = "Name:\tslurmstepd\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
+	statusUser       = "Name:\tsleep\nUid:\t26002\t26002\t26002\t26002\nGid:\t26002\t26002\t26002\t26002\n"
+)
+
+func TestJobOfSLUIDCgroup(t *testing.T) {
+	other := "0::/system.slice/gpu1_slurmstepd.scope/sQQQQQQQQQQQ00/step_0/user/task_0\n"
+	root := procTree(t, map[int]map[string]string{
+		206: {"cmdline": stepdTitle, "status": statusRoot, "cgroup": cgroupSLUIDStepd},
+		// The extern step's slurmstepd of the same job agrees.
+		207: {"cmdline": "slurmstepd: [31.extern]\x00", "status": statusRoot,
+			"cgroup": "0::/system.slice/gpu1_slurmstepd.scope/sBN5M96D490F00/step_extern/slurm\n"},
+		// The job's process claims another job in its environment: the
+		// cgroup's slurmstepd wins.
+		216: {"cgroup": cgroupSLUIDTask, "status": statusUser, "environ": environ("SLURM_JOB_ID=99")},
+		// A user's process titled like a slurmstepd, in its own job's
+		// cgroup, claims that cgroup for job 99: not root, not believed.
+		300: {"cmdline": "slurmstepd: [99.batch]\x00", "status": statusUser, "cgroup": other},
+		301: {"cgroup": other, "status": statusUser, "environ": environ("SLURM_JOB_ID=99")},
+		// A job cgroup without a slurmstepd (it is ending): no job, and
+		// the environment is not asked.
+		302: {"cgroup": "0::/system.slice/slurmstepd.scope/sZZZ/step_0/user/task_0\n", "environ": environ("SLURM_JOB_ID=98")},
+		// Two slurmstepds in one job cgroup with different jobs: neither.
+		400: {"cmdline": "slurmstepd: [40.batch]\x00", "status": statusRoot,
+			"cgroup": "0::/system.slice/slurmstepd.scope/sTWO/step_batch/slurm\n"},
+		401: {"cmdline": "slurmstepd: [41.0]\x00", "status": statusRoot,
+			"cgroup": "0::/system.slice/slurmstepd.scope/sTWO/step_0/slurm\n"},
+		402: {"cgroup": "0::/system.slice/slurmstepd.scope/sTWO/step_0/user/task_0\n"},
+	})
+	tests := map[int]int64{206: 31, 207: 31, 216: 31, 300: 0, 301: 0, 302: 0, 402: 0}
+	for pid, want := range tests {
+		t.Run(strconv.Itoa(pid), func(t *testing.T) {
+			got, ok := jobOf(ProcFS{Root: root}, pid)
+			if got != want || ok != (want != 0) {
+				t.Errorf("jobOf(%d) = %d, %v; want %d, %v", pid, got, ok, want, want != 0)
+			}
+		})
+	}
+}
+
+var stepdCgroupCases = map[string]struct {
+	in, want string
+}{
+	"26.05 task":         {cgroupSLUIDTask, "/system.slice/gpu1_slurmstepd.scope/sBN5M96D490F00"},
+	"26.05 slurmstepd":   {cgroupSLUIDStepd, "/system.slice/gpu1_slurmstepd.scope/sBN5M96D490F00"},
+	"24.11":              {cgroupV2, "/system.slice/slurmstepd.scope/job_1001"},
+	"not under a scope":  {"0::/user.slice/s1/step_0/user\n", ""},
+	"no step":            {"0::/system.slice/slurmstepd.scope/sX/user\n", ""},
+	"scope's own groups": {"0::/system.slice/gpu1_slurmstepd.scope/slurmd\n", ""},
+	"empty job element":  {"0::/system.slice/slurmstepd.scope//step_0\n", ""},
+	"cgroup v1":          {"11:devices:/system.slice/slurmstepd.scope/sX/step_0\n", ""},
+	"empty":              {"", ""},
+}
+
+func TestStepdJobCgroup(t *testing.T) {
+	for name, tt := range stepdCgroupCases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := stepdJobCgroup([]byte(tt.in))
+			if got != tt.want || ok != (tt.want != "") {
+				t.Errorf("stepdJobCgroup(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
+			}
+		})
+	}
+}
+
+var stepdTitleCases = map[string]struct {
+	in   string
+	want int64
+}{
+	"batch":             {stepdTitle, 31},
+	"extern":            {"slurmstepd: [7.extern]", 7},
+	"step 0":            {"slurmstepd: [4294967295.0]\x00\x00", 4294967295},
+	"no step":           {"slurmstepd: [31]", 0},
+	"not closed":        {"slurmstepd: [31.batch", 0},
+	"another program":   {"/usr/sbin/slurmd\x00-D\x00", 0},
+	"argument, not tit": {"sh\x00slurmstepd: [31.batch]", 0},
+	"leading zero":      {"slurmstepd: [031.batch]", 0},
+	"empty":             {"", 0},
+}
+
+func TestJobFromStepdTitle(t *testing.T) {
+	for name, tt := range stepdTitleCases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := jobFromStepdTitle([]byte(tt.in))
+			if got != tt.want || ok != (tt.want != 0) {
+				t.Errorf("jobFromStepdTitle(%q) = %d, %v; want %d", tt.in, got, ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestRootOwned(t *testing.T) {
+	for in, want := range map[string]bool{
+		statusRoot: true, statusUser: false,
+		"Uid:\t0\t0\t0\t1000\n": false, // a setuid program's saved uid
+		"Uid:\n":                false, "Name:\tx\n": false, "": false,
+	} {
+		if got := rootOwned([]byte(in)); got != want {
+			t.Errorf("rootOwned(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func FuzzJobFromStepdTitle(f *testing.F) {
+	for _, tt := range stepdTitleCases {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		id, ok := jobFromStepdTitle([]byte(in))
+		checkJob(t, in, id, ok, "slurmstepd: [")
+	})
+}
+
+func FuzzStepdJobCgroup(f *testing.F) {
+	for _, tt := range stepdCgroupCases {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		dir, ok := stepdJobCgroup([]byte(in))
+		if ok && (!strings.Contains(in, dir+"/step_") || !strings.Contains(dir, "slurmstepd.scope/")) {
+			t.Fatalf("stepdJobCgroup(%q) = %q: not a job cgroup of the input", in, dir)
+		}
+	})
+}

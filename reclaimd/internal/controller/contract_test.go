@@ -56,7 +56,7 @@ func TestAnswersAreTheContract(t *testing.T) {
 // its evidence into reclaimapi.Evidence, and encodes back the same bytes.
 func TestJobReclaimIsTheContract(t *testing.T) {
 	b := newBed(t, "26.05", cancelRules, 0)
-	srv := httptest.NewServer(b.ctl.Handler(time.Minute))
+	srv := httptest.NewServer(withToken(b.ctl.Handler(time.Minute)))
 	defer srv.Close()
 	for range 4 {
 		b.mustTick()

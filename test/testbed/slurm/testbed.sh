@@ -259,6 +259,7 @@ node_vm_up() { # boot the VM, give it the instance's configs and key, start mung
   done
   node_vm_agent sh -c 'cat >/etc/munge/munge.key && chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key' <"$R/etc/munge/munge.key"
   node_vm_agent sh -c 'cat >/etc/slurm/oci.conf' <"$HERE/../node/oci.conf"
+  node_vm_agent sh -c 'mkdir -p /usr/local/libexec && cat >/usr/local/libexec/strata-oci-run && chmod 755 /usr/local/libexec/strata-oci-run' <"$HERE/../node/oci-run"
   printf '127.0.0.1\tlocalhost gpu1\n' | node_vm_agent sh -c 'cat >/etc/hosts'
   node_vm_agent sh -c 'install -d -o munge -g munge -m 755 /run/munge; install -d -o slurm -g slurm /run/slurm /var/log/slurm
     mkdir -p /var/lib/slurm/slurmd/gpu1 /var/lib/strata-jobs; chmod 1777 /var/lib/strata-jobs
