@@ -1,16 +1,14 @@
 package apply
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-hpc/strata/internal/flock"
 )
 
 // ErrBusy says another apply of the same cluster holds the lock.
@@ -37,54 +35,13 @@ func Lock(dir, cluster string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w (give a folder strata-policy may write with --lock-dir)", path, &os.PathError{Op: "open", Path: path, Err: err})
 	}
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err == nil {
+	if err = flock.Try(fd); err == nil {
 		return func() { _ = unix.Close(fd) }, nil
 	}
-	defer func() { _ = unix.Close(fd) }()
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return nil, fmt.Errorf("%w for cluster %s: %s is locked%s; wait for it to finish and run again (nothing was read or written)",
-			ErrBusy, cluster, path, holder(fd))
+	_ = unix.Close(fd)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, fmt.Errorf("%w for cluster %s: %s is %w; wait for it to finish and run again (nothing was read or written)",
+			ErrBusy, cluster, path, err)
 	}
-	return nil, fmt.Errorf("lock %s: flock: %w", path, err)
-}
-
-// holder names the process that holds the flock on fd's file, from
-// /proc/locks (" by pid 1234 (strata-policy)"), or says nothing when it
-// cannot tell.
-func holder(fd int) string {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return ""
-	}
-	f, err := os.Open("/proc/locks")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "1: FLOCK  ADVISORY  WRITE 1234 08:02:131090 0 EOF"; waiters
-		// are "1: -> FLOCK ..." and hold nothing.
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != id {
-			continue
-		}
-		pid, err := strconv.Atoi(fields[4])
-		if err != nil {
-			continue
-		}
-		who := fmt.Sprintf(" by pid %d", pid)
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
-			who += " (" + strings.TrimSpace(string(comm)) + ")"
-		}
-		return who
-	}
-	return ""
+	return nil, fmt.Errorf("lock %s: %w", path, err)
 }

@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-hpc/strata/internal/flock"
 )
 
 // Names inside the store's root.
@@ -396,18 +398,12 @@ func lock(root string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
 	}
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err == nil {
+	if err = flock.Try(fd); err == nil {
 		return func() { _ = unix.Close(fd) }, nil
 	}
 	_ = unix.Close(fd)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return nil, fmt.Errorf("%w (%s is locked); wait for it to finish and run again", ErrBusy, path)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, fmt.Errorf("%w (%s is %w); wait for it to finish and run again", ErrBusy, path, err)
 	}
 	return nil, fmt.Errorf("lock %s: %w", path, err)
 }
