@@ -27,6 +27,7 @@ func TestControllerWaitsForSlurmrestd(t *testing.T) {
 	cfgPath := filepath.Join(dir, "reclaimd.yaml")
 	token := filepath.Join(dir, "slurm.jwt")
 	agentToken := filepath.Join(dir, "agent.token")
+	apiToken := filepath.Join(dir, "api.token")
 	tenants := filepath.Join(dir, "tenants.json")
 	rules, err := filepath.Abs("../../../etc/strata/reclaim-rules.json")
 	if err != nil {
@@ -43,8 +44,10 @@ slurm:
   url: http://127.0.0.1:1
   token_file: ` + token + `
 agents:
-  token_file: ` + agentToken + "\n"
-	for path, data := range map[string]string{cfgPath: cfg, token: "token\n", agentToken: "agent secret\n", tenants: tenantsJSON} {
+  token_file: ` + agentToken + `
+api:
+  token_file: ` + apiToken + "\n"
+	for path, data := range map[string]string{cfgPath: cfg, token: "token\n", agentToken: "agent secret\n", apiToken: "api token\n", tenants: tenantsJSON} {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
