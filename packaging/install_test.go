@@ -638,7 +638,7 @@ func testBinaries(t *testing.T, c *chroot) {
 	// next render keeps), the shared file system, a kubeconfig, the slurmrestd token
 	// and the API token, with the group and mode the configs have; for the
 	// portal, each cluster of its example its jwt key and tenant map, and
-	// gpu1's job policy.
+	// gpu1's job policy and reclaimd's API token.
 	c.must("sh", "-ec", `mkdir -p /tmp/render /shared/projects /shared/tenants
 strata-policy render
 chgrp strata /etc/strata/rendered/serving.json /etc/strata/rendered/tenants.json
@@ -661,10 +661,16 @@ for c in gpu1 gpu2; do
 	head -c 32 /dev/urandom > /etc/strata/clusters/$c/jwt_hs256.key
 	chgrp strata-portal-api /etc/strata/clusters/$c/jwt_hs256.key
 	chmod 0640 /etc/strata/clusters/$c/jwt_hs256.key
-	install -m 0640 -g strata-portal-api /etc/strata/rendered/tenants.json /etc/strata/clusters/$c/tenants.json
+	# Each cluster's own map: the example policy's, named for the cluster
+	# (the portal refuses a tenants.json of another cluster).
+	sed 's/"cluster": *"gpu"/"cluster": "'$c'"/' /etc/strata/rendered/tenants.json > /etc/strata/clusters/$c/tenants.json
+	grep -q '"cluster": "'$c'"' /etc/strata/clusters/$c/tenants.json
+	chgrp strata-portal-api /etc/strata/clusters/$c/tenants.json
+	chmod 0640 /etc/strata/clusters/$c/tenants.json
 done
 install -m 0640 -g strata-portal-api /etc/slurm/strata/jobpolicy.json /etc/strata/clusters/gpu1/jobpolicy.json
-install -m 0640 -g strata-portal-api /etc/strata/bridge-api.token /etc/strata/clusters/gpu1/bridge-api.token`)
+install -m 0640 -g strata-portal-api /etc/strata/bridge-api.token /etc/strata/clusters/gpu1/bridge-api.token
+install -m 0640 -g strata-portal-api /etc/strata/reclaimd-api.token /etc/strata/clusters/gpu1/reclaimd-api.token`)
 
 	checks := []struct {
 		user string

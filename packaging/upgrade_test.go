@@ -116,6 +116,25 @@ func twoBinaries(t *testing.T, repo string) string {
 	return bin
 }
 
+// docsOf returns the folder of the man pages and completion the packages
+// ship: make packages' (beside STRATA_PACKAGES' binaries), or written here
+// by the two binaries' gen-docs verb from tree's examples, as make
+// packages writes them.
+func docsOf(t *testing.T, tree, bin string) string {
+	t.Helper()
+	if d := os.Getenv("STRATA_PACKAGES"); d != "" {
+		return filepath.Join(d, "doc")
+	}
+	doc := t.TempDir()
+	for _, b := range []string{"strata-policy", "reclaimd"} {
+		out := filepath.Join(doc, b)
+		run(t, tree, filepath.Join(bin, b), "gen-docs", "--out", out, "--examples", "etc/strata")
+		pages, _ := filepath.Glob(filepath.Join(out, "*.[158]"))
+		run(t, "", "gzip", append([]string{"-9n"}, pages...)...)
+	}
+	return doc
+}
+
 // nfpmTool returns the pinned nfpm: STRATA_NFPM, or the one make installs
 // into ./bin.
 func nfpmTool(t *testing.T, repo string) string {
@@ -145,12 +164,13 @@ func nfpmTool(t *testing.T, repo string) string {
 func pack(t *testing.T, nfpm, tree, bin, version string, parts []string) []string {
 	t.Helper()
 	dist := t.TempDir()
+	doc := docsOf(t, tree, bin)
 	var debs []string
 	for _, part := range parts {
 		cmd := exec.Command(nfpm, "package", "--config", "packaging/nfpm/"+part+".yaml", "--packager", "deb", "--target", dist+"/")
 		cmd.Dir = tree
 		cmd.Env = append(os.Environ(), "STRATA_PKG_VERSION="+version, "STRATA_PKG_RELEASE=1",
-			"STRATA_PKG_ARCH="+runtime.GOARCH, "STRATA_PKG_BIN="+bin)
+			"STRATA_PKG_ARCH="+runtime.GOARCH, "STRATA_PKG_BIN="+bin, "STRATA_PKG_DOC="+doc)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("nfpm %s: %v\n%s", part, err, out)
 		}
