@@ -153,13 +153,26 @@ func (p *Problem) API() api.Error {
 	return e
 }
 
-// AsProblem is err's Problem, or an internal one that says err.
+// AsProblem is err's Problem, or an internal one that says err; nil
+// (no problem) for a nil err, or for a nil *Problem held in err.
 func AsProblem(err error) *Problem {
+	if err == nil {
+		return nil
+	}
 	var p *Problem
 	if errors.As(err, &p) {
 		return p
 	}
 	return problem(http.StatusInternalServerError, api.Internal, err.Error(), "try again; tell the portal's admins if it persists")
+}
+
+// StatusOf is the HTTP status err answers with: 0 for a nil err (or a
+// nil *Problem), the Problem's for one, 500 for any other error.
+func StatusOf(err error) int {
+	if p := AsProblem(err); p != nil {
+		return p.Status
+	}
+	return 0
 }
 
 func problem(status int, code api.ErrorCode, msg, hint string) *Problem {

@@ -305,7 +305,7 @@ type operatorData struct {
 
 func (h *Handler) operator(w http.ResponseWriter, r *http.Request, v visitor) {
 	ov, err := h.cfg.Source.Overview(r.Context(), identityOf(v))
-	if err != nil && core.AsProblem(err).Status == http.StatusForbidden {
+	if core.StatusOf(err) == http.StatusForbidden {
 		h.problem(w, r, http.StatusForbidden, "error.forbidden.title", "operator.forbidden")
 		return
 	}
