@@ -484,6 +484,10 @@ type Error struct {
 
 	// PolicyLine The policy file's line that refuses a submission, file:line.
 	PolicyLine *string `json:"policy_line,omitempty"`
+
+	// Refusal The policy's refusal of a job as fields, for a page to say in its own language beside the message: which rule
+	// refused it and the values the message names. Only the fields the rule names are given.
+	Refusal *PolicyRefusal `json:"refusal,omitempty"`
 }
 
 // ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused,
@@ -756,6 +760,38 @@ type OutputFile struct {
 // Overview defines model for Overview.
 type Overview struct {
 	Clusters []ClusterOverview `json:"clusters"`
+}
+
+// PolicyRefusal The policy's refusal of a job as fields, for a page to say in its own language beside the message: which rule
+// refused it and the values the message names. Only the fields the rule names are given.
+type PolicyRefusal struct {
+	// Allowed What the rule allows instead (the classes, images, partition), as the message lists them.
+	Allowed *string `json:"allowed,omitempty"`
+
+	// Asked What the job asks for, the same way.
+	Asked *string `json:"asked,omitempty"`
+
+	// Class The job's class.
+	Class *string `json:"class,omitempty"`
+
+	// Item What the rule is about - the GPU type, image, container, partition or QOS asked for.
+	Item *string `json:"item,omitempty"`
+
+	// Limit The limit, as the message writes it ("8", "2-00:00:00").
+	Limit *string `json:"limit,omitempty"`
+
+	// Owner Whose rule it is - the account, tenant or class.
+	Owner *string `json:"owner,omitempty"`
+
+	// Rule member, viewer, no_default_class, unknown_class, class_not_allowed, qos, partition, time_limit, gpu_count,
+	// class_gpus, gpus, gpu_type_denied, gpu_type, whole_nodes, container, no_images, image (more may come).
+	Rule string `json:"rule"`
+
+	// Unit The unit of limit and asked - gpus or time.
+	Unit *string `json:"unit,omitempty"`
+
+	// User The user refused.
+	User *string `json:"user,omitempty"`
 }
 
 // PriorityFactors The job's priority/multifactor factors, weighted as `sprio -l` shows them, worked out from the cluster's priority_weights; shown only for a cluster that has them.
@@ -1151,7 +1187,11 @@ type SubmissionCheck struct {
 
 	// PolicyLine The policy file's line that refuses the job, file:line.
 	PolicyLine *string `json:"policy_line,omitempty"`
-	Template   string  `json:"template"`
+
+	// Refusal The policy's refusal of a job as fields, for a page to say in its own language beside the message: which rule
+	// refused it and the values the message names. Only the fields the rule names are given.
+	Refusal  *PolicyRefusal `json:"refusal,omitempty"`
+	Template string         `json:"template"`
 }
 
 // SubmissionCheckDryRun defines model for SubmissionCheck.DryRun.

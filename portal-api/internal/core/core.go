@@ -133,6 +133,8 @@ type Problem struct {
 	Hint       string
 	PolicyLine string
 	Details    []string
+	// Refusal is the policy's refusal as fields, when the policy refused.
+	Refusal *api.PolicyRefusal
 }
 
 // Error is the message.
@@ -150,6 +152,7 @@ func (p *Problem) API() api.Error {
 	if p.Details != nil {
 		e.Details = ptr(p.Details)
 	}
+	e.Refusal = p.Refusal
 	return e
 }
 

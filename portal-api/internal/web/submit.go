@@ -90,6 +90,9 @@ type submitData struct {
 	Problem *core.Problem
 	// ProblemKey is the catalogue key of the refusal's heading.
 	ProblemKey string
+	// Refusal is the policy's refusal (of the check or the submission)
+	// in the page's language; "": the policy's message is shown as it is.
+	Refusal string
 	// Submitted is the job just submitted: cluster and id.
 	SubmittedCluster string
 	SubmittedID      string
@@ -264,6 +267,7 @@ func (h *Handler) submitPost(w http.ResponseWriter, r *http.Request, v visitor) 
 			var c api.SubmissionCheck
 			if c, err = src.CheckSubmission(r.Context(), identityOf(v), req); err == nil {
 				d.Check = &c
+				d.Refusal = refusalText(v.l, c.Refusal)
 				if c.Job != nil {
 					d.CheckTime = clock(c.Job.TimeLimitSeconds)
 				}
@@ -277,8 +281,8 @@ func (h *Handler) submitPost(w http.ResponseWriter, r *http.Request, v visitor) 
 			}
 		}
 	}
-	if err != nil {
-		d.Problem = core.AsProblem(err)
+	if p := core.AsProblem(err); p != nil {
+		d.Problem = p
 	}
 	if d.Problem != nil {
 		code = d.Problem.Status
@@ -286,6 +290,7 @@ func (h *Handler) submitPost(w http.ResponseWriter, r *http.Request, v visitor) 
 			code = http.StatusBadRequest
 		}
 		d.ProblemKey = problemKeys[d.Problem.Code]
+		d.Refusal = refusalText(v.l, d.Problem.Refusal)
 		if d.ProblemKey == "" {
 			d.ProblemKey = "submit.problem.other"
 		}

@@ -106,6 +106,12 @@ func TestSubmitPage(t *testing.T) {
 			!strings.Contains(page, "policy.yaml:52") || !strings.Contains(page, "acme-llm") {
 			t.Errorf("%s: the refused check (%s) does not show the refusal and its line: %s", lang, resp.Status, main(page))
 		}
+		// The refusal in the page's language, from its fields: not the
+		// policy's English message.
+		sentence := l.T("refusal.gpus", l.T("reason.kind.account")+" acme-llm", "4", "6")
+		if !strings.Contains(page, html.EscapeString(sentence)) || strings.Contains(page, "may use at most 4 GPUs") != (lang == "en") {
+			t.Errorf("%s: the refused check does not say %q in its language: %s", lang, sentence, main(page))
+		}
 		if !strings.Contains(page, `name="p.gpus" value="6"`) || !strings.Contains(page, `value="mine-1"`) {
 			t.Errorf("%s: the check lost the values given", lang)
 		}
@@ -127,8 +133,9 @@ func TestSubmitPage(t *testing.T) {
 	}
 	resp, page = post(t, alice, b.srv.URL+"/submit/small", url.Values{"project": {"gpu1/acme-llm"}, "p.gpus": {"6"}, "p.steps": {"10"},
 		"p.tag": {"x"}, "action": {"submit"}}, sameOrigin...)
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "policy.yaml:52") {
-		t.Errorf("an over-limit submission: %s", resp.Status)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "policy.yaml:52") ||
+		!strings.Contains(page, html.EscapeString(i18n.For("en", "").T("refusal.gpus", "account acme-llm", "4", "6"))) {
+		t.Errorf("an over-limit submission (%s) does not say the refusal from its fields: %s", resp.Status, main(page))
 	}
 	if n := len(beds["gpu1"].Submits()); n != 0 {
 		t.Fatalf("refused submissions reached slurmrestd: %d", n)
