@@ -246,9 +246,10 @@ var en = map[string]string{
 	"session.hm":               "%s h %s min",
 	"session.m":                "%s min",
 	"session.start":            "Start",
-	"session.start.template":   "Session",
-	"session.start.cluster":    "Cluster",
-	"session.start.refused":    "The session was not started: the portal or the cluster's policy refused it. Check the project's limits on the home page.",
+	"session.start.title":      "Start a session",
+	"session.start.heading":    "Start a session",
+	"session.start.named":      "Start %s",
+	"session.start.back":       "My sessions",
 	"session.done.start":       "The session was submitted; it opens once its job runs.",
 }
 
@@ -496,8 +497,9 @@ var ko = map[string]string{
 	"session.hm":               "%s시간 %s분",
 	"session.m":                "%s분",
 	"session.start":            "시작",
-	"session.start.template":   "세션",
-	"session.start.cluster":    "클러스터",
-	"session.start.refused":    "세션을 시작하지 못했습니다. 포털이나 클러스터 정책이 거부했습니다. 홈에서 프로젝트 한도를 확인하세요.",
+	"session.start.title":      "세션 시작",
+	"session.start.heading":    "세션 시작",
+	"session.start.named":      "%s 시작",
+	"session.start.back":       "내 세션",
 	"session.done.start":       "세션을 제출했습니다. 작업이 실행되면 열 수 있습니다.",
 }

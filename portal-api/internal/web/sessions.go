@@ -21,10 +21,9 @@ type SessionSource interface {
 	ExtendSession(ctx context.Context, id auth.Identity, session string, minutes int) error
 	EndSession(ctx context.Context, id auth.Identity, session string) error
 	LaunchURL(r *http.Request, id auth.Identity, session string) (string, error)
-	// SessionTemplates are the session templates the caller sees, and
-	// the clusters to start one on.
-	SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string)
-	StartSession(ctx context.Context, id auth.Identity, cluster, template string) error
+	// StartSession starts a session of a session template, on the
+	// request's cluster and project, with its parameters.
+	StartSession(ctx context.Context, id auth.Identity, req api.SubmissionRequest) error
 }
 
 // Launcher makes a session's launch URL on the sessions' origin (the
@@ -70,23 +69,14 @@ func (s sessionCore) LaunchURL(r *http.Request, id auth.Identity, session string
 	return u, errOf(p)
 }
 
-func (s sessionCore) SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string) {
-	var out []api.Template
-	for _, t := range s.c.Templates(ctx, id).Templates {
-		if t.Type == "session" {
-			out = append(out, t)
-		}
-	}
-	return out, s.c.ClusterNames()
-}
-
-func (s sessionCore) StartSession(ctx context.Context, id auth.Identity, cluster, template string) error {
-	_, p := s.c.CreateSession(ctx, id, api.SubmissionRequest{Cluster: cluster, Template: template})
+func (s sessionCore) StartSession(ctx context.Context, id auth.Identity, req api.SubmissionRequest) error {
+	_, p := s.c.CreateSession(ctx, id, req)
 	return errOf(p)
 }
 
 func (h *Handler) routeSessions(mux *http.ServeMux) {
-	mux.HandleFunc("POST /sessions", h.signedIn(h.sessionStart))
+	mux.HandleFunc("GET /sessions/{template}/start", h.signedIn(h.sessionForm))
+	mux.HandleFunc("POST /sessions/{template}/start", h.signedIn(h.sessionStart))
 	mux.HandleFunc("GET /sessions", h.signedIn(h.sessionsPage))
 	mux.HandleFunc("GET /sessions/{id}/confirm/end", h.signedIn(h.sessionConfirm))
 	mux.HandleFunc("POST /sessions/{id}/end", h.signedIn(h.sessionEnd))
@@ -109,8 +99,9 @@ type sessionCard struct {
 }
 
 type sessionsData struct {
-	Templates []api.Template
-	Clusters  []string
+	// Templates are the session templates the caller's projects may
+	// start, each started from its own form.
+	Templates []submitTemplate
 	Cards     []sessionCard
 	Error     bool
 	Done      string
@@ -159,7 +150,11 @@ func (h *Handler) sessionsPage(w http.ResponseWriter, r *http.Request, v visitor
 	}
 	list, err := ss.Sessions(r.Context(), identityOf(v))
 	d := sessionsData{Error: err != nil}
-	d.Templates, d.Clusters = ss.SessionTemplates(r.Context(), identityOf(v))
+	var terr error
+	if d.Templates, terr = h.templatesOf(r, v, "session"); terr != nil {
+		h.log.Warn("sessions: templates unavailable", "user", v.sess.User, "error", terr)
+		d.Error = true
+	}
 	switch r.URL.Query().Get("done") {
 	case "end", "extend", "start":
 		d.Done = "session.done." + r.URL.Query().Get("done")
@@ -250,18 +245,40 @@ func (h *Handler) sessionOpen(w http.ResponseWriter, r *http.Request, v visitor)
 	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
-// sessionStart starts a session of a session template, its parameters
-// at their defaults, as the caller; the core's refusal (policy, role) is
-// shown in its words.
+// sessionForm is a session template's form: its typed parameters as
+// Start a job shows a batch template's, at their defaults.
+func (h *Handler) sessionForm(w http.ResponseWriter, r *http.Request, v visitor) {
+	if _, ok := h.sessionSource(w, r); !ok {
+		return
+	}
+	t, ok := h.chosenOf(w, r, v, "session")
+	if !ok {
+		return
+	}
+	d := submitData{Template: t, Fields: fieldsOf(t.Template, nil, false), Project: t.Projects[0].Value,
+		Action: "/sessions/" + t.Name + "/start", Session: true}
+	h.render(w, r, http.StatusOK, "session_start", h.page(r, v, "session.start.title", "sessions", d))
+}
+
+// sessionStart starts a session of a session template with the form's
+// parameters, on the chosen project, as the caller: the core checks the
+// values as for a batch job, and its refusal (a value, the policy, the
+// caller's role) comes back on the form, beside the field it refused.
 func (h *Handler) sessionStart(w http.ResponseWriter, r *http.Request, v visitor) {
 	ss, ok := h.sessionSource(w, r)
 	if !ok {
 		return
 	}
-	if err := ss.StartSession(r.Context(), identityOf(v), r.PostFormValue("cluster"), r.PostFormValue("template")); err != nil {
-		h.log.Info("session not started", "user", v.sess.User, "template", r.PostFormValue("template"), "error", err)
-		h.problem(w, r, http.StatusBadRequest, "error.forbidden.title", "session.start.refused")
+	t, ok := h.chosenOf(w, r, v, "session")
+	if !ok {
 		return
 	}
-	http.Redirect(w, r, "/sessions?done=start", http.StatusSeeOther)
+	h.postForm(w, r, v, t, submitData{Action: "/sessions/" + t.Name + "/start", Session: true}, "session_start",
+		func(req api.SubmissionRequest, _ *submitData) (string, error) {
+			if err := ss.StartSession(r.Context(), identityOf(v), req); err != nil {
+				h.log.Info("session not started", "user", v.sess.User, "template", t.Name, "error", err)
+				return "", err
+			}
+			return "/sessions?done=start", nil
+		})
 }

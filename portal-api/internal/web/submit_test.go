@@ -25,7 +25,7 @@ import (
 
 // submitBed is the pages over the real core with templates from dir and
 // gpu1's job policy (gpu2 has none: it takes no submissions), over two
-// replayed slurmrestds.
+// replayed slurmrestds, with mem's sessions of seedSessions.
 func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 	t.Helper()
 	now := time.Unix(1795983872, 0)
@@ -60,10 +60,13 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 		}
 		clusters = append(clusters, cl)
 	}
+	var c *core.Core
 	b := newBed(t, func(cfg *Config) {
-		cfg.Source = CoreSource(core.New(core.Config{Clusters: clusters, Store: cfg.Store, Now: func() time.Time { return now },
-			Templates: func() *templates.Set { return set }}))
+		c = core.New(core.Config{Clusters: clusters, Store: cfg.Store, Now: func() time.Time { return now },
+			Templates: func() *templates.Set { return set }})
+		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
+	seedSessions(t, b.store, now)
 	return b, beds
 }
 
