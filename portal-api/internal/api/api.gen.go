@@ -1096,7 +1096,11 @@ type Session struct {
 
 	// Reclaim reclaimd's latest decision on the session's job.
 	Reclaim *SessionReclaim `json:"reclaim,omitempty"`
-	Server  SessionServer   `json:"server"`
+
+	// ReclaimNext What reclaimd does next to a running session with GPUs if they stay idle from its last cycle on: warn (or
+	// notify) before a warning, then the step the warning announced (signal, requeue, requeue-hold, cancel).
+	ReclaimNext *SessionReclaimNext `json:"reclaim_next,omitempty"`
+	Server      SessionServer       `json:"server"`
 
 	// State The job's Slurm state (PENDING, RUNNING, COMPLETED, CANCELLED, TIMEOUT, ...); SUBMITTED
 	// until the cluster's snapshot shows the job, ENDED once it is gone from it.
@@ -1156,6 +1160,15 @@ type SessionReclaim struct {
 	Outcome *string `json:"outcome,omitempty"`
 	Reason  string  `json:"reason"`
 	Rule    *string `json:"rule,omitempty"`
+}
+
+// SessionReclaimNext What reclaimd does next to a running session with GPUs if they stay idle from its last cycle on: warn (or
+// notify) before a warning, then the step the warning announced (signal, requeue, requeue-hold, cancel).
+type SessionReclaimNext struct {
+	Action string `json:"action"`
+
+	// At The earliest time reclaimd takes the step.
+	At time.Time `json:"at"`
 }
 
 // Submission defines model for Submission.

@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
@@ -96,6 +98,51 @@ type sessionCard struct {
 	IdleLeft string // until the portal's idle limit ends it
 	Reclaim  string // reclaimd's latest word (sessions with GPUs)
 	Why      string // a pending session's reason
+	// Next is reclaimd's next step if the session's GPUs stay idle.
+	Next *nextStep
+}
+
+// nextStep is reclaimd's next step on a session, as its card says it:
+// the sentence around a countdown (Before, the countdown, After), the
+// step's time, and the countdown's formats for the script that keeps it
+// current (countdown.js).
+type nextStep struct {
+	Before, After string
+	At            string // RFC 3339, for <time datetime>
+	AtText        string // the time, as the page shows it
+	Left          string // the countdown now, as the server sees it
+	FormatHM      string // "{h} h {m} min" in the page's language
+	FormatM       string // "{m} min"
+	Due           string // the words once the time has come
+}
+
+// nextActions are the steps whose sentence the catalogue holds
+// ("session.next.<action>").
+var nextActions = []string{"warn", "notify", "signal", "requeue", "requeue-hold", "cancel"}
+
+// nextOf is reclaimd's next step in the page's language; nil for none.
+func nextOf(l i18n.L, n *api.SessionReclaimNext, now time.Time) *nextStep {
+	if n == nil {
+		return nil
+	}
+	key := "session.next.other"
+	if slices.Contains(nextActions, n.Action) {
+		key = "session.next." + strings.ReplaceAll(n.Action, "-", "_")
+	}
+	const mark = "\x00"
+	var sentence string
+	if key == "session.next.other" {
+		sentence = l.T(key, n.Action, mark)
+	} else {
+		sentence = l.T(key, mark)
+	}
+	before, after, _ := strings.Cut(sentence, mark)
+	left := l.T("session.next.due")
+	if d := n.At.Sub(now); d > 0 {
+		left = dur(l, int64(d/time.Second))
+	}
+	return &nextStep{Before: before, After: after, At: n.At.UTC().Format(time.RFC3339), AtText: n.At.UTC().Format("2006-01-02 15:04 UTC"),
+		Left: left, FormatHM: l.T("session.hm", "{h}", "{m}"), FormatM: l.T("session.m", "{m}"), Due: l.T("session.next.due")}
 }
 
 type sessionsData struct {
@@ -116,7 +163,7 @@ func dur(l i18n.L, secs int64) string {
 	return l.T("session.m", strconv.FormatInt(m, 10))
 }
 
-func cardOf(l i18n.L, s api.Session) sessionCard {
+func cardOf(l i18n.L, s api.Session, now time.Time) sessionCard {
 	c := sessionCard{S: s, Kind: "session.kind." + string(s.Server), Ended: s.EndedAt != nil || s.State == "ENDED"}
 	c.Open = !c.Ended && s.State == "RUNNING" // not yet ready: the proxy says it is starting
 	if s.TimeLeftSeconds != nil && !c.Ended {
@@ -131,6 +178,9 @@ func cardOf(l i18n.L, s api.Session) sessionCard {
 	}
 	if s.State == "PENDING" {
 		c.Why = why(l, s.Reason)
+	}
+	if !c.Ended {
+		c.Next = nextOf(l, s.ReclaimNext, now)
 	}
 	return c
 }
@@ -160,7 +210,7 @@ func (h *Handler) sessionsPage(w http.ResponseWriter, r *http.Request, v visitor
 		d.Done = "session.done." + r.URL.Query().Get("done")
 	}
 	for _, s := range list.Sessions {
-		d.Cards = append(d.Cards, cardOf(v.l, s))
+		d.Cards = append(d.Cards, cardOf(v.l, s, h.now()))
 	}
 	h.render(w, r, http.StatusOK, "sessions", h.page(r, v, "session.title", "sessions", d))
 }
@@ -182,7 +232,7 @@ func (h *Handler) sessionOf(w http.ResponseWriter, r *http.Request, v visitor) (
 
 func (h *Handler) sessionConfirm(w http.ResponseWriter, r *http.Request, v visitor) {
 	if _, s, ok := h.sessionOf(w, r, v); ok {
-		h.render(w, r, http.StatusOK, "session_confirm", h.page(r, v, "job.confirm.title", "sessions", cardOf(v.l, s)))
+		h.render(w, r, http.StatusOK, "session_confirm", h.page(r, v, "job.confirm.title", "sessions", cardOf(v.l, s, h.now())))
 	}
 }
 
@@ -281,4 +331,16 @@ func (h *Handler) sessionStart(w http.ResponseWriter, r *http.Request, v visitor
 			}
 			return "/sessions?done=start", nil
 		})
+}
+
+// Now is the core's clock: the pages count down by the same clock as the
+// answers they show.
+func (s coreSource) Now() time.Time { return s.c.Now() }
+
+// now is the source's clock when it has one, else the system's.
+func (h *Handler) now() time.Time {
+	if c, ok := h.cfg.Source.(interface{ Now() time.Time }); ok {
+		return c.Now()
+	}
+	return time.Now()
 }

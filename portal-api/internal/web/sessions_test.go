@@ -1,8 +1,10 @@
 package web
 
 import (
+	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -41,7 +43,8 @@ func sessionsBed(t *testing.T) *bed {
 	}
 	var c *core.Core
 	bd := newBed(t, func(cfg *Config) {
-		c = core.New(core.Config{Clusters: []core.Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m }, SessionIdleLimit: time.Hour}},
+		c = core.New(core.Config{Clusters: []core.Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m }, SessionIdleLimit: time.Hour,
+			ReclaimdURL: fakeReclaimd(t, func() time.Time { return now.Add(90 * time.Minute) })}},
 			Store: cfg.Store, Now: func() time.Time { return now }, Templates: func() *templates.Set { return set }})
 		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
@@ -119,9 +122,15 @@ func TestSessionsPage(t *testing.T) {
 	alice := b.client(t)
 	b.signIn(t, alice, "mem")
 	const s1, s2 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	// reclaimd's warning, 90 minutes off if the GPUs stay idle: counted
+	// down by the server, kept current by the script.
+	warnAt := time.Unix(1795983872, 0).Add(90 * time.Minute).UTC().Format(time.RFC3339)
+	countdown := `<time datetime="` + warnAt + `"`
 	for lang, want := range map[string][]string{
-		"en": {"My sessions", "JupyterLab", "Terminal", "Open in a new tab", "End session", "idle for 1h, the portal&#39;s idle limit", "Extend"},
-		"ko": {"내 세션", "JupyterLab", "터미널", "새 탭에서 열기", "세션 종료", "연장"},
+		"en": {"My sessions", "JupyterLab", "Terminal", "Open in a new tab", "End session", "idle for 1h, the portal&#39;s idle limit", "Extend",
+			"If it stays idle", "reclaimd warns you in " + countdown, `data-hm="{h} h {m} min"`, ">1 h 30 min</time>."},
+		"ko": {"내 세션", "JupyterLab", "터미널", "새 탭에서 열기", "세션 종료", "연장",
+			"유휴 상태가 계속되면", countdown, `data-hm="{h}시간 {m}분"`, ">1시간 30분</time> 후 reclaimd가 경고합니다."},
 	} {
 		resp, page := get(t, alice, b.srv.URL+"/sessions", "Accept-Language", lang)
 		if resp.StatusCode != http.StatusOK {
@@ -197,6 +206,24 @@ func TestSessionsPage(t *testing.T) {
 	if rec, _ := b.store.GetSession(t.Context(), s1); !rec.Ended.IsZero() {
 		t.Errorf("bob's requests ended alice's session")
 	}
+}
+
+// fakeReclaimd is reclaimd's API at the network edge: for job 910101
+// (mem's JupyterLab session's, with GPUs), no decision yet and its next
+// step if it stays idle, a warning at at(); no record of any other job.
+func fakeReclaimd(t *testing.T, at func() time.Time) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path != "/v1/jobs/910101/reclaim" {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error": "no record"}`)
+			return
+		}
+		fmt.Fprintf(w, `{"job_id": 910101, "upcoming": {"action": "warn", "at": %q}, "decisions": []}`, at().UTC().Format(time.RFC3339))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // testLauncher answers a fixed launch URL on a per-session host, for the

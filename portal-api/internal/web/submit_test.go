@@ -57,6 +57,8 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 		cl := core.Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }}
 		if c.name == "gpu1" {
 			cl.Policy = func() *jobpolicy.Policy { return policy }
+			// reclaimd's warning 90 minutes after the browser's now.
+			cl.ReclaimdURL = fakeReclaimd(t, func() time.Time { return time.Now().Add(90 * time.Minute) })
 		}
 		clusters = append(clusters, cl)
 	}
