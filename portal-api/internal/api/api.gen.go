@@ -449,12 +449,59 @@ type Deployment struct {
 	Version *string `json:"version,omitempty"`
 }
 
+// DeploymentDetail defines model for DeploymentDetail.
+type DeploymentDetail struct {
+	// Deployment A model served on Kubernetes from a job's output, with its current version.
+	Deployment Deployment `json:"deployment"`
+
+	// Events Every action on the deployment (deploy, rollback, delete), oldest first.
+	Events []DeploymentEvent `json:"events"`
+
+	// Versions Every stored version, oldest first, as the bridge keeps them.
+	Versions []DeploymentVersion `json:"versions"`
+}
+
+// DeploymentEvent defines model for DeploymentEvent.
+type DeploymentEvent struct {
+	// Action deploy, rollback or delete.
+	Action  string    `json:"action"`
+	At      time.Time `json:"at"`
+	JobId   *int64    `json:"job_id,omitempty"`
+	Message *string   `json:"message,omitempty"`
+	Outcome string    `json:"outcome"`
+}
+
 // DeploymentList defines model for DeploymentList.
 type DeploymentList struct {
 	Deployments []Deployment `json:"deployments"`
 
 	// UnavailableClusters Clusters with a bridge that did not answer.
 	UnavailableClusters *[]string `json:"unavailable_clusters,omitempty"`
+}
+
+// DeploymentVersion defines model for DeploymentVersion.
+type DeploymentVersion struct {
+	Account   *string   `json:"account,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Current The version in force.
+	Current    bool       `json:"current"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Gpus       *int       `json:"gpus,omitempty"`
+	JobId      int64      `json:"job_id"`
+	Message    *string    `json:"message,omitempty"`
+	Model      *string    `json:"model,omitempty"`
+
+	// Outcome Its rollout - ready, timeout, failed.
+	Outcome string `json:"outcome"`
+
+	// Replicas The most replicas of the version.
+	Replicas *int    `json:"replicas,omitempty"`
+	Tier     *string `json:"tier,omitempty"`
+	User     *string `json:"user,omitempty"`
+
+	// Version job-<id>: what a rollback names.
+	Version string `json:"version"`
 }
 
 // DrainedNode defines model for DrainedNode.
@@ -1365,6 +1412,9 @@ type ServerInterface interface {
 	// DeleteDeployment Remove a deployment's objects from Kubernetes, through the cluster's bridge; audited.
 	// (DELETE /v1/deployments/{cluster}/{name})
 	DeleteDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName, params DeleteDeploymentParams)
+	// GetDeployment A deployment the caller may see, with every stored version and its events, from the cluster's bridge.
+	// (GET /v1/deployments/{cluster}/{name})
+	GetDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName)
 	// RollbackDeployment Put an earlier version of a deployment back, through the cluster's bridge; audited.
 	// (POST /v1/deployments/{cluster}/{name}/rollback)
 	RollbackDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName)
@@ -1588,6 +1638,41 @@ func (siw *ServerInterfaceWrapper) DeleteDeployment(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DeleteDeployment(w, r, cluster, name, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetDeployment operation middleware
+func (siw *ServerInterfaceWrapper) GetDeployment(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name DeploymentName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetDeployment(w, r, cluster, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2461,6 +2546,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/deployments", wrapper.DeployJob)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}/rollback", wrapper.RollbackDeployment)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}", wrapper.DeleteDeployment)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}", wrapper.GetDeployment)
 
 	return m
 }

@@ -242,13 +242,8 @@ func parseActivity(kind session.Kind, body []byte) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// reclaimDecision is reclaimd's latest decision on a job, when it has one.
-func (s *Core) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (api.SessionReclaim, bool) {
-	d, _, ok, _ := s.reclaimAnswer(ctx, c, jobID)
-	return d, ok
-}
-
-// reclaimAnswer is reclaimDecision, and whether reclaimd answered at all:
+// reclaimAnswer is reclaimd's latest decision on a job, when it has one
+// (ok), and whether reclaimd answered at all:
 // false when it could not be reached or its answer was not a record or a
 // 404 (it may have a decision the portal has not seen).
 //

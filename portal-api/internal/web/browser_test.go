@@ -176,7 +176,8 @@ func TestBrowser(t *testing.T) {
 	}
 	signedOut := []string{"/signin"}
 	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere",
-		"/sessions", "/sessions/" + testSession + "/confirm/end", "/sessions/gpunotebook/start"}
+		"/sessions", "/sessions/" + testSession + "/confirm/end", "/sessions/gpunotebook/start",
+		"/deployments", "/deployments/gpu1/llm-chat", "/deployments/gpu1/llm-chat/confirm/rollback?to=job-910100"}
 
 	check := func(t *testing.T, path, lang, theme string, width int64) {
 		w.reset()
@@ -277,7 +278,7 @@ func TestBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := strings.NewReplacer("/", "_").Replace(strings.Trim(path, "/"))
+		name := strings.NewReplacer("/", "_", "?", "_", "=", "_").Replace(strings.Trim(path, "/"))
 		if name == "" {
 			name = "home"
 		}

@@ -76,6 +76,7 @@ func (h *Handler) routeData(mux *http.ServeMux) {
 	mux.HandleFunc("POST /jobs/{cluster}/{id}/{action}", h.signedIn(h.control))
 	mux.HandleFunc("GET /operator", h.signedIn(h.operator))
 	h.routeSubmit(mux)
+	h.routeDeployments(mux)
 	h.routeOperator(mux)
 }
 

@@ -45,6 +45,8 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(math.Round(*p*10)/10, 'f', -1, 64)
 	},
+	// when writes an optional time in UTC; "–" when absent.
+	"when": when,
 	"pct": func(part, whole float64) float64 {
 		if whole <= 0 {
 			return 0

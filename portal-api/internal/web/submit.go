@@ -145,7 +145,7 @@ func (h *Handler) templatesOf(r *http.Request, v visitor, kind string) ([]submit
 	}
 	var out []submitTemplate
 	for _, t := range tl.Templates {
-		if string(t.Type) != kind {
+		if t.Type != kind {
 			continue // batch jobs and sessions start from pages of their own
 		}
 		if ps := usableProjects(pl, t.Class); len(ps) > 0 {

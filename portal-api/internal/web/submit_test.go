@@ -25,7 +25,8 @@ import (
 
 // submitBed is the pages over the real core with templates from dir and
 // gpu1's job policy (gpu2 has none: it takes no submissions), over two
-// replayed slurmrestds, with mem's sessions of seedSessions.
+// replayed slurmrestds, with mem's sessions of seedSessions, and gpu1's
+// bridge and reclaimd at the network edge.
 func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 	t.Helper()
 	now := time.Unix(1795983872, 0)
@@ -42,6 +43,7 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 		t.Fatal(err)
 	}
 	beds := map[string]*clustertest.Bed{}
+	fb, bridge := newFakeBridge(t)
 	var clusters []core.Cluster
 	for _, c := range []struct {
 		name, release string
@@ -59,6 +61,7 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 			cl.Policy = func() *jobpolicy.Policy { return policy }
 			// reclaimd's warning 90 minutes after the browser's now.
 			cl.ReclaimdURL = fakeReclaimd(t, func() time.Time { return time.Now().Add(90 * time.Minute) })
+			cl.Bridge = bridge
 		}
 		clusters = append(clusters, cl)
 	}
@@ -69,6 +72,7 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
 	seedSessions(t, b.store, now)
+	b.bridge = fb
 	return b, beds
 }
 
