@@ -54,3 +54,40 @@ func TestBrowserCountdown(t *testing.T) {
 		t.Errorf("CSP violation reports: %v", r)
 	}
 }
+
+// TestBrowserSessionForm: in Chromium, a session template's form checks
+// its values as the core does (gpus above the template's 2 overflows the
+// field's range, 2 passes), and started with 2 GPUs it reaches
+// slurmrestd as mem and comes back to the sessions page.
+func TestBrowserSessionForm(t *testing.T) {
+	ctx := browsertest.Tab(t)
+	sb, beds := submitBed(t, "../service/testdata/templates")
+	bb := newBrowserBed(t, sb)
+	tok, _, err := bb.store.CreateLoginLink(t.Context(), "mem", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
+		chromedp.WaitVisible(chromedp.CSS(".who")), chromedp.Navigate(bb.srv.URL+"/sessions/gpunotebook/start"), chromedp.WaitVisible(chromedp.CSS("#p-gpus"))); err != nil {
+		t.Fatal(err)
+	}
+	for value, overflow := range map[string]bool{"3": true, "2": false, "1": false} {
+		js := `(() => { const f = document.getElementById("p-gpus"); f.value = ` + jsString(value) + `; return f.validity.rangeOverflow; })()`
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil || got != overflow {
+			t.Errorf("gpus %s: the browser's rangeOverflow is %v, want %v (%v)", value, got, overflow, err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#p-gpus"), "2"), chromedp.Click(chromedp.CSS(`button[value="start"]`)),
+		chromedp.WaitVisible(chromedp.CSS(".notice"))); err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + location.search`))
+	subs := beds["gpu1"].Submits()
+	if loc != "/sessions?done=start" || len(subs) != 1 || subs[0].User != "mem" || !regexp.MustCompile(`gpu:2\b`).Match(subs[0].Body) {
+		t.Errorf("after the start at %q, slurmrestd saw %d submissions", loc, len(subs))
+	}
+	if r := bb.cspReports(); len(r) > 0 {
+		t.Errorf("CSP violation reports: %v", r)
+	}
+}
