@@ -103,6 +103,29 @@ type deploymentData struct {
 	// one before the current that rolled out; "" for none.
 	Previous string
 	Done     string
+	// MayChange: the caller's role lets them roll back and delete (the
+	// core decides; a viewer is not offered the buttons).
+	MayChange bool
+}
+
+// mayChange says whether the caller's roles (their projects on the
+// deployment's cluster) let them change it, as rbac's deploy models
+// does: a member of its project, or an admin of its tenant or cluster.
+func mayChange(pl api.ProjectList, d api.Deployment) bool {
+	for _, p := range pl.Projects {
+		if p.Cluster != d.Cluster || p.Tenant != d.Tenant || p.Role == nil {
+			continue
+		}
+		switch *p.Role {
+		case "tenant-admin", "cluster-admin":
+			return true
+		case "member":
+			if d.Project != "" && p.Project == d.Project {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // deploymentOf is the caller's deployment of the path, or the page of
@@ -142,6 +165,9 @@ func (h *Handler) deploymentPage(w http.ResponseWriter, r *http.Request, v visit
 		return
 	}
 	data := deploymentData{D: d, Previous: previous(d)}
+	if pl, err := h.cfg.Source.Projects(r.Context(), identityOf(v)); err == nil {
+		data.MayChange = mayChange(pl, d.Deployment)
+	}
 	if r.URL.Query().Get("done") == "rollback" {
 		data.Done = "deploy.done.rollback"
 	}

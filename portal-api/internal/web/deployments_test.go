@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
 	"github.com/strata-hpc/strata/portal-api/internal/i18n"
 )
@@ -179,8 +180,8 @@ func TestDeploymentsPage(t *testing.T) {
 
 	viewer := b.client(t)
 	b.signIn(t, viewer, "view")
-	if resp, _ := get(t, viewer, b.srv.URL+"/deployments/gpu1/llm-chat"); resp.StatusCode != http.StatusOK {
-		t.Errorf("a viewer of acme/llm reading llm-chat: %s", resp.Status)
+	if resp, page := get(t, viewer, b.srv.URL+"/deployments/gpu1/llm-chat"); resp.StatusCode != http.StatusOK || strings.Contains(page, "/confirm/") {
+		t.Errorf("a viewer of acme/llm reading llm-chat (%s) is offered its rollback or delete", resp.Status)
 	}
 	resp, page := post(t, viewer, b.srv.URL+"/deployments/gpu1/llm-chat/delete", url.Values{"confirm": {"yes"}}, sameOrigin...)
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, html.EscapeString(i18n.For("", "").T("deploy.forbidden"))) || len(fb.actions()) != 2 {
@@ -208,5 +209,38 @@ func TestDeploymentsPage(t *testing.T) {
 	}
 	if n := len(fb.actions()); n != 2 {
 		t.Errorf("bob's and the viewer's requests made the bridge act: %v", fb.actions())
+	}
+}
+
+// TestMayChange: the buttons are offered to whom rbac's deploy models
+// lets change a deployment: a member of its project, an admin of its
+// tenant or cluster; not a viewer, not a member of another project, not
+// a project's member for a tenant's own deployment, not on another
+// cluster.
+func TestMayChange(t *testing.T) {
+	role := func(r string) *string { return &r }
+	proj := func(cluster, tenant, project, r string) api.Project {
+		return api.Project{Cluster: cluster, Tenant: tenant, Project: project, Role: role(r)}
+	}
+	llm := api.Deployment{Cluster: "gpu1", Tenant: "acme", Project: "llm"}
+	base := api.Deployment{Cluster: "gpu1", Tenant: "acme"}
+	for name, tc := range map[string]struct {
+		projects []api.Project
+		d        api.Deployment
+		want     bool
+	}{
+		"member":                    {[]api.Project{proj("gpu1", "acme", "llm", "member")}, llm, true},
+		"viewer":                    {[]api.Project{proj("gpu1", "acme", "llm", "viewer")}, llm, false},
+		"member of another":         {[]api.Project{proj("gpu1", "acme", "vision", "member")}, llm, false},
+		"tenant admin":              {[]api.Project{proj("gpu1", "acme", "vision", "tenant-admin")}, llm, true},
+		"member, tenant's own":      {[]api.Project{proj("gpu1", "acme", "llm", "member")}, base, false},
+		"tenant admin, tenant's":    {[]api.Project{proj("gpu1", "acme", "llm", "tenant-admin")}, base, true},
+		"cluster admin":             {[]api.Project{proj("gpu1", "globex", "rl", "cluster-admin"), proj("gpu1", "acme", "llm", "cluster-admin")}, llm, true},
+		"member on another cluster": {[]api.Project{proj("gpu2", "acme", "llm", "member")}, llm, false},
+		"no role":                   {[]api.Project{{Cluster: "gpu1", Tenant: "acme", Project: "llm"}}, llm, false},
+	} {
+		if got := mayChange(api.ProjectList{Projects: tc.projects}, tc.d); got != tc.want {
+			t.Errorf("%s: mayChange = %v, want %v", name, got, tc.want)
+		}
 	}
 }
