@@ -76,10 +76,48 @@ type Refusal struct {
 	Message string
 	// Line is the line of the policy file the message cites; 0 for none.
 	Line int
+	// Facts are the message's parts, for a page to say in its own
+	// language.
+	Facts
+}
+
+// Facts are a refusal's parts, as fields: which rule refused the job
+// and the values its message names. Only the fields the rule names are
+// set.
+type Facts struct {
+	// Rule names the rule: member, viewer, no_default_class,
+	// unknown_class, class_not_allowed, qos, partition, time_limit,
+	// gpu_count, class_gpus, gpus, gpu_type_denied, gpu_type,
+	// whole_nodes, container, no_images, image.
+	Rule string
+	// Owner is whose rule it is: the account, tenant or class (for
+	// member and viewer, the account; the user is User).
+	Owner string
+	// User is the user refused.
+	User string
+	// Class is the job's class.
+	Class string
+	// Limit is the limit's value, as the message writes it ("8",
+	// "2-00:00:00"); Asked is what the job asks, the same way.
+	Limit, Asked string
+	// Unit is the unit of Limit and Asked: "gpus" or "time".
+	Unit string
+	// Item is what the rule is about: the GPU type, the image, the
+	// container, the partition or QOS asked for.
+	Item string
+	// Allowed is what the rule allows instead (classes, images), as the
+	// message lists them.
+	Allowed string
 }
 
 // Error returns the message.
 func (r *Refusal) Error() string { return r.Message }
+
+// with sets the refusal's facts.
+func (r *Refusal) with(f Facts) *Refusal {
+	r.Facts = f
+	return r
+}
 
 // Decision is what job_submit.lua does with a job.
 type Decision struct {
@@ -137,7 +175,8 @@ func (p *Policy) Decide(user string, job Job) Decision {
 		d.Class, d.ClassFrom, why = p.DefaultClass, "default", "the default class"
 	} else {
 		d.Refusal = &Refusal{Code: "ESLURM_INVALID_QOS", Message: "strata: the policy has no default class: choose the class with " +
-			"--comment=strata:class=<name>; the classes are " + names(p.Classes)}
+			"--comment=strata:class=<name>; the classes are " + names(p.Classes),
+			Facts: Facts{Rule: "no_default_class", Allowed: names(p.Classes)}}
 		return d
 	}
 	if d.Refusal = p.check(user, account, acct, d.Class, d.ClassFrom, why, job); d.Refusal != nil {
@@ -189,30 +228,36 @@ func (p *Policy) check(user, account string, acct Account, className, from, why 
 	}
 	if !contains(acct.Members, user) {
 		if line, viewer := acct.Viewers[user]; viewer {
-			return fail("ESLURM_INVALID_ACCOUNT", line, "user %s is not a member of account %s: a viewer cannot submit jobs", user, account)
+			return fail("ESLURM_INVALID_ACCOUNT", line, "user %s is not a member of account %s: a viewer cannot submit jobs", user, account).
+				with(Facts{Rule: "viewer", User: user, Owner: account})
 		}
-		return fail("ESLURM_INVALID_ACCOUNT", acct.Line, "user %s is not a member of account %s", user, account)
+		return fail("ESLURM_INVALID_ACCOUNT", acct.Line, "user %s is not a member of account %s", user, account).
+			with(Facts{Rule: "member", User: user, Owner: account})
 	}
 	class, known := p.Classes[className]
 	if from == "comment" && !known {
 		return fail("ESLURM_INVALID_QOS", p.ClassesLine, "there is no class %s (--comment=strata:class=%s); the classes are %s",
-			className, className, names(p.Classes))
+			className, className, names(p.Classes)).with(Facts{Rule: "unknown_class", Class: className, Allowed: names(p.Classes)})
 	}
 	if !contains(acct.Classes, className) {
 		return fail("ESLURM_INVALID_QOS", acct.ClassesLine, "account %s may not use class %s; it may use %s",
-			account, className, strings.Join(uniqueSorted(acct.Classes), ", "))
+			account, className, strings.Join(uniqueSorted(acct.Classes), ", ")).
+			with(Facts{Rule: "class_not_allowed", Owner: account, Class: className, Allowed: strings.Join(uniqueSorted(acct.Classes), ", ")})
 	}
 	if job.QOS != "" && job.QOS != className {
 		return fail("ESLURM_INVALID_QOS", class.Line, "the QOS of a job is its class, %s (%s): leave out --qos=%s, "+
-			"or choose the class with --comment=strata:class=<name>", className, why, job.QOS)
+			"or choose the class with --comment=strata:class=<name>", className, why, job.QOS).
+			with(Facts{Rule: "qos", Class: className, Item: job.QOS})
 	}
 	if from == "comment" && job.Partition != "" && job.Partition != class.Partition {
 		return fail("ESLURM_INVALID_PARTITION_NAME", class.Line, "class %s runs in partition %s, not %s: leave out --partition",
-			className, class.Partition, job.Partition)
+			className, class.Partition, job.Partition).
+			with(Facts{Rule: "partition", Class: className, Allowed: class.Partition, Item: job.Partition})
 	}
 	if job.TimeLimit != 0 && class.MaxTime > 0 && (job.TimeLimit == Unlimited || job.TimeLimit > class.MaxTime) {
 		return fail("ESLURM_INVALID_TIME_LIMIT", class.MaxTimeLine, "class %s allows at most %s; this job asks for %s",
-			className, Minutes(class.MaxTime), Minutes(job.TimeLimit))
+			className, Minutes(class.MaxTime), Minutes(job.TimeLimit)).
+			with(Facts{Rule: "time_limit", Owner: className, Class: className, Limit: Minutes(class.MaxTime), Asked: Minutes(job.TimeLimit), Unit: "time"})
 	}
 	n, byType := GPUs(job)
 	most := n
@@ -221,15 +266,18 @@ func (p *Policy) check(user, account string, acct Account, className, from, why 
 	}
 	if most > maxGPUs {
 		return fail("ESLURM_ACCOUNTING_POLICY", 0, "this job asks for more than %d GPUs (--gpus, --gres or --gpus-per-*: %s); give the count it needs",
-			maxGPUs, gpuRequest(job))
+			maxGPUs, gpuRequest(job)).
+			with(Facts{Rule: "gpu_count", Limit: strconv.Itoa(maxGPUs), Asked: gpuRequest(job), Unit: "gpus"})
 	}
 	if class.MaxGPUsPerJob > 0 && n > float64(class.MaxGPUsPerJob) {
 		return fail("ESLURM_ACCOUNTING_POLICY", class.MaxGPUsLine, "class %s allows at most %d GPUs per job; this job asks for %d",
-			className, class.MaxGPUsPerJob, int64(n))
+			className, class.MaxGPUsPerJob, int64(n)).
+			with(Facts{Rule: "class_gpus", Owner: className, Class: className, Limit: strconv.FormatInt(int64(class.MaxGPUsPerJob), 10), Asked: strconv.FormatInt(int64(n), 10), Unit: "gpus"})
 	}
 	if acct.GPUs != nil && n > float64(acct.GPUs.Limit) {
 		return fail("ESLURM_ACCOUNTING_POLICY", acct.GPUs.Line, "%s may use at most %d GPUs; this job asks for %d",
-			acct.GPUs.Owner, acct.GPUs.Limit, int64(n))
+			acct.GPUs.Owner, acct.GPUs.Limit, int64(n)).
+			with(Facts{Rule: "gpus", Owner: acct.GPUs.Owner, Limit: strconv.FormatInt(int64(acct.GPUs.Limit), 10), Asked: strconv.FormatInt(int64(n), 10), Unit: "gpus"})
 	}
 	for _, typ := range sortedKeys(byType) {
 		l, ok := acct.GPUsByType[typ]
@@ -237,13 +285,16 @@ func (p *Policy) check(user, account string, acct Account, className, from, why 
 			continue
 		}
 		if l.Limit == 0 {
-			return fail("ESLURM_ACCOUNTING_POLICY", l.Line, "%s may not use %s GPUs", l.Owner, typ)
+			return fail("ESLURM_ACCOUNTING_POLICY", l.Line, "%s may not use %s GPUs", l.Owner, typ).
+				with(Facts{Rule: "gpu_type_denied", Owner: l.Owner, Item: typ})
 		}
 		return fail("ESLURM_ACCOUNTING_POLICY", l.Line, "%s may use at most %d %s GPUs; this job asks for %d",
-			l.Owner, l.Limit, typ, int64(byType[typ]))
+			l.Owner, l.Limit, typ, int64(byType[typ])).
+			with(Facts{Rule: "gpu_type", Owner: l.Owner, Item: typ, Limit: strconv.FormatInt(int64(l.Limit), 10), Asked: strconv.FormatInt(int64(byType[typ]), 10), Unit: "gpus"})
 	}
 	if class.WholeNodes && multiNode(job) && !job.Exclusive {
-		return fail("ESLURM_ACCOUNTING_POLICY", class.WholeNodesLine, "class %s runs jobs on several nodes on whole nodes only: add --exclusive", className)
+		return fail("ESLURM_ACCOUNTING_POLICY", class.WholeNodesLine, "class %s runs jobs on several nodes on whole nodes only: add --exclusive", className).
+			with(Facts{Rule: "whole_nodes", Owner: className, Class: className})
 	}
 	return p.checkImage(acct, job, fail)
 }
@@ -258,7 +309,7 @@ func (p *Policy) checkImage(acct Account, job Job, fail func(code string, line i
 			img, ok := imageOfBundle(p.Bundles(), c.container)
 			if !ok {
 				return fail("ESLURM_ACCOUNTING_POLICY", acct.ImagesLine, "--container=%s is not the bundle of an image: run an image tenant %s may run, from its bundle %s/<image>",
-					c.container, acct.Tenant, p.Bundles())
+					c.container, acct.Tenant, p.Bundles()).with(Facts{Rule: "container", Owner: acct.Tenant, Item: c.container, Allowed: p.Bundles()})
 			}
 			image = img
 		}
@@ -266,10 +317,11 @@ func (p *Policy) checkImage(acct Account, job Job, fail func(code string, line i
 		case image == "", ImageAllowed(acct.Images, image):
 		case len(acct.Images) == 0:
 			return fail("ESLURM_ACCOUNTING_POLICY", acct.ImagesLine, "tenant %s may run no container images (%s): add the image to the tenant's images",
-				acct.Tenant, image)
+				acct.Tenant, image).with(Facts{Rule: "no_images", Owner: acct.Tenant, Item: image})
 		default:
 			return fail("ESLURM_ACCOUNTING_POLICY", acct.ImagesLine, "tenant %s may not run container image %s; it may run %s",
-				acct.Tenant, image, strings.Join(acct.Images, ", "))
+				acct.Tenant, image, strings.Join(acct.Images, ", ")).
+				with(Facts{Rule: "image", Owner: acct.Tenant, Item: image, Allowed: strings.Join(acct.Images, ", ")})
 		}
 	}
 	return nil

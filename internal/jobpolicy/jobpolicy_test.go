@@ -148,11 +148,31 @@ func TestDecide(t *testing.T) {
 				if r := p.Check(tc.user, tc.job); r == nil || *r != *d.Refusal {
 					t.Errorf("Check = %v, Decide refuses with %v", r, d.Refusal)
 				}
+				checkFacts(t, d.Refusal)
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// checkFacts: a refusal names its rule, and each fact it gives is said
+// in its message, so a page that says the facts in another language says
+// what the message says.
+func checkFacts(t *testing.T, r *jobpolicy.Refusal) {
+	t.Helper()
+	f := r.Facts
+	if f.Rule == "" {
+		t.Errorf("refusal %q names no rule", r.Message)
+	}
+	if (f.Limit == "") != (f.Asked == "") || (f.Limit == "") != (f.Unit == "") {
+		t.Errorf("refusal %q: limit %q, asked %q and unit %q go together", r.Message, f.Limit, f.Asked, f.Unit)
+	}
+	for name, v := range map[string]string{"owner": f.Owner, "user": f.User, "class": f.Class, "limit": f.Limit, "asked": f.Asked, "item": f.Item, "allowed": f.Allowed} {
+		if v != "" && !strings.Contains(r.Message, v) {
+			t.Errorf("refusal %q: its %s %q is not in the message", r.Message, name, v)
+		}
 	}
 }
 

@@ -124,7 +124,19 @@ type JobReclaim struct {
 	JobID   int64           `json:"job_id"`
 	State   json.RawMessage `json:"state,omitempty"`
 	Skipped json.RawMessage `json:"skipped,omitempty"`
-	Records []Record        `json:"decisions"`
+	// Upcoming is the next step reclaimd takes if the job's GPUs stay
+	// idle from the last cycle on; nil when none would come.
+	Upcoming *Upcoming `json:"upcoming,omitempty"`
+	Records  []Record  `json:"decisions"`
+}
+
+// Upcoming is the next step of a job's reclaim ladder if its GPUs stay
+// idle: Action is warn or notify before a warning, then the step the
+// warning announced (signal, requeue, requeue-hold, cancel); At is the
+// earliest cycle that takes it.
+type Upcoming struct {
+	Action string    `json:"action"`
+	At     time.Time `json:"at"`
 }
 
 // Decisions is the answer of GET /v1/decisions: oldest first.

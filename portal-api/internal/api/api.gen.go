@@ -449,12 +449,59 @@ type Deployment struct {
 	Version *string `json:"version,omitempty"`
 }
 
+// DeploymentDetail defines model for DeploymentDetail.
+type DeploymentDetail struct {
+	// Deployment A model served on Kubernetes from a job's output, with its current version.
+	Deployment Deployment `json:"deployment"`
+
+	// Events Every action on the deployment (deploy, rollback, delete), oldest first.
+	Events []DeploymentEvent `json:"events"`
+
+	// Versions Every stored version, oldest first, as the bridge keeps them.
+	Versions []DeploymentVersion `json:"versions"`
+}
+
+// DeploymentEvent defines model for DeploymentEvent.
+type DeploymentEvent struct {
+	// Action deploy, rollback or delete.
+	Action  string    `json:"action"`
+	At      time.Time `json:"at"`
+	JobId   *int64    `json:"job_id,omitempty"`
+	Message *string   `json:"message,omitempty"`
+	Outcome string    `json:"outcome"`
+}
+
 // DeploymentList defines model for DeploymentList.
 type DeploymentList struct {
 	Deployments []Deployment `json:"deployments"`
 
 	// UnavailableClusters Clusters with a bridge that did not answer.
 	UnavailableClusters *[]string `json:"unavailable_clusters,omitempty"`
+}
+
+// DeploymentVersion defines model for DeploymentVersion.
+type DeploymentVersion struct {
+	Account   *string   `json:"account,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Current The version in force.
+	Current    bool       `json:"current"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Gpus       *int       `json:"gpus,omitempty"`
+	JobId      int64      `json:"job_id"`
+	Message    *string    `json:"message,omitempty"`
+	Model      *string    `json:"model,omitempty"`
+
+	// Outcome Its rollout - ready, timeout, failed.
+	Outcome string `json:"outcome"`
+
+	// Replicas The most replicas of the version.
+	Replicas *int    `json:"replicas,omitempty"`
+	Tier     *string `json:"tier,omitempty"`
+	User     *string `json:"user,omitempty"`
+
+	// Version job-<id>: what a rollback names.
+	Version string `json:"version"`
 }
 
 // DrainedNode defines model for DrainedNode.
@@ -484,6 +531,10 @@ type Error struct {
 
 	// PolicyLine The policy file's line that refuses a submission, file:line.
 	PolicyLine *string `json:"policy_line,omitempty"`
+
+	// Refusal The policy's refusal of a job as fields, for a page to say in its own language beside the message: which rule
+	// refused it and the values the message names. Only the fields the rule names are given.
+	Refusal *PolicyRefusal `json:"refusal,omitempty"`
 }
 
 // ErrorCode Stable: unauthenticated, forbidden, not_found, bad_request, rate_limited, too_large, unavailable, slurm_refused,
@@ -756,6 +807,38 @@ type OutputFile struct {
 // Overview defines model for Overview.
 type Overview struct {
 	Clusters []ClusterOverview `json:"clusters"`
+}
+
+// PolicyRefusal The policy's refusal of a job as fields, for a page to say in its own language beside the message: which rule
+// refused it and the values the message names. Only the fields the rule names are given.
+type PolicyRefusal struct {
+	// Allowed What the rule allows instead (the classes, images, partition), as the message lists them.
+	Allowed *string `json:"allowed,omitempty"`
+
+	// Asked What the job asks for, the same way.
+	Asked *string `json:"asked,omitempty"`
+
+	// Class The job's class.
+	Class *string `json:"class,omitempty"`
+
+	// Item What the rule is about - the GPU type, image, container, partition or QOS asked for.
+	Item *string `json:"item,omitempty"`
+
+	// Limit The limit, as the message writes it ("8", "2-00:00:00").
+	Limit *string `json:"limit,omitempty"`
+
+	// Owner Whose rule it is - the account, tenant or class.
+	Owner *string `json:"owner,omitempty"`
+
+	// Rule member, viewer, no_default_class, unknown_class, class_not_allowed, qos, partition, time_limit, gpu_count,
+	// class_gpus, gpus, gpu_type_denied, gpu_type, whole_nodes, container, no_images, image (more may come).
+	Rule string `json:"rule"`
+
+	// Unit The unit of limit and asked - gpus or time.
+	Unit *string `json:"unit,omitempty"`
+
+	// User The user refused.
+	User *string `json:"user,omitempty"`
 }
 
 // PriorityFactors The job's priority/multifactor factors, weighted as `sprio -l` shows them, worked out from the cluster's priority_weights; shown only for a cluster that has them.
@@ -1060,7 +1143,11 @@ type Session struct {
 
 	// Reclaim reclaimd's latest decision on the session's job.
 	Reclaim *SessionReclaim `json:"reclaim,omitempty"`
-	Server  SessionServer   `json:"server"`
+
+	// ReclaimNext What reclaimd does next to a running session with GPUs if they stay idle from its last cycle on: warn (or
+	// notify) before a warning, then the step the warning announced (signal, requeue, requeue-hold, cancel).
+	ReclaimNext *SessionReclaimNext `json:"reclaim_next,omitempty"`
+	Server      SessionServer       `json:"server"`
 
 	// State The job's Slurm state (PENDING, RUNNING, COMPLETED, CANCELLED, TIMEOUT, ...); SUBMITTED
 	// until the cluster's snapshot shows the job, ENDED once it is gone from it.
@@ -1122,6 +1209,15 @@ type SessionReclaim struct {
 	Rule    *string `json:"rule,omitempty"`
 }
 
+// SessionReclaimNext What reclaimd does next to a running session with GPUs if they stay idle from its last cycle on: warn (or
+// notify) before a warning, then the step the warning announced (signal, requeue, requeue-hold, cancel).
+type SessionReclaimNext struct {
+	Action string `json:"action"`
+
+	// At The earliest time reclaimd takes the step.
+	At time.Time `json:"at"`
+}
+
 // Submission defines model for Submission.
 type Submission struct {
 	Account *string `json:"account,omitempty"`
@@ -1151,7 +1247,11 @@ type SubmissionCheck struct {
 
 	// PolicyLine The policy file's line that refuses the job, file:line.
 	PolicyLine *string `json:"policy_line,omitempty"`
-	Template   string  `json:"template"`
+
+	// Refusal The policy's refusal of a job as fields, for a page to say in its own language beside the message: which rule
+	// refused it and the values the message names. Only the fields the rule names are given.
+	Refusal  *PolicyRefusal `json:"refusal,omitempty"`
+	Template string         `json:"template"`
 }
 
 // SubmissionCheckDryRun defines model for SubmissionCheck.DryRun.
@@ -1312,6 +1412,9 @@ type ServerInterface interface {
 	// DeleteDeployment Remove a deployment's objects from Kubernetes, through the cluster's bridge; audited.
 	// (DELETE /v1/deployments/{cluster}/{name})
 	DeleteDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName, params DeleteDeploymentParams)
+	// GetDeployment A deployment the caller may see, with every stored version and its events, from the cluster's bridge.
+	// (GET /v1/deployments/{cluster}/{name})
+	GetDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName)
 	// RollbackDeployment Put an earlier version of a deployment back, through the cluster's bridge; audited.
 	// (POST /v1/deployments/{cluster}/{name}/rollback)
 	RollbackDeployment(w http.ResponseWriter, r *http.Request, cluster ClusterName, name DeploymentName)
@@ -1535,6 +1638,41 @@ func (siw *ServerInterfaceWrapper) DeleteDeployment(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DeleteDeployment(w, r, cluster, name, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetDeployment operation middleware
+func (siw *ServerInterfaceWrapper) GetDeployment(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "cluster" -------------
+	var cluster ClusterName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "cluster", r.PathValue("cluster"), &cluster, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name DeploymentName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetDeployment(w, r, cluster, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2408,6 +2546,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/deployments", wrapper.DeployJob)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}/rollback", wrapper.RollbackDeployment)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}", wrapper.DeleteDeployment)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/deployments/{cluster}/{name}", wrapper.GetDeployment)
 
 	return m
 }

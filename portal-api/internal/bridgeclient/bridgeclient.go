@@ -132,6 +132,16 @@ func (c *Client) Deployments(ctx context.Context) ([]Deployment, error) {
 	return out.Deployments, nil
 }
 
+// Deployment is one deployment with every stored version and its
+// events: GET /v1/deployments/{name}, never kept.
+func (c *Client) Deployment(ctx context.Context, name string) (*bridgeapi.DeploymentDetail, error) {
+	var out bridgeapi.DeploymentDetail
+	if err := c.do(ctx, http.MethodGet, "/v1/deployments/"+url.PathEscape(name), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Forget drops the kept list, so the next Deployments asks the bridge.
 func (c *Client) Forget() {
 	c.mu.Lock()

@@ -133,6 +133,8 @@ type Problem struct {
 	Hint       string
 	PolicyLine string
 	Details    []string
+	// Refusal is the policy's refusal as fields, when the policy refused.
+	Refusal *api.PolicyRefusal
 }
 
 // Error is the message.
@@ -150,16 +152,30 @@ func (p *Problem) API() api.Error {
 	if p.Details != nil {
 		e.Details = ptr(p.Details)
 	}
+	e.Refusal = p.Refusal
 	return e
 }
 
-// AsProblem is err's Problem, or an internal one that says err.
+// AsProblem is err's Problem, or an internal one that says err; nil
+// (no problem) for a nil err, or for a nil *Problem held in err.
 func AsProblem(err error) *Problem {
+	if err == nil {
+		return nil
+	}
 	var p *Problem
 	if errors.As(err, &p) {
 		return p
 	}
 	return problem(http.StatusInternalServerError, api.Internal, err.Error(), "try again; tell the portal's admins if it persists")
+}
+
+// StatusOf is the HTTP status err answers with: 0 for a nil err (or a
+// nil *Problem), the Problem's for one, 500 for any other error.
+func StatusOf(err error) int {
+	if p := AsProblem(err); p != nil {
+		return p.Status
+	}
+	return 0
 }
 
 func problem(status int, code api.ErrorCode, msg, hint string) *Problem {

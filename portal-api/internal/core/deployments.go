@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
@@ -210,6 +211,43 @@ func (s *Core) deployment(ctx context.Context, who auth.Identity, clusterName, n
 		}
 	}
 	return bridgeclient.Deployment{}, Cluster{}, notFound
+}
+
+// Deployment is a deployment the caller may read, with every version
+// the bridge keeps and its events.
+func (s *Core) Deployment(ctx context.Context, who auth.Identity, clusterName, name string) (api.DeploymentDetail, *Problem) {
+	d, c, p := s.deployment(ctx, who, clusterName, name)
+	if p != nil {
+		return api.DeploymentDetail{}, p
+	}
+	det, err := c.Bridge.Deployment(ctx, name)
+	if err != nil {
+		return api.DeploymentDetail{}, s.bridgeError(clusterName, fmt.Sprintf("deployment %s could not be read", name), err)
+	}
+	out := api.DeploymentDetail{Deployment: deploymentOf(clusterName, d), Versions: []api.DeploymentVersion{}, Events: []api.DeploymentEvent{}}
+	for _, v := range det.Versions {
+		if v.Version == nil {
+			continue
+		}
+		out.Versions = append(out.Versions, api.DeploymentVersion{Version: v.Label, JobId: v.JobID, User: optional(v.User), Account: optional(v.Account),
+			Model: optional(v.ModelPath), Gpus: ptr(v.GPUs), Tier: optional(v.Tier), Replicas: ptr(max(v.MaxReplicas, 1)), Outcome: v.Outcome,
+			Message: optional(v.Message), Current: d.State == "active" && v.JobID == d.JobID(), CreatedAt: v.CreatedAt.UTC(), FinishedAt: finished(v.FinishedAt)})
+	}
+	for _, e := range det.Events {
+		ev := api.DeploymentEvent{Action: e.Action, Outcome: e.Outcome, Message: optional(e.Message), At: e.At.UTC()}
+		if e.JobID != 0 {
+			ev.JobId = ptr(e.JobID)
+		}
+		out.Events = append(out.Events, ev)
+	}
+	return out, nil
+}
+
+func finished(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return nonZeroTime(*t)
 }
 
 // Rollback puts an earlier version of a deployment back: req.To, or the

@@ -242,19 +242,17 @@ func parseActivity(kind session.Kind, body []byte) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// reclaimDecision is reclaimd's latest decision on a job, when it has one.
-func (s *Core) reclaimDecision(ctx context.Context, c Cluster, jobID int64) (api.SessionReclaim, bool) {
-	d, ok, _ := s.reclaimAnswer(ctx, c, jobID)
-	return d, ok
-}
-
-// reclaimAnswer is reclaimDecision, and whether reclaimd answered at all:
+// reclaimAnswer is reclaimd's latest decision on a job, when it has one
+// (ok), and whether reclaimd answered at all:
 // false when it could not be reached or its answer was not a record or a
 // 404 (it may have a decision the portal has not seen).
-func (s *Core) reclaimAnswer(ctx context.Context, c Cluster, jobID int64) (_ api.SessionReclaim, ok, answered bool) {
+//
+// next is reclaimd's next step if the job's GPUs stay idle, when it says
+// one.
+func (s *Core) reclaimAnswer(ctx context.Context, c Cluster, jobID int64) (_ api.SessionReclaim, next *api.SessionReclaimNext, ok, answered bool) {
 	rcl := s.reclaimd[c.Poller.Name()]
 	if rcl == nil {
-		return api.SessionReclaim{}, false, false
+		return api.SessionReclaim{}, nil, false, false
 	}
 	// A session's answer does not wait long for reclaimd.
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -264,15 +262,18 @@ func (s *Core) reclaimAnswer(ctx context.Context, c Cluster, jobID int64) (_ api
 	var se *reclaimclient.StatusError
 	switch {
 	case errors.Is(err, reclaimclient.ErrNotFound):
-		return api.SessionReclaim{}, false, true // no record: reclaimd did nothing to the job
+		return api.SessionReclaim{}, nil, false, true // no record: reclaimd did nothing to the job
 	case errors.As(err, &ae), errors.As(err, &se):
-		return api.SessionReclaim{}, false, false
+		return api.SessionReclaim{}, nil, false, false
 	case err != nil:
 		s.log.Warn("reclaimd unreachable", "cluster", c.Poller.Name(), "error", err)
-		return api.SessionReclaim{}, false, false
+		return api.SessionReclaim{}, nil, false, false
+	}
+	if u := rec.Upcoming; u != nil && u.Action != "" && !u.At.IsZero() {
+		next = &api.SessionReclaimNext{Action: u.Action, At: u.At.UTC()}
 	}
 	if len(rec.Records) == 0 {
-		return api.SessionReclaim{}, false, true
+		return api.SessionReclaim{}, next, false, true
 	}
 	d := rec.Records[len(rec.Records)-1]
 	out := api.SessionReclaim{Action: d.Kind, Reason: d.Reason}
@@ -285,5 +286,5 @@ func (s *Core) reclaimAnswer(ctx context.Context, c Cluster, jobID int64) (_ api
 			*p = ptr(v)
 		}
 	}
-	return out, true, true
+	return out, next, true, true
 }

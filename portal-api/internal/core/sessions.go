@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/jobpolicy"
@@ -169,6 +170,7 @@ func (s *Core) Sessions(ctx context.Context, who auth.Identity) (api.SessionList
 	}
 	out := api.SessionList{Sessions: []api.Session{}}
 	var stale []string
+	var ats []sessionAt
 	for _, rec := range recs {
 		at, err := s.ownSession(ctx, who, rec.ID)
 		if err != nil {
@@ -178,7 +180,9 @@ func (s *Core) Sessions(ctx context.Context, who auth.Identity) (api.SessionList
 			stale = append(stale, rec.Cluster)
 		}
 		out.Sessions = append(out.Sessions, s.sessionOf(ctx, at, false))
+		ats = append(ats, at) // its job runs or not as settled: settle ends only a job that does not
 	}
+	s.reclaimNexts(ctx, out.Sessions, ats)
 	if len(stale) > 0 {
 		out.StaleClusters = &stale
 	}
@@ -263,11 +267,38 @@ func (s *Core) sessionOf(ctx context.Context, at sessionAt, detail bool) api.Ses
 		}
 	}
 	if detail && gpus && at.c.ReclaimdURL != "" && rec.JobID > 0 {
-		if d, ok := s.reclaimDecision(ctx, at.c, rec.JobID); ok {
+		d, next, ok, _ := s.reclaimAnswer(ctx, at.c, rec.JobID)
+		if ok {
 			out.Reclaim = &d
+		}
+		if running(rec, j) {
+			out.ReclaimNext = next
 		}
 	}
 	return out
+}
+
+// running says whether a session's job runs, the session not ended.
+func running(rec store.Session, j *slurmrest.Job) bool {
+	return j != nil && j.Running() && rec.Ended.IsZero()
+}
+
+// reclaimNexts asks reclaimd, for each running session with GPUs of a
+// list, what it does next if they stay idle: at once for all, each
+// bounded as a session's answer is.
+func (s *Core) reclaimNexts(ctx context.Context, list []api.Session, ats []sessionAt) {
+	var wg sync.WaitGroup
+	for i := range list {
+		at := ats[i]
+		if list[i].IdleJudge != api.Reclaimd || at.c.ReclaimdURL == "" || at.rec.JobID == 0 || !running(at.rec, at.job) {
+			continue
+		}
+		wg.Go(func() {
+			_, next, _, _ := s.reclaimAnswer(ctx, at.c, at.rec.JobID)
+			list[i].ReclaimNext = next
+		})
+	}
+	wg.Wait()
 }
 
 // lastActive is when the session's server was last active as the portal
@@ -306,7 +337,7 @@ func (s *Core) settle(ctx context.Context, at sessionAt) sessionAt {
 	case !slices.Contains(openStates, j.State.Base()):
 		reason = endReason(j)
 		if hasGPUs(j) && at.c.ReclaimdURL != "" {
-			d, ok, answered := s.reclaimAnswer(ctx, at.c, rec.JobID)
+			d, _, ok, answered := s.reclaimAnswer(ctx, at.c, rec.JobID)
 			switch {
 			case ok && d.Action == "cancel":
 				reason = reclaimdPrefix + d.Reason

@@ -119,6 +119,7 @@ func (s *Core) CheckSubmission(ctx context.Context, who auth.Identity, req api.S
 	out := api.SubmissionCheck{Cluster: req.Cluster, Template: req.Template, Account: r.account, DryRun: true, Accepted: refusal == nil}
 	if refusal != nil {
 		out.Message = ptr(refusal.Message)
+		out.Refusal = refusalOf(refusal)
 		if refusal.Line > 0 {
 			out.PolicyLine = ptr(fmt.Sprintf("%s:%d", r.policy.Source, refusal.Line))
 		}
@@ -225,6 +226,7 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 	}
 	if refusal != nil {
 		p := problem(http.StatusForbidden, api.PolicyRefused, refusal.Message, "the policy refuses this job as job_submit would: change the parameters, or ask the project's admins")
+		p.Refusal = refusalOf(refusal)
 		if refusal.Line > 0 {
 			p.PolicyLine = fmt.Sprintf("%s:%d", r.policy.Source, refusal.Line)
 		}
@@ -274,6 +276,23 @@ func (s *Core) submit(ctx context.Context, who auth.Identity, req api.Submission
 		out.Message = ptr(res.UserMessage)
 	}
 	return out, nil
+}
+
+// refusalOf is the policy's refusal as the API's fields; nil for one that
+// names no rule.
+func refusalOf(r *jobpolicy.Refusal) *api.PolicyRefusal {
+	if r == nil || r.Rule == "" {
+		return nil
+	}
+	f := r.Facts
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return &api.PolicyRefusal{Rule: f.Rule, Owner: opt(f.Owner), User: opt(f.User), Class: opt(f.Class), Limit: opt(f.Limit),
+		Asked: opt(f.Asked), Unit: opt(f.Unit), Item: opt(f.Item), Allowed: opt(f.Allowed)}
 }
 
 func unjoin(err error) []error {

@@ -187,6 +187,13 @@ func (b *bridge) serve(w http.ResponseWriter, r *http.Request) {
 					"model": "/shared/models/" + d.name, "spec": map[string]any{}, "outcome": "ready", "created_at": "2026-11-30T10:00:00Z"}})
 		}
 		reply(http.StatusOK, map[string]any{"deployments": out})
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/deployments/"):
+		i, ok := find(strings.TrimPrefix(r.URL.Path, "/v1/deployments/"))
+		if !ok {
+			reply(http.StatusNotFound, map[string]string{"error": "not found"})
+			return
+		}
+		reply(http.StatusOK, bridgeDetail(i))
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/deploy":
 		var req struct {
 			Job    int64  `json:"job"`
@@ -236,6 +243,24 @@ func (b *bridge) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		reply(http.StatusNotFound, map[string]string{"error": "no route " + r.Method + " " + r.URL.Path})
 	}
+}
+
+// bridgeDetail is the bridge's GET /v1/deployments/{name} of deployment
+// i: two versions (the one before, which rolled out, and the current
+// one) and their events.
+func bridgeDetail(i int) map[string]any {
+	d := bridgeDeployments[i]
+	version := func(job int64, outcome, at string) map[string]any {
+		return map[string]any{"version": fmt.Sprintf("job-%d", job), "job_id": job, "name": d.name, "namespace": d.namespace, "tenant": d.tenant,
+			"project": d.project, "account": d.tenant + "-" + d.project, "user": "someone", "gpus": 1, "max_replicas": d.replicas,
+			"model": fmt.Sprintf("/shared/models/%s/%d", d.name, job), "spec": map[string]any{}, "outcome": outcome, "created_at": at, "finished_at": at}
+	}
+	return map[string]any{"name": d.name, "namespace": d.namespace, "tenant": d.tenant, "project": d.project, "state": "active",
+		"current_job": d.job, "created_at": "2026-11-29T10:00:00Z", "updated_at": "2026-11-30T10:05:00Z", "version": fmt.Sprintf("job-%d", d.job),
+		"versions": []map[string]any{version(d.job-1, "ready", "2026-11-29T10:00:00Z"), version(d.job, "ready", "2026-11-30T10:05:00Z")},
+		"events": []map[string]any{
+			{"id": 1, "name": d.name, "job_id": d.job - 1, "action": "deploy", "outcome": "ready", "at": "2026-11-29T10:00:00Z"},
+			{"id": 2, "name": d.name, "job_id": d.job, "action": "deploy", "outcome": "ready", "message": "rolled out", "at": "2026-11-30T10:05:00Z"}}}
 }
 
 // newBridge starts gpu1's bridge and its client.
@@ -290,6 +315,22 @@ func (h *harness) deploymentIsolation(user string) {
 		want := map[bool]int{true: 403, false: 404}[read]
 		if change {
 			want = 200
+		}
+		// Its detail: for whoever may read it, with its versions.
+		code, body := h.do(user, "GET", "/v1/deployments/gpu1/"+d.name, nil)
+		if wantGet := map[bool]int{true: 200, false: 404}[read]; code != wantGet {
+			t.Errorf("GET %s as %s = %d, want %d: %s", d.name, user, code, wantGet, body)
+		}
+		if read && (!strings.Contains(string(body), fmt.Sprintf(`"version":"job-%d"`, d.job-1)) || !strings.Contains(string(body), `"current":true`) ||
+			!strings.Contains(string(body), `"action":"deploy"`)) {
+			t.Errorf("GET %s: no versions and events: %s", d.name, body)
+		}
+		h.noForeignDeployment(user, "GET "+d.name, body, d.name)
+		if !read {
+			_, missing := h.do(user, "GET", "/v1/deployments/gpu1/zz-missing", nil)
+			if want := strings.ReplaceAll(string(missing), "zz-missing", d.name); string(body) != want {
+				t.Errorf("GET: a foreign deployment answers\n%s\nand a missing one\n%s", body, missing)
+			}
 		}
 		for _, c := range []struct{ method, path string }{
 			{"POST", "/v1/deployments/gpu1/" + d.name + "/rollback"},

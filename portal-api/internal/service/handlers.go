@@ -176,6 +176,12 @@ func (s *Server) RollbackDeployment(w http.ResponseWriter, r *http.Request, clus
 	respond(w, http.StatusOK, out, p)
 }
 
+// GetDeployment is one deployment with its versions and events.
+func (s *Server) GetDeployment(w http.ResponseWriter, r *http.Request, cluster api.ClusterName, name api.DeploymentName) {
+	out, pr := s.core.Deployment(r.Context(), identity(r.Context()), cluster, name)
+	respond(w, http.StatusOK, out, pr)
+}
+
 // DeleteDeployment removes a deployment's objects from Kubernetes.
 func (s *Server) DeleteDeployment(w http.ResponseWriter, r *http.Request, cluster api.ClusterName, name api.DeploymentName, p api.DeleteDeploymentParams) {
 	out, pr := s.core.DeleteDeployment(r.Context(), identity(r.Context()), cluster, name, deref(p.DryRun))

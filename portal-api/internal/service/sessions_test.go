@@ -660,6 +660,17 @@ func TestSessionIdle(t *testing.T) {
 	if n := len(h.beds["gpu1"].Controls()); n != cancels || jl.statusAsked.Load() != asked {
 		t.Errorf("the portal judged a GPU session: %d cancels, status asked %d times", n-cancels, jl.statusAsked.Load()-asked)
 	}
+	// Before any decision, reclaimd's next step if the GPUs stay idle:
+	// on the session and in the list.
+	h.reclaimRecords.Store(gpu.JobID, fmt.Sprintf(`{"job_id": %d, "upcoming": {"action": "warn", "at": "2026-12-01T09:45:00Z"}, "decisions": []}`, gpu.JobID))
+	v = h.sessionView("mem", gpu.ID)
+	if next, _ := v["reclaim_next"].(map[string]any); next["action"] != "warn" || next["at"] != "2026-12-01T09:45:00Z" || v["reclaim"] != nil {
+		t.Errorf("GPU session before reclaimd's warning = %v", v)
+	}
+	if code, body := h.do("mem", "GET", "/v1/sessions", nil); code != 200 ||
+		!strings.Contains(string(body), `"reclaim_next":{"action":"warn","at":"2026-12-01T09:45:00Z"}`) {
+		t.Errorf("the list lacks the GPU session's next step: %d %s", code, body)
+	}
 	h.reclaimRecords.Store(gpu.JobID, fmt.Sprintf(`{"job_id": %d, "decisions": [
 		{"rule": "interactive-idle", "action": "warn", "reason": "GPU gpu1:0 idle for 2h", "outcome": "sent", "decided_at": "2026-12-01T10:00:00Z"},
 		{"rule": "interactive-idle", "action": "cancel", "reason": "GPU gpu1:0 idle for 2h15m", "outcome": "done", "decided_at": "2026-12-01T10:15:00Z"}]}`, gpu.JobID))

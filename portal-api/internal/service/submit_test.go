@@ -50,7 +50,8 @@ func TestSubmit(t *testing.T) {
 		inBody []string
 	}{
 		"over the project's GPUs": {"mem", map[string]any{"cluster": "gpu1", "template": "small", "params": map[string]string{"gpus": "6"}},
-			403, []string{`"policy_refused"`, `"policy_line":"policy.yaml:52"`, "acme-llm"}},
+			403, []string{`"policy_refused"`, `"policy_line":"policy.yaml:52"`, "acme-llm",
+				`"refusal":{"asked":"6","limit":"4","owner":"account acme-llm","rule":"gpus","unit":"gpus"}`}},
 		"bad values": {"mem", map[string]any{"cluster": "gpu1", "template": "small", "params": map[string]string{"gpus": "99", "tag": "A B; rm -rf /", "nope": "1"}},
 			400, []string{"3 parameter values", "gpus", "tag", "nope"}},
 		"unknown template":     {"mem", map[string]any{"cluster": "gpu1", "template": "nope"}, 404, []string{"no template"}},
@@ -114,7 +115,8 @@ func TestSubmitDryRun(t *testing.T) {
 		"accepted": {"mem", map[string]string{"gpus": "2"}, 200,
 			[]string{`"accepted":true`, `"dry_run":true`, `"account":"acme-llm"`, `"gpus":"gres/gpu:2"`, `"partition":`}, []string{`"message"`, "job_id"}},
 		"refused by the policy": {"mem", map[string]string{"gpus": "6"}, 200,
-			[]string{`"accepted":false`, `"policy_line":"policy.yaml:52"`, "acme-llm", "6"}, []string{`"job"`, "job_id"}},
+			[]string{`"accepted":false`, `"policy_line":"policy.yaml:52"`, "acme-llm", "6",
+				`"refusal":{"asked":"6","limit":"4","owner":"account acme-llm","rule":"gpus","unit":"gpus"}`}, []string{`"job"`, "job_id"}},
 		"bad values":  {"mem", map[string]string{"gpus": "99"}, 400, []string{"parameter values"}, nil},
 		"viewer":      {"view", map[string]string{"gpus": "1"}, 403, []string{"viewers"}, nil},
 		"no project:": {"nobody", map[string]string{"gpus": "1"}, 400, []string{"no default project"}, nil},

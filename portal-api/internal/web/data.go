@@ -76,6 +76,7 @@ func (h *Handler) routeData(mux *http.ServeMux) {
 	mux.HandleFunc("POST /jobs/{cluster}/{id}/{action}", h.signedIn(h.control))
 	mux.HandleFunc("GET /operator", h.signedIn(h.operator))
 	h.routeSubmit(mux)
+	h.routeDeployments(mux)
 	h.routeOperator(mux)
 }
 
@@ -305,7 +306,7 @@ type operatorData struct {
 
 func (h *Handler) operator(w http.ResponseWriter, r *http.Request, v visitor) {
 	ov, err := h.cfg.Source.Overview(r.Context(), identityOf(v))
-	if err != nil && core.AsProblem(err).Status == http.StatusForbidden {
+	if core.StatusOf(err) == http.StatusForbidden {
 		h.problem(w, r, http.StatusForbidden, "error.forbidden.title", "operator.forbidden")
 		return
 	}

@@ -233,7 +233,7 @@ func (h *Handler) operatorNodes(w http.ResponseWriter, r *http.Request, v visito
 }
 
 func (h *Handler) nodeProblem(w http.ResponseWriter, r *http.Request, err error) {
-	switch core.AsProblem(err).Status {
+	switch core.StatusOf(err) {
 	case http.StatusForbidden:
 		h.problem(w, r, http.StatusForbidden, "error.forbidden.title", "operator.nodes.forbidden")
 	case http.StatusNotFound:

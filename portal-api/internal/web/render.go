@@ -45,6 +45,8 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(math.Round(*p*10)/10, 'f', -1, 64)
 	},
+	// when writes an optional time in UTC; "–" when absent.
+	"when": when,
 	"pct": func(part, whole float64) float64 {
 		if whole <= 0 {
 			return 0
@@ -53,12 +55,19 @@ var funcs = template.FuncMap{
 	},
 }
 
-// ParseTemplates parses layout.html with every other page of fsys (a
-// folder of *.html): a template that does not parse stops the start.
+// ParseTemplates parses layout.html and the shared parts (_*.html) with
+// every other page of fsys (a folder of *.html): a template that does not
+// parse stops the start.
 func ParseTemplates(fsys fs.FS) (*Renderer, error) {
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(fsys, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse the page layout: %w", err)
+	}
+	// Parts that several pages share (_*.html) go with the layout.
+	if parts, _ := fs.Glob(fsys, "templates/_*.html"); len(parts) > 0 {
+		if base, err = base.ParseFS(fsys, parts...); err != nil {
+			return nil, fmt.Errorf("parse the pages' shared parts: %w", err)
+		}
 	}
 	files, err := fs.Glob(fsys, "templates/*.html")
 	if err != nil {
@@ -67,7 +76,7 @@ func ParseTemplates(fsys fs.FS) (*Renderer, error) {
 	r := &Renderer{pages: map[string]*template.Template{}}
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(f), ".html")
-		if name == "layout" {
+		if name == "layout" || strings.HasPrefix(name, "_") {
 			continue
 		}
 		t, err := template.Must(base.Clone()).ParseFS(fsys, f)

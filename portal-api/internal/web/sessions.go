@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
@@ -21,10 +23,9 @@ type SessionSource interface {
 	ExtendSession(ctx context.Context, id auth.Identity, session string, minutes int) error
 	EndSession(ctx context.Context, id auth.Identity, session string) error
 	LaunchURL(r *http.Request, id auth.Identity, session string) (string, error)
-	// SessionTemplates are the session templates the caller sees, and
-	// the clusters to start one on.
-	SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string)
-	StartSession(ctx context.Context, id auth.Identity, cluster, template string) error
+	// StartSession starts a session of a session template, on the
+	// request's cluster and project, with its parameters.
+	StartSession(ctx context.Context, id auth.Identity, req api.SubmissionRequest) error
 }
 
 // Launcher makes a session's launch URL on the sessions' origin (the
@@ -70,23 +71,14 @@ func (s sessionCore) LaunchURL(r *http.Request, id auth.Identity, session string
 	return u, errOf(p)
 }
 
-func (s sessionCore) SessionTemplates(ctx context.Context, id auth.Identity) ([]api.Template, []string) {
-	var out []api.Template
-	for _, t := range s.c.Templates(ctx, id).Templates {
-		if t.Type == "session" {
-			out = append(out, t)
-		}
-	}
-	return out, s.c.ClusterNames()
-}
-
-func (s sessionCore) StartSession(ctx context.Context, id auth.Identity, cluster, template string) error {
-	_, p := s.c.CreateSession(ctx, id, api.SubmissionRequest{Cluster: cluster, Template: template})
+func (s sessionCore) StartSession(ctx context.Context, id auth.Identity, req api.SubmissionRequest) error {
+	_, p := s.c.CreateSession(ctx, id, req)
 	return errOf(p)
 }
 
 func (h *Handler) routeSessions(mux *http.ServeMux) {
-	mux.HandleFunc("POST /sessions", h.signedIn(h.sessionStart))
+	mux.HandleFunc("GET /sessions/{template}/start", h.signedIn(h.sessionForm))
+	mux.HandleFunc("POST /sessions/{template}/start", h.signedIn(h.sessionStart))
 	mux.HandleFunc("GET /sessions", h.signedIn(h.sessionsPage))
 	mux.HandleFunc("GET /sessions/{id}/confirm/end", h.signedIn(h.sessionConfirm))
 	mux.HandleFunc("POST /sessions/{id}/end", h.signedIn(h.sessionEnd))
@@ -106,11 +98,57 @@ type sessionCard struct {
 	IdleLeft string // until the portal's idle limit ends it
 	Reclaim  string // reclaimd's latest word (sessions with GPUs)
 	Why      string // a pending session's reason
+	// Next is reclaimd's next step if the session's GPUs stay idle.
+	Next *nextStep
+}
+
+// nextStep is reclaimd's next step on a session, as its card says it:
+// the sentence around a countdown (Before, the countdown, After), the
+// step's time, and the countdown's formats for the script that keeps it
+// current (countdown.js).
+type nextStep struct {
+	Before, After string
+	At            string // RFC 3339, for <time datetime>
+	AtText        string // the time, as the page shows it
+	Left          string // the countdown now, as the server sees it
+	FormatHM      string // "{h} h {m} min" in the page's language
+	FormatM       string // "{m} min"
+	Due           string // the words once the time has come
+}
+
+// nextActions are the steps whose sentence the catalogue holds
+// ("session.next.<action>").
+var nextActions = []string{"warn", "notify", "signal", "requeue", "requeue-hold", "cancel"}
+
+// nextOf is reclaimd's next step in the page's language; nil for none.
+func nextOf(l i18n.L, n *api.SessionReclaimNext, now time.Time) *nextStep {
+	if n == nil {
+		return nil
+	}
+	key := "session.next.other"
+	if slices.Contains(nextActions, n.Action) {
+		key = "session.next." + strings.ReplaceAll(n.Action, "-", "_")
+	}
+	const mark = "\x00"
+	var sentence string
+	if key == "session.next.other" {
+		sentence = l.T(key, n.Action, mark)
+	} else {
+		sentence = l.T(key, mark)
+	}
+	before, after, _ := strings.Cut(sentence, mark)
+	left := l.T("session.next.due")
+	if d := n.At.Sub(now); d > 0 {
+		left = dur(l, int64(d/time.Second))
+	}
+	return &nextStep{Before: before, After: after, At: n.At.UTC().Format(time.RFC3339), AtText: n.At.UTC().Format("2006-01-02 15:04 UTC"),
+		Left: left, FormatHM: l.T("session.hm", "{h}", "{m}"), FormatM: l.T("session.m", "{m}"), Due: l.T("session.next.due")}
 }
 
 type sessionsData struct {
-	Templates []api.Template
-	Clusters  []string
+	// Templates are the session templates the caller's projects may
+	// start, each started from its own form.
+	Templates []submitTemplate
 	Cards     []sessionCard
 	Error     bool
 	Done      string
@@ -125,7 +163,7 @@ func dur(l i18n.L, secs int64) string {
 	return l.T("session.m", strconv.FormatInt(m, 10))
 }
 
-func cardOf(l i18n.L, s api.Session) sessionCard {
+func cardOf(l i18n.L, s api.Session, now time.Time) sessionCard {
 	c := sessionCard{S: s, Kind: "session.kind." + string(s.Server), Ended: s.EndedAt != nil || s.State == "ENDED"}
 	c.Open = !c.Ended && s.State == "RUNNING" // not yet ready: the proxy says it is starting
 	if s.TimeLeftSeconds != nil && !c.Ended {
@@ -140,6 +178,9 @@ func cardOf(l i18n.L, s api.Session) sessionCard {
 	}
 	if s.State == "PENDING" {
 		c.Why = why(l, s.Reason)
+	}
+	if !c.Ended {
+		c.Next = nextOf(l, s.ReclaimNext, now)
 	}
 	return c
 }
@@ -159,13 +200,17 @@ func (h *Handler) sessionsPage(w http.ResponseWriter, r *http.Request, v visitor
 	}
 	list, err := ss.Sessions(r.Context(), identityOf(v))
 	d := sessionsData{Error: err != nil}
-	d.Templates, d.Clusters = ss.SessionTemplates(r.Context(), identityOf(v))
+	var terr error
+	if d.Templates, terr = h.templatesOf(r, v, "session"); terr != nil {
+		h.log.Warn("sessions: templates unavailable", "user", v.sess.User, "error", terr)
+		d.Error = true
+	}
 	switch r.URL.Query().Get("done") {
 	case "end", "extend", "start":
 		d.Done = "session.done." + r.URL.Query().Get("done")
 	}
 	for _, s := range list.Sessions {
-		d.Cards = append(d.Cards, cardOf(v.l, s))
+		d.Cards = append(d.Cards, cardOf(v.l, s, h.now()))
 	}
 	h.render(w, r, http.StatusOK, "sessions", h.page(r, v, "session.title", "sessions", d))
 }
@@ -187,7 +232,7 @@ func (h *Handler) sessionOf(w http.ResponseWriter, r *http.Request, v visitor) (
 
 func (h *Handler) sessionConfirm(w http.ResponseWriter, r *http.Request, v visitor) {
 	if _, s, ok := h.sessionOf(w, r, v); ok {
-		h.render(w, r, http.StatusOK, "session_confirm", h.page(r, v, "job.confirm.title", "sessions", cardOf(v.l, s)))
+		h.render(w, r, http.StatusOK, "session_confirm", h.page(r, v, "job.confirm.title", "sessions", cardOf(v.l, s, h.now())))
 	}
 }
 
@@ -250,18 +295,52 @@ func (h *Handler) sessionOpen(w http.ResponseWriter, r *http.Request, v visitor)
 	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
-// sessionStart starts a session of a session template, its parameters
-// at their defaults, as the caller; the core's refusal (policy, role) is
-// shown in its words.
+// sessionForm is a session template's form: its typed parameters as
+// Start a job shows a batch template's, at their defaults.
+func (h *Handler) sessionForm(w http.ResponseWriter, r *http.Request, v visitor) {
+	if _, ok := h.sessionSource(w, r); !ok {
+		return
+	}
+	t, ok := h.chosenOf(w, r, v, "session")
+	if !ok {
+		return
+	}
+	d := submitData{Template: t, Fields: fieldsOf(t.Template, nil, false), Project: t.Projects[0].Value,
+		Action: "/sessions/" + t.Name + "/start", Session: true}
+	h.render(w, r, http.StatusOK, "session_start", h.page(r, v, "session.start.title", "sessions", d))
+}
+
+// sessionStart starts a session of a session template with the form's
+// parameters, on the chosen project, as the caller: the core checks the
+// values as for a batch job, and its refusal (a value, the policy, the
+// caller's role) comes back on the form, beside the field it refused.
 func (h *Handler) sessionStart(w http.ResponseWriter, r *http.Request, v visitor) {
 	ss, ok := h.sessionSource(w, r)
 	if !ok {
 		return
 	}
-	if err := ss.StartSession(r.Context(), identityOf(v), r.PostFormValue("cluster"), r.PostFormValue("template")); err != nil {
-		h.log.Info("session not started", "user", v.sess.User, "template", r.PostFormValue("template"), "error", err)
-		h.problem(w, r, http.StatusBadRequest, "error.forbidden.title", "session.start.refused")
+	t, ok := h.chosenOf(w, r, v, "session")
+	if !ok {
 		return
 	}
-	http.Redirect(w, r, "/sessions?done=start", http.StatusSeeOther)
+	h.postForm(w, r, v, t, submitData{Action: "/sessions/" + t.Name + "/start", Session: true}, "session_start",
+		func(req api.SubmissionRequest, _ *submitData) (string, error) {
+			if err := ss.StartSession(r.Context(), identityOf(v), req); err != nil {
+				h.log.Info("session not started", "user", v.sess.User, "template", t.Name, "error", err)
+				return "", err
+			}
+			return "/sessions?done=start", nil
+		})
+}
+
+// Now is the core's clock: the pages count down by the same clock as the
+// answers they show.
+func (s coreSource) Now() time.Time { return s.c.Now() }
+
+// now is the source's clock when it has one, else the system's.
+func (h *Handler) now() time.Time {
+	if c, ok := h.cfg.Source.(interface{ Now() time.Time }); ok {
+		return c.Now()
+	}
+	return time.Now()
 }

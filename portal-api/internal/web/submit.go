@@ -90,10 +90,17 @@ type submitData struct {
 	Problem *core.Problem
 	// ProblemKey is the catalogue key of the refusal's heading.
 	ProblemKey string
+	// Refusal is the policy's refusal (of the check or the submission)
+	// in the page's language; "": the policy's message is shown as it is.
+	Refusal string
 	// Submitted is the job just submitted: cluster and id.
 	SubmittedCluster string
 	SubmittedID      string
 	Error            bool
+	// Action is where the form posts; Session: it starts a session (no
+	// check with the policy: a session takes no dry run).
+	Action  string
+	Session bool
 }
 
 // usableProjects are the caller's projects that may run a template of
@@ -116,7 +123,17 @@ func usableProjects(pl api.ProjectList, class string) []projectChoice {
 // submitTemplates are the batch templates with the caller's projects
 // that may use each; a template no project may use is left out.
 func (h *Handler) submitTemplates(r *http.Request, v visitor) ([]submitTemplate, error) {
-	src := h.cfg.Source.(SubmitSource)
+	return h.templatesOf(r, v, "batch")
+}
+
+// templatesOf are the templates of a type ("batch", "session") with the
+// caller's projects that may use each; a template no project may use is
+// left out.
+func (h *Handler) templatesOf(r *http.Request, v visitor, kind string) ([]submitTemplate, error) {
+	src, ok := h.cfg.Source.(SubmitSource)
+	if !ok {
+		return nil, nil
+	}
 	id := identityOf(v)
 	tl, err := src.Templates(r.Context(), id)
 	if err != nil {
@@ -128,8 +145,8 @@ func (h *Handler) submitTemplates(r *http.Request, v visitor) ([]submitTemplate,
 	}
 	var out []submitTemplate
 	for _, t := range tl.Templates {
-		if t.Type != "batch" {
-			continue // sessions start from their own page
+		if t.Type != kind {
+			continue // batch jobs and sessions start from pages of their own
 		}
 		if ps := usableProjects(pl, t.Class); len(ps) > 0 {
 			out = append(out, submitTemplate{Template: t, Projects: ps})
@@ -149,7 +166,12 @@ func (h *Handler) submitList(w http.ResponseWriter, r *http.Request, v visitor) 
 // chosen is the template named in the path among the caller's, or a
 // "not found" answered.
 func (h *Handler) chosen(w http.ResponseWriter, r *http.Request, v visitor) (*submitTemplate, bool) {
-	ts, err := h.submitTemplates(r, v)
+	return h.chosenOf(w, r, v, "batch")
+}
+
+// chosenOf is chosen among the templates of a type.
+func (h *Handler) chosenOf(w http.ResponseWriter, r *http.Request, v visitor, kind string) (*submitTemplate, bool) {
+	ts, err := h.templatesOf(r, v, kind)
 	if err != nil {
 		h.log.Warn("start a job: templates unavailable", "user", v.sess.User, "error", err)
 		h.problem(w, r, http.StatusServiceUnavailable, "error.unavailable.title", "error.unavailable")
@@ -207,7 +229,7 @@ func (h *Handler) submitForm(w http.ResponseWriter, r *http.Request, v visitor) 
 	if !ok {
 		return
 	}
-	d := submitData{Template: t, Fields: fieldsOf(t.Template, nil, false), Project: t.Projects[0].Value}
+	d := submitData{Template: t, Fields: fieldsOf(t.Template, nil, false), Project: t.Projects[0].Value, Action: "/submit/" + t.Name}
 	q := r.URL.Query()
 	if c, id := q.Get("cluster"), q.Get("job"); c != "" && id != "" {
 		if _, err := strconv.ParseInt(id, 10, 64); err == nil {
@@ -234,11 +256,39 @@ func (h *Handler) submitPost(w http.ResponseWriter, r *http.Request, v visitor) 
 	if !ok {
 		return
 	}
+	src := h.cfg.Source.(SubmitSource)
+	h.postForm(w, r, v, t, submitData{Action: "/submit/" + t.Name}, "submit", func(req api.SubmissionRequest, d *submitData) (string, error) {
+		if r.PostFormValue("action") == "check" {
+			c, err := src.CheckSubmission(r.Context(), identityOf(v), req)
+			if err == nil {
+				d.Check = &c
+				d.Refusal = refusalText(v.l, c.Refusal)
+				if c.Job != nil {
+					d.CheckTime = clock(c.Job.TimeLimitSeconds)
+				}
+			}
+			return "", err
+		}
+		sub, err := src.Submit(r.Context(), identityOf(v), req)
+		if err != nil {
+			return "", err
+		}
+		h.log.Info("job submitted from the pages", "user", v.sess.User, "cluster", sub.Cluster, "job_id", sub.JobId, "template", t.Name)
+		return fmt.Sprintf("/submit/%s?cluster=%s&job=%d", url.PathEscape(t.Name), url.QueryEscape(sub.Cluster), sub.JobId), nil
+	})
+}
+
+// postForm reads a template's form (the project, each parameter) into a
+// request for send, which checks or starts it. send's redirect ends the
+// request there; else the page comes back with the values as given and
+// what the core said: its refusal beside the field it refused.
+func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, v visitor, t *submitTemplate, d submitData, page string,
+	send func(api.SubmissionRequest, *submitData) (redirect string, err error)) {
 	if err := r.ParseForm(); err != nil {
 		h.problem(w, r, http.StatusBadRequest, "error.not_found.title", "error.not_found")
 		return
 	}
-	d := submitData{Template: t, Fields: fieldsOf(t.Template, r.PostForm, true), Project: r.PostFormValue("project")}
+	d.Template, d.Fields, d.Project = t, fieldsOf(t.Template, r.PostForm, true), r.PostFormValue("project")
 	var choice *projectChoice
 	for i := range t.Projects {
 		if t.Projects[i].Value == d.Project {
@@ -259,26 +309,14 @@ func (h *Handler) submitPost(w http.ResponseWriter, r *http.Request, v visitor) 
 		d.Problem = &core.Problem{Status: http.StatusNotFound, Code: api.NotFound, Message: "no such project of yours for this template"}
 	} else {
 		req := api.SubmissionRequest{Cluster: choice.Cluster, Account: &choice.Account, Template: t.Name, Params: &params}
-		src := h.cfg.Source.(SubmitSource)
-		if r.PostFormValue("action") == "check" {
-			var c api.SubmissionCheck
-			if c, err = src.CheckSubmission(r.Context(), identityOf(v), req); err == nil {
-				d.Check = &c
-				if c.Job != nil {
-					d.CheckTime = clock(c.Job.TimeLimitSeconds)
-				}
-			}
-		} else {
-			var sub api.Submission
-			if sub, err = src.Submit(r.Context(), identityOf(v), req); err == nil {
-				h.log.Info("job submitted from the pages", "user", v.sess.User, "cluster", sub.Cluster, "job_id", sub.JobId, "template", t.Name)
-				http.Redirect(w, r, fmt.Sprintf("/submit/%s?cluster=%s&job=%d", url.PathEscape(t.Name), url.QueryEscape(sub.Cluster), sub.JobId), http.StatusSeeOther)
-				return
-			}
+		var to string
+		if to, err = send(req, &d); err == nil && to != "" {
+			http.Redirect(w, r, to, http.StatusSeeOther)
+			return
 		}
 	}
-	if err != nil {
-		d.Problem = core.AsProblem(err)
+	if p := core.AsProblem(err); p != nil {
+		d.Problem = p
 	}
 	if d.Problem != nil {
 		code = d.Problem.Status
@@ -286,6 +324,7 @@ func (h *Handler) submitPost(w http.ResponseWriter, r *http.Request, v visitor) 
 			code = http.StatusBadRequest
 		}
 		d.ProblemKey = problemKeys[d.Problem.Code]
+		d.Refusal = refusalText(v.l, d.Problem.Refusal)
 		if d.ProblemKey == "" {
 			d.ProblemKey = "submit.problem.other"
 		}
@@ -298,5 +337,9 @@ func (h *Handler) submitPost(w http.ResponseWriter, r *http.Request, v visitor) 
 			}
 		}
 	}
-	h.render(w, r, code, "submit", h.page(r, v, "submit.title", "submit", d))
+	title, nav := "submit.title", "submit"
+	if d.Session {
+		title, nav = "session.start.title", "sessions"
+	}
+	h.render(w, r, code, page, h.page(r, v, title, nav, d))
 }

@@ -42,7 +42,9 @@ func TestBrowserSubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	verdict, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".verdict")))
-	if !strings.Contains(verdict, i18n.For("ko", "").T("submit.check.refused")) || !strings.Contains(verdict, "policy.yaml:52") {
+	ko := i18n.For("ko", "")
+	if !strings.Contains(verdict, ko.T("submit.check.refused")) || !strings.Contains(verdict, "policy.yaml:52") ||
+		!strings.Contains(verdict, ko.T("refusal.gpus", ko.T("reason.kind.account")+" acme-llm", "4", "6")) {
 		t.Errorf("the verdict in Korean: %q", verdict)
 	}
 	gpus, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("p-gpus").value`))

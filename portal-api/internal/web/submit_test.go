@@ -25,7 +25,8 @@ import (
 
 // submitBed is the pages over the real core with templates from dir and
 // gpu1's job policy (gpu2 has none: it takes no submissions), over two
-// replayed slurmrestds.
+// replayed slurmrestds, with mem's sessions of seedSessions, and gpu1's
+// bridge and reclaimd at the network edge.
 func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 	t.Helper()
 	now := time.Unix(1795983872, 0)
@@ -42,6 +43,7 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 		t.Fatal(err)
 	}
 	beds := map[string]*clustertest.Bed{}
+	fb, bridge := newFakeBridge(t)
 	var clusters []core.Cluster
 	for _, c := range []struct {
 		name, release string
@@ -57,13 +59,20 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 		cl := core.Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }}
 		if c.name == "gpu1" {
 			cl.Policy = func() *jobpolicy.Policy { return policy }
+			// reclaimd's warning 90 minutes after the browser's now.
+			cl.ReclaimdURL = fakeReclaimd(t, func() time.Time { return time.Now().Add(90 * time.Minute) })
+			cl.Bridge = bridge
 		}
 		clusters = append(clusters, cl)
 	}
+	var c *core.Core
 	b := newBed(t, func(cfg *Config) {
-		cfg.Source = CoreSource(core.New(core.Config{Clusters: clusters, Store: cfg.Store, Now: func() time.Time { return now },
-			Templates: func() *templates.Set { return set }}))
+		c = core.New(core.Config{Clusters: clusters, Store: cfg.Store, Now: func() time.Time { return now },
+			Templates: func() *templates.Set { return set }})
+		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
+	seedSessions(t, b.store, now)
+	b.bridge = fb
 	return b, beds
 }
 
@@ -106,6 +115,12 @@ func TestSubmitPage(t *testing.T) {
 			!strings.Contains(page, "policy.yaml:52") || !strings.Contains(page, "acme-llm") {
 			t.Errorf("%s: the refused check (%s) does not show the refusal and its line: %s", lang, resp.Status, main(page))
 		}
+		// The refusal in the page's language, from its fields: not the
+		// policy's English message.
+		sentence := l.T("refusal.gpus", l.T("reason.kind.account")+" acme-llm", "4", "6")
+		if !strings.Contains(page, html.EscapeString(sentence)) || strings.Contains(page, "may use at most 4 GPUs") != (lang == "en") {
+			t.Errorf("%s: the refused check does not say %q in its language: %s", lang, sentence, main(page))
+		}
 		if !strings.Contains(page, `name="p.gpus" value="6"`) || !strings.Contains(page, `value="mine-1"`) {
 			t.Errorf("%s: the check lost the values given", lang)
 		}
@@ -127,8 +142,9 @@ func TestSubmitPage(t *testing.T) {
 	}
 	resp, page = post(t, alice, b.srv.URL+"/submit/small", url.Values{"project": {"gpu1/acme-llm"}, "p.gpus": {"6"}, "p.steps": {"10"},
 		"p.tag": {"x"}, "action": {"submit"}}, sameOrigin...)
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "policy.yaml:52") {
-		t.Errorf("an over-limit submission: %s", resp.Status)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "policy.yaml:52") ||
+		!strings.Contains(page, html.EscapeString(i18n.For("en", "").T("refusal.gpus", "account acme-llm", "4", "6"))) {
+		t.Errorf("an over-limit submission (%s) does not say the refusal from its fields: %s", resp.Status, main(page))
 	}
 	if n := len(beds["gpu1"].Submits()); n != 0 {
 		t.Fatalf("refused submissions reached slurmrestd: %d", n)

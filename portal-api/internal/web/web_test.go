@@ -29,6 +29,8 @@ type bed struct {
 	srv   *httptest.Server
 	store *store.Store
 	h     *Handler
+	// bridge is gpu1's bridge, in the beds that have one (submitBed).
+	bridge *fakeBridge
 }
 
 func newBed(t *testing.T, mod func(*Config)) *bed {
@@ -146,7 +148,7 @@ func TestTemplatesParse(t *testing.T) {
 	}
 	// Keys handed to templates from Go.
 	src, _ := filepath.Glob("*.go")
-	goKey := regexp.MustCompile(`"((?:error|signin|home|jobs|job|operator|nav|prefs|chart|state|reason)\.[a-z_.]+)"`)
+	goKey := regexp.MustCompile(`"((?:error|signin|home|jobs|job|operator|nav|prefs|chart|state|reason|deploy|session|submit|refusal)\.[a-z_.]*[a-z_])"`)
 	for _, f := range src {
 		if strings.HasSuffix(f, "_test.go") {
 			continue

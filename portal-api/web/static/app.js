@@ -36,3 +36,35 @@
     if (document.visibilityState === "visible") { start(); }
   });
 }());
+
+// A <time data-countdown datetime="..."> counts down to its time, in the
+// page's words: data-hm ("{h} h {m} min") and data-m ("{m} min") as the
+// server wrote them, data-due once the time has come. The server renders
+// the same words; this keeps them current between loads, each minute,
+// only while the tab is visible.
+(function () {
+  "use strict";
+  function tick() {
+    if (document.visibilityState !== "visible") { return; }
+    document.querySelectorAll("time[data-countdown]").forEach(function (el) {
+      var at = Date.parse(el.getAttribute("datetime"));
+      if (isNaN(at)) { return; }
+      var secs = Math.floor((at - Date.now()) / 1000);
+      var text;
+      if (secs <= 0) {
+        text = el.getAttribute("data-due");
+      } else {
+        var h = Math.floor(secs / 3600), m = Math.floor((secs % 3600) / 60);
+        text = h > 0 ? el.getAttribute("data-hm").replace("{h}", h).replace("{m}", m) : el.getAttribute("data-m").replace("{m}", m);
+      }
+      if (text && el.textContent !== text) { el.textContent = text; }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    tick();
+    window.setInterval(tick, 15000);
+  });
+  document.addEventListener("visibilitychange", tick);
+  // A region refreshed in place brings the server's words: count again.
+  document.addEventListener("htmx:after:swap", tick);
+}());

@@ -23,8 +23,10 @@ type JobReclaim struct {
 	State *decide.JobState `json:"state,omitempty"`
 	// Skipped says why the job got no action in the last cycle: with
 	// judged false, why its GPUs are not being judged at all.
-	Skipped *SkipEntry     `json:"skipped,omitempty"`
-	Records []store.Record `json:"decisions"`
+	Skipped *SkipEntry `json:"skipped,omitempty"`
+	// Upcoming is the next step if the job's GPUs stay idle.
+	Upcoming *reclaimapi.Upcoming `json:"upcoming,omitempty"`
+	Records  []store.Record       `json:"decisions"`
 }
 
 // Handler serves the API: GET /v1/jobs/{id}/reclaim, GET
@@ -67,6 +69,9 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		c.mu.Lock()
 		if sk, ok := c.skips[id]; ok {
 			out.Skipped = &sk
+		}
+		if u, ok := c.upcoming[id]; ok {
+			out.Upcoming = &u
 		}
 		c.mu.Unlock()
 		if out.State == nil && len(recs) == 0 && out.Skipped == nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,44 @@ func TestJobReclaimIsTheContract(t *testing.T) {
 	}
 	if out.String() != body {
 		t.Errorf("reclaimapi.JobReclaim encodes otherwise:\n%s\nreclaimd served:\n%s", out.String(), body)
+	}
+}
+
+// TestJobReclaimUpcoming: reclaimd's answer says the next step if the
+// job's GPUs stay idle: after its warning, the rule's cancel once the
+// rule's 10 s warning time has passed; once cancelled, none.
+func TestJobReclaimUpcoming(t *testing.T) {
+	b := newBed(t, "26.05", cancelRules, 0)
+	srv := httptest.NewServer(withToken(b.ctl.Handler(time.Minute)))
+	defer srv.Close()
+	var warnedAt time.Time
+	for range 4 {
+		if k := b.mustTick(); slices.Contains(k, "warn") {
+			warnedAt = b.clock()
+			break
+		}
+	}
+	if warnedAt.IsZero() {
+		t.Fatal("no warning in 4 cycles")
+	}
+	read := func() reclaimapi.JobReclaim {
+		code, body := get(t, fmt.Sprintf("%s/v1/jobs/%d/reclaim", srv.URL, jobID))
+		var jr reclaimapi.JobReclaim
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &jr) != nil {
+			t.Fatalf("GET reclaim = %d %s", code, body)
+		}
+		return jr
+	}
+	jr := read()
+	if jr.Upcoming == nil || jr.Upcoming.Action != "cancel" || !jr.Upcoming.At.Equal(warnedAt.Add(10*time.Second)) {
+		t.Errorf("after the warning at %s, upcoming = %+v; want cancel 10s later", warnedAt, jr.Upcoming)
+	}
+	for range 3 {
+		if k := b.mustTick(); slices.Contains(k, "cancel") {
+			break
+		}
+	}
+	if jr := read(); jr.Upcoming != nil {
+		t.Errorf("after the cancel, upcoming = %+v", jr.Upcoming)
 	}
 }

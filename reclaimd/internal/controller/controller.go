@@ -21,6 +21,7 @@ import (
 	"unicode"
 
 	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -125,6 +126,9 @@ type Controller struct {
 	// skips holds why each job of the last cycle got no action, for
 	// GET /v1/jobs/{id}/reclaim.
 	skips map[int64]SkipEntry
+	// upcoming holds each job's next step if its GPUs stay idle, from
+	// the last cycle.
+	upcoming map[int64]reclaimapi.Upcoming
 	// drought is, by rule name, since when the rule has had jobs but
 	// judged none of them (see noteDroughts).
 	drought map[string]time.Time
@@ -533,8 +537,13 @@ func (c *Controller) noteSkips(d decide.Decision, snap decide.Snapshot, rules re
 		skips[sk.JobID] = SkipEntry{At: at, Reason: sk.Reason, Detail: sk.Detail, Judged: sk.Reason.Judged()}
 	}
 	c.noteDroughts(d, skips, rules, at)
+	upcoming := make(map[int64]reclaimapi.Upcoming, len(d.Upcoming))
+	for id, u := range d.Upcoming {
+		upcoming[id] = reclaimapi.Upcoming{Action: string(u.Kind), At: u.At.UTC()}
+	}
 	c.mu.Lock()
 	c.skips = skips
+	c.upcoming = upcoming
 	c.mu.Unlock()
 }
 

@@ -53,12 +53,15 @@ func Decide(s Snapshot, now time.Time, r reclaimrules.Rules) Decision {
 	}
 	c.limit(out, destructive)
 
-	d := Decision{States: next}
+	d := Decision{States: next, Upcoming: map[int64]Upcoming{}}
 	for i := range out {
 		o := &out[i]
 		id := s.Jobs[i].ID
 		if o.skip != SkipDuplicate {
 			next[id] = o.next
+			if o.upcoming.Kind != "" && c.gate == "" {
+				d.Upcoming[id] = o.upcoming
+			}
 		}
 		if o.action.Kind != "" {
 			o.action.JobID = id
@@ -91,6 +94,8 @@ type outcome struct {
 	prev   JobState // the state before this cycle
 	next   JobState
 	weight float64 // idle GPU-seconds, to order destructive actions
+	// upcoming is the next step if the GPUs stay idle (Kind "": none).
+	upcoming Upcoming
 }
 
 // gates returns why no job may get an action this cycle, if so.
@@ -176,21 +181,33 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		c.afterSignal(j, rule, prev, o)
 		return
 	}
+	// The first step if the GPUs stay idle: the warning, or the notice
+	// of a rule that only notifies.
+	first := Warn
+	if end, _ := endAction(rule, false, j, c.limits); end == Notify {
+		first = Notify
+	}
 	age := now.Sub(j.Start)
+	window := rule.Idle.Window.Std()
+	fw := rule.FirstWindow.Std()
+	judgeAt := window
+	if fw > 0 && fw < window {
+		judgeAt = fw
+	}
 	if grace := rule.StartupGrace.Std(); age < grace {
 		skip(SkipStartupGrace, fmt.Sprintf("started %s ago; startup grace %s", age.Round(time.Second), grace))
+		o.upcoming = Upcoming{Kind: first, At: j.Start.Add(max(grace, judgeAt))}
 		return
 	}
-	window := rule.Idle.Window.Std()
 	from := now.Add(-window)
 	if age < window {
-		fw := rule.FirstWindow.Std()
 		if fw <= 0 || age < fw {
-			judgeAt := window
+			said := window
 			if fw > 0 {
-				judgeAt = fw
+				said = fw
 			}
-			skip(SkipTooYoung, fmt.Sprintf("ran %s; first judged at %s", age.Round(time.Second), judgeAt))
+			skip(SkipTooYoung, fmt.Sprintf("ran %s; first judged at %s", age.Round(time.Second), said))
+			o.upcoming = Upcoming{Kind: first, At: j.Start.Add(judgeAt)}
 			return
 		}
 		from, window = j.Start, age
@@ -223,6 +240,8 @@ func (c *cycle) judge(j *Job, o *outcome) {
 
 	if !idle {
 		busy := busyText(ev, rule, window)
+		// Idle from now, a whole window of idle samples is the verdict.
+		o.upcoming = Upcoming{Kind: first, At: now.Add(rule.Idle.Window.Std())}
 		switch prev.Phase {
 		case Warned, Notified:
 			act(Recover, "busy again: "+busy+"; the reclaim is withdrawn")
@@ -239,6 +258,11 @@ func (c *cycle) judge(j *Job, o *outcome) {
 	// is lost rather than requeued.
 	signals := rule.Signal.Name != "" && rule.Signal.Mode.Sends(j.SignalRequested)
 	seen := func() string { return idleText(ev, rule, window) }
+	// After a warning: the signal, or the end action.
+	afterWarn := end
+	if end.Destructive() && signals {
+		afterWarn = Signal
+	}
 	switch prev.Phase {
 	case Notified:
 		skip(SkipNotified, fmt.Sprintf("notified %s ago; still idle", ago(now, prev.Since)))
@@ -247,6 +271,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		waited := now.Sub(prev.WarnedAt)
 		if w := rule.Warn.Std(); waited < w {
 			skip(SkipWaiting, fmt.Sprintf("warned %s ago; next step in %s", ago(now, prev.WarnedAt), (w-waited).Round(time.Second)))
+			o.upcoming = Upcoming{Kind: afterWarn, At: prev.WarnedAt.Add(w)}
 			return
 		}
 		if end.Destructive() && signals {
@@ -267,6 +292,7 @@ func (c *cycle) judge(j *Job, o *outcome) {
 		plan = fmt.Sprintf("%s in %s, then %s %s later,", rule.Signal.Name, rule.Warn.Std(), verb(end), rule.Signal.Wait.Std())
 	}
 	act(Warn, fmt.Sprintf("%s; warning: %s unless the GPUs get busy", seen(), plan))
+	o.upcoming = Upcoming{Kind: afterWarn, At: now.Add(rule.Warn.Std())}
 }
 
 // advance moves o's next state on by an action of kind k taken at now.
@@ -307,6 +333,7 @@ func (c *cycle) afterSignal(j *Job, rule reclaimrules.Rule, prev JobState, o *ou
 	if !now.After(due) {
 		o.skip, o.detail = SkipWaiting, fmt.Sprintf("signalled %s ago; %s in %s, if fresh samples then show the GPUs still idle",
 			ago(now, prev.SignalledAt), verb(end), due.Sub(now).Round(time.Second))
+		o.upcoming = Upcoming{Kind: end, At: due}
 		return
 	}
 	ev, stale := c.evaluate(j, rule, due)

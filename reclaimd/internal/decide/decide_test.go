@@ -121,6 +121,9 @@ type decideTest struct {
 	wantActions []decide.Action // compared without Evidence
 	wantSkipped []decide.Skip
 	wantStates  map[int64]decide.JobState // not compared when nil
+	// wantUpcoming is the next step if the GPUs stay idle; not compared
+	// when nil.
+	wantUpcoming map[int64]decide.Upcoming
 }
 
 // idleJob is job 1 on 8 GPUs of gpu-001, idle for its whole life.
@@ -145,11 +148,15 @@ var decideTests = map[string]decideTest{
 		wantStates: map[int64]decide.JobState{
 			1: {Phase: decide.Warned, Since: now, RunStart: t0, WarnedAt: now, Rule: "llm", Actions: 1},
 		},
+		// The warning's plan: the signal in the rule's 15 minutes.
+		wantUpcoming: map[int64]decide.Upcoming{1: {Kind: decide.Signal, At: now.Add(15 * time.Minute)}},
 	},
 	"busy": {
 		samples:     samples(nil, gpus("gpu-001", 8), t0, now, flat(80, 30)),
 		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipBusy, Detail: "8 of 8 GPUs above util 5% or memory activity 5% in the last 30m0s (max seen 80.0%, 30.0%)"}},
 		wantStates:  map[int64]decide.JobState{1: {Phase: decide.Observed, Since: now, RunStart: t0, Rule: "llm"}},
+		// Idle from now, the warning comes a whole window later.
+		wantUpcoming: map[int64]decide.Upcoming{1: {Kind: decide.Warn, At: now.Add(30 * time.Minute)}},
 	},
 	"bursty then idle: busy for 80 minutes, idle for the last 40, is caught": {
 		// Its average over its life is 60 % utilisation: an average
@@ -411,11 +418,13 @@ var decideTests = map[string]decideTest{
 		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].StartupGrace = reclaimrules.Duration(3 * time.Hour) }),
 		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipStartupGrace,
 			Detail: "started 2h0m0s ago; startup grace 3h0m0s"}},
+		wantUpcoming: map[int64]decide.Upcoming{1: {Kind: decide.Warn, At: t0.Add(3 * time.Hour)}},
 	},
 	"young job: not judged before its window": {
-		now:         t0.Add(20 * time.Minute),
-		samples:     samples(nil, gpus("gpu-001", 8), t0, t0.Add(20*time.Minute), flat(0, 0)),
-		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipTooYoung, Detail: "ran 20m0s; first judged at 30m0s"}},
+		now:          t0.Add(20 * time.Minute),
+		samples:      samples(nil, gpus("gpu-001", 8), t0, t0.Add(20*time.Minute), flat(0, 0)),
+		wantSkipped:  []decide.Skip{{JobID: 1, Reason: decide.SkipTooYoung, Detail: "ran 20m0s; first judged at 30m0s"}},
+		wantUpcoming: map[int64]decide.Upcoming{1: {Kind: decide.Warn, At: t0.Add(30 * time.Minute)}},
 	},
 	"first window: idle for its first 20 minutes, judged at 15": {
 		rules: llmRules(func(r *reclaimrules.Rules) { r.Rules[0].FirstWindow = reclaimrules.Duration(15 * time.Minute) }),
@@ -427,15 +436,17 @@ var decideTests = map[string]decideTest{
 			Reason: "8 of 8 GPUs idle for 20m0s: util ≤ 5%, memory activity ≤ 5% (max seen 0.0%, 0.3%)" + warnPlan}},
 	},
 	"first window: not yet reached": {
-		rules:       llmRules(func(r *reclaimrules.Rules) { r.Rules[0].FirstWindow = reclaimrules.Duration(15 * time.Minute) }),
-		now:         t0.Add(10 * time.Minute),
-		samples:     samples(nil, gpus("gpu-001", 8), t0, t0.Add(10*time.Minute), flat(0, 0)),
-		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipTooYoung, Detail: "ran 10m0s; first judged at 15m0s"}},
+		rules:        llmRules(func(r *reclaimrules.Rules) { r.Rules[0].FirstWindow = reclaimrules.Duration(15 * time.Minute) }),
+		now:          t0.Add(10 * time.Minute),
+		samples:      samples(nil, gpus("gpu-001", 8), t0, t0.Add(10*time.Minute), flat(0, 0)),
+		wantSkipped:  []decide.Skip{{JobID: 1, Reason: decide.SkipTooYoung, Detail: "ran 10m0s; first judged at 15m0s"}},
+		wantUpcoming: map[int64]decide.Upcoming{1: {Kind: decide.Warn, At: t0.Add(15 * time.Minute)}},
 	},
 	"warned, waiting": {
-		states:      map[int64]decide.JobState{1: warned(10 * time.Minute)},
-		wantSkipped: []decide.Skip{{JobID: 1, Reason: decide.SkipWaiting, Detail: "warned 10m0s ago; next step in 5m0s"}},
-		wantStates:  map[int64]decide.JobState{1: warned(10 * time.Minute)},
+		states:       map[int64]decide.JobState{1: warned(10 * time.Minute)},
+		wantSkipped:  []decide.Skip{{JobID: 1, Reason: decide.SkipWaiting, Detail: "warned 10m0s ago; next step in 5m0s"}},
+		wantStates:   map[int64]decide.JobState{1: warned(10 * time.Minute)},
+		wantUpcoming: map[int64]decide.Upcoming{1: {Kind: decide.Signal, At: now.Add(5 * time.Minute)}},
 	},
 	"warned, still idle: signalled": {
 		states: map[int64]decide.JobState{1: warned(15 * time.Minute)},
@@ -736,6 +747,11 @@ func TestDecide(t *testing.T) {
 			if tc.wantStates != nil {
 				if diff := cmp.Diff(tc.wantStates, got.States); diff != "" {
 					t.Errorf("states (-want +got):\n%s", diff)
+				}
+			}
+			if tc.wantUpcoming != nil {
+				if diff := cmp.Diff(tc.wantUpcoming, got.Upcoming); diff != "" {
+					t.Errorf("upcoming (-want +got):\n%s", diff)
 				}
 			}
 			// Every job has a next state; and every job has exactly one

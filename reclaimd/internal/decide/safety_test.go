@@ -133,6 +133,13 @@ func FuzzDecideSafety(f *testing.F) {
 			}
 		}
 		gated := !s.SourceOK || !s.SlurmOK || n.Sub(s.Taken) > 2*interval
+		// The next step if the GPUs stay idle: of a job judged this
+		// cycle, never in the past, and none while a gate holds.
+		for id, u := range d.Upcoming {
+			if _, ok := jobs[id]; !ok || u.Kind == "" || u.At.Before(n) || gated {
+				t.Fatalf("upcoming %+v of job %d (in the snapshot: %v; gated: %v) at %s", u, id, ok, gated, n)
+			}
+		}
 		destructive := 0
 		for _, a := range d.Actions {
 			j := jobs[a.JobID]

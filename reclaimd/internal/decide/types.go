@@ -339,4 +339,17 @@ type Decision struct {
 	// Skipped lists every job without an action, in the order of
 	// Snapshot.Jobs, with the reason.
 	Skipped []Skip
+	// Upcoming is, for each job on a rule's ladder, the next step
+	// reclaimd takes if the job's GPUs stay idle from now; a job with no
+	// such step (not judged, stale samples, notified) has no entry.
+	Upcoming map[int64]Upcoming
+}
+
+// Upcoming is the next step of a job's ladder if its GPUs stay idle:
+// before any warning, the warning (or the notice of a notify-only rule)
+// at the earliest cycle a whole idle window could show; once warned, the
+// step the warning announced; once signalled, the end action.
+type Upcoming struct {
+	Kind Kind
+	At   time.Time
 }

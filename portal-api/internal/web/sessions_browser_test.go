@@ -1,0 +1,93 @@
+package web
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/strata-hpc/strata/internal/browsertest"
+)
+
+// TestBrowserCountdown: the sessions page's countdown to reclaimd's
+// warning is the server's words at first (by the core's clock, days
+// before the browser's now) and the script's once the page runs: the
+// 90 minutes the fake reclaimd gives from the browser's clock, in
+// English and in Korean, with no CSP violation.
+func TestBrowserCountdown(t *testing.T) {
+	ctx := browsertest.Tab(t)
+	sb, _ := submitBed(t, "../service/testdata/templates")
+	bb := newBrowserBed(t, sb)
+	tok, _, err := bb.store.CreateLoginLink(t.Context(), "mem", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
+		chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
+		t.Fatal(err)
+	}
+	for lang, want := range map[string]*regexp.Regexp{
+		"en": regexp.MustCompile(`^1 h (29|30) min$`),
+		"ko": regexp.MustCompile(`^1시간 (29|30)분$`),
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/sessions"), chromedp.WaitVisible(chromedp.CSS("time[data-countdown]"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#pref-lang"), lang), chromedp.Click(chromedp.CSS(".prefs button")),
+			chromedp.WaitVisible(chromedp.CSS(`html[lang="`+lang+`"]`)), chromedp.WaitVisible(chromedp.CSS("time[data-countdown]"))); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for range 20 {
+			got, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("time[data-countdown]").textContent`))
+			if err == nil && want.MatchString(got) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !want.MatchString(got) {
+			t.Errorf("%s: the countdown reads %q, want %s (%v)", lang, got, want, err)
+		}
+	}
+	if r := bb.cspReports(); len(r) > 0 {
+		t.Errorf("CSP violation reports: %v", r)
+	}
+}
+
+// TestBrowserSessionForm: in Chromium, a session template's form checks
+// its values as the core does (gpus above the template's 2 overflows the
+// field's range, 2 passes), and started with 2 GPUs it reaches
+// slurmrestd as mem and comes back to the sessions page.
+func TestBrowserSessionForm(t *testing.T) {
+	ctx := browsertest.Tab(t)
+	sb, beds := submitBed(t, "../service/testdata/templates")
+	bb := newBrowserBed(t, sb)
+	tok, _, err := bb.store.CreateLoginLink(t.Context(), "mem", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
+		chromedp.WaitVisible(chromedp.CSS(".who")), chromedp.Navigate(bb.srv.URL+"/sessions/gpunotebook/start"), chromedp.WaitVisible(chromedp.CSS("#p-gpus"))); err != nil {
+		t.Fatal(err)
+	}
+	for value, overflow := range map[string]bool{"3": true, "2": false, "1": false} {
+		js := `(() => { const f = document.getElementById("p-gpus"); f.value = ` + jsString(value) + `; return f.validity.rangeOverflow; })()`
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil || got != overflow {
+			t.Errorf("gpus %s: the browser's rangeOverflow is %v, want %v (%v)", value, got, overflow, err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#p-gpus"), "2"), chromedp.Click(chromedp.CSS(`button[value="start"]`)),
+		chromedp.WaitVisible(chromedp.CSS(".notice"))); err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + location.search`))
+	subs := beds["gpu1"].Submits()
+	if loc != "/sessions?done=start" || len(subs) != 1 || subs[0].User != "mem" || !regexp.MustCompile(`gpu:2\b`).Match(subs[0].Body) {
+		t.Errorf("after the start at %q, slurmrestd saw %d submissions", loc, len(subs))
+	}
+	if r := bb.cspReports(); len(r) > 0 {
+		t.Errorf("CSP violation reports: %v", r)
+	}
+}
