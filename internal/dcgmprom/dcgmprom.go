@@ -35,6 +35,11 @@ const (
 	NodeLabel = "Hostname"
 	// GPULabel holds the GPU index, as Slurm's gres.conf numbers it.
 	GPULabel = "gpu"
+	// JobLabel names the job on a GPU where dcgm-exporter's HPC job
+	// mapping is on (--hpc-job-mapping-dir: a file per GPU index, written
+	// by the batch system's prolog, listing the jobs on that GPU): each
+	// series of the GPU is repeated once per job, with the job's id here.
+	JobLabel = "hpc_job"
 	// UtilMetric is the GPU utilisation in percent.
 	UtilMetric = "DCGM_FI_DEV_GPU_UTIL"
 	// MemActivityMetric is the memory activity, a 0–1 ratio (a

@@ -93,9 +93,14 @@ type Result struct {
 	// Holders is the agents' own map of which job holds which GPU, by the
 	// GPU's NVML index: the jobs of the processes on it in its newest
 	// sample (empty: no job's process), from each process's cgroup. GPUs
-	// in MIG mode are left out (Slurm numbers their MIG devices), and so
-	// is every GPU of a source that has no such map (Prometheus): nil.
+	// in MIG mode are left out (Slurm numbers their MIG devices). The
+	// Prometheus source gives the jobs of dcgm-exporter's job mapping
+	// labels (hpc_job), by its gpu label, where they exist; nil where
+	// none does.
 	Holders map[decide.GPUKey][]int64
+	// MapFrom says whose map Holders is: MapFromAgent (the zero value) or
+	// MapFromDCGM (dcgm-exporter's job mapping labels, by its gpu label).
+	MapFrom MapSource
 	// Unattributed counts, by the GPU's NVML index, the processes in its
 	// newest sample that the agent could tie to no Slurm job (from an
 	// agent that does not count them: all of a GPU's processes when it
@@ -110,6 +115,16 @@ type Result struct {
 	// of range is left out. The Prometheus source gives none.
 	Faults []Fault
 }
+
+// MapSource says where a Result's job↔GPU map comes from.
+type MapSource int
+
+const (
+	// MapFromAgent: the node agents, from each GPU process's cgroup.
+	MapFromAgent MapSource = iota
+	// MapFromDCGM: dcgm-exporter's HPC job mapping labels (hpc_job).
+	MapFromDCGM
+)
 
 // Fault is one GPU fault event an agent reported.
 type Fault struct {

@@ -33,6 +33,7 @@ const (
 	defaultPromUtil        = dcgmprom.UtilMetric
 	defaultPromMemActivity = dcgmprom.MemActivityMetric
 	defaultPromFBUsed      = dcgmprom.FBUsedMetric
+	defaultPromJobLabel    = dcgmprom.JobLabel
 	defaultPromMaxBytes    = dcgmprom.DefaultMaxBytes
 	// memCopyUtil is dcgm-exporter's other memory-activity metric, a
 	// percentage (DRAM_ACTIVE is a ratio); the one a site without the
@@ -95,6 +96,13 @@ type Prometheus struct {
 	// DCGM_FI_DEV_FB_USED). It is evidence only: where it is missing a
 	// sample records 0.
 	FBUsedMetric string
+	// JobLabel is the label by which dcgm-exporter's HPC job mapping
+	// names the Slurm job on a GPU (default "hpc_job"; a site whose
+	// exporter has no job mapping has no such label, and nothing
+	// changes). Where a GPU's newest samples carry it, it is the source's
+	// job↔GPU map, checked against Slurm's placement as the agents'
+	// map is (Result.Holders); "-" reads no label.
+	JobLabel string
 	// MaxResponseBytes bounds each answer read (default 64 MiB). A range
 	// whose answer is larger is asked again in halves, down to one step;
 	// only the first read of a node's window is ever that large.
@@ -141,6 +149,9 @@ func (p *Prometheus) held() *promState {
 type promNode struct {
 	last int64 // Unix ms of the newest step read; 0: none
 	gpus map[int][]decide.Sample
+	// holders are the jobs dcgm-exporter's job labels put on each GPU
+	// at its newest step, from the last answer; nil: no label.
+	holders map[int][]int64
 	seen *nodeSeen // what the node's last answer held, for Failed
 }
 
@@ -153,6 +164,7 @@ type APIError = dcgmprom.APIError
 type promConfig struct {
 	window, step        time.Duration
 	nodeLabel, gpuLabel string
+	jobLabel            string // "": none read
 	util, mem, fb       string
 	memScale            float64
 	maxBytes            int64
@@ -163,7 +175,7 @@ type promConfig struct {
 
 func (p *Prometheus) config() promConfig {
 	c := promConfig{
-		window: p.Window, step: p.Step, nodeLabel: p.NodeLabel, gpuLabel: p.GPULabel,
+		window: p.Window, step: p.Step, nodeLabel: p.NodeLabel, gpuLabel: p.GPULabel, jobLabel: p.JobLabel,
 		util: p.UtilMetric, mem: p.MemActivityMetric, fb: p.FBUsedMetric,
 		memScale: p.MemActivityScale, maxBytes: p.MaxResponseBytes, client: p.Client, now: p.Now,
 	}
@@ -176,6 +188,10 @@ func (p *Prometheus) config() promConfig {
 	c.step = max(c.step, time.Millisecond) // Prometheus's resolution
 	c.nodeLabel = cmpOr(c.nodeLabel, defaultPromNodeLabel)
 	c.gpuLabel = cmpOr(c.gpuLabel, defaultPromGPULabel)
+	c.jobLabel = cmpOr(c.jobLabel, defaultPromJobLabel)
+	if c.jobLabel == "-" {
+		c.jobLabel = ""
+	}
 	c.util = cmpOr(c.util, defaultPromUtil)
 	c.mem = cmpOr(c.mem, defaultPromMemActivity)
 	c.fb = cmpOr(c.fb, defaultPromFBUsed)
@@ -320,11 +336,12 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 		if err != nil {
 			return res, err
 		}
-		samples, seen := c.join(series, group)
+		samples, seen, holders := c.join(series, group)
 		for _, n := range group {
 			h := kept[n]
 			h.merge(samples[n], from, first)
-			h.last, h.seen = end, seen[n]
+			// Every answer reaches the newest step: its labels are the map.
+			h.last, h.seen, h.holders = end, seen[n], holders[n]
 		}
 	}
 	c.collected(nodes, kept, &res)
@@ -347,6 +364,13 @@ func (c promConfig) collected(nodes []string, held map[string]*promNode, res *Re
 			if at := ss[len(ss)-1].At; at.After(res.Newest) {
 				res.Newest = at
 			}
+		}
+		for idx, jobs := range h.holders {
+			if res.Holders == nil {
+				res.Holders = map[decide.GPUKey][]int64{}
+				res.MapFrom = MapFromDCGM
+			}
+			res.Holders[decide.GPUKey{Node: n, Index: idx}] = jobs
 		}
 	}
 }
@@ -510,8 +534,16 @@ type nodeSeen struct {
 
 // join groups the series by node and GPU and joins the three metrics by
 // timestamp into samples; it returns them by node and GPU index, with
-// what the answer held of each node.
-func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[int][]decide.Sample, map[string]*nodeSeen) {
+// what the answer held of each node, and the jobs dcgm-exporter's job
+// mapping labels put on each GPU at its newest step (by node and GPU;
+// only GPUs with a label).
+//
+// The job mapping copies each series of a GPU once per job listed for it
+// (the copies differ only in the job label), so a GPU's values are the
+// same in each copy, and a series of a job that ended stops before the
+// GPU's newest step: the jobs of the series that reach it hold the GPU
+// now. A label that is not a Slurm job id says nothing.
+func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[int][]decide.Sample, map[string]*nodeSeen, map[string]map[int][]int64) {
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		want[n] = true
@@ -522,6 +554,8 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 	type gpuSeries struct {
 		key         decide.GPUKey
 		first, last int32
+		newest      int64 // Unix ms of the newest point of its series
+		labelled    bool  // a series of it has a job label
 	}
 	groups := make([]gpuSeries, 0, len(series)/3+1)
 	byKey := make(map[decide.GPUKey]int32, len(series)/3+1)
@@ -569,7 +603,38 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			next[groups[g].last] = int32(i)
 			groups[g].last = int32(i)
 		}
+		if n := len(s.Values); n > 0 {
+			groups[g].newest = max(groups[g].newest, s.Values[n-1].ms)
+		}
+		if c.jobLabel != "" && s.Metric.get(c.jobLabel) != "" {
+			groups[g].labelled = true
+		}
 		points += len(s.Values)
+	}
+	var holders map[string]map[int][]int64
+	for _, g := range groups {
+		if !g.labelled {
+			continue
+		}
+		var jobs []int64
+		for i := g.first; i >= 0; i = next[i] {
+			s := series[i]
+			if n := len(s.Values); n == 0 || s.Values[n-1].ms != g.newest {
+				continue // a job that has left the GPU
+			}
+			if id, err := strconv.ParseInt(s.Metric.get(c.jobLabel), 10, 64); err == nil && id > 0 {
+				jobs = append(jobs, id)
+			}
+		}
+		slices.Sort(jobs)
+		jobs = slices.Compact(jobs)
+		if holders == nil {
+			holders = map[string]map[int][]int64{}
+		}
+		if holders[g.key.Node] == nil {
+			holders[g.key.Node] = map[int][]int64{}
+		}
+		holders[g.key.Node][g.key.Index] = jobs
 	}
 	out := map[string]map[int][]decide.Sample{}
 	// Every GPU's samples are carved from one array; the accumulators of
@@ -618,7 +683,7 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 		}
 		out[g.key.Node][g.key.Index] = arena[start:len(arena):len(arena)]
 	}
-	return out, seen
+	return out, seen, holders
 }
 
 // promAt is one value of one of a GPU's metrics at one time.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/strata-hpc/strata/internal/dcgmprom/dcgmpromtest"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
 
@@ -456,7 +459,7 @@ func FuzzParseQueryRange(f *testing.F) {
 		}
 		for _, c := range []promConfig{(&Prometheus{}).config(), (&Prometheus{NodeLabel: "instance"}).config()} {
 			res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
-			samples, seen := c.join(series, nodes)
+			samples, seen, _ := c.join(series, nodes)
 			held := map[string]*promNode{}
 			for _, n := range nodes {
 				held[n] = &promNode{gpus: map[int][]decide.Sample{}, seen: seen[n]}
@@ -533,7 +536,7 @@ func BenchmarkPrometheusParseJoin(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		samples, _ := c.join(series, nodes)
+		samples, _, _ := c.join(series, nodes)
 		if n := len(samples) * len(samples[nodes[0]]); n != 8000 {
 			b.Fatalf("%d GPUs", n)
 		}
@@ -600,4 +603,96 @@ func TestPrometheusAsksForNewSteps(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(span{})); diff != "" {
 		t.Errorf("queries (-want +got):\n%s", diff)
 	}
+}
+
+// TestPrometheusJobLabels: over a replayed dcgm-exporter exposition with
+// its HPC job mapping on, each GPU's series are repeated per job with an
+// hpc_job label. The copies are one GPU's samples, and the jobs of the
+// series that reach the GPU's newest step are its holders: a job whose
+// label was there earlier in the window and is gone (it ended) is not,
+// a label that is not a job id says nothing, and without labels (or with
+// JobLabel "-") there is no map, as before.
+func TestPrometheusJobLabels(t *testing.T) {
+	body := readFixture(t, "dcgm-exporter-hpc-job.prom")
+	now := promNow
+	gpu2Before := strings.ReplaceAll(grepLines(string(body), `gpu="2"`), `hpc_job="1"`, `hpc_job="99"`)
+	// GPU 1's copies of a label that is no job id (a site's own naming).
+	oddLabel := strings.ReplaceAll(grepLines(string(body), `gpu="1"`), `hpc_job="2"`, `hpc_job="train-7"`)
+	k := func(i int) decide.GPUKey { return decide.GPUKey{Node: "gpu1", Index: i} }
+	for name, tc := range map[string]struct {
+		exps     []dcgmpromtest.Exposition
+		jobLabel string
+		want     map[decide.GPUKey][]int64
+	}{
+		"labels: each GPU's jobs at its newest step": {
+			exps: []dcgmpromtest.Exposition{
+				{Body: body},
+				// Job 99 held GPU 2 until ten minutes ago.
+				{Body: []byte(gpu2Before), Until: now.Add(-10 * time.Minute)},
+				{Body: []byte(oddLabel)},
+			},
+			want: map[decide.GPUKey][]int64{k(0): {2}, k(1): {2}, k(2): {1}, k(3): {1, 4711}},
+		},
+		"no labels": {
+			exps: []dcgmpromtest.Exposition{{Body: regexp.MustCompile(`,hpc_job="[^"]*"`).ReplaceAll(body, nil)}},
+		},
+		"labels not read": {
+			exps: []dcgmpromtest.Exposition{{Body: body}}, jobLabel: "-",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			prom := dcgmpromtest.New(t, tc.exps...)
+			p := &Prometheus{URL: prom.URL, Step: 30 * time.Second, Window: time.Hour, JobLabel: tc.jobLabel,
+				Now: func() time.Time { return now }}
+			res, err := p.Collect(t.Context(), []string{"gpu1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, res.Holders); diff != "" {
+				t.Errorf("Holders (-want +got):\n%s", diff)
+			}
+			if wantFrom := MapFromDCGM; tc.want != nil && res.MapFrom != wantFrom {
+				t.Errorf("MapFrom = %v, want %v", res.MapFrom, wantFrom)
+			}
+			// The per-job copies are one GPU's samples: one sample a step,
+			// of the GPU's own values.
+			if got := len(res.Samples); got != 4 {
+				t.Fatalf("%d GPUs, want 4: %v", got, slices.Collect(maps.Keys(res.Samples)))
+			}
+			for key, want := range map[decide.GPUKey]decide.Sample{k(0): {UtilPercent: 95, MemActivityPercent: 61.2, MemUsedMiB: 71730},
+				k(3): {UtilPercent: 0, MemActivityPercent: 0, MemUsedMiB: 2310}} {
+				ss := res.Samples[key]
+				if len(ss) != 121 {
+					t.Errorf("%s: %d samples, want 121 (an hour of 30 s steps, both ends)", key, len(ss))
+					continue
+				}
+				got := ss[len(ss)-1]
+				want.At = now.Truncate(30 * time.Second) // the newest step
+				if diff := cmp.Diff(want, got, sampleOpts); diff != "" {
+					t.Errorf("%s newest sample (-want +got):\n%s", key, diff)
+				}
+			}
+			// A steady cycle re-reads the last steps only, and keeps the map.
+			now = now.Add(30 * time.Second)
+			defer func() { now = promNow }()
+			res, err = p.Collect(t.Context(), []string{"gpu1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, res.Holders); diff != "" {
+				t.Errorf("next cycle's Holders (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }
