@@ -50,6 +50,15 @@ const (
 	MemCopyUtilMetric = "DCGM_FI_DEV_MEM_COPY_UTIL"
 	// FBUsedMetric is the frame buffer in use, in MiB.
 	FBUsedMetric = "DCGM_FI_DEV_FB_USED"
+	// MIGUtilMetric is the graphics engines' activity, a 0–1 ratio (a
+	// profiling metric): the utilisation of a MIG device, which has no
+	// DCGM_FI_DEV_GPU_UTIL of its own.
+	MIGUtilMetric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+	// GPUInstanceLabel holds the GPU instance id of a MIG device's series
+	// (absent on a whole GPU's); GPUInstanceProfileLabel its profile,
+	// e.g. "1g.10gb", the type Slurm's gres names it by.
+	GPUInstanceLabel        = "GPU_I_ID"
+	GPUInstanceProfileLabel = "GPU_I_PROFILE"
 )
 
 // Threshold is what counts as idle: a GPU whose utilisation is at or

@@ -5,6 +5,7 @@
 //
 //	label_replace(max_over_time(METRIC{NODE_LABEL=~"RE"}[STEP]), "strata_metric", "METRIC", "", "") or ...
 //
+// (a selector may also ask for series that have a label: LABEL!="").
 // Each series of a named metric whose node label matches RE is answered
 // with its exposition's value at every step of the range (max_over_time
 // of a constant is the constant), its labels as exposed plus
@@ -21,6 +22,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,7 +86,7 @@ func (s *Server) Set(exps ...Exposition) error {
 }
 
 var (
-	metricRe  = regexp.MustCompile(`max_over_time\(([A-Za-z_:][A-Za-z0-9_:]*)\{([A-Za-z_][A-Za-z0-9_]*)=~("(?:[^"\\]|\\.)*")\}`)
+	metricRe  = regexp.MustCompile(`max_over_time\(([A-Za-z_:][A-Za-z0-9_:]*)\{([A-Za-z_][A-Za-z0-9_]*)=~("(?:[^"\\]|\\.)*")(,[A-Za-z_][A-Za-z0-9_]*!="")?\}`)
 	nameLabel = "strata_metric"
 )
 
@@ -148,6 +150,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				}
 				if !re.MatchString(labels[label]) {
 					continue
+				}
+				if m[4] != "" && labels[strings.TrimSuffix(m[4][1:], `!=""`)] == "" {
+					continue // label!="": series that have the label
 				}
 				v := mt.GetGauge().GetValue()
 				if mt.GetCounter() != nil {

@@ -16,11 +16,14 @@ import (
 
 // TestAgentsHolders: the agents' map of which job runs on which GPU is
 // the jobs of the GPU's newest sample (a job that left is not held
-// against the one after it); a GPU without a job's process holds none;
-// MIG GPUs are left out, since Slurm numbers their MIG devices. The
-// processes of no job the agent could find are counted by GPU, as of the
-// newest sample; from an agent that does not count them, every process
-// of a GPU whose sample names no job is.
+// against the one after it); a GPU without a job's process holds none.
+// The processes of no job the agent could find are counted by GPU, as of
+// the newest sample; from an agent that does not count them, every
+// process of a GPU whose sample names no job is. On this node GPUs 1 and
+// 6 are in MIG mode: Slurm numbers the MIG devices, so every GPU and MIG
+// device is keyed by Slurm's index of it (GPU 0; GPU 1's instances 1 and
+// 2; GPUs 2-5; GPU 6's instance 3), and a MIG device's jobs, and
+// processes of none, are its own.
 func TestAgentsHolders(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	v := func(f float64) *float64 { return &f }
@@ -29,12 +32,14 @@ func TestAgentsHolders(t *testing.T) {
 	}
 	snap := agent.Snapshot{Node: "gpu1", TakenAt: at, IntervalSeconds: 10, SourceOK: true, GPUs: []agent.GPUWindow{
 		{Index: 0, Samples: []agent.Point{point(-10*time.Second, 5), point(0, 7)}},
-		{Index: 1, MIG: true, Samples: []agent.Point{{At: at, JobIDs: []int64{8}}}},
+		{Index: 1, MIG: true, Samples: []agent.Point{{At: at, JobIDs: []int64{8}, MIGInstances: []agent.MIGPoint{
+			{GPUInstance: 2, JobIDs: []int64{}}, {GPUInstance: 1, Processes: 1, JobIDs: []int64{8}}}}}},
 		{Index: 2, Samples: []agent.Point{point(0)}},
 		{Index: 3, Samples: []agent.Point{withProcs(point(-10*time.Second), 2, 2), withProcs(point(0, 9), 3, 1)}},
 		{Index: 4, Samples: []agent.Point{withProcs(point(-10*time.Second), 1, 1), withProcs(point(0, 9), 1, 0)}},
 		{Index: 5, Samples: []agent.Point{withProcs(point(0), 2, 0)}}, // an agent that does not count them
-		{Index: 6, MIG: true, Samples: []agent.Point{withProcs(agent.Point{At: at}, 1, 1)}},
+		{Index: 6, MIG: true, Samples: []agent.Point{withProcs(agent.Point{At: at, MIGInstances: []agent.MIGPoint{
+			{GPUInstance: 3, Processes: 1}}}, 1, 1)}},
 	}}
 	started := at.Add(-time.Minute)
 	snap.StartedAt = &started
@@ -53,12 +58,13 @@ func TestAgentsHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[decide.GPUKey][]int64{{Node: "gpu1", Index: 0}: {7}, {Node: "gpu1", Index: 2}: {}, {Node: "gpu1", Index: 3}: {9},
-		{Node: "gpu1", Index: 4}: {9}, {Node: "gpu1", Index: 5}: {}}
+	want := map[decide.GPUKey][]int64{{Node: "gpu1", Index: 0}: {7}, {Node: "gpu1", Index: 1}: {8}, {Node: "gpu1", Index: 2}: {},
+		{Node: "gpu1", Index: 3}: {}, {Node: "gpu1", Index: 4}: {9}, {Node: "gpu1", Index: 5}: {9}, {Node: "gpu1", Index: 6}: {},
+		{Node: "gpu1", Index: 7}: nil}
 	if diff := cmp.Diff(want, res.Holders); diff != "" {
 		t.Errorf("holders (-want +got):\n%s", diff)
 	}
-	wantUn := map[decide.GPUKey]int{{Node: "gpu1", Index: 3}: 1, {Node: "gpu1", Index: 5}: 2}
+	wantUn := map[decide.GPUKey]int{{Node: "gpu1", Index: 4}: 1, {Node: "gpu1", Index: 6}: 2, {Node: "gpu1", Index: 7}: 1}
 	if diff := cmp.Diff(wantUn, res.Unattributed); diff != "" {
 		t.Errorf("unattributed (-want +got):\n%s", diff)
 	}

@@ -39,6 +39,14 @@ const (
 	// percentage (DRAM_ACTIVE is a ratio); the one a site without the
 	// profiling metrics (DCP) uses.
 	memCopyUtil = dcgmprom.MemCopyUtilMetric
+	// migUtil is what a MIG device's utilisation is read from:
+	// dcgm-exporter has no DCGM_FI_DEV_GPU_UTIL of a GPU instance, and
+	// reports its graphics engines' activity (a 0–1 ratio) instead.
+	migUtil = dcgmprom.MIGUtilMetric
+	// migLabel holds a series' GPU instance id (a MIG device's);
+	// migProfileLabel its profile ("1g.10gb").
+	migLabel        = dcgmprom.GPUInstanceLabel
+	migProfileLabel = dcgmprom.GPUInstanceProfileLabel
 	// metricLabel names each answer series' metric (see Prometheus.Query).
 	metricLabel = "strata_metric"
 )
@@ -152,7 +160,11 @@ type promNode struct {
 	// holders are the jobs dcgm-exporter's job labels put on each GPU
 	// at its newest step, from the last answer; nil: no label.
 	holders map[int][]int64
-	seen *nodeSeen // what the node's last answer held, for Failed
+	seen    *nodeSeen // what the node's last answer held, for Failed
+	// layout is the node's MIG layout in its last answer (see migSlots;
+	// "" without MIG): where it changes, the GPU keys name other devices,
+	// and the node starts over.
+	layout string
 }
 
 // APIError is an answer from Prometheus that is not a result: an HTTP
@@ -251,11 +263,15 @@ func (c promConfig) query(nodes []string) string {
 	}
 	matcher := c.nodeLabel + "=~" + strconv.Quote(re)
 	rng := promDuration(c.step)
-	parts := make([]string, 0, 3)
+	parts := make([]string, 0, 4)
 	for _, m := range []string{c.util, c.mem, c.fb} {
 		parts = append(parts, fmt.Sprintf(`label_replace(max_over_time(%s{%s}[%s]), %q, %s, "", "")`,
 			m, matcher, rng, metricLabel, strconv.Quote(m)))
 	}
+	// MIG devices' utilisation: only series of a GPU instance, so a site
+	// without MIG gets nothing more.
+	parts = append(parts, fmt.Sprintf(`label_replace(max_over_time(%s{%s,%s!=""}[%s]), %q, %s, "", "")`,
+		migUtil, matcher, migLabel, rng, metricLabel, strconv.Quote(migUtil)))
 	return strings.Join(parts, " or ")
 }
 
@@ -336,9 +352,12 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 		if err != nil {
 			return res, err
 		}
-		samples, seen, holders := c.join(series, group)
+		samples, seen, holders, layouts := c.join(series, group)
 		for _, n := range group {
 			h := kept[n]
+			if layouts[n] != h.layout {
+				h.gpus, h.layout = map[int][]decide.Sample{}, layouts[n]
+			}
 			h.merge(samples[n], from, first)
 			// Every answer reaches the newest step: its labels are the map.
 			h.last, h.seen, h.holders = end, seen[n], holders[n]
@@ -543,7 +562,17 @@ type nodeSeen struct {
 // same in each copy, and a series of a job that ended stops before the
 // GPU's newest step: the jobs of the series that reach it hold the GPU
 // now. A label that is not a Slurm job id says nothing.
-func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[int][]decide.Sample, map[string]*nodeSeen, map[string]map[int][]int64) {
+//
+// A GPU in MIG mode (series with a GPU_I_ID label) is judged per MIG
+// device: each GPU instance's series (its graphics engines' activity as
+// utilisation, its DRAM activity and memory used) are its samples, under
+// Slurm's index of the MIG device (migSlotsOf: the node's GPUs in order,
+// each MIG GPU replaced by its instances in the order of their ids); the
+// whole GPU's series are not judged. The job labels of a MIG device are
+// its GPU's (the exporter maps jobs to GPU indices), so they say nothing
+// of which instance a job holds and are not read. It also returns each
+// node's MIG layout ("" without MIG).
+func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[int][]decide.Sample, map[string]*nodeSeen, map[string]map[int][]int64, map[string]string) {
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		want[n] = true
@@ -552,13 +581,15 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 	// The series of each GPU, in the answer's order, as lists threaded
 	// through next: no map or slice of its own per GPU.
 	type gpuSeries struct {
-		key         decide.GPUKey
+		key         decide.GPUKey // by Slurm's index, once migSlots is known
+		slot        promSlot
 		first, last int32
 		newest      int64 // Unix ms of the newest point of its series
 		labelled    bool  // a series of it has a job label
 	}
 	groups := make([]gpuSeries, 0, len(series)/3+1)
-	byKey := make(map[decide.GPUKey]int32, len(series)/3+1)
+	byKey := make(map[promSlot]int32, len(series)/3+1)
+	var migGPUs map[string]map[int][]int // by node and GPU: the GPU instances seen
 	next := make([]int32, len(series))
 	which := make([]uint8, len(series))
 	points := 0
@@ -583,6 +614,12 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			ns.badGPU = s.Metric.get(c.gpuLabel)
 			continue
 		}
+		gi := -1
+		if v := s.Metric.get(migLabel); v != "" {
+			if gi, err = strconv.Atoi(v); err != nil || gi < 0 {
+				continue // no GPU instance it can be judged as
+			}
+		}
 		switch s.Metric.get(metricLabel) {
 		case c.util:
 			which[i], ns.util = 0, true
@@ -590,15 +627,28 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			which[i], ns.mem = 1, true
 		case c.fb:
 			which[i], ns.fb = 2, true
+		case migUtil:
+			which[i] = 3
 		default:
 			continue
 		}
-		key := decide.GPUKey{Node: node, Index: idx}
-		g, ok := byKey[key]
+		if gi >= 0 {
+			if migGPUs == nil {
+				migGPUs = map[string]map[int][]int{}
+			}
+			if migGPUs[node] == nil {
+				migGPUs[node] = map[int][]int{}
+			}
+			if !slices.Contains(migGPUs[node][idx], gi) {
+				migGPUs[node][idx] = append(migGPUs[node][idx], gi)
+			}
+		}
+		slot := promSlot{node: node, gpu: idx, gi: gi}
+		g, ok := byKey[slot]
 		if !ok {
 			g = int32(len(groups))
-			byKey[key] = g
-			groups = append(groups, gpuSeries{key: key, first: int32(i), last: int32(i)})
+			byKey[slot] = g
+			groups = append(groups, gpuSeries{key: decide.GPUKey{Node: node, Index: idx}, slot: slot, first: int32(i), last: int32(i)})
 		} else {
 			next[groups[g].last] = int32(i)
 			groups[g].last = int32(i)
@@ -606,14 +656,42 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 		if n := len(s.Values); n > 0 {
 			groups[g].newest = max(groups[g].newest, s.Values[n-1].ms)
 		}
-		if c.jobLabel != "" && s.Metric.get(c.jobLabel) != "" {
+		if c.jobLabel != "" && gi < 0 && s.Metric.get(c.jobLabel) != "" {
 			groups[g].labelled = true
 		}
 		points += len(s.Values)
 	}
+	// On a node with MIG GPUs, every GPU and MIG device is judged under
+	// Slurm's index of it; a MIG GPU's own series are not judged.
+	layouts := map[string]string{}
+	for node, mig := range migGPUs {
+		var idx []int
+		for _, g := range groups {
+			if g.slot.node == node {
+				idx = append(idx, g.slot.gpu)
+			}
+		}
+		for _, gis := range mig {
+			slices.Sort(gis)
+		}
+		var slots map[migSlot]int
+		slots, layouts[node] = migSlotsOf(idx, mig)
+		for k := range groups {
+			g := &groups[k]
+			if g.slot.node != node {
+				continue
+			}
+			n, ok := slots[migSlot{g.slot.gpu, g.slot.gi}]
+			if !ok {
+				g.key.Index = -1 // a MIG GPU as a whole: not judged
+				continue
+			}
+			g.key.Index = n
+		}
+	}
 	var holders map[string]map[int][]int64
 	for _, g := range groups {
-		if !g.labelled {
+		if !g.labelled || g.key.Index < 0 {
 			continue
 		}
 		var jobs []int64
@@ -642,6 +720,10 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 	arena := make([]decide.Sample, 0, points/2+1)
 	var accs []promAt
 	for _, g := range groups {
+		if g.key.Index < 0 {
+			continue
+		}
+		mig := g.slot.gi >= 0
 		accs = accs[:0]
 		for i := g.first; i >= 0; i = next[i] {
 			for _, pt := range series[i].Values {
@@ -658,7 +740,13 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			for ; k < len(accs) && accs[k].ms == ms; k++ {
 				switch v := accs[k].v; accs[k].which {
 				case 0:
-					merge(&a.util, &a.hasUtil, v)
+					if !mig {
+						merge(&a.util, &a.hasUtil, v)
+					}
+				case 3:
+					if mig {
+						merge(&a.util, &a.hasUtil, v*100)
+					}
 				case 1:
 					merge(&a.mem, &a.hasMem, v*c.memScale)
 				case 2:
@@ -683,13 +771,20 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 		}
 		out[g.key.Node][g.key.Index] = arena[start:len(arena):len(arena)]
 	}
-	return out, seen, holders
+	return out, seen, holders, layouts
+}
+
+// promSlot is one GPU (gi -1) or MIG device of a node, as the answer
+// names it.
+type promSlot struct {
+	node    string
+	gpu, gi int
 }
 
 // promAt is one value of one of a GPU's metrics at one time.
 type promAt struct {
 	ms    int64
-	which uint8 // 0 utilisation, 1 memory activity, 2 memory used
+	which uint8 // 0 utilisation, 1 memory activity, 2 memory used, 3 a MIG device's utilisation
 	v     float64
 }
 

@@ -120,7 +120,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu2", "gpu1", "gpu3", "gpu1", ""},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1|gpu2|gpu3",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "30",
 			wantStart: "1795896390.000", // an hour before the newest whole step
 			wantSamples: map[decide.GPUKey][]decide.Sample{
@@ -142,7 +143,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1", "gpu2"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?",GPU_I_ID!=""}[90s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "90",
 			wantStart: "1795899870.000", // steps on multiples of 90 s
 			wantEnd:   "1795899960.000",
@@ -159,7 +161,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1", "gpu2"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_MEM_COPY_UTIL{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_MEM_COPY_UTIL", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1|gpu2",GPU_I_ID!=""}[1500ms]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "1.5",
 			wantStart: "1795896399.000",
 			wantEnd:   "1795899999.000",
@@ -175,7 +178,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:    "30",
 			wantStart:   "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{},
@@ -188,7 +192,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "30",
 			wantStart: "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{
@@ -203,7 +208,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1", "gpu2"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{node=~"gpu1|gpu2",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:    "30",
 			wantStart:   "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{},
@@ -459,7 +465,7 @@ func FuzzParseQueryRange(f *testing.F) {
 		}
 		for _, c := range []promConfig{(&Prometheus{}).config(), (&Prometheus{NodeLabel: "instance"}).config()} {
 			res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
-			samples, seen, _ := c.join(series, nodes)
+			samples, seen, _, _ := c.join(series, nodes)
 			held := map[string]*promNode{}
 			for _, n := range nodes {
 				held[n] = &promNode{gpus: map[int][]decide.Sample{}, seen: seen[n]}
@@ -536,7 +542,7 @@ func BenchmarkPrometheusParseJoin(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		samples, _, _ := c.join(series, nodes)
+		samples, _, _, _ := c.join(series, nodes)
 		if n := len(samples) * len(samples[nodes[0]]); n != 8000 {
 			b.Fatalf("%d GPUs", n)
 		}
@@ -695,4 +701,56 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestPrometheusMIG: over a replayed dcgm-exporter exposition of a node
+// whose GPU 0 is in MIG mode (GPU instances 1 and 9, both 1g.10gb) beside
+// a whole GPU 1, each MIG device is judged for itself under Slurm's index
+// of it (GPU 0's instances in the order of their ids, then GPU 1): its
+// utilisation is its graphics engines' activity, its memory activity and
+// memory used its own. GPU 0 as a whole (whose utilisation reads 0 while
+// instance 9 works) is not judged. A cycle after instance 9 is destroyed
+// starts the node over.
+func TestPrometheusMIG(t *testing.T) {
+	body := readFixture(t, "dcgm-exporter-mig.prom")
+	prom := dcgmpromtest.New(t, dcgmpromtest.Exposition{Body: body})
+	now := promNow
+	p := &Prometheus{URL: prom.URL, Step: 30 * time.Second, Window: time.Hour, Now: func() time.Time { return now }}
+	res, err := p.Collect(t.Context(), []string{"gpu1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := func(i int) decide.GPUKey { return decide.GPUKey{Node: "gpu1", Index: i} }
+	newest := now.Truncate(30 * time.Second)
+	want := map[decide.GPUKey]decide.Sample{
+		k(0): {At: newest, UtilPercent: 0, MemActivityPercent: 0, MemUsedMiB: 212},              // GPU 0, instance 1
+		k(1): {At: newest, UtilPercent: 91.2043, MemActivityPercent: 37.1588, MemUsedMiB: 9650}, // GPU 0, instance 9
+		k(2): {At: newest, UtilPercent: 97, MemActivityPercent: 62.4518, MemUsedMiB: 71732},     // GPU 1
+	}
+	if len(res.Samples) != len(want) {
+		t.Fatalf("%d GPUs and MIG devices, want %d: %v", len(res.Samples), len(want), slices.Collect(maps.Keys(res.Samples)))
+	}
+	for key, w := range want {
+		ss := res.Samples[key]
+		if len(ss) != 121 {
+			t.Errorf("%s: %d samples, want 121", key, len(ss))
+			continue
+		}
+		if diff := cmp.Diff(w, ss[len(ss)-1], sampleOpts); diff != "" {
+			t.Errorf("%s newest sample (-want +got):\n%s", key, diff)
+		}
+	}
+	// Instance 9 destroyed: the keys name other devices, the node starts
+	// over from this cycle's steps.
+	now = now.Add(30 * time.Second)
+	if err := prom.Set(dcgmpromtest.Exposition{Body: regexp.MustCompile(`(?m)^.*GPU_I_ID="9".*\n`).ReplaceAll(body, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = p.Collect(t.Context(), []string{"gpu1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Samples) != 2 || len(res.Samples[k(1)]) != 2 || res.Samples[k(1)][1].UtilPercent != 97 {
+		t.Errorf("after instance 9 went: %v; want instance 1 and GPU 1 (now Slurm's 1), read afresh (2 steps)", res.Samples)
+	}
 }

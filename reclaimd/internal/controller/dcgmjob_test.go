@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/strata-hpc/strata/internal/dcgmprom/dcgmpromtest"
+	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
@@ -150,4 +151,70 @@ func grepGPU(exposition, gpu string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestMIGPerInstance: gpu1's GPU 0 is in MIG mode (GPU instances 1 and 9,
+// 1g.10gb), and Slurm gives job 1 the MIG device of index 0 and job 2
+// that of index 1 (gres/gpu:1g.10gb). In the replayed dcgm-exporter
+// exposition instance 1 is idle and instance 9 busy, while GPU 0 as a
+// whole reads 0 % utilisation: each job is judged on its own instance,
+// so idle job 1 is warned and busy job 2 spared.
+func TestMIGPerInstance(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("..", "collect", "testdata", "dcgm-exporter-mig.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBed(t, "26.05", cancelRules, 0)
+	b.migGres("gpu:1g.10gb:1(IDX:0)", "gpu:1g.10gb:1(IDX:1)")
+	prom := dcgmpromtest.New(t, dcgmpromtest.Exposition{Body: body})
+	b.ctl = b.newControllerOver(&collect.Prometheus{URL: prom.URL, Step: 10 * time.Second, Window: time.Hour, Now: b.clock})
+	srv := httptest.NewServer(withToken(b.ctl.Handler(time.Hour)))
+	defer srv.Close()
+	d, err := b.ctl.Cycle(t.Context())
+	if err != nil {
+		t.Fatalf("cycle: %v\nlog:\n%s", err, b.logs.String())
+	}
+	if got := kinds(d); !cmp.Equal(got, []string{"warn"}) || d.Actions[0].JobID != 1 {
+		t.Fatalf("actions = %v (%+v), want job 1 warned\nlog:\n%s", got, d.Actions, b.logs.String())
+	}
+	code, out := get(t, srv.URL+"/v1/jobs/2/reclaim")
+	var jr controller.JobReclaim
+	if err := json.Unmarshal([]byte(out), &jr); err != nil || code != http.StatusOK {
+		t.Fatalf("GET /v1/jobs/2/reclaim = %d %s (%v)\nlog:\n%s", code, out, err, b.logs.String())
+	}
+	if jr.Skipped == nil || jr.Skipped.Reason != decide.SkipBusy {
+		t.Errorf("job 2 skipped = %+v, want busy (its own MIG device works)", jr.Skipped)
+	}
+}
+
+// migGres is twoJobs with MIG devices: job 1 and job 2 on gpu1, each
+// with the gres_detail given (as Slurm writes a MIG gres), in the job
+// list and in job 1's own record.
+func (b *bed) migGres(job1, job2 string) {
+	b.t.Helper()
+	rec := b.record("jobs")
+	var resp map[string]any
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		b.t.Fatal(err)
+	}
+	jobs := resp["jobs"].([]any)
+	var second map[string]any
+	if err := json.Unmarshal(mustJSON(b.t, jobs[0]), &second); err != nil {
+		b.t.Fatal(err)
+	}
+	second["job_id"] = 2
+	second["gres_detail"] = []string{job2}
+	jobs[0].(map[string]any)["gres_detail"] = []string{job1}
+	resp["jobs"] = []any{jobs[0], second}
+	rec.Response = mustJSON(b.t, resp)
+	b.srv.Handle(http.MethodGet, "/slurm/"+b.slurm.Info().Parser+"/jobs/", slurmresttest.Reply(rec))
+	var one map[string]any
+	if err := json.Unmarshal(b.job.Response, &one); err != nil {
+		b.t.Fatal(err)
+	}
+	for _, j := range one["jobs"].([]any) {
+		j.(map[string]any)["gres_detail"] = []string{job1}
+	}
+	b.job.Response = mustJSON(b.t, one)
+	b.srv.Handle(http.MethodGet, b.jobPath(), slurmresttest.Reply(b.job))
 }
