@@ -33,7 +33,7 @@ func TestAgentsHolders(t *testing.T) {
 	snap := agent.Snapshot{Node: "gpu1", TakenAt: at, IntervalSeconds: 10, SourceOK: true, GPUs: []agent.GPUWindow{
 		{Index: 0, Samples: []agent.Point{point(-10*time.Second, 5), point(0, 7)}},
 		{Index: 1, MIG: true, Samples: []agent.Point{{At: at, JobIDs: []int64{8}, MIGInstances: []agent.MIGPoint{
-			{GPUInstance: 2, JobIDs: []int64{}}, {GPUInstance: 1, Processes: 1, JobIDs: []int64{8}}}}}},
+			{GPUInstance: 2, JobIDs: []int64{}}, {GPUInstance: 1, Util: v(80), MemActivity: v(20), MemUsedMiB: 900, Processes: 1, JobIDs: []int64{8}}}}}},
 		{Index: 2, Samples: []agent.Point{point(0)}},
 		{Index: 3, Samples: []agent.Point{withProcs(point(-10*time.Second), 2, 2), withProcs(point(0, 9), 3, 1)}},
 		{Index: 4, Samples: []agent.Point{withProcs(point(-10*time.Second), 1, 1), withProcs(point(0, 9), 1, 0)}},
@@ -67,6 +67,21 @@ func TestAgentsHolders(t *testing.T) {
 	wantUn := map[decide.GPUKey]int{{Node: "gpu1", Index: 4}: 1, {Node: "gpu1", Index: 6}: 2, {Node: "gpu1", Index: 7}: 1}
 	if diff := cmp.Diff(wantUn, res.Unattributed); diff != "" {
 		t.Errorf("unattributed (-want +got):\n%s", diff)
+	}
+	// A MIG device's samples are its own activity, under Slurm's index of
+	// it; one whose activity was not measured has none (stale), and a GPU
+	// in MIG mode has none as a whole.
+	wantMIG := []decide.Sample{{At: at, UtilPercent: 80, MemActivityPercent: 20, MemUsedMiB: 900}}
+	if diff := cmp.Diff(wantMIG, res.Samples[decide.GPUKey{Node: "gpu1", Index: 1}]); diff != "" {
+		t.Errorf("samples of GPU 1's instance 1 (Slurm's 1) (-want +got):\n%s", diff)
+	}
+	for _, i := range []int{2, 7} {
+		if ss := res.Samples[decide.GPUKey{Node: "gpu1", Index: i}]; len(ss) != 0 {
+			t.Errorf("Slurm's GPU %d (a MIG device not measured): %d samples, want none", i, len(ss))
+		}
+	}
+	if got := len(res.Samples[decide.GPUKey{Node: "gpu1", Index: 3}]); got != 1 {
+		t.Errorf("Slurm's GPU 3 (NVML's GPU 2): %d samples, want 1", got)
 	}
 }
 

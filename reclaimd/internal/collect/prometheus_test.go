@@ -454,6 +454,14 @@ func FuzzParseQueryRange(f *testing.F) {
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"Hostname":"gpu1","gpu":"0","strata_metric":"DCGM_FI_DEV_GPU_UTIL"},"values":[[1e300,"1"],[-1,"+Inf"],["x","1"]]}]}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"Hostname":"gpu1","gpu":"-1"},"values":[[1,"NaN"]]}]}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"Hostname":"gpu1","gpu":"x","strata_metric":"DCGM_FI_DEV_FB_USED"},"values":[]}]}}`,
+		// MIG devices and job labels.
+		`{"status":"success","data":{"resultType":"matrix","result":[` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","GPU_I_ID":"9","strata_metric":"DCGM_FI_PROF_GR_ENGINE_ACTIVE"},"values":[[1,"0.5"],[2,"0.1"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","GPU_I_ID":"9","strata_metric":"DCGM_FI_PROF_DRAM_ACTIVE"},"values":[[1,"0.2"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","GPU_I_ID":"x","strata_metric":"DCGM_FI_PROF_DRAM_ACTIVE"},"values":[[1,"0.2"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","strata_metric":"DCGM_FI_DEV_GPU_UTIL"},"values":[[1,"0"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"1","hpc_job":"7","strata_metric":"DCGM_FI_DEV_GPU_UTIL"},"values":[[1,"3"],[2,"4"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"1","hpc_job":"8","strata_metric":"DCGM_FI_PROF_DRAM_ACTIVE"},"values":[[2,"0"]]}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
