@@ -99,7 +99,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	bad := func(msg string) {
 		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "bad_data", "error": msg})
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "bad_data", "error": msg})
 	}
 	if r.URL.Path != "/api/v1/query_range" {
 		bad("only query_range is answered here: " + r.URL.Path)
@@ -172,6 +172,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	json.NewEncoder(w).Encode(map[string]any{"status": "success",
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success",
 		"data": map[string]any{"resultType": "matrix", "result": result}})
 }
