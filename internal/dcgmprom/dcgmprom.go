@@ -35,6 +35,11 @@ const (
 	NodeLabel = "Hostname"
 	// GPULabel holds the GPU index, as Slurm's gres.conf numbers it.
 	GPULabel = "gpu"
+	// JobLabel names the job on a GPU where dcgm-exporter's HPC job
+	// mapping is on (--hpc-job-mapping-dir: a file per GPU index, written
+	// by the batch system's prolog, listing the jobs on that GPU): each
+	// series of the GPU is repeated once per job, with the job's id here.
+	JobLabel = "hpc_job"
 	// UtilMetric is the GPU utilisation in percent.
 	UtilMetric = "DCGM_FI_DEV_GPU_UTIL"
 	// MemActivityMetric is the memory activity, a 0–1 ratio (a
@@ -45,6 +50,15 @@ const (
 	MemCopyUtilMetric = "DCGM_FI_DEV_MEM_COPY_UTIL"
 	// FBUsedMetric is the frame buffer in use, in MiB.
 	FBUsedMetric = "DCGM_FI_DEV_FB_USED"
+	// MIGUtilMetric is the graphics engines' activity, a 0–1 ratio (a
+	// profiling metric): the utilisation of a MIG device, which has no
+	// DCGM_FI_DEV_GPU_UTIL of its own.
+	MIGUtilMetric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+	// GPUInstanceLabel holds the GPU instance id of a MIG device's series
+	// (absent on a whole GPU's); GPUInstanceProfileLabel its profile,
+	// e.g. "1g.10gb", the type Slurm's gres names it by.
+	GPUInstanceLabel        = "GPU_I_ID"
+	GPUInstanceProfileLabel = "GPU_I_PROFILE"
 )
 
 // Threshold is what counts as idle: a GPU whose utilisation is at or

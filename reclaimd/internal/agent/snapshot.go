@@ -45,6 +45,7 @@ const SnapshotVersion = 2
 //	      "job_ids": [1001],                   // Slurm jobs of those processes
 //	      "mig_instances": [{                  // only in MIG mode
 //	        "gpu_instance": 1, "compute_instance": 0, "uuid": "MIG-…",
+//	        "util": 35, "mem_activity": 12,  // the MIG device's own (GPM); null when unknown
 //	        "mem_used_mib": 5000, "mem_total_mib": 9856, "processes": 2, "job_ids": [1003]
 //	      }]
 //	    }]
@@ -152,13 +153,20 @@ type Point struct {
 
 // MIGPoint is one MIG device of a GPU in MIG mode at one sample.
 type MIGPoint struct {
-	GPUInstance     int     `json:"gpu_instance"`
-	ComputeInstance int     `json:"compute_instance"`
-	UUID            string  `json:"uuid"`
-	MemUsedMiB      float64 `json:"mem_used_mib"`
-	MemTotalMiB     float64 `json:"mem_total_mib"`
-	Processes       int     `json:"processes"`
-	JobIDs          []int64 `json:"job_ids"`
+	GPUInstance     int    `json:"gpu_instance"`
+	ComputeInstance int    `json:"compute_instance"`
+	UUID            string `json:"uuid"`
+	// Util and MemActivity are the MIG device's own activity (GPM: its
+	// graphics engines busy, and its share of DRAM bandwidth, in percent,
+	// since the sample before); null where NVML cannot measure them (GPM
+	// is Hopper and newer) and on the first sample. The controller judges
+	// a MIG device by them, as a whole GPU by util and mem_activity.
+	Util        *float64 `json:"util"`
+	MemActivity *float64 `json:"mem_activity"`
+	MemUsedMiB  float64  `json:"mem_used_mib"`
+	MemTotalMiB float64  `json:"mem_total_mib"`
+	Processes   int      `json:"processes"`
+	JobIDs      []int64  `json:"job_ids"`
 }
 
 // clone returns a deep copy of p.
@@ -175,6 +183,12 @@ func (p Point) clone() Point {
 		c.MIGInstances = make([]MIGPoint, len(p.MIGInstances))
 		for i, m := range p.MIGInstances {
 			m.JobIDs = slices.Clone(m.JobIDs)
+			for _, f := range []**float64{&m.Util, &m.MemActivity} {
+				if *f != nil {
+					v := **f
+					*f = &v
+				}
+			}
 			c.MIGInstances[i] = m
 		}
 	}

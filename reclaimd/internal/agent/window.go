@@ -41,6 +41,7 @@ func (w *window) add(s source.Sample, round uint64) {
 	for _, m := range s.MIGInstances {
 		p.MIGInstances = append(p.MIGInstances, MIGPoint{
 			GPUInstance: m.GPUInstance, ComputeInstance: m.ComputeInstance, UUID: m.UUID,
+			Util: m.UtilPercent, MemActivity: m.MemActivityPercent,
 			MemUsedMiB: m.MemUsedMiB, MemTotalMiB: m.MemTotalMiB,
 			Processes: len(m.PIDs), JobIDs: nonNil(m.JobIDs),
 		})

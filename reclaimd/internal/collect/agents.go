@@ -67,11 +67,64 @@ type heldNode struct {
 	gpus   map[int][]decide.Sample
 	// holders are the jobs of the processes on each GPU in its newest
 	// sample (agent.Point.JobIDs), kept like gpus: an answer with no new
-	// sample for a GPU leaves its holders as they were. MIG GPUs have none.
+	// sample for a GPU leaves its holders as they were.
 	holders map[int][]int64
 	// unattributed counts, per GPU, the processes of its newest sample
 	// that the agent could tie to no job (kept like holders).
 	unattributed map[int]int
+	// On a node with a GPU in MIG mode, the maps above are keyed by
+	// Slurm's index of each GPU and MIG device (migSlots), not NVML's
+	// index of the GPU: mig holds each MIG GPU's GPU instances as its
+	// newest sample listed them, layout the order they make.
+	mig    map[int][]int
+	layout string
+}
+
+// migSlot is a GPU (gi -1) or one MIG device of a GPU, by its GPU instance.
+type migSlot struct{ gpu, gi int }
+
+// migSlots numbers the GPUs and MIG devices of a node as Slurm numbers
+// its GPU gres when some of them are MIG devices: the GPUs by NVML
+// index, a GPU in MIG mode replaced by its MIG devices in the order of
+// their GPU instance ids. nil when no GPU is in MIG mode: then each GPU
+// keeps its NVML index, as Slurm's index. It also returns the layout's
+// signature, to see it change.
+func migSlots(gpus []gpuWindow, mig map[int][]int) (map[migSlot]int, string) {
+	idx := make([]int, 0, len(gpus))
+	for _, g := range gpus {
+		idx = append(idx, g.Index)
+	}
+	return migSlotsOf(idx, mig)
+}
+
+// migSlotsOf is migSlots over the GPUs' NVML indices, and the GPU
+// instance ids (sorted) of those in MIG mode; it is the one numbering of
+// both sources.
+func migSlotsOf(idx []int, mig map[int][]int) (map[migSlot]int, string) {
+	if len(mig) == 0 {
+		return nil, ""
+	}
+	idx = slices.Clone(idx)
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	slots := make(map[migSlot]int, len(idx))
+	var sig strings.Builder
+	n := 0
+	for _, i := range idx {
+		gis, ok := mig[i]
+		if !ok {
+			slots[migSlot{i, -1}] = n
+			n++
+			fmt.Fprintf(&sig, "%d;", i)
+			continue
+		}
+		for _, gi := range gis {
+			slots[migSlot{i, gi}] = n
+			n++
+		}
+		fmt.Fprintf(&sig, "%d:%v;", i, gis)
+	}
+	return slots, sig.String()
 }
 
 // Result is what one collection gives.
@@ -92,10 +145,16 @@ type Result struct {
 	Refused map[string]string
 	// Holders is the agents' own map of which job holds which GPU, by the
 	// GPU's NVML index: the jobs of the processes on it in its newest
-	// sample (empty: no job's process), from each process's cgroup. GPUs
-	// in MIG mode are left out (Slurm numbers their MIG devices), and so
-	// is every GPU of a source that has no such map (Prometheus): nil.
+	// sample (empty: no job's process), from each process's cgroup. On a
+	// node with GPUs in MIG mode, every GPU and MIG device is keyed by
+	// Slurm's index of it (migSlots), with the MIG device's own jobs. The
+	// Prometheus source gives the jobs of dcgm-exporter's job mapping
+	// labels (hpc_job), by its gpu label, where they exist; nil where
+	// none does.
 	Holders map[decide.GPUKey][]int64
+	// MapFrom says whose map Holders is: MapFromAgent (the zero value) or
+	// MapFromDCGM (dcgm-exporter's job mapping labels, by its gpu label).
+	MapFrom MapSource
 	// Unattributed counts, by the GPU's NVML index, the processes in its
 	// newest sample that the agent could tie to no Slurm job (from an
 	// agent that does not count them: all of a GPU's processes when it
@@ -110,6 +169,16 @@ type Result struct {
 	// of range is left out. The Prometheus source gives none.
 	Faults []Fault
 }
+
+// MapSource says where a Result's job↔GPU map comes from.
+type MapSource int
+
+const (
+	// MapFromAgent: the node agents, from each GPU process's cgroup.
+	MapFromAgent MapSource = iota
+	// MapFromDCGM: dcgm-exporter's HPC job mapping labels (hpc_job).
+	MapFromDCGM
+)
 
 // Fault is one GPU fault event an agent reported.
 type Fault struct {
@@ -237,6 +306,56 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 	return res, nil
 }
 
+// updateMIG takes in the samples of one GPU in MIG mode: each MIG
+// device's activity (agent.MIGPoint's util and mem_activity) as the
+// samples of its own slot, and its jobs and processes of no job in its
+// newest sample as its holders. A MIG device whose activity was not
+// measured leaves a gap (stale).
+func (h *heldNode) updateMIG(g gpuWindow, slots map[migSlot]int) {
+	unsorted := map[int]bool{}
+	for _, p := range g.Samples {
+		for _, m := range p.MIG {
+			key, ok := slots[migSlot{g.Index, m.GPUInstance}]
+			if !ok || !m.hasUtil || !m.hasMemAct {
+				continue
+			}
+			s := decide.Sample{At: p.At, UtilPercent: m.Util, MemActivityPercent: m.MemActivity, MemUsedMiB: m.MemUsedMiB}
+			held := h.gpus[key]
+			if n := len(held); n > 0 && !held[n-1].At.Before(s.At) {
+				unsorted[key] = true
+			}
+			h.gpus[key] = append(held, s)
+		}
+	}
+	for key := range unsorted {
+		slices.SortStableFunc(h.gpus[key], func(x, y decide.Sample) int { return x.At.Compare(y.At) })
+	}
+	n := len(g.Samples)
+	if n == 0 {
+		return
+	}
+	for _, m := range g.Samples[n-1].MIG {
+		key, ok := slots[migSlot{g.Index, m.GPUInstance}]
+		if !ok {
+			continue
+		}
+		if h.holders == nil {
+			h.holders = map[int][]int64{}
+		}
+		if old, ok := h.holders[key]; !ok || !slices.Equal(old, m.JobIDs) || (old == nil) != (m.JobIDs == nil) {
+			h.holders[key] = slices.Clone(m.JobIDs)
+		}
+		if m.Processes > 0 && len(m.JobIDs) == 0 {
+			if h.unattributed == nil {
+				h.unattributed = map[int]int{}
+			}
+			h.unattributed[key] = m.Processes
+		} else {
+			delete(h.unattributed, key)
+		}
+	}
+}
+
 // update takes in one answer of the node's agent: the whole window, or
 // the samples since h.cursor. An answer it cannot read leaves h empty, so
 // that the next read is whole.
@@ -259,7 +378,45 @@ func (h *heldNode) update(snap snapshot) error {
 	if snap.Version >= 2 {
 		h.cursor = snap.Cursor
 	}
+	// MIG: each MIG device is judged for itself, under Slurm's index of
+	// it. The layout comes from each MIG GPU's newest sample (what the
+	// node held where an answer has none); where it changes (MIG
+	// devices made or destroyed, a GPU put into MIG mode or out of it),
+	// the keys no longer name the same devices, and the node starts over.
+	var mig map[int][]int
 	for _, g := range snap.GPUs {
+		if !g.MIG {
+			continue
+		}
+		if mig == nil {
+			mig = map[int][]int{}
+		}
+		if n := len(g.Samples); n > 0 {
+			gis := make([]int, 0, len(g.Samples[n-1].MIG))
+			for _, m := range g.Samples[n-1].MIG {
+				gis = append(gis, m.GPUInstance)
+			}
+			slices.Sort(gis)
+			mig[g.Index] = slices.Compact(gis)
+		} else {
+			mig[g.Index] = h.mig[g.Index]
+		}
+	}
+	slots, layout := migSlots(snap.GPUs, mig)
+	if layout != h.layout {
+		h.gpus = make(map[int][]decide.Sample, len(snap.GPUs))
+		h.holders = make(map[int][]int64, len(snap.GPUs))
+		h.unattributed = nil
+	}
+	h.mig, h.layout = mig, layout
+	for _, g := range snap.GPUs {
+		if slots != nil {
+			if g.MIG {
+				h.updateMIG(g, slots)
+				continue
+			}
+			g.Index = slots[migSlot{g.Index, -1}]
+		}
 		held := h.gpus[g.Index]
 		if held == nil {
 			// A whole window (a restart's first read): sized once, with
@@ -285,7 +442,9 @@ func (h *heldNode) update(snap snapshot) error {
 		h.gpus[g.Index] = held
 		switch n := len(g.Samples); {
 		case g.MIG:
-			delete(h.holders, g.Index) // Slurm numbers its MIG devices, not the GPU
+			// A GPU in MIG mode reported as a whole: it has no activity of
+			// its own, and its jobs are its MIG devices'.
+			delete(h.holders, g.Index)
 			delete(h.unattributed, g.Index)
 		case n > 0:
 			newest := g.Samples[n-1]

@@ -33,11 +33,20 @@ const (
 	defaultPromUtil        = dcgmprom.UtilMetric
 	defaultPromMemActivity = dcgmprom.MemActivityMetric
 	defaultPromFBUsed      = dcgmprom.FBUsedMetric
+	defaultPromJobLabel    = dcgmprom.JobLabel
 	defaultPromMaxBytes    = dcgmprom.DefaultMaxBytes
 	// memCopyUtil is dcgm-exporter's other memory-activity metric, a
 	// percentage (DRAM_ACTIVE is a ratio); the one a site without the
 	// profiling metrics (DCP) uses.
 	memCopyUtil = dcgmprom.MemCopyUtilMetric
+	// migUtil is what a MIG device's utilisation is read from:
+	// dcgm-exporter has no DCGM_FI_DEV_GPU_UTIL of a GPU instance, and
+	// reports its graphics engines' activity (a 0–1 ratio) instead.
+	migUtil = dcgmprom.MIGUtilMetric
+	// migLabel holds a series' GPU instance id (a MIG device's);
+	// migProfileLabel its profile ("1g.10gb").
+	migLabel        = dcgmprom.GPUInstanceLabel
+	migProfileLabel = dcgmprom.GPUInstanceProfileLabel
 	// metricLabel names each answer series' metric (see Prometheus.Query).
 	metricLabel = "strata_metric"
 )
@@ -95,6 +104,13 @@ type Prometheus struct {
 	// DCGM_FI_DEV_FB_USED). It is evidence only: where it is missing a
 	// sample records 0.
 	FBUsedMetric string
+	// JobLabel is the label by which dcgm-exporter's HPC job mapping
+	// names the Slurm job on a GPU (default "hpc_job"; a site whose
+	// exporter has no job mapping has no such label, and nothing
+	// changes). Where a GPU's newest samples carry it, it is the source's
+	// job↔GPU map, checked against Slurm's placement as the agents'
+	// map is (Result.Holders); "-" reads no label.
+	JobLabel string
 	// MaxResponseBytes bounds each answer read (default 64 MiB). A range
 	// whose answer is larger is asked again in halves, down to one step;
 	// only the first read of a node's window is ever that large.
@@ -141,7 +157,14 @@ func (p *Prometheus) held() *promState {
 type promNode struct {
 	last int64 // Unix ms of the newest step read; 0: none
 	gpus map[int][]decide.Sample
-	seen *nodeSeen // what the node's last answer held, for Failed
+	// holders are the jobs dcgm-exporter's job labels put on each GPU
+	// at its newest step, from the last answer; nil: no label.
+	holders map[int][]int64
+	seen    *nodeSeen // what the node's last answer held, for Failed
+	// layout is the node's MIG layout in its last answer (see migSlots;
+	// "" without MIG): where it changes, the GPU keys name other devices,
+	// and the node starts over.
+	layout string
 }
 
 // APIError is an answer from Prometheus that is not a result: an HTTP
@@ -153,6 +176,7 @@ type APIError = dcgmprom.APIError
 type promConfig struct {
 	window, step        time.Duration
 	nodeLabel, gpuLabel string
+	jobLabel            string // "": none read
 	util, mem, fb       string
 	memScale            float64
 	maxBytes            int64
@@ -163,7 +187,7 @@ type promConfig struct {
 
 func (p *Prometheus) config() promConfig {
 	c := promConfig{
-		window: p.Window, step: p.Step, nodeLabel: p.NodeLabel, gpuLabel: p.GPULabel,
+		window: p.Window, step: p.Step, nodeLabel: p.NodeLabel, gpuLabel: p.GPULabel, jobLabel: p.JobLabel,
 		util: p.UtilMetric, mem: p.MemActivityMetric, fb: p.FBUsedMetric,
 		memScale: p.MemActivityScale, maxBytes: p.MaxResponseBytes, client: p.Client, now: p.Now,
 	}
@@ -176,6 +200,10 @@ func (p *Prometheus) config() promConfig {
 	c.step = max(c.step, time.Millisecond) // Prometheus's resolution
 	c.nodeLabel = cmpOr(c.nodeLabel, defaultPromNodeLabel)
 	c.gpuLabel = cmpOr(c.gpuLabel, defaultPromGPULabel)
+	c.jobLabel = cmpOr(c.jobLabel, defaultPromJobLabel)
+	if c.jobLabel == "-" {
+		c.jobLabel = ""
+	}
 	c.util = cmpOr(c.util, defaultPromUtil)
 	c.mem = cmpOr(c.mem, defaultPromMemActivity)
 	c.fb = cmpOr(c.fb, defaultPromFBUsed)
@@ -235,11 +263,15 @@ func (c promConfig) query(nodes []string) string {
 	}
 	matcher := c.nodeLabel + "=~" + strconv.Quote(re)
 	rng := promDuration(c.step)
-	parts := make([]string, 0, 3)
+	parts := make([]string, 0, 4)
 	for _, m := range []string{c.util, c.mem, c.fb} {
 		parts = append(parts, fmt.Sprintf(`label_replace(max_over_time(%s{%s}[%s]), %q, %s, "", "")`,
 			m, matcher, rng, metricLabel, strconv.Quote(m)))
 	}
+	// MIG devices' utilisation: only series of a GPU instance, so a site
+	// without MIG gets nothing more.
+	parts = append(parts, fmt.Sprintf(`label_replace(max_over_time(%s{%s,%s!=""}[%s]), %q, %s, "", "")`,
+		migUtil, matcher, migLabel, rng, metricLabel, strconv.Quote(migUtil)))
 	return strings.Join(parts, " or ")
 }
 
@@ -320,11 +352,15 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 		if err != nil {
 			return res, err
 		}
-		samples, seen := c.join(series, group)
+		samples, seen, holders, layouts := c.join(series, group)
 		for _, n := range group {
 			h := kept[n]
+			if layouts[n] != h.layout {
+				h.gpus, h.layout = map[int][]decide.Sample{}, layouts[n]
+			}
 			h.merge(samples[n], from, first)
-			h.last, h.seen = end, seen[n]
+			// Every answer reaches the newest step: its labels are the map.
+			h.last, h.seen, h.holders = end, seen[n], holders[n]
 		}
 	}
 	c.collected(nodes, kept, &res)
@@ -347,6 +383,13 @@ func (c promConfig) collected(nodes []string, held map[string]*promNode, res *Re
 			if at := ss[len(ss)-1].At; at.After(res.Newest) {
 				res.Newest = at
 			}
+		}
+		for idx, jobs := range h.holders {
+			if res.Holders == nil {
+				res.Holders = map[decide.GPUKey][]int64{}
+				res.MapFrom = MapFromDCGM
+			}
+			res.Holders[decide.GPUKey{Node: n, Index: idx}] = jobs
 		}
 	}
 }
@@ -510,8 +553,26 @@ type nodeSeen struct {
 
 // join groups the series by node and GPU and joins the three metrics by
 // timestamp into samples; it returns them by node and GPU index, with
-// what the answer held of each node.
-func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[int][]decide.Sample, map[string]*nodeSeen) {
+// what the answer held of each node, and the jobs dcgm-exporter's job
+// mapping labels put on each GPU at its newest step (by node and GPU;
+// only GPUs with a label).
+//
+// The job mapping copies each series of a GPU once per job listed for it
+// (the copies differ only in the job label), so a GPU's values are the
+// same in each copy, and a series of a job that ended stops before the
+// GPU's newest step: the jobs of the series that reach it hold the GPU
+// now. A label that is not a Slurm job id says nothing.
+//
+// A GPU in MIG mode (series with a GPU_I_ID label) is judged per MIG
+// device: each GPU instance's series (its graphics engines' activity as
+// utilisation, its DRAM activity and memory used) are its samples, under
+// Slurm's index of the MIG device (migSlotsOf: the node's GPUs in order,
+// each MIG GPU replaced by its instances in the order of their ids); the
+// whole GPU's series are not judged. The job labels of a MIG device are
+// its GPU's (the exporter maps jobs to GPU indices), so they say nothing
+// of which instance a job holds and are not read. It also returns each
+// node's MIG layout ("" without MIG).
+func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[int][]decide.Sample, map[string]*nodeSeen, map[string]map[int][]int64, map[string]string) {
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		want[n] = true
@@ -520,11 +581,15 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 	// The series of each GPU, in the answer's order, as lists threaded
 	// through next: no map or slice of its own per GPU.
 	type gpuSeries struct {
-		key         decide.GPUKey
+		key         decide.GPUKey // by Slurm's index, once migSlots is known
+		slot        promSlot
 		first, last int32
+		newest      int64 // Unix ms of the newest point of its series
+		labelled    bool  // a series of it has a job label
 	}
 	groups := make([]gpuSeries, 0, len(series)/3+1)
-	byKey := make(map[decide.GPUKey]int32, len(series)/3+1)
+	byKey := make(map[promSlot]int32, len(series)/3+1)
+	var migGPUs map[string]map[int][]int // by node and GPU: the GPU instances seen
 	next := make([]int32, len(series))
 	which := make([]uint8, len(series))
 	points := 0
@@ -549,6 +614,12 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			ns.badGPU = s.Metric.get(c.gpuLabel)
 			continue
 		}
+		gi := -1
+		if v := s.Metric.get(migLabel); v != "" {
+			if gi, err = strconv.Atoi(v); err != nil || gi < 0 {
+				continue // no GPU instance it can be judged as
+			}
+		}
 		switch s.Metric.get(metricLabel) {
 		case c.util:
 			which[i], ns.util = 0, true
@@ -556,20 +627,92 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			which[i], ns.mem = 1, true
 		case c.fb:
 			which[i], ns.fb = 2, true
+		case migUtil:
+			which[i] = 3
 		default:
 			continue
 		}
-		key := decide.GPUKey{Node: node, Index: idx}
-		g, ok := byKey[key]
+		if gi >= 0 {
+			if migGPUs == nil {
+				migGPUs = map[string]map[int][]int{}
+			}
+			if migGPUs[node] == nil {
+				migGPUs[node] = map[int][]int{}
+			}
+			if !slices.Contains(migGPUs[node][idx], gi) {
+				migGPUs[node][idx] = append(migGPUs[node][idx], gi)
+			}
+		}
+		slot := promSlot{node: node, gpu: idx, gi: gi}
+		g, ok := byKey[slot]
 		if !ok {
 			g = int32(len(groups))
-			byKey[key] = g
-			groups = append(groups, gpuSeries{key: key, first: int32(i), last: int32(i)})
+			byKey[slot] = g
+			groups = append(groups, gpuSeries{key: decide.GPUKey{Node: node, Index: idx}, slot: slot, first: int32(i), last: int32(i)})
 		} else {
 			next[groups[g].last] = int32(i)
 			groups[g].last = int32(i)
 		}
+		if n := len(s.Values); n > 0 {
+			groups[g].newest = max(groups[g].newest, s.Values[n-1].ms)
+		}
+		if c.jobLabel != "" && gi < 0 && s.Metric.get(c.jobLabel) != "" {
+			groups[g].labelled = true
+		}
 		points += len(s.Values)
+	}
+	// On a node with MIG GPUs, every GPU and MIG device is judged under
+	// Slurm's index of it; a MIG GPU's own series are not judged.
+	layouts := map[string]string{}
+	for node, mig := range migGPUs {
+		var idx []int
+		for _, g := range groups {
+			if g.slot.node == node {
+				idx = append(idx, g.slot.gpu)
+			}
+		}
+		for _, gis := range mig {
+			slices.Sort(gis)
+		}
+		var slots map[migSlot]int
+		slots, layouts[node] = migSlotsOf(idx, mig)
+		for k := range groups {
+			g := &groups[k]
+			if g.slot.node != node {
+				continue
+			}
+			n, ok := slots[migSlot{g.slot.gpu, g.slot.gi}]
+			if !ok {
+				g.key.Index = -1 // a MIG GPU as a whole: not judged
+				continue
+			}
+			g.key.Index = n
+		}
+	}
+	var holders map[string]map[int][]int64
+	for _, g := range groups {
+		if !g.labelled || g.key.Index < 0 {
+			continue
+		}
+		var jobs []int64
+		for i := g.first; i >= 0; i = next[i] {
+			s := series[i]
+			if n := len(s.Values); n == 0 || s.Values[n-1].ms != g.newest {
+				continue // a job that has left the GPU
+			}
+			if id, err := strconv.ParseInt(s.Metric.get(c.jobLabel), 10, 64); err == nil && id > 0 {
+				jobs = append(jobs, id)
+			}
+		}
+		slices.Sort(jobs)
+		jobs = slices.Compact(jobs)
+		if holders == nil {
+			holders = map[string]map[int][]int64{}
+		}
+		if holders[g.key.Node] == nil {
+			holders[g.key.Node] = map[int][]int64{}
+		}
+		holders[g.key.Node][g.key.Index] = jobs
 	}
 	out := map[string]map[int][]decide.Sample{}
 	// Every GPU's samples are carved from one array; the accumulators of
@@ -577,6 +720,10 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 	arena := make([]decide.Sample, 0, points/2+1)
 	var accs []promAt
 	for _, g := range groups {
+		if g.key.Index < 0 {
+			continue
+		}
+		mig := g.slot.gi >= 0
 		accs = accs[:0]
 		for i := g.first; i >= 0; i = next[i] {
 			for _, pt := range series[i].Values {
@@ -593,7 +740,13 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 			for ; k < len(accs) && accs[k].ms == ms; k++ {
 				switch v := accs[k].v; accs[k].which {
 				case 0:
-					merge(&a.util, &a.hasUtil, v)
+					if !mig {
+						merge(&a.util, &a.hasUtil, v)
+					}
+				case 3:
+					if mig {
+						merge(&a.util, &a.hasUtil, v*100)
+					}
 				case 1:
 					merge(&a.mem, &a.hasMem, v*c.memScale)
 				case 2:
@@ -618,13 +771,20 @@ func (c promConfig) join(series []promSeries, nodes []string) (map[string]map[in
 		}
 		out[g.key.Node][g.key.Index] = arena[start:len(arena):len(arena)]
 	}
-	return out, seen
+	return out, seen, holders, layouts
+}
+
+// promSlot is one GPU (gi -1) or MIG device of a node, as the answer
+// names it.
+type promSlot struct {
+	node    string
+	gpu, gi int
 }
 
 // promAt is one value of one of a GPU's metrics at one time.
 type promAt struct {
 	ms    int64
-	which uint8 // 0 utilisation, 1 memory activity, 2 memory used
+	which uint8 // 0 utilisation, 1 memory activity, 2 memory used, 3 a MIG device's utilisation
 	v     float64
 }
 

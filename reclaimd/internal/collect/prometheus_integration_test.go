@@ -31,6 +31,12 @@ func replayExporter(t *testing.T, file string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveExposition(t, body)
+}
+
+// serveExposition serves body at /metrics.
+func serveExposition(t *testing.T, body []byte) *httptest.Server {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
 			http.NotFound(w, r)
@@ -142,4 +148,61 @@ func keys(m map[decide.GPUKey][]decide.Sample) []string {
 		out = append(out, k.String())
 	}
 	return out
+}
+
+// TestPrometheusRealServerJobsAndMIG: a real Prometheus scraping a
+// replayed dcgm-exporter with its HPC job mapping on (gpu1) and one with
+// a GPU in MIG mode (gpu2): the query reclaimd sends gives gpu1's job
+// labels as its map (GPU 3's two jobs, including one Slurm does not run)
+// and gpu2's MIG devices as GPUs of their own, under Slurm's index, with
+// their graphics engines' activity as utilisation.
+func TestPrometheusRealServerJobsAndMIG(t *testing.T) {
+	bin := promtest.Bin(t)
+	jobs := replayExporter(t, "dcgm-exporter-hpc-job.prom")
+	mig, err := os.ReadFile(filepath.Join("testdata", "dcgm-exporter-mig.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	migSrv := serveExposition(t, []byte(strings.ReplaceAll(string(mig), `Hostname="gpu1"`, `Hostname="gpu2"`)))
+	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	base := promtest.Start(t, bin, fmt.Sprintf(`  - job_name: dcgm
+    static_configs:
+      - targets: [%q, %q]
+`, host(jobs), host(migSrv)))
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		v, err := promtest.Instant(base, `count_over_time(up{job="dcgm"}[1m]) >= 4 and up == 1`)
+		if err == nil && len(v) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus did not scrape both replayed exporters 4 times in 45s (%v, %v)", v, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	p := &collect.Prometheus{URL: base, Step: time.Second, Window: 30 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := p.Collect(ctx, []string{"gpu1", "gpu2"})
+	if err != nil {
+		t.Fatalf("Collect() = %v\nquery: %s", err, p.Query([]string{"gpu1", "gpu2"}))
+	}
+	k := func(node string, i int) decide.GPUKey { return decide.GPUKey{Node: node, Index: i} }
+	wantHolders := map[decide.GPUKey][]int64{k("gpu1", 0): {2}, k("gpu1", 1): {2}, k("gpu1", 2): {1}, k("gpu1", 3): {1, 4711}}
+	if fmt.Sprint(res.Holders) != fmt.Sprint(wantHolders) || res.MapFrom != collect.MapFromDCGM {
+		t.Errorf("Holders = %v (from %v), want %v from dcgm-exporter's labels", res.Holders, res.MapFrom, wantHolders)
+	}
+	for key, util := range map[decide.GPUKey]float64{k("gpu2", 0): 0, k("gpu2", 1): 91.2043, k("gpu2", 2): 97, k("gpu1", 0): 95} {
+		ss := res.Samples[key]
+		if len(ss) < 3 {
+			t.Errorf("%s: %d samples, want several", key, len(ss))
+			continue
+		}
+		if got := ss[len(ss)-1].UtilPercent; got < util-1e-6 || got > util+1e-6 {
+			t.Errorf("%s: utilisation %v, want %v", key, got, util)
+		}
+	}
+	if _, ok := res.Samples[k("gpu2", 3)]; ok || len(res.Failed) != 0 {
+		t.Errorf("gpu2 has a GPU 3 (%v) or a node failed (%v): want its MIG GPU judged only as its two MIG devices", ok, res.Failed)
+	}
 }

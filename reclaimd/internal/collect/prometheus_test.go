@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/strata-hpc/strata/internal/dcgmprom/dcgmpromtest"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
 
@@ -117,7 +120,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu2", "gpu1", "gpu3", "gpu1", ""},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2|gpu3"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1|gpu2|gpu3",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "30",
 			wantStart: "1795896390.000", // an hour before the newest whole step
 			wantSamples: map[decide.GPUKey][]decide.Sample{
@@ -139,7 +143,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1", "gpu2"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?"}[90s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{instance=~"(?:gpu1|gpu2)(?::[0-9]+)?",GPU_I_ID!=""}[90s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "90",
 			wantStart: "1795899870.000", // steps on multiples of 90 s
 			wantEnd:   "1795899960.000",
@@ -156,7 +161,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1", "gpu2"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_DEV_MEM_COPY_UTIL{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_MEM_COPY_UTIL", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1|gpu2"}[1500ms]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1|gpu2",GPU_I_ID!=""}[1500ms]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "1.5",
 			wantStart: "1795896399.000",
 			wantEnd:   "1795899999.000",
@@ -172,7 +178,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:    "30",
 			wantStart:   "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{},
@@ -185,7 +192,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"gpu1"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"gpu1",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:  "30",
 			wantStart: "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{
@@ -200,7 +208,8 @@ func TestPrometheusCollect(t *testing.T) {
 			nodes:   []string{"gpu1", "gpu2"},
 			wantQuery: `label_replace(max_over_time(DCGM_FI_DEV_GPU_UTIL{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_DEV_GPU_UTIL", "", "")` +
 				` or label_replace(max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_PROF_DRAM_ACTIVE", "", "")` +
-				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")`,
+				` or label_replace(max_over_time(DCGM_FI_DEV_FB_USED{node=~"gpu1|gpu2"}[30s]), "strata_metric", "DCGM_FI_DEV_FB_USED", "", "")` +
+				` or label_replace(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{node=~"gpu1|gpu2",GPU_I_ID!=""}[30s]), "strata_metric", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")`,
 			wantStep:    "30",
 			wantStart:   "1795896390.000",
 			wantSamples: map[decide.GPUKey][]decide.Sample{},
@@ -445,6 +454,14 @@ func FuzzParseQueryRange(f *testing.F) {
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"Hostname":"gpu1","gpu":"0","strata_metric":"DCGM_FI_DEV_GPU_UTIL"},"values":[[1e300,"1"],[-1,"+Inf"],["x","1"]]}]}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"Hostname":"gpu1","gpu":"-1"},"values":[[1,"NaN"]]}]}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"Hostname":"gpu1","gpu":"x","strata_metric":"DCGM_FI_DEV_FB_USED"},"values":[]}]}}`,
+		// MIG devices and job labels.
+		`{"status":"success","data":{"resultType":"matrix","result":[` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","GPU_I_ID":"9","strata_metric":"DCGM_FI_PROF_GR_ENGINE_ACTIVE"},"values":[[1,"0.5"],[2,"0.1"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","GPU_I_ID":"9","strata_metric":"DCGM_FI_PROF_DRAM_ACTIVE"},"values":[[1,"0.2"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","GPU_I_ID":"x","strata_metric":"DCGM_FI_PROF_DRAM_ACTIVE"},"values":[[1,"0.2"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"0","strata_metric":"DCGM_FI_DEV_GPU_UTIL"},"values":[[1,"0"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"1","hpc_job":"7","strata_metric":"DCGM_FI_DEV_GPU_UTIL"},"values":[[1,"3"],[2,"4"]]},` +
+			`{"metric":{"Hostname":"gpu1","gpu":"1","hpc_job":"8","strata_metric":"DCGM_FI_PROF_DRAM_ACTIVE"},"values":[[2,"0"]]}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -456,7 +473,7 @@ func FuzzParseQueryRange(f *testing.F) {
 		}
 		for _, c := range []promConfig{(&Prometheus{}).config(), (&Prometheus{NodeLabel: "instance"}).config()} {
 			res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
-			samples, seen := c.join(series, nodes)
+			samples, seen, _, _ := c.join(series, nodes)
 			held := map[string]*promNode{}
 			for _, n := range nodes {
 				held[n] = &promNode{gpus: map[int][]decide.Sample{}, seen: seen[n]}
@@ -533,7 +550,7 @@ func BenchmarkPrometheusParseJoin(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		samples, _ := c.join(series, nodes)
+		samples, _, _, _ := c.join(series, nodes)
 		if n := len(samples) * len(samples[nodes[0]]); n != 8000 {
 			b.Fatalf("%d GPUs", n)
 		}
@@ -599,5 +616,149 @@ func TestPrometheusAsksForNewSteps(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(span{})); diff != "" {
 		t.Errorf("queries (-want +got):\n%s", diff)
+	}
+}
+
+// TestPrometheusJobLabels: over a replayed dcgm-exporter exposition with
+// its HPC job mapping on, each GPU's series are repeated per job with an
+// hpc_job label. The copies are one GPU's samples, and the jobs of the
+// series that reach the GPU's newest step are its holders: a job whose
+// label was there earlier in the window and is gone (it ended) is not,
+// a label that is not a job id says nothing, and without labels (or with
+// JobLabel "-") there is no map, as before.
+func TestPrometheusJobLabels(t *testing.T) {
+	body := readFixture(t, "dcgm-exporter-hpc-job.prom")
+	now := promNow
+	gpu2Before := strings.ReplaceAll(grepLines(string(body), `gpu="2"`), `hpc_job="1"`, `hpc_job="99"`)
+	// GPU 1's copies of a label that is no job id (a site's own naming).
+	oddLabel := strings.ReplaceAll(grepLines(string(body), `gpu="1"`), `hpc_job="2"`, `hpc_job="train-7"`)
+	k := func(i int) decide.GPUKey { return decide.GPUKey{Node: "gpu1", Index: i} }
+	for name, tc := range map[string]struct {
+		exps     []dcgmpromtest.Exposition
+		jobLabel string
+		want     map[decide.GPUKey][]int64
+	}{
+		"labels: each GPU's jobs at its newest step": {
+			exps: []dcgmpromtest.Exposition{
+				{Body: body},
+				// Job 99 held GPU 2 until ten minutes ago.
+				{Body: []byte(gpu2Before), Until: now.Add(-10 * time.Minute)},
+				{Body: []byte(oddLabel)},
+			},
+			want: map[decide.GPUKey][]int64{k(0): {2}, k(1): {2}, k(2): {1}, k(3): {1, 4711}},
+		},
+		"no labels": {
+			exps: []dcgmpromtest.Exposition{{Body: regexp.MustCompile(`,hpc_job="[^"]*"`).ReplaceAll(body, nil)}},
+		},
+		"labels not read": {
+			exps: []dcgmpromtest.Exposition{{Body: body}}, jobLabel: "-",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			prom := dcgmpromtest.New(t, tc.exps...)
+			p := &Prometheus{URL: prom.URL, Step: 30 * time.Second, Window: time.Hour, JobLabel: tc.jobLabel,
+				Now: func() time.Time { return now }}
+			res, err := p.Collect(t.Context(), []string{"gpu1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, res.Holders); diff != "" {
+				t.Errorf("Holders (-want +got):\n%s", diff)
+			}
+			if wantFrom := MapFromDCGM; tc.want != nil && res.MapFrom != wantFrom {
+				t.Errorf("MapFrom = %v, want %v", res.MapFrom, wantFrom)
+			}
+			// The per-job copies are one GPU's samples: one sample a step,
+			// of the GPU's own values.
+			if got := len(res.Samples); got != 4 {
+				t.Fatalf("%d GPUs, want 4: %v", got, slices.Collect(maps.Keys(res.Samples)))
+			}
+			for key, want := range map[decide.GPUKey]decide.Sample{k(0): {UtilPercent: 95, MemActivityPercent: 61.2, MemUsedMiB: 71730},
+				k(3): {UtilPercent: 0, MemActivityPercent: 0, MemUsedMiB: 2310}} {
+				ss := res.Samples[key]
+				if len(ss) != 121 {
+					t.Errorf("%s: %d samples, want 121 (an hour of 30 s steps, both ends)", key, len(ss))
+					continue
+				}
+				got := ss[len(ss)-1]
+				want.At = now.Truncate(30 * time.Second) // the newest step
+				if diff := cmp.Diff(want, got, sampleOpts); diff != "" {
+					t.Errorf("%s newest sample (-want +got):\n%s", key, diff)
+				}
+			}
+			// A steady cycle re-reads the last steps only, and keeps the map.
+			now = now.Add(30 * time.Second)
+			defer func() { now = promNow }()
+			res, err = p.Collect(t.Context(), []string{"gpu1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, res.Holders); diff != "" {
+				t.Errorf("next cycle's Holders (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestPrometheusMIG: over a replayed dcgm-exporter exposition of a node
+// whose GPU 0 is in MIG mode (GPU instances 1 and 9, both 1g.10gb) beside
+// a whole GPU 1, each MIG device is judged for itself under Slurm's index
+// of it (GPU 0's instances in the order of their ids, then GPU 1): its
+// utilisation is its graphics engines' activity, its memory activity and
+// memory used its own. GPU 0 as a whole (whose utilisation reads 0 while
+// instance 9 works) is not judged. A cycle after instance 9 is destroyed
+// starts the node over.
+func TestPrometheusMIG(t *testing.T) {
+	body := readFixture(t, "dcgm-exporter-mig.prom")
+	prom := dcgmpromtest.New(t, dcgmpromtest.Exposition{Body: body})
+	now := promNow
+	p := &Prometheus{URL: prom.URL, Step: 30 * time.Second, Window: time.Hour, Now: func() time.Time { return now }}
+	res, err := p.Collect(t.Context(), []string{"gpu1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := func(i int) decide.GPUKey { return decide.GPUKey{Node: "gpu1", Index: i} }
+	newest := now.Truncate(30 * time.Second)
+	want := map[decide.GPUKey]decide.Sample{
+		k(0): {At: newest, UtilPercent: 0, MemActivityPercent: 0, MemUsedMiB: 212},              // GPU 0, instance 1
+		k(1): {At: newest, UtilPercent: 91.2043, MemActivityPercent: 37.1588, MemUsedMiB: 9650}, // GPU 0, instance 9
+		k(2): {At: newest, UtilPercent: 97, MemActivityPercent: 62.4518, MemUsedMiB: 71732},     // GPU 1
+	}
+	if len(res.Samples) != len(want) {
+		t.Fatalf("%d GPUs and MIG devices, want %d: %v", len(res.Samples), len(want), slices.Collect(maps.Keys(res.Samples)))
+	}
+	for key, w := range want {
+		ss := res.Samples[key]
+		if len(ss) != 121 {
+			t.Errorf("%s: %d samples, want 121", key, len(ss))
+			continue
+		}
+		if diff := cmp.Diff(w, ss[len(ss)-1], sampleOpts); diff != "" {
+			t.Errorf("%s newest sample (-want +got):\n%s", key, diff)
+		}
+	}
+	// Instance 9 destroyed: the keys name other devices, the node starts
+	// over from this cycle's steps.
+	now = now.Add(30 * time.Second)
+	if err := prom.Set(dcgmpromtest.Exposition{Body: regexp.MustCompile(`(?m)^.*GPU_I_ID="9".*\n`).ReplaceAll(body, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = p.Collect(t.Context(), []string{"gpu1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Samples) != 2 || len(res.Samples[k(1)]) != 2 || res.Samples[k(1)][1].UtilPercent != 97 {
+		t.Errorf("after instance 9 went: %v; want instance 1 and GPU 1 (now Slurm's 1), read afresh (2 steps)", res.Samples)
 	}
 }

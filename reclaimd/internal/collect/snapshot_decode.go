@@ -51,6 +51,18 @@ type point struct {
 	// Processes and Unattributed are agent.Point's: the processes on the
 	// GPU, and those of no job the agent could find.
 	Processes, Unattributed int
+	// MIG are the GPU's MIG devices in MIG mode (agent.MIGPoint).
+	MIG []migPoint
+}
+
+// migPoint is the part of agent.MIGPoint the controller reads.
+type migPoint struct {
+	GPUInstance        int
+	Util, MemActivity  float64
+	hasUtil, hasMemAct bool
+	MemUsedMiB         float64
+	Processes          int
+	JobIDs             []int64
 }
 
 // samples is a GPU's samples (the bulk of every answer).
@@ -349,6 +361,96 @@ func (d *snapDecoder) point(p *point) error {
 			err = d.readIntOf(&p.Processes, "sample: processes")
 		case "unattributed_processes":
 			err = d.readIntOf(&p.Unattributed, "sample: unattributed_processes")
+		case "mig_instances":
+			err = d.migs(&p.MIG)
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return err
+		}
+		if more, err := d.more('}'); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// migs reads a sample's mig_instances array as encoding/json reads it
+// into a []agent.MIGPoint: each element into the one an earlier array of
+// the same key left at its place (MIG samples are few: allocated, not
+// carved from the buffer).
+func (d *snapDecoder) migs(ms *[]migPoint) error {
+	if d.null() {
+		*ms = nil
+		return nil
+	}
+	if d.peek() != '[' {
+		return d.skipType("sample: mig_instances")
+	}
+	old := *ms
+	empty, err := d.enter('[', "sample: mig_instances")
+	if err != nil {
+		return err
+	}
+	if empty {
+		*ms = []migPoint{}
+		return nil
+	}
+	var out []migPoint
+	for i := 0; ; i++ {
+		var m migPoint
+		if i < cap(old) {
+			m = old[:cap(old)][i]
+		}
+		if err := d.mig(&m); err != nil {
+			return err
+		}
+		out = append(out, m)
+		more, err := d.more(']')
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	if n := len(out); n < cap(old) {
+		out = append(out, old[n:cap(old)]...)[:n]
+	}
+	*ms = out
+	return nil
+}
+
+// mig reads one MIG device object of a sample.
+func (d *snapDecoder) mig(m *migPoint) error {
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		return d.skipType("sample: mig_instances")
+	}
+	empty, err := d.enter('{', "sample: mig_instances")
+	if err != nil || empty {
+		return err
+	}
+	for {
+		key, err := d.key()
+		if err != nil {
+			return err
+		}
+		switch {
+		case keyIs(key, "gpu_instance"):
+			err = d.readIntOf(&m.GPUInstance, "mig: gpu_instance")
+		case keyIs(key, "util"):
+			err = d.optFloat(&m.Util, &m.hasUtil, "mig: util")
+		case keyIs(key, "mem_activity"):
+			err = d.optFloat(&m.MemActivity, &m.hasMemAct, "mig: mem_activity")
+		case keyIs(key, "mem_used_mib"):
+			_, err = d.readFloat(&m.MemUsedMiB, "mig: mem_used_mib")
+		case keyIs(key, "processes"):
+			err = d.readIntOf(&m.Processes, "mig: processes")
+		case keyIs(key, "job_ids"):
+			err = d.jobIDs(&m.JobIDs)
 		default:
 			err = d.skip()
 		}
@@ -362,7 +464,7 @@ func (d *snapDecoder) point(p *point) error {
 }
 
 // pointKeys are the keys of a sample that the controller reads.
-var pointKeys = []string{"at", "util", "mem_activity", "mem_used_mib", "job_ids", "processes", "unattributed_processes"}
+var pointKeys = []string{"at", "util", "mem_activity", "mem_used_mib", "job_ids", "processes", "unattributed_processes", "mig_instances"}
 
 // pointKey returns the name of pointKeys that key matches as keyIs
 // matches it, or "" for none.
@@ -390,6 +492,8 @@ func pointKey(key []byte) string {
 		return "processes"
 	case "unattributed_processes":
 		return "unattributed_processes"
+	case "mig_instances":
+		return "mig_instances"
 	}
 	return ""
 }

@@ -33,6 +33,19 @@ func leanOf(s agent.Snapshot) snapshot {
 			if p.MemActivity != nil {
 				q.MemActivity, q.hasMemAct = *p.MemActivity, true
 			}
+			if p.MIGInstances != nil {
+				q.MIG = []migPoint{}
+			}
+			for _, m := range p.MIGInstances {
+				r := migPoint{GPUInstance: m.GPUInstance, MemUsedMiB: m.MemUsedMiB, Processes: m.Processes, JobIDs: m.JobIDs}
+				if m.Util != nil {
+					r.Util, r.hasUtil = *m.Util, true
+				}
+				if m.MemActivity != nil {
+					r.MemActivity, r.hasMemAct = *m.MemActivity, true
+				}
+				q.MIG = append(q.MIG, r)
+			}
 			w.Samples = append(w.Samples, q)
 		}
 		l.GPUs = append(l.GPUs, w)
@@ -57,6 +70,11 @@ var snapshotSeeds = []string{
 	`{"gpus":[null,{"samples":[null,{"job_ids":[null,5]}]}]}`,
 	`{"gpus":[{"samples":[{"util":5,"util":null,"mem_used_mib":7,"mem_used_mib":null}]}]}`,
 	`{"gpus":[{"samples":[{"processes":3,"unattributed_processes":2,"job_ids":[4]},{"processes":1.5}]}]}`,
+	// MIG devices, each judged for itself.
+	`{"gpus":[{"mig":true,"samples":[{"mig_instances":[{"gpu_instance":1,"util":5,"mem_activity":null,"processes":2,"job_ids":[7]},null,{"GPU_INSTANCE":2,"Util":1,"util":2}]}]}]}`,
+	`{"gpus":[{"samples":[{"mig_instances":[{"gpu_instance":1,"job_ids":[1,2]},{"gpu_instance":2}],"mig_instances":[{"util":3}],"mig_instances":[{},{}]}]}]}`,
+	`{"gpus":[{"samples":[{"mig_instances":[{"job_ids":[1]}],"mig_instances":[],"mig_instances":[{}]}]}]}`,
+	`{"gpus":[{"samples":[{"mig_instances":null},{"mig_instances":{}},{"mig_instances":[1]},{"mig_instances":[{"gpu_instance":1.5}]}]}]}`,
 	`{"started_at":"2026-12-01T12:00:00Z","started_at":null}`, `{"started_at":null,"started_at":"2026-12-01T12:00:00Z"}`,
 	`{"started_at":"2026-12-01T12:00:00Z","STARTED_AT":"2026-12-02T12:00:00Z"}`,
 	// Strings, keys and numbers as encoding/json reads them.

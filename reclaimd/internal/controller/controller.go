@@ -372,10 +372,10 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		}
 	}
 	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
-	snap.Mismatched = gpuMapMismatches(jobs, res.Holders, res.Unattributed)
+	snap.Mismatched = gpuMapMismatchesFrom(res.MapFrom, jobs, res.Holders, res.Unattributed)
 	snap.Placed = joinOnAgentMap(jobs, res.Holders, res.Unattributed, snap.Mismatched, res.Samples)
 	for node, why := range snap.Mismatched {
-		c.cfg.Log.Warn("GPU order mismatch: only jobs the agent places are acted on", "node", node, "detail", why)
+		c.cfg.Log.Warn(mismatchLog(res.MapFrom), "node", node, "detail", why)
 	}
 	if !res.Newest.IsZero() {
 		c.cfg.Metrics.DataAge.Set(start.Sub(res.Newest).Seconds())

@@ -6,8 +6,27 @@ import (
 	"strings"
 
 	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
+
+// mapWords are the words a mismatch is told in, by whose map it is.
+type mapWords struct {
+	who   string // "the node agent"
+	runs  string // "runs on"
+	index string // "NVML"
+	fix   string // what differs, and what is done until it agrees
+}
+
+func wordsOf(from collect.MapSource) mapWords {
+	if from == collect.MapFromDCGM {
+		return mapWords{who: "dcgm-exporter's job labels (hpc_job)", runs: "is labelled on", index: "dcgm-exporter's gpu",
+			fix: "Slurm's GPU order (gres.conf) differs from the exporter's, or the job mapping files its prolog writes are wrong; " +
+				"a job on the node is acted on only where the labels place all its GPUs, until they agree"}
+	}
+	return mapWords{who: "the node agent", runs: "runs on", index: "NVML",
+		fix: "Slurm's GPU order (gres.conf) differs from NVML's; a job on the node is acted on only where the agent places all its GPUs, until they agree"}
+}
 
 // gpuMapMismatches checks Slurm's placement of jobs on GPUs (gres_detail:
 // Slurm's GPU indices) against the node agents' own (the jobs of the
@@ -30,7 +49,16 @@ import (
 // runs on, and the samples read by that index might be another GPU's.
 // Judging the node's jobs then could warn a busy job whose processes run
 // on the GPU in question.
+//
+// dcgm-exporter's job mapping labels (hpc_job) are checked the same way
+// where the Prometheus source finds them (gpuMapMismatchesFrom with
+// collect.MapFromDCGM): they have no processes of no job.
 func gpuMapMismatches(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, unattributed map[decide.GPUKey]int) map[string]string {
+	return gpuMapMismatchesFrom(collect.MapFromAgent, jobs, holders, unattributed)
+}
+
+func gpuMapMismatchesFrom(from collect.MapSource, jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, unattributed map[decide.GPUKey]int) map[string]string {
+	words := wordsOf(from)
 	if len(holders) == 0 && len(unattributed) == 0 {
 		return nil
 	}
@@ -56,9 +84,9 @@ func gpuMapMismatches(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, u
 			}
 			switch o, ok := owner[key]; {
 			case !ok:
-				all = append(all, found{key, fmt.Sprintf("job %d runs on GPU %d (NVML), which Slurm gives to no job", id, key.Index)})
+				all = append(all, found{key, fmt.Sprintf("job %d %s GPU %d (%s), which Slurm gives to no job", id, words.runs, key.Index, words.index)})
 			case o != id:
-				all = append(all, found{key, fmt.Sprintf("job %d runs on GPU %d (NVML), which Slurm gives to job %d", id, key.Index, o)})
+				all = append(all, found{key, fmt.Sprintf("job %d %s GPU %d (%s), which Slurm gives to job %d", id, words.runs, key.Index, words.index, o)})
 			}
 		}
 	}
@@ -83,8 +111,7 @@ func gpuMapMismatches(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, u
 	}
 	out := make(map[string]string, len(seen)+len(unseen))
 	for node, what := range seen {
-		out[node] = "the node agent and Slurm place jobs on different GPUs: " + strings.Join(what, "; ") +
-			": Slurm's GPU order (gres.conf) differs from NVML's; a job on the node is acted on only where the agent places all its GPUs, until they agree"
+		out[node] = words.who + " and Slurm place jobs on different GPUs: " + strings.Join(what, "; ") + ": " + words.fix
 	}
 	for node, what := range unseen {
 		msg := "the node agent cannot tell whose processes run on its GPUs (processes of no Slurm job it could find: " +
@@ -189,4 +216,12 @@ func joinOnAgentMap(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, una
 		return nil
 	}
 	return placed
+}
+
+// mismatchLog is the message of the log line of each mismatched node.
+func mismatchLog(from collect.MapSource) string {
+	if from == collect.MapFromDCGM {
+		return "GPU order mismatch: only jobs dcgm-exporter's job labels place are acted on"
+	}
+	return "GPU order mismatch: only jobs the agent places are acted on"
 }

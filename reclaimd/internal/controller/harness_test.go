@@ -255,6 +255,12 @@ func (b *bed) restart() {
 
 func (b *bed) newController() *controller.Controller {
 	b.t.Helper()
+	return b.newControllerOver(&collect.Agents{URL: b.agentURL, Secret: agentSecret})
+}
+
+// newControllerOver is newController with another metrics source.
+func (b *bed) newControllerOver(col controller.Collector) *controller.Controller {
+	b.t.Helper()
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n controller.Notice
 		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
@@ -266,7 +272,7 @@ func (b *bed) newController() *controller.Controller {
 	}))
 	b.t.Cleanup(hook.Close)
 	ctl, err := controller.New(controller.Config{Slurm: b.slurm, Store: b.st, Rules: func() reclaimrules.Rules { return b.rules },
-		Collector: &collect.Agents{URL: b.agentURL, Secret: agentSecret}, Notifier: notify.Webhook{URL: hook.URL},
+		Collector: col, Notifier: notify.Webhook{URL: hook.URL},
 		Tenants: func() *tenantmap.Map { return b.tenants }, SignalBatchOnly: true, Metrics: b.metrics, Now: b.clock, Health: b.health, Recovery: b.recovery, APIToken: apiTokenFunc,
 		Log: slog.New(slog.NewTextHandler(&b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

@@ -37,6 +37,8 @@ type NVML struct {
 	// hasGPM: the library has the GPM symbols; calling a missing symbol
 	// would crash the process rather than return an error.
 	hasGPM bool
+	// hasMIGGPM: GPM can also sample one GPU instance (nvmlGpmMigSampleGet).
+	hasMIGGPM bool
 
 	mu     sync.Mutex
 	closed bool
@@ -62,11 +64,13 @@ func NewNVML(lib nvml.Interface) (*NVML, error) {
 		return nil, fmt.Errorf("initialise NVML (is the NVIDIA driver installed and loaded?): %w", ret)
 	}
 	has := func(symbol string) bool { return lib.Extensions().LookupSymbol(symbol) == nil }
+	gpm := has("nvmlGpmQueryDeviceSupport") && has("nvmlGpmSampleAlloc") &&
+		has("nvmlGpmSampleGet") && has("nvmlGpmMetricsGet") && has("nvmlGpmSampleFree")
 	return &NVML{
-		lib: lib,
-		hasGPM: has("nvmlGpmQueryDeviceSupport") && has("nvmlGpmSampleAlloc") &&
-			has("nvmlGpmSampleGet") && has("nvmlGpmMetricsGet") && has("nvmlGpmSampleFree"),
-		gpus: map[string]*gpuState{},
+		lib:       lib,
+		hasGPM:    gpm,
+		hasMIGGPM: gpm && has("nvmlGpmMigSampleGet"),
+		gpus:      map[string]*gpuState{},
 	}, nil
 }
 
@@ -115,6 +119,9 @@ func (n *NVML) Sample(ctx context.Context, now time.Time) ([]Sample, error) {
 			return nil, err
 		}
 		seen[s.UUID] = true
+		for _, m := range s.MIGInstances {
+			seen[m.UUID] = true // its GPM samples are kept under its UUID
+		}
 		out = append(out, s)
 	}
 	// Forget GPUs that are gone, so that a GPU put back starts afresh.
@@ -162,8 +169,9 @@ func (n *NVML) sample(i int, dev nvml.Device, now time.Time) (Sample, error) {
 		if s.MIGInstances, err = migInstances(dev); err != nil {
 			return Sample{}, fmt.Errorf("GPU %d (%s): %w", i, s.UUID, err)
 		}
-		for _, m := range s.MIGInstances {
+		for k, m := range s.MIGInstances {
 			s.PIDs = append(s.PIDs, m.PIDs...)
+			s.MIGInstances[k].UtilPercent, s.MIGInstances[k].MemActivityPercent = n.migActivity(dev, m)
 		}
 		slices.Sort(s.PIDs)
 		s.PIDs = slices.Compact(s.PIDs)
@@ -232,6 +240,66 @@ func (n *NVML) smActive(dev nvml.Device, g *gpuState) *float64 {
 	g.prev, g.cur = g.cur, g.prev
 	g.prevOK = true
 	return value
+}
+
+// migActivity returns the activity of one MIG device since the previous
+// call, measured with GPM on its GPU instance (nvmlGpmMigSampleGet): the
+// share of time its graphics engines were busy and of DRAM bandwidth it
+// used, in percent. Neither the MIG device's handle nor its parent
+// answers GetUtilizationRates in MIG mode, so where GPM cannot sample an
+// instance (before Hopper, or an older driver) both are nil, and the
+// instance reads as stale: never judged idle. Each instance's GPM samples
+// are kept under its UUID.
+func (n *NVML) migActivity(dev nvml.Device, m MIGInstance) (util, mem *float64) {
+	if !n.hasMIGGPM {
+		return nil, nil
+	}
+	g := n.gpus[m.UUID]
+	if g == nil {
+		g = &gpuState{}
+		n.gpus[m.UUID] = g
+	}
+	if g.gpm == nil {
+		support, ret := dev.GpmQueryDeviceSupport()
+		ok := ret == nvml.SUCCESS && support.IsSupportedDevice != 0
+		g.gpm = &ok
+	}
+	if !*g.gpm {
+		return nil, nil
+	}
+	if g.cur == nil {
+		s, ret := n.lib.GpmSampleAlloc()
+		if ret != nvml.SUCCESS {
+			return nil, nil
+		}
+		g.cur = s
+	}
+	if ret := n.lib.GpmMigSampleGet(dev, m.GPUInstance, g.cur); ret != nvml.SUCCESS {
+		g.prevOK = false
+		return nil, nil
+	}
+	if g.prevOK {
+		mt := nvml.GpmMetricsGetType{NumMetrics: 2, Sample1: g.prev, Sample2: g.cur}
+		mt.Metrics[0].MetricId = uint32(nvml.GPM_METRIC_GRAPHICS_UTIL)
+		mt.Metrics[1].MetricId = uint32(nvml.GPM_METRIC_DRAM_BW_UTIL)
+		if ret := n.lib.GpmMetricsGet(&mt); ret == nvml.SUCCESS {
+			u, okU := gpmPercent(mt.Metrics[0])
+			d, okD := gpmPercent(mt.Metrics[1])
+			if okU && okD {
+				util, mem = ptr(u), ptr(d)
+			}
+		}
+	}
+	g.prev, g.cur = g.cur, g.prev
+	g.prevOK = true
+	return util, mem
+}
+
+// gpmPercent is one GPM metric's value, where NVML measured it and it is
+// a percentage.
+func gpmPercent(m nvml.GpmMetric) (float64, bool) {
+	v := m.Value
+	return v, nvml.Return(m.NvmlReturn) == nvml.SUCCESS && v >= 0 && v <= 100 && !math.IsNaN(v)
 }
 
 // free releases g's GPM samples.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -505,5 +506,138 @@ func TestSampleClone(t *testing.T) {
 		*s.PCIeTxKBs != 5 || *s.NVLinkRxKBs != 6 || *s.NVLinkTxKBs != 7 || s.PIDs[0] != 1 || s.JobIDs[0] != 2 ||
 		s.MIGInstances[0].PIDs[0] != 3 || s.MIGInstances[0].JobIDs[0] != 4 {
 		t.Errorf("changing the clone changed the original: %+v", s)
+	}
+}
+
+// TestNVMLMIGActivity: a DGX H100 (go-nvml's mock) whose GPU 3 is in MIG
+// mode with two 1g GPU instances made through the mock's own MIG calls.
+// Neither the parent nor a MIG device answers GetUtilizationRates; each
+// MIG device's activity comes from GPM on its GPU instance: nil on the
+// first sample, then its own graphics and DRAM use, per instance. Its GPM
+// samples are two per instance, freed on Close. Without the MIG GPM
+// symbol (an older driver) the instances have no activity: stale.
+func TestNVMLMIGActivity(t *testing.T) {
+	for _, withSymbol := range []bool{true, false} {
+		t.Run(fmt.Sprintf("nvmlGpmMigSampleGet=%v", withSymbol), func(t *testing.T) {
+			s, live := gpmServer(t)
+			dev := s.Devices[3].(*server.Device)
+			if ret, _ := dev.SetMigMode(gonvml.DEVICE_MIG_ENABLE); ret != gonvml.SUCCESS {
+				t.Fatalf("SetMigMode: %v", ret)
+			}
+			info, ret := dev.GetGpuInstanceProfileInfo(gonvml.GPU_INSTANCE_PROFILE_1_SLICE)
+			if ret != gonvml.SUCCESS {
+				t.Fatalf("GetGpuInstanceProfileInfo: %v", ret)
+			}
+			var ids []int
+			for range 2 {
+				gi, ret := dev.CreateGpuInstance(&info)
+				if ret != gonvml.SUCCESS {
+					t.Fatalf("CreateGpuInstance: %v", ret)
+				}
+				gii, ret := gi.GetInfo()
+				if ret != gonvml.SUCCESS {
+					t.Fatalf("GpuInstance.GetInfo: %v", ret)
+				}
+				ids = append(ids, int(gii.Id))
+			}
+			dev.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
+				return gonvml.Utilization{}, gonvml.ERROR_NOT_SUPPORTED // as on a MIG parent
+			}
+			dev.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+				return nil, gonvml.ERROR_NO_PERMISSION
+			}
+			dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
+			migs := []*mock.Device{
+				migDevice("MIG-bbbbbbbb-0000-0000-0000-000000000001", ids[0], 0, 9000, 8101),
+				migDevice("MIG-bbbbbbbb-0000-0000-0000-000000000002", ids[1], 0, 0),
+			}
+			for _, m := range migs {
+				m.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
+					return gonvml.Utilization{}, gonvml.ERROR_NOT_SUPPORTED // as on a MIG device
+				}
+			}
+			dev.GetMigDeviceHandleByIndexFunc = func(k int) (gonvml.Device, gonvml.Return) {
+				if k < len(migs) {
+					return migs[k], gonvml.SUCCESS
+				}
+				return nil, gonvml.ERROR_NOT_FOUND
+			}
+			// GPU instance i's graphics engines are busy 70/(i+1) % of the
+			// time, its DRAM 30/(i+1) %.
+			migTaken := map[*mock.GpmSample]int{}
+			s.GpmMigSampleGetFunc = func(d gonvml.Device, gi int, g gonvml.GpmSample) gonvml.Return {
+				if d != gonvml.Device(dev) {
+					t.Errorf("GpmMigSampleGet on %v, want the MIG devices' parent", d)
+				}
+				migTaken[g.(*mock.GpmSample)] = gi
+				return gonvml.SUCCESS
+			}
+			smUtil := s.GpmMetricsGetFunc
+			s.GpmMetricsGetFunc = func(m *gonvml.GpmMetricsGetType) gonvml.Return {
+				if m.NumMetrics == 1 {
+					return smUtil(m)
+				}
+				s1, s2 := m.Sample1.(*mock.GpmSample), m.Sample2.(*mock.GpmSample)
+				gi, ok := migTaken[s2]
+				if !ok || migTaken[s1] != gi || s1 == s2 {
+					t.Errorf("GpmMetricsGet with samples %p and %p: want two samples of one GPU instance", s1, s2)
+				}
+				if m.NumMetrics != 2 || m.Metrics[0].MetricId != uint32(gonvml.GPM_METRIC_GRAPHICS_UTIL) ||
+					m.Metrics[1].MetricId != uint32(gonvml.GPM_METRIC_DRAM_BW_UTIL) {
+					t.Errorf("GpmMetricsGet for a MIG device asked for %d metrics %v, want GRAPHICS_UTIL and DRAM_BW_UTIL", m.NumMetrics, m.Metrics[:2])
+				}
+				div := float64(slices.Index(ids, gi) + 1)
+				m.Metrics[0].Value, m.Metrics[1].Value = 70/div, 30/div
+				return gonvml.SUCCESS
+			}
+			if !withSymbol {
+				s.LookupSymbolFunc = func(symbol string) error {
+					if symbol == "nvmlGpmMigSampleGet" {
+						return errors.New("undefined symbol: " + symbol)
+					}
+					return nil
+				}
+				s.GpmMigSampleGetFunc = nil // calling it panics
+			}
+			src, err := NewNVML(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range 3 {
+				got, err := src.Sample(t.Context(), t0.Add(time.Duration(k)*step))
+				if err != nil {
+					t.Fatalf("Sample() #%d: %v", k, err)
+				}
+				g := got[3]
+				if !g.MIG || g.UtilPercent != nil || len(g.MIGInstances) != 2 {
+					t.Fatalf("GPU 3: MIG %v, util %v, %d MIG devices; want MIG, no whole-GPU util, 2 devices", g.MIG, g.UtilPercent, len(g.MIGInstances))
+				}
+				for i, m := range g.MIGInstances {
+					var wantUtil, wantMem *float64
+					if k > 0 && withSymbol {
+						wantUtil, wantMem = ptr(70/float64(i+1)), ptr(30/float64(i+1))
+					}
+					if m.GPUInstance != ids[i] {
+						t.Errorf("MIG device %d: GPU instance %d, want %d", i, m.GPUInstance, ids[i])
+					}
+					if diff := cmp.Diff([]*float64{wantUtil, wantMem}, []*float64{m.UtilPercent, m.MemActivityPercent}); diff != "" {
+						t.Errorf("sample %d, MIG device %d (GPU instance %d): util, mem activity (-want +got):\n%s", k, i, m.GPUInstance, diff)
+					}
+				}
+			}
+			wantLive := 2 * len(s.Devices) // the whole GPUs' (GPU 3's too, from before MIG)
+			if withSymbol {
+				wantLive += 2 * len(migs)
+			}
+			if got := len(live); got > wantLive {
+				t.Errorf("%d GPM samples allocated, want at most %d (two per GPU and MIG device, reused)", got, wantLive)
+			}
+			if err := src.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(live) != 0 {
+				t.Errorf("Close left %d GPM samples unfreed", len(live))
+			}
+		})
 	}
 }

@@ -50,9 +50,16 @@ type Sample struct {
 type MIGInstance struct {
 	GPUInstance, ComputeInstance int
 	UUID                         string // "MIG-…"
-	MemUsedMiB, MemTotalMiB      float64
-	PIDs                         []int
-	JobIDs                       []int64 // filled in by the agent
+	// UtilPercent and MemActivityPercent are the MIG device's own
+	// activity, from GPM (Hopper and newer): the share of the time since
+	// the last sample its graphics engines were busy (DCGM's
+	// GR_ENGINE_ACTIVE of a GPU instance), and the share of DRAM bandwidth
+	// it used. nil where GPM cannot measure the instance (older GPUs or
+	// drivers) and on the first sample: it then reads as stale.
+	UtilPercent, MemActivityPercent *float64
+	MemUsedMiB, MemTotalMiB         float64
+	PIDs                            []int
+	JobIDs                          []int64 // filled in by the agent
 }
 
 // Clone returns a deep copy of s, so that a caller may keep or change it
@@ -69,6 +76,7 @@ func (s Sample) Clone() Sample {
 	if s.MIGInstances != nil {
 		c.MIGInstances = make([]MIGInstance, len(s.MIGInstances))
 		for i, m := range s.MIGInstances {
+			m.UtilPercent, m.MemActivityPercent = clonePtr(m.UtilPercent), clonePtr(m.MemActivityPercent)
 			m.PIDs = slices.Clone(m.PIDs)
 			m.JobIDs = slices.Clone(m.JobIDs)
 			c.MIGInstances[i] = m
