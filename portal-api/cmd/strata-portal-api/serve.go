@@ -80,7 +80,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	for _, w := range warnings {
 		log.Warn("configuration warning", "warning", w)
 	}
-	st, err := store.Open(ctx, cfg.Database)
+	st, err := openDatabase(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		log.Warn("API reachable from other hosts without TLS: tokens cross the network in clear", "listen", cfg.Listen)
 	}
 	log.Info("strata-portal-api starting", "listen", cfg.Listen, "tls", cfg.TLS.Enabled(), "clusters", len(cfg.Clusters),
-		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database)
+		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database, "database_kind", st.Dialect())
 	loops := append(cluster.NewSet(pollers...).Loops(), srv.IdleLoop())
 	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: web.Mount(srv, pages, ""), Loops: loops,
 		Reload: reload, ShutdownTimeout: 20 * time.Second})
