@@ -89,6 +89,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	buildinfo.Register(reg, "portal-api")
 	metrics := cluster.NewMetrics(reg)
 
+	holder := leaseHolder()
 	var clusters []service.Cluster
 	var pollers []*cluster.Poller
 	var reload []daemon.Reloader
@@ -148,8 +149,13 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			// hands scontrol the token it minted for them.
 			sc.Requeuer = slurmrest.ScontrolRequeuer{Path: cl.Scontrol}
 		}
-		p := cluster.New(cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics,
-			Slurm: sc})
+		pc := cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics, Slurm: sc}
+		if st.Dialect() == store.DialectPostgres {
+			// Portals sharing a database poll each cluster once between
+			// them: slurmctld's load does not grow with the portals.
+			pc.Lease = st.PollLease(cl.Name, holder, pollLeaseTTL(cl.PollInterval))
+		}
+		p := cluster.New(pc)
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
 			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), ReclaimdToken: reclaimdToken, WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),

@@ -153,3 +153,62 @@ func testSchemaConcurrentFirstOpen(t *testing.T, b *backend) {
 		t.Errorf("schema_migrations has %d rows, %v; want %d", n, err, Migrations())
 	}
 }
+
+// TestPollLease: one holder at a time; the holder renews, the other
+// takes over only once the lease ran out, and a holder that lost the
+// lease publishes nothing.
+func TestPollLease(t *testing.T) { eachDB(t, testPollLease) }
+
+func testPollLease(t *testing.T, b *backend) {
+	ctx := t.Context()
+	s := b.open(t)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return now })
+	a, o := s.PollLease("gpu1", "portal-a", 3*time.Second), s.PollLease("gpu1", "portal-b", 3*time.Second)
+	if data, _, err := o.Latest(ctx); err != nil || data != nil {
+		t.Errorf("Latest before any poll: %q, %v", data, err)
+	}
+	if ok, err := a.Acquire(ctx); !ok || err != nil {
+		t.Fatalf("a takes a free lease: %v, %v", ok, err)
+	}
+	if ok, err := o.Acquire(ctx); ok || err != nil {
+		t.Fatalf("b takes a held lease: %v, %v", ok, err)
+	}
+	if ok, err := a.Publish(ctx, []byte("snap-1"), now); !ok || err != nil {
+		t.Fatalf("a publishes: %v, %v", ok, err)
+	}
+	if data, at, err := o.Latest(ctx); err != nil || string(data) != "snap-1" || !at.Equal(now) {
+		t.Errorf("b reads %q at %v, %v", data, at, err)
+	}
+	now = now.Add(2 * time.Second)
+	if ok, _ := a.Acquire(ctx); !ok {
+		t.Fatal("a cannot renew its lease")
+	}
+	now = now.Add(2 * time.Second) // within a's renewed lease
+	if ok, _ := o.Acquire(ctx); ok {
+		t.Fatal("b took a lease a renewed")
+	}
+	if h, _ := o.Holder(ctx); h != "portal-a" {
+		t.Errorf("holder %q", h)
+	}
+	now = now.Add(2 * time.Second) // a stopped renewing: the lease ran out
+	if h, _ := o.Holder(ctx); h != "" {
+		t.Errorf("holder of a lease that ran out: %q", h)
+	}
+	if ok, err := o.Acquire(ctx); !ok || err != nil {
+		t.Fatalf("b takes the lease a let run out: %v, %v", ok, err)
+	}
+	if ok, err := a.Publish(ctx, []byte("snap-stale"), now); ok || err != nil {
+		t.Errorf("a publishes after losing the lease: %v, %v", ok, err)
+	}
+	if ok, _ := a.Acquire(ctx); ok {
+		t.Error("a takes b's lease back")
+	}
+	if data, _, _ := a.Latest(ctx); string(data) != "snap-1" {
+		t.Errorf("the snapshot is %q", data)
+	}
+	var gen int
+	if err := s.db.QueryRowContext(ctx, `SELECT generation FROM poll_leases WHERE cluster = ?`, "gpu1").Scan(&gen); err != nil || gen != 2 {
+		t.Errorf("generation %d, %v; want 2 (a, then b)", gen, err)
+	}
+}

@@ -115,6 +115,7 @@ var migrations = []sqlite.Migration{
 		revoked_at BIGINT NOT NULL
 	);`},
 	pagesMigration,
+	pollLeaseMigration,
 }
 
 // Store is the portal's database.
