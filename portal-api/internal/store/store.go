@@ -456,11 +456,24 @@ func (s *Store) Refused(ctx context.Context, a Audit, why string) (int64, error)
 	return id, nil
 }
 
+// SharedSettleGrace: on a database several portals share, a record of an
+// action under way younger than this may be another portal's action in
+// progress, not one a stopped portal left: Unfinished leaves it out.
+// Longer than any action takes (slurmrestd's answers are bounded at
+// 30 s, a submission's at a few minutes).
+const SharedSettleGrace = 10 * time.Minute
+
 // Unfinished returns the records of actions under way, oldest first: at
-// start, those a stopped portal left.
+// start, those a stopped portal left. On PostgreSQL (a database other
+// running portals may share) only those older than SharedSettleGrace.
 func (s *Store) Unfinished(ctx context.Context) ([]Audit, error) {
-	return s.audits(ctx, `SELECT id, at, "user", via, cluster, action, target, detail, result, error, finished_at
-		FROM audit WHERE result IS NULL ORDER BY id`)
+	q := `SELECT id, at, "user", via, cluster, action, target, detail, result, error, finished_at FROM audit WHERE result IS NULL`
+	var args []any
+	if s.db.pg {
+		q += ` AND at < ?`
+		args = append(args, s.now().Add(-SharedSettleGrace).UnixMilli())
+	}
+	return s.audits(ctx, q+` ORDER BY id`, args...)
 }
 
 // AuditLog returns the records, newest first, at most limit.
