@@ -157,7 +157,7 @@ func Migrate(ctx context.Context, db *sql.DB, app string, migrations []sqlite.Mi
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	key := lockKey(app)
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
 		return fmt.Errorf("lock the schema: %w", err)
