@@ -69,8 +69,13 @@ DEMO_INST = $(TB_STATE)/s$(subst .,,$(firstword $(SLURM_VERSIONS)))
 # qemu-system-x86 and busybox-static: the node bed's VM and its initramfs (test/testbed/node).
 # rpm, cpio: the packaging tests read the RPMs (rpm -qp, rpm2cpio | cpio -t); zsh parses the zsh completion;
 # lintian and rpmlint check the packages; binutils' objcopy splits the debug symbols off.
+# postgresql: the PostgreSQL test bed (test/testbed/pg), for the daemons' PostgreSQL stores.
 DEB_PACKAGES := gcc libc6-dev debootstrap zstd curl jq ca-certificates prometheus openssl procps lua5.1 rpm cpio zsh lintian rpmlint binutils xfsprogs \
-	qemu-system-x86 busybox-static chromium-headless-shell fonts-noto-cjk
+	qemu-system-x86 busybox-static chromium-headless-shell fonts-noto-cjk postgresql
+# The PostgreSQL test bed: a cluster of Debian's postgresql on loopback, its own port.
+PG_TESTBED := test/testbed/pg/pg.sh
+PG_NAME ?= pg
+PG_ENV = $(TB_STATE)/$(PG_NAME)/env
 # The Kubernetes test bed (etcd, kube-apiserver, controllers, scheduler, kwok).
 KUBE_TESTBED := test/testbed/k8s/testbed.sh
 KUBE_NAME ?= k8s
@@ -225,6 +230,15 @@ testbed-down: ## stop the test beds (Slurm, node beds and Kubernetes)
 	@for v in $(SLURM_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) down; done
 	@for v in $(NODEBED_VERSIONS); do SLURM_VERSION=$$v bash $(TESTBED) down --node-vm; done
 	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) down --name $(KUBE_NAME)
+	@TB_STATE=$(TB_STATE) bash $(PG_TESTBED) down --name $(PG_NAME)
+
+.PHONY: pgbed-up
+pgbed-up: deps ## start the PostgreSQL test bed (a cluster of Debian's postgresql on 127.0.0.1, its own port)
+	@TB_STATE=$(TB_STATE) bash $(PG_TESTBED) up --name $(PG_NAME)
+
+.PHONY: pgbed-down
+pgbed-down: ## stop the PostgreSQL test bed
+	@TB_STATE=$(TB_STATE) bash $(PG_TESTBED) down --name $(PG_NAME)
 
 .PHONY: testbed-status
 testbed-status: ## show the test beds' daemons
@@ -252,8 +266,8 @@ kube-status: ## show the Kubernetes test bed's daemons and nodes
 	@TB_STATE=$(TB_STATE) bash $(KUBE_TESTBED) status --name $(KUBE_NAME) || true
 
 .PHONY: test-integration
-test-integration: testbed-up nodebed-up kube-up packages $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS, its node beds and a real Kubernetes, and the packages' install tests
-	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_NODEBEDS="$(NODEBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" STRATA_PACKAGES=$(DIST) $(GO) test -race -count=1 -tags integration -timeout 20m ./...
+test-integration: testbed-up nodebed-up kube-up pgbed-up packages $(OAPI_CODEGEN) ## integration tests on a real Slurm of every SLURM_VERSIONS, its node beds, a real Kubernetes and a real PostgreSQL, and the packages' install tests
+	OAPI_CODEGEN=$(OAPI_CODEGEN) STRATA_TESTBEDS="$(TESTBED_ENVS)" STRATA_NODEBEDS="$(NODEBED_ENVS)" STRATA_KUBE_ENV="$(KUBE_ENV)" STRATA_PG_ENV="$(PG_ENV)" STRATA_PACKAGES=$(DIST) $(GO) test -race -count=1 -tags integration -timeout 20m ./...
 
 .PHONY: test
 test: test-unit test-integration ## every test: unit, then integration on the test beds

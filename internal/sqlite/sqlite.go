@@ -39,9 +39,16 @@ import (
 )
 
 // Migration is one step of a schema. Never edit a released one: append.
+// A part that can also keep its state in PostgreSQL (internal/pgsql)
+// gives each step in both dialects: the two texts side by side are the
+// one source of truth of the schema, and a database of either kind at
+// version N has the same tables as the other.
 type Migration struct {
 	Name string // what it does, for errors: "records: add index on status"
-	SQL  string // one or more statements
+	SQL  string // one or more statements, SQLite's dialect
+	// Postgres is the same step in PostgreSQL's dialect; "" for a part
+	// that keeps its state in SQLite only.
+	Postgres string
 }
 
 // FileMode is the mode a new database file is created with.

@@ -170,7 +170,7 @@ func openStore(ctx context.Context, c *cli.Context) (*config.Config, *store.Stor
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := store.Open(ctx, cfg.Database)
+	st, err := openDatabase(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

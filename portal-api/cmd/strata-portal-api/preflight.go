@@ -46,6 +46,13 @@ func preflight(cfg *config.Config) (warnings []string, err error) {
 			}
 		}
 	}
+	if cfg.DatabaseIsPostgres() {
+		if w, err := checkSecret("database_password_file", cfg.DatabasePasswordFile); err != nil {
+			errs = append(errs, err)
+		} else if w != "" {
+			warnings = append(warnings, w)
+		}
+	}
 	if _, err := templates.Load(cfg.TemplatesDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}

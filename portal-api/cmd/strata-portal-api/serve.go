@@ -80,7 +80,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	for _, w := range warnings {
 		log.Warn("configuration warning", "warning", w)
 	}
-	st, err := store.Open(ctx, cfg.Database)
+	st, err := openDatabase(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -89,6 +89,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	buildinfo.Register(reg, "portal-api")
 	metrics := cluster.NewMetrics(reg)
 
+	holder := leaseHolder()
 	var clusters []service.Cluster
 	var pollers []*cluster.Poller
 	var reload []daemon.Reloader
@@ -148,8 +149,13 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			// hands scontrol the token it minted for them.
 			sc.Requeuer = slurmrest.ScontrolRequeuer{Path: cl.Scontrol}
 		}
-		p := cluster.New(cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics,
-			Slurm: sc})
+		pc := cluster.Config{Name: cl.Name, Interval: cl.PollInterval, StaleAfter: cl.StaleAfter, Log: log, Metrics: metrics, Slurm: sc}
+		if st.Dialect() == store.DialectPostgres {
+			// Portals sharing a database poll each cluster once between
+			// them: slurmctld's load does not grow with the portals.
+			pc.Lease = st.PollLease(cl.Name, holder, pollLeaseTTL(cl.PollInterval))
+		}
+		p := cluster.New(pc)
 		pollers = append(pollers, p)
 		clusters = append(clusters, service.Cluster{Poller: p, Tenants: tenants.Get, Policy: policy,
 			ReclaimdURL: strings.TrimRight(cl.ReclaimdURL, "/"), ReclaimdToken: reclaimdToken, WorkDir: cl.WorkDir, OutputRoots: cl.OutputRoots, Bridge: bridge.client(),
@@ -207,7 +213,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		log.Warn("API reachable from other hosts without TLS: tokens cross the network in clear", "listen", cfg.Listen)
 	}
 	log.Info("strata-portal-api starting", "listen", cfg.Listen, "tls", cfg.TLS.Enabled(), "clusters", len(cfg.Clusters),
-		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database)
+		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database, "database_kind", st.Dialect())
 	loops := append(cluster.NewSet(pollers...).Loops(), srv.IdleLoop())
 	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: web.Mount(srv, pages, ""), Loops: loops,
 		Reload: reload, ShutdownTimeout: 20 * time.Second})

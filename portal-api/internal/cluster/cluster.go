@@ -75,6 +75,10 @@ type Config struct {
 	Log       *slog.Logger
 	Metrics   *Metrics
 	Now       func() time.Time
+	// Lease, when set, is shared by the portals of one database: the
+	// portal that holds it polls slurmrestd and publishes its snapshot,
+	// the others read that snapshot instead of polling (lease.go).
+	Lease Lease
 }
 
 // Poller polls one cluster.
@@ -86,6 +90,7 @@ type Poller struct {
 	client *slurmrest.Client
 
 	mu      sync.Mutex
+	leader  bool // holds the lease (Config.Lease) since the last poll
 	lastErr string
 	polled  bool
 	polls   int // successful polls so far
@@ -251,6 +256,16 @@ func (p *Poller) Poll(ctx context.Context) error {
 }
 
 func (p *Poller) poll(ctx context.Context) error {
+	if p.cfg.Lease != nil {
+		held, err := p.cfg.Lease.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", p.cfg.Name, err)
+		}
+		p.setLeader(held)
+		if !held {
+			return p.follow(ctx)
+		}
+	}
 	c, err := p.Client(ctx)
 	if err != nil {
 		return err
@@ -302,6 +317,9 @@ func (p *Poller) poll(ctx context.Context) error {
 	p.mu.Unlock()
 	for _, f := range hooks {
 		f(next)
+	}
+	if p.cfg.Lease != nil {
+		return p.publish(ctx, next)
 	}
 	return nil
 }

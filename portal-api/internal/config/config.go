@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/fieldcheck"
+	"github.com/strata-hpc/strata/internal/pgsql"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
@@ -37,8 +38,16 @@ type Config struct {
 	// Listen is the address of the API, /healthz and /metrics.
 	Listen string `yaml:"listen"`
 	TLS    TLS    `yaml:"tls"`
-	// Database is the SQLite file of tokens, the audit log and submissions.
+	// Database is where the portal keeps tokens, page and session
+	// cookies, sessions, submissions and the audit log: the path of a
+	// SQLite file (the default), or the URL of a PostgreSQL database
+	// (postgres://user@host:port/database?sslmode=verify-full), which
+	// any number of portals behind one address can share.
 	Database string `yaml:"database"`
+	// DatabasePasswordFile holds the PostgreSQL password (a secret file,
+	// readable by root and the strata-portal-api group only); never in
+	// the URL.
+	DatabasePasswordFile string `yaml:"database_password_file"`
 	// TemplatesDir holds the job templates, one YAML file each; a
 	// missing folder is no templates.
 	TemplatesDir string    `yaml:"templates_dir"`
@@ -415,7 +424,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	}
 	ps.absFile("tls.cert_file", c.TLS.CertFile, false, "")
 	ps.absFile("tls.key_file", c.TLS.KeyFile, false, "")
-	ps.absFile("database", c.Database, true, "the SQLite file of tokens, audit log and submissions")
+	c.validateDatabase(&ps)
 	ps.absFile("templates_dir", c.TemplatesDir, true, "the folder of the job templates")
 	ps.absFile("sessions.cookie_key_file", c.Sessions.CookieKeyFile, false, "the file of the key that signs the sessions' cookies")
 
@@ -552,6 +561,31 @@ func (ps *problems) absFile(path, value string, required bool, what string) {
 		ps.bad(path, "write an absolute path without . or .. parts", "%q is not an absolute clean path", value)
 	}
 }
+
+// validateDatabase: a SQLite file's absolute path, or a postgres:// URL
+// without a password (the password is in database_password_file). The
+// URL itself is never repeated in a message: it may hold a password.
+func (c *Config) validateDatabase(ps *problems) {
+	if !pgsql.IsURL(c.Database) {
+		if strings.Contains(c.Database, "://") {
+			ps.bad("database", "give a SQLite file's absolute path, or postgres://user@host/database", "not a path, and not a postgres:// URL")
+			return
+		}
+		ps.absFile("database", c.Database, true, "the SQLite file of tokens, audit log and submissions, or postgres://user@host/database")
+		if c.DatabasePasswordFile != "" {
+			ps.bad("database_password_file", "leave it out with a SQLite database, or give database: postgres://...",
+				"set, but database is a SQLite file")
+		}
+		return
+	}
+	if err := pgsql.CheckURL(c.Database); err != nil {
+		ps.bad("database", "write postgres://user@host[:port]/database[?sslmode=verify-full], the password in database_password_file", "%v", err)
+	}
+	ps.absFile("database_password_file", c.DatabasePasswordFile, false, "the file of the PostgreSQL password")
+}
+
+// DatabaseIsPostgres says whether the portal keeps its state in PostgreSQL.
+func (c *Config) DatabaseIsPostgres() bool { return pgsql.IsURL(c.Database) }
 
 // Cluster returns the cluster named name.
 func (c *Config) Cluster(name string) (*Cluster, bool) {

@@ -32,6 +32,24 @@ var pagesMigration = sqlite.Migration{Name: "page_sessions", SQL: `CREATE TABLE 
 		created_at INTEGER NOT NULL,
 		expires_at INTEGER NOT NULL,
 		used_at INTEGER
+	);`,
+	Postgres: `CREATE TABLE page_sessions (
+		hash TEXT PRIMARY KEY,
+		"user" TEXT NOT NULL,
+		via TEXT NOT NULL,
+		lang TEXT NOT NULL DEFAULT '',
+		theme TEXT NOT NULL DEFAULT '',
+		created_at BIGINT NOT NULL,
+		seen_at BIGINT NOT NULL,
+		expires_at BIGINT NOT NULL
+	);
+	CREATE INDEX page_sessions_expires ON page_sessions(expires_at);
+	CREATE TABLE login_links (
+		hash TEXT PRIMARY KEY,
+		"user" TEXT NOT NULL,
+		created_at BIGINT NOT NULL,
+		expires_at BIGINT NOT NULL,
+		used_at BIGINT
 	);`}
 
 // PageSession is a browser signed in to the pages.
@@ -75,7 +93,7 @@ func (s *Store) CreatePageSession(ctx context.Context, user, via, lang string, a
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	ps := PageSession{User: user, Via: via, Lang: lang, Created: now, Seen: now, Expires: now.Add(absolute)}
-	if _, err := s.exec(ctx, `INSERT INTO page_sessions(hash, user, via, lang, created_at, seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := s.exec(ctx, `INSERT INTO page_sessions(hash, "user", via, lang, created_at, seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		Hash(tok), user, via, lang, now.Unix(), now.Unix(), ps.Expires.Unix()); err != nil {
 		return "", PageSession{}, fmt.Errorf("create page session: %w", err)
 	}
@@ -96,7 +114,7 @@ func (s *Store) TouchPageSession(ctx context.Context, tok string, idle time.Dura
 	}
 	var ps PageSession
 	var created, seen, exp int64
-	err := s.db.QueryRowContext(ctx, `SELECT user, via, lang, theme, created_at, seen_at, expires_at FROM page_sessions WHERE hash = ?`, Hash(tok)).
+	err := s.db.QueryRowContext(ctx, `SELECT "user", via, lang, theme, created_at, seen_at, expires_at FROM page_sessions WHERE hash = ?`, Hash(tok)).
 		Scan(&ps.User, &ps.Via, &ps.Lang, &ps.Theme, &created, &seen, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return PageSession{}, ErrPageSessionInvalid
@@ -146,7 +164,7 @@ func (s *Store) CreateLoginLink(ctx context.Context, user string, ttl time.Durat
 		return "", time.Time{}, fmt.Errorf("create sign-in link: %w", err)
 	}
 	now := s.now().UTC().Truncate(time.Second)
-	if _, err := s.exec(ctx, `INSERT INTO login_links(hash, user, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+	if _, err := s.exec(ctx, `INSERT INTO login_links(hash, "user", created_at, expires_at) VALUES (?, ?, ?, ?)`,
 		Hash(tok), user, now.Unix(), now.Add(ttl).Unix()); err != nil {
 		return "", time.Time{}, fmt.Errorf("create sign-in link: %w", err)
 	}
@@ -163,7 +181,7 @@ func (s *Store) UseLoginLink(ctx context.Context, tok string) (string, error) {
 	var user string
 	// One statement: two browsers racing with the same link cannot both win.
 	err := s.retry.Do(ctx, func() error {
-		return s.db.QueryRowContext(ctx, `UPDATE login_links SET used_at = ? WHERE hash = ? AND used_at IS NULL AND expires_at > ? RETURNING user`,
+		return s.db.QueryRowContext(ctx, `UPDATE login_links SET used_at = ? WHERE hash = ? AND used_at IS NULL AND expires_at > ? RETURNING "user"`,
 			now, Hash(tok), now).Scan(&user)
 	})
 	if errors.Is(err, sql.ErrNoRows) {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -12,8 +11,10 @@ import (
 // TestPageSessions: a page session is found by its secret only, ends
 // after its idle time, its absolute lifetime, or sign-out, and keeps the
 // user's language and theme.
-func TestPageSessions(t *testing.T) {
-	s, path := open(t)
+func TestPageSessions(t *testing.T) { eachDB(t, testPageSessions) }
+
+func testPageSessions(t *testing.T, b *backend) {
+	s := b.open(t)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	s.SetClock(func() time.Time { return now })
 	ctx := t.Context()
@@ -66,13 +67,15 @@ func TestPageSessions(t *testing.T) {
 	if _, err := s.TouchPageSession(ctx, tok3, time.Hour); !errors.Is(err, ErrPageSessionInvalid) {
 		t.Errorf("after sign-out: %v", err)
 	}
-	assertNotStored(t, path, tok, tok2, tok3)
+	assertNotStored(t, b, tok, tok2, tok3)
 }
 
 // TestLoginLinks: a sign-in link works once, before it expires, and only
 // its hash is stored.
-func TestLoginLinks(t *testing.T) {
-	s, path := open(t)
+func TestLoginLinks(t *testing.T) { eachDB(t, testLoginLinks) }
+
+func testLoginLinks(t *testing.T, b *backend) {
+	s := b.open(t)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	s.SetClock(func() time.Time { return now })
 	ctx := t.Context()
@@ -105,18 +108,18 @@ func TestLoginLinks(t *testing.T) {
 	if _, err := s.UseLoginLink(ctx, "made-up"); !errors.Is(err, ErrLoginLinkInvalid) {
 		t.Errorf("an unknown link: %v", err)
 	}
-	assertNotStored(t, path, tok, late)
+	assertNotStored(t, b, tok, late)
 }
 
-func assertNotStored(t *testing.T, path string, secrets ...string) {
+func assertNotStored(t *testing.T, b *backend, secrets ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", path)
+	s, err := b.reopen(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	for _, q := range []string{`SELECT hash || user FROM page_sessions`, `SELECT hash || user FROM login_links`} {
-		rows, err := db.Query(q)
+	defer s.Close()
+	for _, q := range []string{`SELECT hash || "user" FROM page_sessions`, `SELECT hash || "user" FROM login_links`} {
+		rows, err := s.db.QueryContext(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)
 		}

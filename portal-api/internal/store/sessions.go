@@ -30,6 +30,25 @@ var sessionsMigration = sqlite.Migration{Name: "sessions", SQL: `CREATE TABLE se
 		end_reason TEXT NOT NULL DEFAULT ''
 	);
 	CREATE INDEX sessions_user ON sessions(user);
+	CREATE INDEX sessions_open ON sessions(ended_at);`,
+	Postgres: `CREATE TABLE sessions (
+		id TEXT PRIMARY KEY,
+		"user" TEXT NOT NULL,
+		cluster TEXT NOT NULL,
+		job_id BIGINT,
+		template TEXT NOT NULL,
+		server TEXT NOT NULL,
+		account TEXT NOT NULL DEFAULT '',
+		dir TEXT NOT NULL,
+		host TEXT NOT NULL DEFAULT '',
+		port INTEGER NOT NULL DEFAULT 0,
+		idle_limit BIGINT NOT NULL DEFAULT 0,
+		created_at BIGINT NOT NULL,
+		last_activity BIGINT,
+		ended_at BIGINT,
+		end_reason TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX sessions_user ON sessions("user");
 	CREATE INDEX sessions_open ON sessions(ended_at);`}
 
 // Session is a session started through the portal: a Slurm job that runs
@@ -77,7 +96,7 @@ func (s *Store) CreateSession(ctx context.Context, ss Session) error {
 	if ss.ID == "" || ss.User == "" {
 		return errors.New("create session: no id or user")
 	}
-	_, err := s.exec(context.WithoutCancel(ctx), `INSERT INTO sessions(id, user, cluster, template, server, account, dir, idle_limit, created_at)
+	_, err := s.exec(context.WithoutCancel(ctx), `INSERT INTO sessions(id, "user", cluster, template, server, account, dir, idle_limit, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, ss.ID, ss.User, ss.Cluster, ss.Template, ss.Server, ss.Account, ss.Dir,
 		int64(ss.IdleLimit/time.Second), s.now().UnixMilli())
 	if err != nil {
@@ -128,7 +147,7 @@ func (s *Store) update(ctx context.Context, what, q string, args ...any) error {
 	return nil
 }
 
-const sessionColumns = `id, user, cluster, job_id, template, server, account, dir, host, port, idle_limit, created_at, last_activity, ended_at, end_reason`
+const sessionColumns = `id, "user", cluster, job_id, template, server, account, dir, host, port, idle_limit, created_at, last_activity, ended_at, end_reason`
 
 // GetSession returns session id; ErrNotFound when there is none.
 func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
@@ -149,7 +168,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 // Sessions lists the sessions of user, newest first: those still open,
 // and those that ended at or after endedSince.
 func (s *Store) Sessions(ctx context.Context, user string, endedSince time.Time) ([]Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE user = ? AND (ended_at IS NULL OR ended_at >= ?)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE "user" = ? AND (ended_at IS NULL OR ended_at >= ?)
 		ORDER BY created_at DESC, id`, user, endedSince.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sessions of %s: %w", user, err)

@@ -11,8 +11,10 @@ import (
 // TestSessions: a session is recorded before its job, pinned once (a later
 // pin does not move it), its activity only moves forward, its first end
 // stays, and lists hold the user's own, open or lately ended.
-func TestSessions(t *testing.T) {
-	s, _ := open(t)
+func TestSessions(t *testing.T) { eachDB(t, testSessions) }
+
+func testSessions(t *testing.T, b *backend) {
+	s := b.open(t)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	s.SetClock(func() time.Time { return now })
 	id, err := NewSessionID()
