@@ -270,9 +270,9 @@ func loadOne(ctx context.Context, path string, env []string, file []byte, t load
 	// kill ends a run that has not asked by the end of its grace.
 	kill := func() error {
 		_ = cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("killed before its question, %v after it was interrupted (slurmdbd rolls its work back "+
-			"once the request it serves ends): %w", t.grace, context.Cause(ctx))
+		ended := <-exited
+		return fmt.Errorf("killed before its question, %v after it was interrupted (%v; slurmdbd rolls its work back "+
+			"once the request it serves ends): %w", t.grace, ended, context.Cause(ctx))
 	}
 	noQuestion := func(err error) (bool, error) {
 		stdin.Close()
