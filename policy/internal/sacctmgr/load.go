@@ -34,12 +34,11 @@ const (
 // database while it waits for the parts before it, and a part before it
 // that has not asked yet may be waiting in MariaDB for one of those locks:
 // a deadlock MariaDB cannot see, since the part at its question waits in
-// apply, not in the database. It happens on Slurm 24.11 after a load was
-// killed: slurmdbd rolls the killed load's transaction back only once the
-// request it was serving ends, and a part of the next load that waited
-// for one of its rows inherits a gap lock over the rows of the parts
-// before it (InnoDB moves a waiting lock on a removed row to the gap
-// around it). So a part waits for the part before it to ask at most
+// apply, not in the database. It was seen on Slurm 24.11, in the apply
+// after an interrupted one: the first part's user insert waited in
+// MariaDB on a lock of the second part's open transaction, while the
+// second waited at its question, until it was told no after answerWithin.
+// Whatever the lock, a part waits for the part before it to ask at most
 // stallWithin, or as long as it took to ask itself if that is longer
 // (parts are of about one size, and normally ask within seconds of each
 // other); then it is told no, which releases its locks, and it is loaded
