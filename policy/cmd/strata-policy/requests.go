@@ -79,8 +79,10 @@ Slurm is read before the writes and again after them, to check that slurmdbd kep
 One apply --apply of a cluster at a time on a host: it takes the flock
 --lock-dir/strata-policy-<cluster>.lock (/run/lock) before it reads Slurm, and a second one fails
 at once, exit 1, naming the process that holds it. Stopped by SIGTERM or SIGINT, apply ends its
-requests and sacctmgr runs and says how far it got; killed (SIGKILL), it takes its sacctmgr runs
-with it (none commits a load afterwards). Either way what slurmdbd holds is a prefix of the plan
+requests, tells its sacctmgr loads no at their question (a load still working gets 60 seconds to
+reach it, then is killed), so that slurmdbd has rolled them back when it exits, and says how far it
+got; killed (SIGKILL), it takes its sacctmgr runs with it (none commits a load afterwards), and
+slurmdbd rolls back each load it was serving once the request in progress ends. Either way what slurmdbd holds is a prefix of the plan
 (the batch in progress may leave records without their settings, which no job can use), and the
 next apply finishes it.
 

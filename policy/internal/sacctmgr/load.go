@@ -30,6 +30,29 @@ const (
 	answerWithin = 10 * time.Minute
 )
 
+// A part at its question holds its transaction's locks in slurmdbd's
+// database while it waits for the parts before it, and a part before it
+// that has not asked yet may be waiting in MariaDB for one of those locks:
+// a deadlock MariaDB cannot see, since the part at its question waits in
+// apply, not in the database. It was seen on Slurm 24.11, in the apply
+// after an interrupted one: the first part's user insert waited in
+// MariaDB on a lock of the second part's open transaction, while the
+// second waited at its question, until it was told no after answerWithin.
+// Whatever the lock, a part waits for the part before it to ask at most
+// stallWithin, or as long as it took to ask itself if that is longer
+// (parts are of about one size, and normally ask within seconds of each
+// other); then it is told no, which releases its locks, and it is loaded
+// again in the next round. Past its question, the part before it only
+// commits, which takes no row lock, and the wait is answerWithin.
+const stallWithin = 30 * time.Second
+
+// cancelGrace is how long a load whose context ends (apply got SIGTERM or
+// SIGINT) has to reach its question and be told no, so that slurmdbd
+// rolls its transaction back before apply exits; one still working after
+// it is killed, and slurmdbd rolls its work back once the request it
+// serves ends.
+const cancelGrace = 60 * time.Second
+
 // LoadInOrder loads the files side by side and commits them in their
 // order, so that what slurmdbd keeps is always a prefix of them: each
 // sacctmgr run (without -i) does its work in its own transaction and asks
@@ -40,10 +63,13 @@ const (
 // user another creates): sacctmgr reads slurmdbd as it was when it
 // started.
 //
-// A run that would wait for the ones before it longer than answerWithin
-// is told no, and it and those after it are loaded again, side by side,
-// in a next round; the first run of a round never waits, so each round
-// commits one part at least or stops at a failure.
+// A run that would wait for the ones before it longer than answerWithin,
+// or that asked while the one before it has not asked for stallWithin (or
+// for as long as it took to ask itself), is told no, and it and those
+// after it are loaded again, side by side, in a next round; the first run
+// of a round never waits, so each round commits one part at least or
+// stops at a failure. When ctx ends, no run commits after it: each is told
+// no at its question (see loadOne), and no round starts.
 //
 // sacctmgr looks up each line of a flat file in lists of what it read
 // and what the file adds, one by one, so a load's own time grows with the
@@ -71,16 +97,13 @@ func (s *Command) LoadInOrder(ctx context.Context, files [][]byte) (int, error) 
 		}
 		env = append(env, "SLURM_JWT="+tok)
 	}
-	wait, keep := s.answerWithin, s.keepAlive
-	if wait == 0 {
-		wait = answerWithin
-	}
-	if keep == 0 {
-		keep = keepAlive
-	}
+	t := s.timing()
 	n := 0
 	for round := 1; ; round++ {
-		k, err := s.loadRound(ctx, log, path, env, files, n, round, wait, keep)
+		if err := ctx.Err(); err != nil {
+			return n, fmt.Errorf("sacctmgr load, part %d of %d: not started: %w", n+1, len(files), context.Cause(ctx))
+		}
+		k, err := s.loadRound(ctx, log, path, env, files, n, round, t)
 		n += k
 		switch {
 		case err != nil:
@@ -91,23 +114,44 @@ func (s *Command) LoadInOrder(ctx context.Context, files [][]byte) (int, error) 
 	}
 }
 
+// loadTiming are the waits of LoadInOrder (the package's, or a test's).
+type loadTiming struct {
+	wait, keep, stall, grace time.Duration
+}
+
+func (s *Command) timing() loadTiming {
+	t := loadTiming{wait: s.answerWithin, keep: s.keepAlive, stall: s.stallWithin, grace: s.cancelGrace}
+	if t.wait == 0 {
+		t.wait = answerWithin
+	}
+	if t.keep == 0 {
+		t.keep = keepAlive
+	}
+	if t.stall == 0 {
+		t.stall = stallWithin
+	}
+	if t.grace == 0 {
+		t.grace = cancelGrace
+	}
+	return t
+}
+
 // loadRound runs the parts from the first not committed side by side and
 // commits them in order. It returns how many it committed, and the error
 // of the part that failed, if one did before a part that was told no for
 // lack of time (which the next round loads again).
-func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, env []string, files [][]byte, from, round int, wait, keep time.Duration) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, env []string, files [][]byte, from, round int, t loadTiming) (int, error) {
 	parts := files[from:]
-	// done[i] is closed when run i has its answer; ok[i] says whether it
-	// committed, late[i] whether it (or one before it) was told no for
-	// lack of time.
+	// asked[i] is closed when run i asks (or ends without asking), done[i]
+	// when it has its answer; ok[i] says whether it committed, late[i]
+	// whether it (or one before it) was told no for lack of time.
+	asked := make([]chan struct{}, len(parts))
 	done := make([]chan struct{}, len(parts))
 	ok := make([]bool, len(parts))
 	late := make([]bool, len(parts))
 	errs := make([]error, len(parts))
 	for i := range parts {
-		done[i] = make(chan struct{})
+		asked[i], done[i] = make(chan struct{}), make(chan struct{})
 	}
 	var wg sync.WaitGroup
 	for i, f := range parts {
@@ -115,27 +159,50 @@ func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, 
 		wg.Go(func() {
 			defer close(done[i])
 			start := time.Now()
-			var asked time.Duration
-			ok[i], errs[i] = loadOne(ctx, path, env, f, keep, func() bool {
+			var took time.Duration
+			var once sync.Once
+			defer once.Do(func() { close(asked[i]) })
+			ok[i], errs[i] = loadOne(ctx, path, env, f, t, func() bool {
 				// sacctmgr has done its work and asks: what is left is the
 				// wait for the parts before and the commit.
-				asked = time.Since(start)
+				took = time.Since(start)
+				once.Do(func() { close(asked[i]) })
 				if i == 0 {
-					return true
+					return ctx.Err() == nil // interrupted: no more commits
 				}
-				t := time.NewTimer(wait)
-				defer t.Stop()
+				answer := time.NewTimer(t.wait)
+				defer answer.Stop()
+				stall := time.NewTimer(max(t.stall, took))
+				defer stall.Stop()
+				// First the part before must ask: until it has, it may be
+				// waiting in MariaDB for a lock this part holds.
+				select {
+				case <-asked[i-1]:
+				case <-stall.C:
+					late[i] = true
+					log.Warn("sacctmgr load: the part before has not finished its work since this part asked; telling this part no, "+
+						"which releases its locks in slurmdbd's database that the part before may be waiting for, and loading it again after it",
+						"part", from+i+1, "before", from+i, "waited", max(t.stall, took))
+					return false
+				case <-answer.C:
+					late[i] = true
+					return false
+				case <-ctx.Done():
+					return false
+				}
 				select {
 				case <-done[i-1]:
 					late[i] = late[i-1]
-					return ok[i-1]
-				case <-t.C:
+					return ok[i-1] && ctx.Err() == nil
+				case <-answer.C:
 					late[i] = true
+					return false
+				case <-ctx.Done():
 					return false
 				}
 			})
 			log.Info("sacctmgr load", "part", from+i+1, "of", len(files), "round", round, "bytes", len(f), "committed", ok[i],
-				"late", late[i], "asked_after", asked, "took", time.Since(start), "error", errs[i])
+				"late", late[i], "asked_after", took, "took", time.Since(start), "error", errs[i])
 		})
 	}
 	wg.Wait()
@@ -143,32 +210,40 @@ func (s *Command) loadRound(ctx context.Context, log *slog.Logger, path string, 
 	for n < len(parts) && ok[n] {
 		n++
 	}
-	if n == len(parts) || late[n] && errs[n] == nil {
+	if n == len(parts) || late[n] && errs[n] == nil && ctx.Err() == nil {
 		return n, nil
 	}
 	err := errs[n]
 	if err == nil {
 		err = errors.New("not committed: a load before it failed")
+		if ctx.Err() != nil {
+			err = fmt.Errorf("not committed: told no: %w", context.Cause(ctx))
+		}
 	}
 	return n, err
 }
 
 // loadOne runs one `sacctmgr load` of file and, at its question, commits
 // when turn (which waits for the runs before it) says so, keeping
-// sacctmgr asking every keep meanwhile. It says whether the load
-// committed.
-func loadOne(ctx context.Context, path string, env []string, file []byte, keep time.Duration, turn func() bool) (bool, error) {
+// sacctmgr asking every t.keep meanwhile. It says whether the load
+// committed. When ctx ends, it tells sacctmgr no at its question (waiting
+// for the question t.grace at most, then killing it), so that slurmdbd has
+// rolled the load back when it returns.
+func loadOne(ctx context.Context, path string, env []string, file []byte, t loadTiming, turn func() bool) (bool, error) {
 	// The file comes on a pipe of its own, as fd 3 (/dev/fd/3), so that
 	// standard input carries the answer only.
 	r, w, err := os.Pipe()
 	if err != nil {
 		return false, err
 	}
-	cmd := exec.CommandContext(ctx, path, "load", "file=/dev/fd/3")
+	// Not CommandContext: an interrupted load is told no, not killed.
+	cmd := exec.Command(path, "load", "file=/dev/fd/3")
 	// Every return after Start waits for the run to end first.
 	defer tie(cmd)()
 	cmd.Env = env
 	cmd.ExtraFiles = []*os.File{r}
+	// A child of a wrapper script that outlives it must not hold Wait.
+	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		r.Close()
@@ -191,9 +266,14 @@ func loadOne(ctx context.Context, path string, env []string, file []byte, keep t
 	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	select {
-	case <-prompt:
-	case err := <-exited: // no question: it failed, or had nothing to add
+	// kill ends a run that has not asked by the end of its grace.
+	kill := func() error {
+		_ = cmd.Process.Kill()
+		ended := <-exited
+		return fmt.Errorf("killed before its question, %v after it was interrupted (%v; slurmdbd rolls its work back "+
+			"once the request it serves ends): %w", t.grace, ended, context.Cause(ctx))
+	}
+	noQuestion := func(err error) (bool, error) {
 		stdin.Close()
 		if err != nil || !strings.Contains(out.String(), "Nothing new added") {
 			return false, loadError(err, out.String())
@@ -201,10 +281,25 @@ func loadOne(ctx context.Context, path string, env []string, file []byte, keep t
 		turn()
 		return true, nil
 	}
+	select {
+	case <-prompt:
+	case err := <-exited: // no question: it failed, or had nothing to add
+		return noQuestion(err)
+	case <-ctx.Done():
+		grace := time.NewTimer(t.grace)
+		defer grace.Stop()
+		select {
+		case <-prompt:
+		case err := <-exited:
+			return noQuestion(err)
+		case <-grace.C:
+			return false, kill()
+		}
+	}
 	turned := make(chan bool, 1)
 	go func() { turned <- turn() }()
 	var yes bool
-	tick := time.NewTicker(keep)
+	tick := time.NewTicker(t.keep)
 	defer tick.Stop()
 wait:
 	for {
@@ -221,13 +316,36 @@ wait:
 	}
 	_, _ = io.WriteString(stdin, answer)
 	stdin.Close()
-	err = <-exited
+	var ended bool
+	select {
+	case err = <-exited:
+		ended = true
+	case <-ctx.Done():
+	}
+	if !ended {
+		// sacctmgr waits for slurmdbd's answer to the commit or the
+		// rollback: a while on a busy slurmdbd.
+		grace := time.NewTimer(t.grace)
+		defer grace.Stop()
+		select {
+		case err = <-exited:
+		case <-grace.C:
+			_ = cmd.Process.Kill()
+			err = <-exited
+		}
+	}
 	text := out.String()
 	if err != nil || strings.Contains(text, "Changes Discarded") {
 		if !yes {
+			if ctx.Err() != nil {
+				return false, fmt.Errorf("told no: %w", context.Cause(ctx))
+			}
 			return false, nil
 		}
 		return false, loadError(err, text)
+	}
+	if !yes && ctx.Err() != nil {
+		return false, fmt.Errorf("told no: %w", context.Cause(ctx))
 	}
 	return yes, nil
 }

@@ -35,8 +35,9 @@ type Command struct {
 	Log    *slog.Logger
 
 	runs atomic.Int64
-	// answerWithin and keepAlive replace the package's (tests).
-	answerWithin, keepAlive time.Duration
+	// answerWithin, keepAlive, stallWithin and cancelGrace replace the
+	// package's (tests).
+	answerWithin, keepAlive, stallWithin, cancelGrace time.Duration
 }
 
 // Runs is the number of times sacctmgr was run.
