@@ -1,11 +1,14 @@
 package slurmplugins
 
 import (
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/strata-hpc/strata/internal/luatest"
 )
 
 // gpuSeeds are the GPU request strings of TestRules.
@@ -26,16 +29,18 @@ var asksFor = regexp.MustCompile(`asks for (\S+)`)
 // either passes the job or refuses it for GPUs, and a count it prints is
 // a whole number from 0 to the most a job may ask (never a wrapped
 // -9223372036854775808, an exponent or inf).
+//
+// Each fuzzing process keeps one harness running (gpuHarness) that has
+// loaded the plugin and the example's data once and submits one job per
+// input: starting Lua, writing the plugin and loading the data per input
+// kept the target at a few runs a second, short of its seeds.
 func FuzzGPURequest(f *testing.F) {
 	for i, s := range gpuSeeds {
 		f.Add(s, uint8(i%3))
 	}
-	var (
-		once sync.Once
-		data string
-	)
+	var h gpuHarness
+	defer h.close()
 	f.Fuzz(func(t *testing.T, req string, field uint8) {
-		once.Do(func() { data = readExampleData(t) })
 		job := map[string]any{"user_name": "alice", "partition": "interactive"}
 		switch field % 3 {
 		case 0:
@@ -45,7 +50,7 @@ func FuzzGPURequest(f *testing.F) {
 		default:
 			job["tres_per_task"], job["num_tasks"] = req, 3
 		}
-		r := runSteps(t, "gpu", []step{{name: "job", write: data, job: job}})["job"]
+		r := h.submit(t, job)
 		if strings.Contains(r.Logs, "job_submit.lua failed") {
 			t.Fatalf("the plugin failed on %q: %s", req, r.Logs)
 		}
@@ -68,4 +73,65 @@ func FuzzGPURequest(f *testing.F) {
 			t.Fatalf("%q: refused for %q GPUs: %s", req, m[1], r.User)
 		}
 	})
+}
+
+// gpuHarness is the Lua harness left running (harness.lua's serve mode)
+// on cluster "gpu" with the example policy's data loaded: each submit is
+// one step on its standard input. The clock never moves and the data is
+// never written again, so nothing one job does is seen by the next but
+// what the plugin keeps itself, as slurmctld's interpreter would.
+type gpuHarness struct {
+	mu   sync.Mutex
+	data string
+	proc *luatest.Proc
+}
+
+func (h *gpuHarness) submit(t *testing.T, job map[string]any) result {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.proc == nil {
+		lua := luatest.Require(t)
+		if h.data == "" {
+			h.data = readExampleData(t)
+		}
+		script, err := os.ReadFile("job_submit.lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		harness, err := os.ReadFile("testdata/harness.lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{"job_submit.lua": script, "steps.lua": stepsLua("gpu", []step{{name: "data", write: h.data}})}
+		if h.proc, err = lua.Start(string(harness), files, "serve"); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := h.proc.ReadLine(); err != nil || !strings.HasPrefix(line, "data\t") {
+			h.close()
+			t.Fatalf("harness: %q, %v", line, err)
+		}
+	}
+	chunk := "return " + step{name: "job", job: job}.lua()
+	if err := h.proc.Write([]byte(strconv.Itoa(len(chunk)) + "\n" + chunk)); err != nil {
+		h.close()
+		t.Fatal(err)
+	}
+	line, err := h.proc.ReadLine()
+	if err != nil {
+		h.close() // the next input starts a new one
+		t.Fatalf("harness: %v", err)
+	}
+	name, r := parseResult(t, line)
+	if name != "job" {
+		t.Fatalf("harness answered step %q", name)
+	}
+	return r
+}
+
+func (h *gpuHarness) close() {
+	if h.proc != nil {
+		_ = h.proc.Close()
+		h.proc = nil
+	}
 }
