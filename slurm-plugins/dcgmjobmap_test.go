@@ -273,7 +273,9 @@ var digits = regexp.MustCompile(`^[0-9]+$`)
 // Each fuzzing process keeps one shell running (mapShell) that runs the
 // scripts in a subshell per input, and the seeds are short lists: a
 // shell started per script and a seed of 100 GPUs (600 processes a run)
-// kept the target at a few runs a second.
+// kept the target from getting past its seeds. What the prolog did is
+// turned into Go branches (jobMapFeedback), the only coverage the fuzzer
+// sees, so an input that makes the script do something new is kept.
 func FuzzJobMapGPUs(f *testing.F) {
 	for _, s := range []struct{ job, gpus string }{
 		{"101", "0,1"}, {"101", "04-06,10"}, {"7", "../x,*,3-1"}, {"1; rm", "0"}, {"101", "NoDevFiles"},
@@ -291,7 +293,8 @@ func FuzzJobMapGPUs(f *testing.F) {
 		}
 		parent := t.TempDir()
 		dir := filepath.Join(parent, "map")
-		sh.run(t, mapProlog, slurmEnv(dir, "prolog_slurmd", job, gpus, ""))
+		stderr := sh.run(t, mapProlog, slurmEnv(dir, "prolog_slurmd", job, gpus, ""))
+		jobMapFeedback(stderr, len(readMap(t, dir)))
 		if entries, _ := os.ReadDir(parent); len(entries) > 1 {
 			t.Fatalf("the prolog wrote beside its directory: %v", entries)
 		}
@@ -308,6 +311,40 @@ func FuzzJobMapGPUs(f *testing.F) {
 			t.Errorf("after the epilog: %v", got)
 		}
 	})
+}
+
+// jobMapFeedback branches on what the prolog did, the only coverage the
+// fuzzer sees of a shell script: the messages it wrote and how many GPU
+// files it left. An input that makes the script do something new is
+// kept.
+func jobMapFeedback(stderr string, files int) {
+	for line := range strings.SplitSeq(stderr, "\n") {
+		switch {
+		case line == "":
+		case strings.Contains(line, "not a job id"):
+			feedbackSink++
+		case strings.Contains(line, "is not a number or a range"):
+			feedbackSink += 2
+		case strings.Contains(line, "cannot write"):
+			feedbackSink += 3
+		case strings.Contains(line, "held for"):
+			feedbackSink += 4
+		default:
+			feedbackSink += 5
+		}
+	}
+	switch {
+	case files == 0:
+		feedbackSink++
+	case files == 1:
+		feedbackSink += 2
+	case files < 4:
+		feedbackSink += 3
+	case files < 16:
+		feedbackSink += 4
+	default:
+		feedbackSink += 5
+	}
 }
 
 // mapShell is a /bin/sh left running, with an empty environment, that

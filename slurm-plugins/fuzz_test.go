@@ -1,6 +1,7 @@
 package slurmplugins
 
 import (
+	"flag"
 	"os"
 	"regexp"
 	"strconv"
@@ -31,9 +32,12 @@ var asksFor = regexp.MustCompile(`asks for (\S+)`)
 // -9223372036854775808, an exponent or inf).
 //
 // Each fuzzing process keeps one harness running (gpuHarness) that has
-// loaded the plugin and the example's data once and submits one job per
-// input: starting Lua, writing the plugin and loading the data per input
-// kept the target at a few runs a second, short of its seeds.
+// loaded the plugin and the example's data (exampleDataFile) once and
+// submits one job per input: building strata-policy in each process, and
+// starting Lua, writing the plugin and loading the data per input, kept
+// the target from getting past its seeds. What the plugin answered is
+// turned into Go branches (gpuFeedback), the only coverage the fuzzer
+// sees, so an input that makes the plugin answer anew is kept.
 func FuzzGPURequest(f *testing.F) {
 	for i, s := range gpuSeeds {
 		f.Add(s, uint8(i%3))
@@ -51,6 +55,7 @@ func FuzzGPURequest(f *testing.F) {
 			job["tres_per_task"], job["num_tasks"] = req, 3
 		}
 		r := h.submit(t, job)
+		gpuFeedback(r)
 		if strings.Contains(r.Logs, "job_submit.lua failed") {
 			t.Fatalf("the plugin failed on %q: %s", req, r.Logs)
 		}
@@ -75,6 +80,32 @@ func FuzzGPURequest(f *testing.F) {
 	})
 }
 
+// exampleDataFile is the example policy's data as strata-policy renders
+// it, for FuzzGPURequest: building strata-policy in each fuzzing process
+// kept the fuzzer from its seeds for minutes. TestExampleDataFile holds
+// it to a fresh render (-update rewrites it).
+const exampleDataFile = "testdata/example-policy.lua"
+
+var update = flag.Bool("update", false, "rewrite "+exampleDataFile+" from the example policy (review the diff)")
+
+// TestExampleDataFile: exampleDataFile is what strata-policy renders from
+// the example policy today.
+func TestExampleDataFile(t *testing.T) {
+	data := readExampleData(t)
+	if *update {
+		if err := os.WriteFile(exampleDataFile, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(exampleDataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != data {
+		t.Errorf("%s is not what strata-policy renders from %s: go test ./slurm-plugins -run TestExampleDataFile -update", exampleDataFile, exampleFile)
+	}
+}
+
 // gpuHarness is the Lua harness left running (harness.lua's serve mode)
 // on cluster "gpu" with the example policy's data loaded: each submit is
 // one step on its standard input. The clock never moves and the data is
@@ -93,7 +124,11 @@ func (h *gpuHarness) submit(t *testing.T, job map[string]any) result {
 	if h.proc == nil {
 		lua := luatest.Require(t)
 		if h.data == "" {
-			h.data = readExampleData(t)
+			data, err := os.ReadFile(exampleDataFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.data = string(data)
 		}
 		script, err := os.ReadFile("job_submit.lua")
 		if err != nil {
@@ -135,3 +170,41 @@ func (h *gpuHarness) close() {
 		h.proc = nil
 	}
 }
+
+// gpuFeedback branches on what the plugin answered: its code, the kind
+// of message, how long the count it names is, and how many log lines it
+// wrote.
+func gpuFeedback(r result) {
+	switch r.RC {
+	case "0":
+		feedbackSink++
+	case strconv.Itoa(rcPolicy):
+		feedbackSink += 2
+	default:
+		feedbackSink += 3
+	}
+	for _, kind := range []string{"asks for", "more than", "per node", "per task", "per job", "type", "GPUs of", "class", "tenant"} {
+		if strings.Contains(r.User, kind) {
+			feedbackSink += len(kind)
+		}
+	}
+	if m := asksFor.FindStringSubmatch(r.User); m != nil {
+		switch len(m[1]) {
+		case 1:
+			feedbackSink++
+		case 2, 3:
+			feedbackSink += 2
+		case 4, 5, 6, 7, 8, 9:
+			feedbackSink += 3
+		default:
+			feedbackSink += 4
+		}
+	}
+	for range strings.Count(r.Logs, " | ") {
+		feedbackSink++
+	}
+}
+
+// feedbackSink keeps the feedback functions' branches from being
+// compiled away.
+var feedbackSink int

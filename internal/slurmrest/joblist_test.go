@@ -185,6 +185,9 @@ func FuzzListJobs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if HostsBeyond(body, 4096) {
+			t.Skip("a host list of more than 4,096 hosts")
+		}
 		var m jobMemo
 		n := 0
 		got, err := memoList(&m, time.Time{}, body, &n)
