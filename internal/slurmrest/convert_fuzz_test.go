@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -127,8 +126,12 @@ func FuzzConvert(f *testing.F) {
 			if (j.NodeList == "") != (len(j.Nodes) == 0) {
 				t.Fatalf("job %d: node list %q gives nodes %v", j.ID, j.NodeList, j.Nodes)
 			}
+			nodes := make(map[string]bool, len(j.Nodes))
+			for _, n := range j.Nodes {
+				nodes[n] = true
+			}
 			for _, g := range j.GPUs {
-				if !slices.Contains(j.Nodes, g.Node) || g.Index < 0 {
+				if !nodes[g.Node] || g.Index < 0 {
 					t.Fatalf("job %d: GPU %+v is not on one of its nodes %v", j.ID, g, j.Nodes)
 				}
 			}
