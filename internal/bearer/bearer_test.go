@@ -96,7 +96,7 @@ func TestToken(t *testing.T) {
 			t.Errorf("Token(%q) = %q, %v; want %q", h, got, ok, want)
 		}
 		if Matches(h, []byte("tok")) != (want == "tok") {
-			t.Errorf("Matches(%q, tok) = %v", h, !(want == "tok"))
+			t.Errorf("Matches(%q, tok) = %v", h, want != "tok")
 		}
 	}
 }
