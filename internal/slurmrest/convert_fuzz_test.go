@@ -55,14 +55,23 @@ var convertEndpoints = []struct {
 // never negative (a huge limit in minutes must not wrap), its nodes are
 // its node list expanded, and each of its GPUs is on one of its nodes.
 //
-// The seeds are the captured answers cut to one record each (fuzzseed)
-// and small answers that reach the conversions' branches: a seed of
-// kilobytes left the fuzzer minimizing rather than exploring (12 runs in
-// 10 s); the whole answers stay the unit tests' inputs.
+// The seeds are the first record of each captured answer cut into pieces
+// of 8 fields (SeedPieces) and small answers that reach the conversions'
+// branches: a seed of kilobytes left the fuzzer minimizing rather than
+// exploring (12 runs in 10 s); the whole answers stay the unit tests'
+// inputs.
 func FuzzConvert(f *testing.F) {
 	dir := filepath.Join("testdata", "replay", "slurm-26.05")
 	for i, e := range convertEndpoints {
-		f.Add(uint8(i), fuzzseed.JSON(readResponse(f, filepath.Join(dir, e.record+".json")), 1))
+		answer := fuzzseed.JSON(readResponse(f, filepath.Join(dir, e.record+".json")), 1)
+		for _, key := range []string{"jobs", "nodes", "partitions", "qos", "associations"} {
+			for _, piece := range slurmrest.SeedPieces(answer, key, 8) {
+				f.Add(uint8(i), piece)
+			}
+		}
+		if e.record == "shares" {
+			f.Add(uint8(i), answer)
+		}
 	}
 	for _, s := range []struct {
 		which uint8

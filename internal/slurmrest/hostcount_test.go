@@ -1,10 +1,15 @@
 package slurmrest
 
 import (
+	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strata-hpc/strata/internal/fuzzseed"
 )
 
 var (
@@ -62,4 +67,35 @@ func TestHostsBeyond(t *testing.T) {
 			t.Errorf("HostsBeyond(%s) = %v, want %v", body, got, want)
 		}
 	}
+}
+
+// SeedPieces cuts the first record of the list under key in a captured
+// answer into pieces of per members each, every piece an answer of one
+// record: small seeds that keep the record's fields and values. A whole
+// record (5 KB for a job) as a seed left the fuzzer minimizing each input
+// it found from it, thousands of runs of 5 KB, and so barely exploring.
+func SeedPieces(answer []byte, key string, per int) [][]byte {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(answer, &doc) != nil {
+		return nil
+	}
+	var list []map[string]json.RawMessage
+	if json.Unmarshal(doc[key], &list) != nil || len(list) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(list[0]))
+	var out [][]byte
+	for len(names) > 0 {
+		n := min(per, len(names))
+		piece := map[string]json.RawMessage{}
+		for _, name := range names[:n] {
+			piece[name] = list[0][name]
+		}
+		names = names[n:]
+		b, err := json.Marshal(map[string]any{key: []any{piece}})
+		if err == nil {
+			out = append(out, fuzzseed.JSON(b, 1))
+		}
+	}
+	return out
 }
