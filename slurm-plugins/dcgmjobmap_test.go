@@ -3,6 +3,8 @@ package slurmplugins
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,21 +269,32 @@ var digits = regexp.MustCompile(`^[0-9]+$`)
 // writes only GPU files named by a number of at most 2 digits without a
 // leading zero (or "0"), each holding the job once, and nothing outside
 // its directory; the epilog then leaves no GPU file.
+//
+// Each fuzzing process keeps one shell running (mapShell) that runs the
+// scripts in a subshell per input, and the seeds are short lists: a
+// shell started per script and a seed of 100 GPUs (600 processes a run)
+// kept the target from getting past its seeds. What the prolog did is
+// turned into Go branches (jobMapFeedback), the only coverage the fuzzer
+// sees, so an input that makes the script do something new is kept.
 func FuzzJobMapGPUs(f *testing.F) {
 	for _, s := range []struct{ job, gpus string }{
 		{"101", "0,1"}, {"101", "04-06,10"}, {"7", "../x,*,3-1"}, {"1; rm", "0"}, {"101", "NoDevFiles"},
-		{"101", "0-99"}, {"101", "100"}, {"101", ",,"}, {"101", "0\n1"}, {"101", "-1"},
+		{"101", "97-99"}, {"101", "100"}, {"101", ",,"}, {"101", "0\n1"}, {"101", "-1"}, {"101", "1-"}, {"101", "00,0"},
+		{"0101", "5"}, {"", "1"}, {"101", "2-2,2"}, {"101", "$(id),`id`"}, {"101", "7 8"}, {"101", "1-0x2"},
 	} {
 		f.Add(s.job, s.gpus)
 	}
 	name := regexp.MustCompile(`^(0|[1-9][0-9]?)$`)
+	var sh mapShell
+	defer sh.close()
 	f.Fuzz(func(t *testing.T, job, gpus string) {
 		if strings.ContainsRune(job+gpus, 0) {
 			t.Skip("an environment variable holds no NUL")
 		}
 		parent := t.TempDir()
 		dir := filepath.Join(parent, "map")
-		runMap(t, mapProlog, slurmEnv(dir, "prolog_slurmd", job, gpus, ""))
+		stderr := sh.run(t, mapProlog, slurmEnv(dir, "prolog_slurmd", job, gpus, ""))
+		jobMapFeedback(stderr, len(readMap(t, dir)))
 		if entries, _ := os.ReadDir(parent); len(entries) > 1 {
 			t.Fatalf("the prolog wrote beside its directory: %v", entries)
 		}
@@ -293,11 +306,121 @@ func FuzzJobMapGPUs(f *testing.F) {
 				t.Errorf("GPU %s lists %q for job %q", g, jobs, job)
 			}
 		}
-		runMap(t, mapEpilog, slurmEnv(dir, "epilog_slurmd", job, "", ""))
+		sh.run(t, mapEpilog, slurmEnv(dir, "epilog_slurmd", job, "", ""))
 		if got := readMap(t, dir); len(got) != 0 {
 			t.Errorf("after the epilog: %v", got)
 		}
 	})
+}
+
+// jobMapFeedback branches on what the prolog did, the only coverage the
+// fuzzer sees of a shell script: the messages it wrote and how many GPU
+// files it left. An input that makes the script do something new is
+// kept.
+func jobMapFeedback(stderr string, files int) {
+	for line := range strings.SplitSeq(stderr, "\n") {
+		switch {
+		case line == "":
+		case strings.Contains(line, "not a job id"):
+			feedbackSink++
+		case strings.Contains(line, "is not a number or a range"):
+			feedbackSink += 2
+		case strings.Contains(line, "cannot write"):
+			feedbackSink += 3
+		case strings.Contains(line, "held for"):
+			feedbackSink += 4
+		default:
+			feedbackSink += 5
+		}
+	}
+	switch {
+	case files == 0:
+		feedbackSink++
+	case files == 1:
+		feedbackSink += 2
+	case files < 4:
+		feedbackSink += 3
+	case files < 16:
+		feedbackSink += 4
+	default:
+		feedbackSink += 5
+	}
+}
+
+// mapShell is a /bin/sh left running, with an empty environment, that
+// runs each script as a subshell sourcing it with exactly the variables
+// of env exported: what slurmd's fork and exec gives the script, less the
+// exec. The one difference a script could see is $$, the shell's and not
+// the subshell's (the scripts name temporary files with it, which only
+// matters between prologs running at once; TestJobMapConcurrent runs
+// those as slurmd does).
+type mapShell struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	dir string // the files each run's stdout and stderr go to
+}
+
+// run is runMap through the shell.
+func (s *mapShell) run(t testing.TB, script string, env []string) string {
+	t.Helper()
+	if s.cmd == nil {
+		s.start(t)
+	}
+	var b strings.Builder
+	b.WriteString("(")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		b.WriteString(" export " + k + "='" + strings.ReplaceAll(v, "'", `'\''`) + "';")
+	}
+	fmt.Fprintf(&b, " . ./%s ) >%s/out 2>%s/err; echo \"rc=$?\"\n", script, s.dir, s.dir)
+	if _, err := io.WriteString(s.in, b.String()); err != nil {
+		s.close()
+		t.Fatalf("shell: %v", err)
+	}
+	line, err := s.out.ReadString('\n')
+	if err != nil {
+		s.close() // the next input starts a new one
+		t.Fatalf("shell: %v", err)
+	}
+	stdout, _ := os.ReadFile(filepath.Join(s.dir, "out"))
+	stderr, _ := os.ReadFile(filepath.Join(s.dir, "err"))
+	if line != "rc=0\n" || len(stdout) > 0 {
+		t.Fatalf("%s %v: %s, stdout %q, stderr:\n%s", script, env, strings.TrimSpace(line), stdout, stderr)
+	}
+	return string(stderr)
+}
+
+func (s *mapShell) start(t testing.TB) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "strata-jobmap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-s")
+	cmd.Env = []string{}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd, s.in, s.out, s.dir = cmd, in, bufio.NewReader(out), dir
+}
+
+func (s *mapShell) close() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.in.Close()
+	_ = s.cmd.Wait()
+	_ = os.RemoveAll(s.dir)
+	s.cmd = nil
 }
 
 // TestJobMapHeaders: the scripts say what they are for and point to the

@@ -78,45 +78,64 @@ func runSteps(t *testing.T, cluster string, steps []step) map[string]result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "return {\n  cluster = %s,\n", luaValue(cluster))
-	for _, s := range steps {
-		fmt.Fprintf(&b, "  { name = %s", luaValue(s.name))
-		if s.write != "" || s.empty {
-			fmt.Fprintf(&b, ", write = %s", luaValue(s.write))
-		}
-		if s.remove {
-			b.WriteString(", remove = true")
-		}
-		fmt.Fprintf(&b, ", advance = %d", s.advance)
-		if s.job != nil {
-			b.WriteString(", job = " + luaTable(s.job))
-		}
-		if s.rec != nil {
-			b.WriteString(", rec = " + luaTable(s.rec))
-		}
-		if s.modifyUID != nil {
-			fmt.Fprintf(&b, ", modify_uid = %d", *s.modifyUID)
-		}
-		b.WriteString(" },\n")
-	}
-	b.WriteString("}\n")
-	out, err := lua.Run(t.Context(), string(harness), map[string][]byte{"job_submit.lua": script, "steps.lua": []byte(b.String())})
+	out, err := lua.Run(t.Context(), string(harness), map[string][]byte{"job_submit.lua": script, "steps.lua": stepsLua(cluster, steps)})
 	if err != nil {
 		t.Fatalf("harness: %v\noutput so far:\n%s", err, out)
 	}
 	res := map[string]result{}
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		f := strings.Split(line, "\t")
-		if len(f) != 5 {
-			t.Fatalf("harness line %q: want 5 fields", line)
-		}
-		res[f[0]] = result{RC: f[1], User: f[2], Changed: f[3], Logs: f[4]}
+		name, r := parseResult(t, line)
+		res[name] = r
 	}
 	if len(res) != len(steps) {
 		t.Fatalf("%d results for %d steps (names must be unique):\n%s", len(res), len(steps), out)
 	}
 	return res
+}
+
+// stepsLua is the harness's steps.lua: the cluster's name and the steps.
+func stepsLua(cluster string, steps []step) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "return {\n  cluster = %s,\n", luaValue(cluster))
+	for _, s := range steps {
+		b.WriteString("  " + s.lua() + ",\n")
+	}
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// lua writes the step as the harness reads it, a Lua table.
+func (s step) lua() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{ name = %s", luaValue(s.name))
+	if s.write != "" || s.empty {
+		fmt.Fprintf(&b, ", write = %s", luaValue(s.write))
+	}
+	if s.remove {
+		b.WriteString(", remove = true")
+	}
+	fmt.Fprintf(&b, ", advance = %d", s.advance)
+	if s.job != nil {
+		b.WriteString(", job = " + luaTable(s.job))
+	}
+	if s.rec != nil {
+		b.WriteString(", rec = " + luaTable(s.rec))
+	}
+	if s.modifyUID != nil {
+		fmt.Fprintf(&b, ", modify_uid = %d", *s.modifyUID)
+	}
+	b.WriteString(" }")
+	return b.String()
+}
+
+// parseResult reads one line of the harness: a step's name and result.
+func parseResult(t testing.TB, line string) (string, result) {
+	t.Helper()
+	f := strings.Split(line, "\t")
+	if len(f) != 5 {
+		t.Fatalf("harness line %q: want 5 fields", line)
+	}
+	return f[0], result{RC: f[1], User: f[2], Changed: f[3], Logs: f[4]}
 }
 
 // luaTable writes fields as a Lua table, keys sorted.

@@ -16,17 +16,40 @@ import (
 	"strings"
 )
 
+// Token returns the token of an Authorization header value of the bearer
+// scheme, spelt as RFC 6750 (section 2.1) has it: "Bearer" in any case,
+// one or more spaces, the token. A token is taken as it is sent, never
+// trimmed: one with a space, a tab, a line break, another control
+// character or a byte past ASCII in it (or after it) is no token, so a
+// token has one spelling.
+func Token(authorization string) (string, bool) {
+	scheme, rest, ok := strings.Cut(authorization, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok := strings.TrimLeft(rest, " ")
+	if tok == "" {
+		return "", false
+	}
+	for i := range len(tok) {
+		if c := tok[i]; c <= ' ' || c >= 0x7f {
+			return "", false
+		}
+	}
+	return tok, true
+}
+
 // Matches reports whether an Authorization header value carries want as
-// a bearer token. An empty want matches nothing.
+// a bearer token (see Token). An empty want matches nothing.
 func Matches(authorization string, want []byte) bool {
 	if len(want) == 0 {
 		return false
 	}
-	scheme, got, ok := strings.Cut(authorization, " ")
+	got, ok := Token(authorization)
 	// Hashes of equal length, so that the compare takes the same time
 	// whatever the token's length and content.
-	wh, gh := sha256.Sum256(want), sha256.Sum256([]byte(strings.TrimSpace(got)))
-	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare(wh[:], gh[:]) == 1
+	wh, gh := sha256.Sum256(want), sha256.Sum256([]byte(got))
+	return ok && subtle.ConstantTimeCompare(wh[:], gh[:]) == 1
 }
 
 // Header is the Authorization value that presents token.

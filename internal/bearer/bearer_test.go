@@ -68,14 +68,47 @@ func TestGuard(t *testing.T) {
 	}
 }
 
+// TestToken: a bearer token is taken only as RFC 6750 spells it, never
+// trimmed of other whitespace.
+func TestToken(t *testing.T) {
+	for h, want := range map[string]string{
+		"Bearer tok":        "tok",
+		"bearer tok":        "tok",
+		"BEARER  tok":       "tok",
+		"Bearer a.b-c_~+/=": "a.b-c_~+/=",
+		"Bearer tok ":       "",
+		"Bearer tok\n":      "",
+		"Bearer tok\r\n":    "",
+		"Bearer \ttok":      "",
+		"Bearer tok\t":      "",
+		"Bearer to\nk":      "",
+		"Bearer to k":       "",
+		"Bearer tok\u00a0":  "",
+		"Bearer tok\u0085":  "",
+		"Bearer tok\x00":    "",
+		"Bearer\ttok":       "",
+		"Bearer ":           "",
+		"Bearer":            "",
+		"Basic tok":         "",
+		"tok":               "",
+	} {
+		if got, ok := Token(h); got != want || ok != (want != "") {
+			t.Errorf("Token(%q) = %q, %v; want %q", h, got, ok, want)
+		}
+		if Matches(h, []byte("tok")) != (want == "tok") {
+			t.Errorf("Matches(%q, tok) = %v", h, want != "tok")
+		}
+	}
+}
+
 // FuzzMatches: no header but the exact one matches.
 func FuzzMatches(f *testing.F) {
-	for _, s := range []string{"Bearer tok", "bearer tok", "Bearer  tok ", "Bearer tok2", "Basic tok", "tok", "", "Bearer "} {
+	for _, s := range []string{"Bearer tok", "bearer tok", "Bearer  tok ", "Bearer tok2", "Basic tok", "tok", "", "Bearer ", "Bearer tok\n", "Bearer \ttok"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
 		scheme, got, _ := strings.Cut(h, " ")
-		want := strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(got) == "tok"
+		want := strings.EqualFold(scheme, "Bearer") && strings.TrimLeft(got, " ") == "tok"
 		if Matches(h, []byte("tok")) != want {
 			t.Errorf("Matches(%q) = %v, want %v", h, !want, want)
 		}

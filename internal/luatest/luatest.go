@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,43 +98,14 @@ func (in *Interp) version() (string, error) {
 // with that directory as arg[1] (the path Lua sees), and returns its
 // standard output. The error carries standard error.
 func (in *Interp) Run(ctx context.Context, script string, files map[string][]byte) (string, error) {
-	base := os.TempDir()
-	if in.Root != "" {
-		base = filepath.Join(in.Root, "tmp")
-	}
-	dir, err := os.MkdirTemp(base, "strata-luatest-")
+	dir, seen, err := in.prepare(script, files)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return "", err
-	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return "", err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.lua"), []byte(script), 0o644); err != nil {
-		return "", err
-	}
-	seen := dir // the directory as Lua sees it
-	if in.Root != "" {
-		seen = "/" + strings.TrimPrefix(strings.TrimPrefix(dir, in.Root), "/")
-	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var cmd *exec.Cmd
-	if in.Root != "" {
-		cmd = exec.CommandContext(ctx, "chroot", in.Root, in.Bin, seen+"/main.lua", seen)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
-	} else {
-		cmd = exec.CommandContext(ctx, in.Bin, seen+"/main.lua", seen)
-	}
+	cmd := in.command(ctx, seen)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -144,6 +116,126 @@ func (in *Interp) Run(ctx context.Context, script string, files map[string][]byt
 		return stdout.String(), fmt.Errorf("lua: %w", err)
 	}
 	return stdout.String(), nil
+}
+
+// Proc is a Lua script left running, which reads its requests on its
+// standard input and answers on its standard output: one interpreter for
+// many inputs (a fuzz target's), where starting one per input would cost
+// more than the input's work.
+type Proc struct {
+	cmd    *exec.Cmd
+	dir    string
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+}
+
+// Start is Run for a script that serves requests: it writes files and
+// script as Run does, starts the script with its directory as arg[1] and
+// extra as arg[2]..., and leaves it running until Close.
+func (in *Interp) Start(script string, files map[string][]byte, extra ...string) (*Proc, error) {
+	dir, seen, err := in.prepare(script, files)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proc{cmd: in.command(context.Background(), seen, extra...), dir: dir}
+	p.cmd.Stderr = &p.stderr
+	if p.in, err = p.cmd.StdinPipe(); err == nil {
+		var out io.Reader
+		if out, err = p.cmd.StdoutPipe(); err == nil {
+			p.out = bufio.NewReader(out)
+			err = p.cmd.Start()
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("lua: %w", err)
+	}
+	return p, nil
+}
+
+// Write sends b to the script's standard input.
+func (p *Proc) Write(b []byte) error {
+	if _, err := p.in.Write(b); err != nil {
+		return fmt.Errorf("lua: %w", err)
+	}
+	return nil
+}
+
+// ReadLine returns the script's next line of output, without its "\n".
+// When the script has ended, the error carries its standard error.
+func (p *Proc) ReadLine() (string, error) {
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		_ = p.cmd.Wait()
+		return line, fmt.Errorf("lua: %w: %s", err, strings.TrimSpace(p.stderr.String()))
+	}
+	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// Close ends the script (its input closes; it is killed if it goes on)
+// and removes its directory.
+func (p *Proc) Close() error {
+	_ = p.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		err = <-done
+	}
+	_ = os.RemoveAll(p.dir)
+	return err
+}
+
+// prepare writes files and script (as main.lua) into a fresh directory;
+// it returns the directory and the path Lua sees it by.
+func (in *Interp) prepare(script string, files map[string][]byte) (dir, seen string, err error) {
+	base := os.TempDir()
+	if in.Root != "" {
+		base = filepath.Join(in.Root, "tmp")
+	}
+	dir, err = os.MkdirTemp(base, "strata-luatest-")
+	if err != nil {
+		return "", "", err
+	}
+	fail := func(err error) (string, string, error) {
+		_ = os.RemoveAll(dir)
+		return "", "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.lua"), []byte(script), 0o644); err != nil {
+		return fail(err)
+	}
+	seen = dir // the directory as Lua sees it
+	if in.Root != "" {
+		seen = "/" + strings.TrimPrefix(strings.TrimPrefix(dir, in.Root), "/")
+	}
+	return dir, seen, nil
+}
+
+// command runs main.lua of the directory Lua sees as seen.
+func (in *Interp) command(ctx context.Context, seen string, extra ...string) *exec.Cmd {
+	args := append([]string{seen + "/main.lua", seen}, extra...)
+	if in.Root != "" {
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{in.Root, in.Bin}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+		return cmd
+	}
+	return exec.CommandContext(ctx, in.Bin, args...)
 }
 
 // bedRoots reads STRATA_TB_ROOT from the test beds' environment files

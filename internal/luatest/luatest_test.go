@@ -28,6 +28,41 @@ f:close()`, map[string][]byte{"sub/data.txt": []byte("hello")})
 	}
 }
 
+// TestStart: a script left running answers request after request with
+// its files and arguments, and when it fails, ReadLine says why.
+func TestStart(t *testing.T) {
+	lua := Require(t)
+	p, err := lua.Start(`
+local f = assert(io.open(arg[1] .. "/greeting", "rb"))
+local greeting = f:read("*a")
+f:close()
+while true do
+	local l = io.read("*l")
+	if not l then break end
+	if l == "fail" then error("asked to fail") end
+	io.write(greeting, " ", l, " ", arg[2], "\n")
+	io.flush()
+end`, map[string][]byte{"greeting": []byte("hello")}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, name := range []string{"a", "b"} {
+		if err := p.Write([]byte(name + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.ReadLine(); err != nil || got != "hello "+name+" x" {
+			t.Errorf("answer to %s: %q, %v", name, got, err)
+		}
+	}
+	if err := p.Write([]byte("fail\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.ReadLine(); err == nil || !strings.Contains(err.Error(), "asked to fail") {
+		t.Errorf("after the script failed: %q, %v; want its error", got, err)
+	}
+}
+
 // TestBedRoots reads STRATA_TB_ROOT from every environment file named,
 // skipping files that are missing.
 func TestBedRoots(t *testing.T) {

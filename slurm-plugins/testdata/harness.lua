@@ -2,8 +2,12 @@
 -- the table slurmctld gives the script (the constants it uses, the log functions), os.time is
 -- a clock the steps move, and each job is a plain table with Slurm's "not set" values.
 -- arg[1] is a directory holding job_submit.lua and steps.lua; the plugin's data file is
--- strata/policy.lua there, which steps write and remove.
+-- strata/policy.lua there, which steps write and remove. With arg[2] "serve", after the steps
+-- of steps.lua it reads more steps on standard input, each a line with its length in bytes
+-- and then a chunk of that length returning the step, and answers each with its line: one
+-- interpreter for many steps (FuzzGPURequest's).
 local dir = arg[1]
+local load_chunk = loadstring or load -- before the globals are fenced: loadstring is Lua 5.1's
 local NO_VAL, NO_VAL16 = 4294967294, 65534
 
 local logs, user_msgs = {}, {}
@@ -77,7 +81,7 @@ end
 
 -- One line per step: name, rc, what the user was told, the fields the plugin changed and
 -- the log lines it wrote, tab-separated.
-for _, s in ipairs(steps) do
+local function run(s)
 	logs, user_msgs = {}, {}
 	local data = dir .. "/strata/policy.lua"
 	if s.write then
@@ -112,4 +116,19 @@ for _, s in ipairs(steps) do
 		out = "\t\t"
 	end
 	io.write(s.name, "\t", out, "\t", (table.concat(logs, " | "):gsub("[\t\n]", " ")), "\n")
+end
+
+for _, s in ipairs(steps) do
+	run(s)
+end
+if arg[2] == "serve" then
+	io.flush()
+	while true do
+		local n = io.read("*l")
+		if not n then
+			break
+		end
+		run(assert(load_chunk(io.read(tonumber(n))))())
+		io.flush()
+	end
 end

@@ -1,6 +1,7 @@
 package specprep
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -89,13 +90,51 @@ func TestPrepareErrors(t *testing.T) {
 	}
 }
 
+// FuzzPrepare: whatever the spec, Prepare fails or returns a spec of the
+// parser alone: every path and schema its own, every reference to one of
+// its schemas, no int32 left, and preparing it again changes nothing.
+// The seeds are small specs that reach each step (a nested int32, a
+// reference from a path, a foreign reference, no info): mutations of one
+// large spec never got past the decode.
 func FuzzPrepare(f *testing.F) {
 	f.Add([]byte(twoParsers), "v0.0.45")
+	f.Add([]byte(twoParsers), "v0.0.42")
 	f.Add([]byte(`{"paths":{"/slurm/v0.0.1/x":{}},"components":{"schemas":{}}}`), "v0.0.1")
+	f.Add([]byte(`{"paths":{"/slurm/v0.0.7/x":{"$ref":"#/components/schemas/v0.0.7_a"}},"components":{"schemas":{"v0.0.7_a":{"format":"int32"},"v0.0.8_b":{}}}}`), "v0.0.7")
+	f.Add([]byte(`{"paths":{"/slurm/v0.0.7/x":[{"format":"int32"},[{"$ref":"#/components/schemas/v0.0.8_b"}]]},"components":{"schemas":{"v0.0.8_b":{}}}}`), "v0.0.7")
+	f.Add([]byte(`{"info":{"title":"t"},"paths":{"/slurmdb/v0.0.9/a/":{"get":{"items":{"format":"int32","format2":"int32"}}}},"components":{"schemas":{"v0.0.9_x":{"properties":{"n":{"type":"integer","format":"int32"}}}}}}`), "v0.0.9")
+	f.Add([]byte(`{"info":[],"paths":{"/v0.0.5/":{}},"components":{"schemas":{"v0.0.5_":{"$ref":"v0.0.5_"}}}}`), "v0.0.5")
 	f.Fuzz(func(t *testing.T, spec []byte, parser string) {
 		out, err := Prepare(spec, parser)
-		if err == nil && !json.Valid(out) {
-			t.Fatalf("Prepare returned invalid JSON")
+		if err != nil {
+			return
+		}
+		var doc struct {
+			Paths      map[string]json.RawMessage            `json:"paths"`
+			Components map[string]map[string]json.RawMessage `json:"components"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatalf("Prepare returned a spec that does not decode: %v", err)
+		}
+		if len(doc.Paths) == 0 {
+			t.Fatalf("Prepare returned a spec without paths")
+		}
+		for p := range doc.Paths {
+			if !strings.Contains(p, "/"+parser+"/") {
+				t.Fatalf("path %q kept for parser %s", p, parser)
+			}
+		}
+		for name := range doc.Components["schemas"] {
+			if !strings.HasPrefix(name, parser+"_") {
+				t.Fatalf("schema %q kept for parser %s", name, parser)
+			}
+		}
+		if bytes.Contains(out, []byte(`"format": "int32"`)) {
+			t.Fatalf("int32 left in the prepared spec:\n%s", out)
+		}
+		again, err := Prepare(out, parser)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("preparing the prepared spec again: %v\n%s\nthen\n%s", err, out, again)
 		}
 	})
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/strata-hpc/strata/internal/bearer"
 )
 
 // Ways a caller is known.
@@ -110,11 +112,10 @@ var userName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
 // Authenticate identifies r.
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return Identity{}, &Error{Msg: "the Authorization header is not a bearer token", Hint: "send Authorization: Bearer <token>"}
+		tok, ok := bearer.Token(h)
+		if !ok {
+			return Identity{}, &Error{Msg: "the Authorization header is not a bearer token", Hint: "send Authorization: Bearer <token>, the token as it was given: no other space, tab or line break"}
 		}
-		tok = strings.TrimSpace(tok)
 		if a.cfg.Tokens != nil && a.cfg.TokenPrefix != "" && strings.HasPrefix(tok, a.cfg.TokenPrefix) {
 			user, id, err := a.cfg.Tokens.LookupTokenID(r.Context(), tok)
 			if err != nil {

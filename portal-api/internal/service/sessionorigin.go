@@ -161,9 +161,9 @@ func (s *Server) checkLaunch(tok, id string) (string, bool) {
 	if !ok || len(tok) > 1024 {
 		return "", false
 	}
-	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(p64)
-	got, err2 := base64.RawURLEncoding.Strict().DecodeString(m64)
-	if err1 != nil || err2 != nil || !hmac.Equal(got, s.launchMAC(payload)) {
+	payload, ok1 := decode64(p64)
+	got, ok2 := decode64(m64)
+	if !ok1 || !ok2 || !hmac.Equal(got, s.launchMAC(payload)) {
 		return "", false
 	}
 	parts := strings.Split(string(payload), "|")

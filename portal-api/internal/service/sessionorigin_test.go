@@ -130,6 +130,23 @@ func TestSessionOrigin(t *testing.T) {
 	if resp, body := originReq(t, ts, sess, "GET", lu.RequestURI(), ""); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("launch used twice: %d %s", resp.StatusCode, body)
 	}
+	// Nor a second time under another spelling: encoding/base64 skips
+	// line breaks, and the spent token is recorded as it was written.
+	respelt := *lu
+	q := respelt.Query()
+	q.Set("t", q.Get("t")[:4]+"\n"+q.Get("t")[4:])
+	respelt.RawQuery = q.Encode()
+	if resp, body := originReq(t, ts, sess, "GET", respelt.RequestURI(), ""); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("launch used again with a line break in it: %d %s", resp.StatusCode, body)
+	}
+	fresh := launch()
+	q = fresh.Query()
+	tok := q.Get("t")
+	q.Set("t", tok[:len(tok)-3]+"\r\n"+tok[len(tok)-3:])
+	fresh.RawQuery = q.Encode()
+	if resp, body := originReq(t, ts, sess, "GET", fresh.RequestURI(), ""); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("a fresh launch with a line break in its signature: %d %s", resp.StatusCode, body)
+	}
 	if resp, body := originReq(t, ts, pages, "GET", launch().RequestURI(), ""); resp.StatusCode != http.StatusNotFound || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("launch on the pages' host: %d %s", resp.StatusCode, body)
 	}

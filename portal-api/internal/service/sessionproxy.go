@@ -90,6 +90,19 @@ type cookieClaims struct {
 
 // cookieValue is the signed value of session id's cookie:
 // base64(id|user|exp|token|made) "." base64(HMAC-SHA256).
+// decode64 decodes the unpadded base64url of the portal's cookies and
+// tokens, and refuses every spelling but the one the portal writes, so a
+// cookie or token has exactly one: encoding/base64 skips \r and \n even
+// in Strict mode ("ab\ncd" reads as "abcd"), and a one-time launch token
+// spent under one spelling would pass again under another.
+func decode64(s string) ([]byte, bool) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || base64.RawURLEncoding.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}
+
 func (s *Server) cookieValue(id string, cc cookieClaims) string {
 	payload := strings.Join([]string{id, cc.user, strconv.FormatInt(cc.exp.Unix(), 10), strconv.FormatInt(cc.token, 10),
 		strconv.FormatInt(cc.made.Unix(), 10)}, "|")
@@ -106,10 +119,9 @@ func (s *Server) checkCookie(v, id string) (cookieClaims, bool) {
 	if !ok || len(v) > 1024 {
 		return cc, false
 	}
-	// Strict: one value per payload, so a cookie has no second spelling.
-	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(p64)
-	got, err2 := base64.RawURLEncoding.Strict().DecodeString(m64)
-	if err1 != nil || err2 != nil {
+	payload, ok1 := decode64(p64)
+	got, ok2 := decode64(m64)
+	if !ok1 || !ok2 {
 		return cc, false
 	}
 	mac := hmac.New(sha256.New, s.sessions.key)

@@ -17,8 +17,9 @@
 //     S being the HASHED_PASSWORD it was started with), so the secret is
 //     never in the browser's URL or history;
 //   - a response header that holds the secret is dropped, the secret is
-//     removed from HTML, JSON and JavaScript bodies (JupyterLab writes
-//     its token into its page config), and the proxy's own errors are
+//     removed from HTML, JSON and JavaScript bodies until no copy is left,
+//     not even one formed by removing another (JupyterLab writes its
+//     token into its page config), and the proxy's own errors are
 //     fixed texts, so nothing the proxy returns carries it (ttyd's /token
 //     answer, the base64 credential its page hands back in the terminal's
 //     WebSocket, is the exception: ttyd refuses the terminal without it);

@@ -1,7 +1,7 @@
 package sessionproxy
 
 import (
-	"bytes"
+	"fmt"
 	"io"
 	"mime"
 	"strings"
@@ -18,55 +18,111 @@ func scrubbed(contentType string) bool {
 	return err == nil && scrubTypes[strings.ToLower(mt)]
 }
 
-// scrubber streams r with every occurrence of secret removed, as one
-// left-to-right pass (bytes.ReplaceAll of the whole body, however it is
-// split). It holds back only a tail that could begin the secret, so a
-// streamed response still arrives chunk by chunk. A body built to
-// re-form the secret once an inner copy is removed keeps it: only the
-// session's own user can write such a page, and the secret is theirs.
+// maxHeld is the most a scrubber holds back from the browser: the part of
+// a body that a later copy of the secret could still remove.
+const maxHeld = 1 << 20
+
+// scrubber streams r with the secret removed until no copy is left: a
+// copy that forms once an inner copy is removed (half the secret, the
+// secret, the other half) is removed too, so the browser never gets the
+// secret, however the body is built or split. The result is the leftmost
+// copy removed again and again while one remains.
+//
+// It is one pass with a stack (held): each byte is pushed with the length
+// of the longest prefix of the secret that the stack then ends with (the
+// Knuth-Morris-Pratt automaton), and when that is the whole secret, the
+// secret is popped. A byte pushed with length 0 can never be part of a
+// copy, nor can any byte below it, so everything up to the last such byte
+// is returned as it comes: an ordinary page streams chunk by chunk,
+// holding back at most a tail that begins the secret. A body made to hold
+// more (a run of the secret's first halves, waiting for their second
+// halves) is cut with an error past maxHeld bytes, never passed.
 type scrubber struct {
-	r       io.ReadCloser
-	secret  []byte
-	pending []byte // read, not yet returned
-	out     []byte // ready to return
-	err     error
+	r      io.ReadCloser
+	secret []byte
+	fail   []int // fail[i]: the longest proper prefix of secret[:i+1] that is also its suffix
+	limit  int   // maxHeld, smaller in tests
+	held   []byte
+	state  []int // state[i]: the longest prefix of secret that held[:i+1] ends with
+	out    []byte
+	buf    []byte
+	err    error
 }
 
 func newScrubber(r io.ReadCloser, secret string) *scrubber {
-	return &scrubber{r: r, secret: []byte(secret)}
+	s := &scrubber{r: r, secret: []byte(secret), limit: maxHeld}
+	s.fail = make([]int, len(s.secret))
+	for i, k := 1, 0; i < len(s.secret); i++ {
+		for k > 0 && s.secret[i] != s.secret[k] {
+			k = s.fail[k-1]
+		}
+		if s.secret[i] == s.secret[k] {
+			k++
+		}
+		s.fail[i] = k
+	}
+	return s
 }
 
 func (s *scrubber) Read(p []byte) (int, error) {
 	for len(s.out) == 0 {
 		if s.err != nil {
-			if len(s.pending) > 0 { // the held tail was not the secret after all
-				s.out, s.pending = s.pending, nil
+			if len(s.held) > 0 { // no copy completed: the held tail was not the secret
+				s.out, s.held, s.state = s.held, nil, nil
 				break
 			}
 			return 0, s.err
 		}
-		buf := make([]byte, 32<<10)
-		n, err := s.r.Read(buf)
+		if s.buf == nil {
+			s.buf = make([]byte, 32<<10)
+		}
+		n, err := s.r.Read(s.buf)
 		s.err = err
-		s.pending = bytes.ReplaceAll(append(s.pending, buf[:n]...), s.secret, nil)
-		hold := s.heldTail()
-		s.out = append(s.out, s.pending[:len(s.pending)-hold]...)
-		s.pending = append([]byte(nil), s.pending[len(s.pending)-hold:]...)
+		s.push(s.buf[:n])
+		final := 0
+		for i := len(s.state) - 1; i >= 0; i-- {
+			if s.state[i] == 0 {
+				final = i + 1
+				break
+			}
+		}
+		s.out = append(s.out, s.held[:final]...)
+		s.held = append(s.held[:0], s.held[final:]...)
+		s.state = append(s.state[:0], s.state[final:]...)
+		if len(s.held) > s.limit {
+			s.held, s.state = nil, nil
+			s.err = fmt.Errorf("session proxy: the response holds more than %d bytes that could still form the session's secret: cut", s.limit)
+		}
 	}
 	n := copy(p, s.out)
 	s.out = s.out[n:]
 	return n, nil
 }
 
-// heldTail is the length of the longest suffix of pending that is a
-// proper prefix of the secret.
-func (s *scrubber) heldTail() int {
-	for k := min(len(s.secret)-1, len(s.pending)); k > 0; k-- {
-		if bytes.HasPrefix(s.secret, s.pending[len(s.pending)-k:]) {
-			return k
+// push runs the bytes of b through the stack, popping each copy of the
+// secret as it completes.
+func (s *scrubber) push(b []byte) {
+	if len(s.secret) == 0 {
+		s.held = append(s.held, b...)
+		s.state = append(s.state, make([]int, len(b))...)
+		return
+	}
+	for _, c := range b {
+		q := 0
+		if n := len(s.state); n > 0 {
+			q = s.state[n-1]
+		}
+		for q > 0 && s.secret[q] != c {
+			q = s.fail[q-1]
+		}
+		if s.secret[q] == c {
+			q++
+		}
+		s.held, s.state = append(s.held, c), append(s.state, q)
+		if q == len(s.secret) {
+			s.held, s.state = s.held[:len(s.held)-q], s.state[:len(s.state)-q]
 		}
 	}
-	return 0
 }
 
 func (s *scrubber) Close() error { return s.r.Close() }

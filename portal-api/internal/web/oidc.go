@@ -106,12 +106,17 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parts := strings.Split(c.Value, ".")
-	if len(parts) != 4 {
-		fail(http.StatusBadRequest, "signin.oidc_failed", "bad flow cookie", nil)
+	var nextRaw []byte
+	if len(parts) == 4 {
+		nextRaw, err = base64.RawURLEncoding.Strict().DecodeString(parts[3])
+	}
+	// Only the spelling this handler wrote: encoding/base64 skips \r and
+	// \n even in Strict mode.
+	if len(parts) != 4 || err != nil || base64.RawURLEncoding.EncodeToString(nextRaw) != parts[3] {
+		fail(http.StatusBadRequest, "signin.oidc_failed", "bad flow cookie", err)
 		return
 	}
 	state, nonce, verifier := parts[0], parts[1], parts[2]
-	nextRaw, _ := base64.RawURLEncoding.DecodeString(parts[3])
 	q := r.URL.Query()
 	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
 		fail(http.StatusBadRequest, "signin.oidc_failed", "state does not match", nil)

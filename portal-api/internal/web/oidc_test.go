@@ -111,6 +111,24 @@ func TestOIDCCodeFlow(t *testing.T) {
 		t.Errorf("a callback without the flow's cookie: %s", resp.Status)
 	}
 
+	// A flow cookie whose last part is spelt another way (bits past the
+	// end of the base64, which a lax decoder drops) is refused before the
+	// code is spent.
+	c4 := b.client(t)
+	var respelt []*http.Cookie
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == oidcCookie {
+			v := []byte(ck.Value)
+			v[len(v)-1]++ // "/jobs" ends "nM": N keeps the bytes and changes the spare bits
+			ck = &http.Cookie{Name: ck.Name, Value: string(v)}
+		}
+		respelt = append(respelt, ck)
+	}
+	c4.Jar.SetCookies(u, respelt)
+	if resp, _ := get(t, c4, cb); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a flow cookie spelt another way: %s", resp.Status)
+	}
+
 	// A copy of the browser, flow cookie and all, to replay the callback.
 	c3 := b.client(t)
 	c3.Jar.SetCookies(u, c.Jar.Cookies(u))
