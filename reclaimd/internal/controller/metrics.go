@@ -23,7 +23,7 @@ type Metrics struct {
 	// limits would have ended them (package worth).
 	ReclaimedGPUSeconds *prometheus.CounterVec
 	ObservedGPUSeconds  *prometheus.CounterVec
-	Actions              *prometheus.CounterVec
+	Actions             *prometheus.CounterVec
 	// Skipped counts, each cycle, the jobs that got no action, by reason
 	// (decide.SkipReason.Label, and unreadable_record for a job whose
 	// Slurm record could not be read).

@@ -111,7 +111,7 @@ func TestHandovers(t *testing.T) {
 				{JobID: 215, Start: at(1), End: at(20), GPUs: []GPU{g0}},
 				{JobID: 216, Start: at(21), End: at(80), GPUs: []GPU{g0}},
 			},
-			now:  at(120),
+			now: at(120),
 			// 215 took the GPU from reclaim 7 until it was reclaimed
 			// itself; 216 is reclaim 8's (checked below).
 			want: []want{{215, g0, 19 * 60, 59 * time.Minute}, {216, g0, 59 * 60, 79 * time.Minute}},
