@@ -124,7 +124,7 @@ func TestWorthObserved(t *testing.T) {
 			r := w.Reclaims[0]
 			bound := 2 * limitEnd.Sub(acted).Seconds()
 			want := []reclaimapi.Handover{
-				{JobID: 2, Tenant: "research", Account: "testbed", GPU: reclaimapi.GPU{Node: jobNode, Index: 0}, Start: s2.UTC(), End: ptr(e2.UTC()),
+				{JobID: 2, Tenant: "research", Account: "testbed", GPU: reclaimapi.GPU{Node: jobNode, Index: 0}, Start: s2.UTC(), End: timePtr(e2.UTC()),
 					CountedUntil: e2.UTC(), GPUSeconds: 100, StartGainSeconds: limitEnd.Sub(s2).Seconds()},
 				{JobID: 3, Tenant: "vision", Account: "cv", GPU: reclaimapi.GPU{Node: jobNode, Index: 1}, Start: s3.UTC(),
 					CountedUntil: limitEnd.UTC(), GPUSeconds: limitEnd.Sub(s3).Seconds(), StartGainSeconds: limitEnd.Sub(s3).Seconds()},
@@ -156,4 +156,4 @@ func TestWorthObserved(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
+func timePtr(t time.Time) *time.Time { return &t }
