@@ -22,12 +22,6 @@ import (
 func bruteObserved(t *testing.T, tr Trace, rep Report, gap time.Duration) (total float64, byTenant map[string]float64) {
 	t.Helper()
 	byTenant = map[string]float64{}
-	type gpuReclaim struct {
-		job      int64
-		at, end  time.Time
-		tenant   string
-		reclaims []time.Time // every reclaim on the GPU
-	}
 	// A reclaimed run's trace row, for its GPUs.
 	gpusOf := func(id int64, start time.Time) []decide.GPUKey {
 		for _, j := range tr.Jobs {
