@@ -3,14 +3,19 @@ package controller_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/internal/slurmrest/slurmresttest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
+	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 )
 
 // serveJobs answers every later job listing with the captured job edited
@@ -149,6 +154,9 @@ func TestWorthObserved(t *testing.T) {
 			if v := counter(t, b.metrics.ObservedGPUSeconds.WithLabelValues("research", "test")); v != observed {
 				t.Errorf("observed GPU-seconds metric after a restart = %v, want %v", v, observed)
 			}
+			if release == "26.05" {
+				lintExposition(t, b.metrics)
+			}
 			if w.Totals[0].Beneficiaries != 2 || w.Totals[0].ObservedGPUSeconds != observed || w.Totals[0].BoundGPUSeconds != bound {
 				t.Errorf("totals %+v", w.Totals)
 			}
@@ -157,3 +165,27 @@ func TestWorthObserved(t *testing.T) {
 }
 
 func timePtr(t time.Time) *time.Time { return &t }
+
+// lintExposition runs promtool check metrics over the controller's
+// exposition, with the bound and observed series in it.
+func lintExposition(t *testing.T, m *controller.Metrics) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, name := range []string{"strata_reclaim_observed_gpu_seconds_total{rule=", "strata_reclaim_reclaimed_gpu_seconds_total{rule="} {
+		if !strings.Contains(body, name) {
+			t.Errorf("the exposition has no %s…", name)
+		}
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Log("promtool not found, so the exposition is not linted: apt-get install prometheus (Debian) provides it")
+		return
+	}
+	cmd := exec.CommandContext(t.Context(), promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
