@@ -51,9 +51,9 @@ func (c *Controller) observeWorth(ctx context.Context, all []slurmrest.Job, now 
 		return nil
 	}
 	freed := map[worth.GPU][]store.Reclaim{}
-	from := open[0].At
+	from := worth.ActionSecond(open[0].At)
 	for _, r := range open {
-		from = minTime(from, r.At)
+		from = minTime(from, worth.ActionSecond(r.At))
 		for _, g := range r.GPUs {
 			freed[worth.GPU(g)] = append(freed[worth.GPU(g)], r)
 		}
@@ -68,7 +68,7 @@ func (c *Controller) observeWorth(ctx context.Context, all []slurmrest.Job, now 
 		}
 		for _, g := range j.GPUs {
 			for _, r := range freed[worth.GPU{Node: g.Node, Index: g.Index}] {
-				if j.StartTime.Before(r.At) || !j.StartTime.Before(r.LimitEnd) {
+				if j.StartTime.Before(worth.ActionSecond(r.At)) || !j.StartTime.Before(r.LimitEnd) {
 					continue
 				}
 				seen = append(seen, store.FreedRun{JobID: j.ID, Start: j.StartTime, GPU: store.GPU{Node: g.Node, Index: g.Index},

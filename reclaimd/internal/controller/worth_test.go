@@ -74,6 +74,8 @@ func TestWorthObserved(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.tenants = tm
+			// The cycles run between Slurm's whole seconds, as they do.
+			b.setClock(b.clock().Add(300 * time.Millisecond))
 			var got []string
 			for range 6 {
 				got = append(got, b.mustTick()...)
@@ -87,10 +89,13 @@ func TestWorthObserved(t *testing.T) {
 			}
 			acted := *recs[2].DoneAt
 			limitEnd := b.start.Add(10 * time.Minute) // the captured job's limit
-			// Job 2 (research) starts on gpu1:0 and job 3 (vision) on
-			// gpu1:1, 20 and 30 s after the requeue, to the second.
+			// Job 2 (research) starts on gpu1:0 20 s after the requeue, to
+			// the second.
 			s2 := acted.Truncate(time.Second).Add(20 * time.Second)
-			s3 := acted.Truncate(time.Second).Add(30 * time.Second)
+			// Job 3 starts in the very second of the requeue, as Slurm
+			// starts a waiting job at once (its start reads as before the
+			// action, which has milliseconds).
+			s3 := acted.Truncate(time.Second)
 			pending := func(j map[string]any) { j["job_state"] = []any{"PENDING"}; j["gres_detail"] = []any{} }
 			job := func(id int, account string, start time.Time, gpu string) func(map[string]any) {
 				return func(j map[string]any) {
@@ -101,7 +106,7 @@ func TestWorthObserved(t *testing.T) {
 					j["gres_detail"] = []any{"gpu:h100:1(IDX:" + gpu + ")"}
 				}
 			}
-			b.setClock(s3.Add(5 * time.Second))
+			b.setClock(s2.Add(5 * time.Second))
 			b.serveJobs(pending, job(2, "testbed", s2, "0"), job(3, "cv", s3, "1"))
 			b.mustTick()
 			// Job 2 ends 100 s after its start; job 3 runs on.

@@ -130,8 +130,9 @@ func Handovers(reclaims []Reclaim, runs []Run, now time.Time, gap time.Duration)
 				cutoff = on[k+1].At
 			}
 			free := r.At
+			from := ActionSecond(r.At)
 			for _, s := range byGPU[g] {
-				if s.Start.Before(r.At) {
+				if s.Start.Before(from) {
 					continue
 				}
 				if !s.Start.Before(cutoff) || s.JobID == r.JobID || s.Start.Sub(free) > gap {
@@ -159,6 +160,13 @@ func Handovers(reclaims []Reclaim, runs []Run, now time.Time, gap time.Duration)
 	}
 	return out
 }
+
+// ActionSecond is the earliest start a beneficiary of an action at t can
+// have: Slurm's start times have whole seconds, and a job the scheduler
+// starts on the freed GPUs at once starts in the very second of the
+// action, which reads as before it. No other job can have started on
+// those GPUs in that second: the reclaimed job held them until the action.
+func ActionSecond(t time.Time) time.Time { return t.Truncate(time.Second) }
 
 // Totals sums handovers by the reclaim they came of.
 func Totals(hs []Handover) map[int64]float64 {

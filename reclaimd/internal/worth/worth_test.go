@@ -34,6 +34,12 @@ func TestHandovers(t *testing.T) {
 			now:      at(90),
 			want:     []want{{201, g0, 30 * 60, 59 * time.Minute}, {201, g1, 30 * 60, 59 * time.Minute}},
 		},
+		"started in the second of the action (Slurm's whole seconds)": {
+			reclaims: []Reclaim{{ID: 7, JobID: 100, At: at(0).Add(300 * time.Millisecond), LimitEnd: at(60), GPUs: []GPU{g0}}},
+			runs:     []Run{{JobID: 217, Start: at(0), End: at(10), GPUs: []GPU{g0}}},
+			now:      at(90),
+			want:     []want{{217, g0, 10 * 60, 60 * time.Minute}},
+		},
 		"beneficiary started before the action": {
 			reclaims: []Reclaim{rec},
 			runs:     []Run{{JobID: 202, Start: at(-5), End: at(30), GPUs: []GPU{g0}}},
