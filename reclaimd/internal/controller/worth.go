@@ -88,7 +88,7 @@ func (c *Controller) observeWorth(ctx context.Context, all []slurmrest.Job, now 
 		}
 		// Ended since the last cycle: its end_time if slurmrestd still
 		// lists this run, else the last cycle that saw it run.
-		r.End = r.SeenAt
+		r.End = worth.ActionSecond(r.SeenAt)
 		if j, ok := byID[r.JobID]; ok && j.StartTime.Equal(r.Start) && j.EndTime.After(r.Start) && !j.EndTime.After(now) {
 			r.End = j.EndTime
 		}
@@ -116,7 +116,10 @@ func (c *Controller) observeWorth(ctx context.Context, all []slurmrest.Job, now 
 		ids = append(ids, r.RecordID)
 		byRecord[r.RecordID] = r
 	}
-	hs := worth.Handovers(reclaims, mergeRuns(runs), now, c.gap())
+	// A run still running counts to the cycle's whole second: its end,
+	// when Slurm gives it, has whole seconds and is no earlier, so what
+	// was counted never has to be taken back from the counter.
+	hs := worth.Handovers(reclaims, mergeRuns(runs), worth.ActionSecond(now), c.gap())
 	keep := make([]store.Handover, 0, len(hs))
 	for _, h := range hs {
 		sh := store.Handover{RecordID: h.Reclaim, Handover: reclaimapi.Handover{JobID: h.JobID, Tenant: h.Tenant, Account: h.Account,
