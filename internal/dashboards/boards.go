@@ -68,8 +68,11 @@ func overview() Board {
 					Queries: []Query{{`sum by (partition) (slurm_partition_jobs_pending)`, "{{partition}}"}}},
 			}},
 			{Title: "Reclaim", Panels: []Panel{
-				{Title: "GPU-hours reclaimed", Kind: Stat, Unit: "short", Description: "GPUs times what was left of the time limit of the jobs reclaimd requeued or cancelled, in the dashboard's time range, by tenant.",
-					Queries: []Query{{`sum by (tenant) (increase(strata_reclaim_reclaimed_gpu_seconds_total[$__range])) / 3600`, "{{tenant}}"}}},
+				{Title: "GPU-hours reclaimed: observed and bound", Kind: Stat, Unit: "short", Description: "In the dashboard's time range, by the reclaimed jobs' tenant. " +
+					"Observed: the GPU-hours waiting jobs ran on the GPUs reclaimd freed, until the reclaimed jobs' time limits would have ended them (by Slurm's start times and GPU indices). " +
+					"Bound: GPUs times what was left of the time limit of the jobs reclaimd requeued or cancelled, the most reclaim could give.",
+					Queries: []Query{{`sum by (tenant) (increase(strata_reclaim_observed_gpu_seconds_total[$__range])) / 3600`, "{{tenant}} observed"},
+						{`sum by (tenant) (increase(strata_reclaim_reclaimed_gpu_seconds_total[$__range])) / 3600`, "{{tenant}} bound"}}},
 				{Title: "Reclaim actions", Kind: Stat, Description: "Warnings, signals, requeues and cancels in the time range, by result.",
 					Queries: []Query{{`sum by (action, result) (increase(strata_reclaim_actions_total[$__range]))`, "{{action}} {{result}}"}}},
 				{Title: "Reclaim actions over time", Description: "Actions per minute by action and result (failed: Slurm refused; the job keeps its GPUs).",
@@ -168,8 +171,9 @@ func reclaimd() Board {
 				Queries: []Query{{`sum by (tenant, action, result) (rate(strata_reclaim_actions_total[$__rate_interval])) * 3600`, "{{tenant}} {{action}} {{result}}"}}},
 			{Title: "Idle figure coverage", Unit: "percentunit", Description: "GPU time seen idle over the GPU time held by jobs judged idle: below 1, samples were missing.",
 				Queries: []Query{{`sum by (tenant) (rate(strata_reclaim_idle_gpu_seconds_total[$__rate_interval])) / sum by (tenant) (rate(strata_reclaim_judged_idle_gpu_seconds_total[$__rate_interval]))`, "{{tenant}}"}}},
-			{Title: "GPU-hours reclaimed by tenant", Description: "Per hour.",
-				Queries: []Query{{`sum by (tenant) (rate(strata_reclaim_reclaimed_gpu_seconds_total[$__rate_interval]))`, "{{tenant}}"}}},
+			{Title: "GPU-hours reclaimed by tenant and rule: observed and bound", Description: "Per hour. Observed: run by waiting jobs on the freed GPUs before the reclaimed jobs' time limits; bound: the GPUs until those limits.",
+				Queries: []Query{{`sum by (tenant, rule) (rate(strata_reclaim_observed_gpu_seconds_total[$__rate_interval]))`, "{{tenant}} {{rule}} observed"},
+					{`sum by (tenant, rule) (rate(strata_reclaim_reclaimed_gpu_seconds_total[$__rate_interval]))`, "{{tenant}} {{rule}} bound"}}},
 		}}, {Title: "Agents", Panels: []Panel{
 			{Title: "GPU utilisation by node", Unit: "percentunit", Description: "Mean of the latest samples of each node's GPUs.",
 				Queries: []Query{{`avg by (instance) (strata_reclaim_agent_gpu_utilization_ratio)`, "{{instance}}"}}},

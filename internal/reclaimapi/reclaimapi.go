@@ -39,6 +39,10 @@ const (
 	// PathNodesHealth answers NodesHealth (?node=NAME); 404 when node
 	// health is off.
 	PathNodesHealth = "/v1/nodes/health"
+	// PathWorth answers Worth (?since=RFC3339|unix&limit=N): the
+	// reclaims carried out since then, each with its bound and what was
+	// observed of it.
+	PathWorth = "/v1/worth"
 )
 
 // GPU is one GPU of a job at decision time.
@@ -224,4 +228,73 @@ type HealthCheck struct {
 // NodesHealth is the answer of GET /v1/nodes/health.
 type NodesHealth struct {
 	Nodes []NodeHealth `json:"nodes"`
+}
+
+// Handover is one job that started on a GPU a reclaim freed (a
+// beneficiary), and the GPU time it ran there that only the reclaim made
+// possible.
+type Handover struct {
+	JobID   int64  `json:"job_id"`
+	Tenant  string `json:"tenant,omitempty"`
+	Account string `json:"account,omitempty"`
+	GPU     GPU    `json:"gpu"`
+	// Start is when it started on the GPU; End when it ended (nil: it
+	// ran when last seen).
+	Start time.Time  `json:"start"`
+	End   *time.Time `json:"end,omitempty"`
+	// CountedUntil is the end of the time counted: End (or the last
+	// cycle), at most the reclaimed job's time-limit end.
+	CountedUntil time.Time `json:"counted_until"`
+	// GPUSeconds is CountedUntil − Start: measured.
+	GPUSeconds float64 `json:"gpu_seconds"`
+	// StartGainSeconds is the reclaimed job's time-limit end − Start:
+	// how much sooner it started than the GPU would otherwise have been
+	// free. An estimate: the reclaimed job might have ended sooner by
+	// itself, which cannot be known.
+	StartGainSeconds float64 `json:"start_gain_seconds"`
+}
+
+// ReclaimWorth is one reclaim carried out (a requeue or cancel), with the
+// upper bound of what it freed and what was observed of it.
+type ReclaimWorth struct {
+	RecordID int64  `json:"record_id"`
+	JobID    int64  `json:"job_id"`
+	Tenant   string `json:"tenant,omitempty"`
+	Account  string `json:"account,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Kind     string `json:"action"`
+	// At is when the action ran; LimitEnd when the job's time limit would
+	// have ended the run (nil: no limit, and neither figure).
+	At       time.Time  `json:"at"`
+	LimitEnd *time.Time `json:"limit_end,omitempty"`
+	GPUs     []GPU      `json:"gpus"`
+	// BoundGPUSeconds is the GPUs × (LimitEnd − At): the most the reclaim
+	// could give. ObservedGPUSeconds is the sum of HandedTo's GPUSeconds:
+	// what waiting jobs ran on the freed GPUs before LimitEnd.
+	BoundGPUSeconds    float64 `json:"bound_gpu_seconds"`
+	ObservedGPUSeconds float64 `json:"observed_gpu_seconds"`
+	// Final is true once LimitEnd has passed: nothing more is counted.
+	Final    bool       `json:"final"`
+	HandedTo []Handover `json:"handed_to"`
+}
+
+// WorthTotal sums the reclaims of one tenant (the reclaimed jobs') and
+// rule in a Worth answer.
+type WorthTotal struct {
+	Tenant             string  `json:"tenant"`
+	Rule               string  `json:"rule"`
+	Reclaims           int     `json:"reclaims"`
+	BoundGPUSeconds    float64 `json:"bound_gpu_seconds"`
+	ObservedGPUSeconds float64 `json:"observed_gpu_seconds"`
+	// Beneficiaries counts the jobs handed a GPU (once per reclaim);
+	// StartGainSeconds sums each one's largest start gain (estimated).
+	Beneficiaries    int     `json:"beneficiaries"`
+	StartGainSeconds float64 `json:"start_gain_seconds"`
+}
+
+// Worth is the answer of GET /v1/worth: the reclaims, oldest first, and
+// their totals by tenant and rule.
+type Worth struct {
+	Reclaims []ReclaimWorth `json:"reclaims"`
+	Totals   []WorthTotal   `json:"totals"`
 }

@@ -331,7 +331,8 @@ func decisions(ctx context.Context, api string, since time.Time) ([]decision, er
 	return body.Decisions, nil
 }
 
-var reclaimedLine = regexp.MustCompile(`^strata_reclaim_reclaimed_gpu_seconds_total\{tenant="([^"]*)"\} (\S+)$`)
+// reclaimedLine is one tenant's (and rule's) series of the reclaimed bound.
+var reclaimedLine = regexp.MustCompile(`^strata_reclaim_reclaimed_gpu_seconds_total\{(?:rule="[^"]*",)?tenant="([^"]*)"(?:,rule="[^"]*")?\} (\S+)$`)
 
 func reclaimedHours(ctx context.Context, api string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/metrics", nil)
@@ -351,7 +352,7 @@ func reclaimedHours(ctx context.Context, api string) (map[string]float64, error)
 			if err != nil {
 				return nil, err
 			}
-			out[m[1]] = v / 3600
+			out[m[1]] += v / 3600 // summed over the rules
 		}
 	}
 	return out, sc.Err()

@@ -1081,6 +1081,9 @@ type RecoveryWindow struct {
 	// FailureClasses Failed runs by class, the most first.
 	FailureClasses []ClassCount `json:"failure_classes"`
 
+	// GpuHoursObserved GPU-hours that waiting jobs, started on the GPUs those actions freed, ran there before the reclaimed jobs' time limits would have ended them (observed by reclaimd from Slurm's start times and GPU indices; absent from a reclaimd that does not serve it). At most gpu_hours_reclaimed.
+	GpuHoursObserved *float64 `json:"gpu_hours_observed,omitempty"`
+
 	// GpuHoursReclaimed GPU-hours those actions freed, each job's GPUs until its time limit would have ended it (an upper bound; a job with no time limit adds none).
 	GpuHoursReclaimed float64 `json:"gpu_hours_reclaimed"`
 
@@ -1092,6 +1095,9 @@ type RecoveryWindow struct {
 
 	// ReclaimActions Idle jobs reclaimd requeued or cancelled (carried out).
 	ReclaimActions int `json:"reclaim_actions"`
+
+	// StartGainHours Hours sooner those jobs started than the freed GPUs would otherwise have been free (each one's start to the reclaimed job's time-limit end, summed): an estimate, since a reclaimed job might have ended sooner by itself.
+	StartGainHours *float64 `json:"start_gain_hours,omitempty"`
 }
 
 // RecoveryWindows defines model for RecoveryWindows.

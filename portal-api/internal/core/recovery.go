@@ -54,6 +54,9 @@ type reclaimdRead struct {
 	failures []failureRecord
 	// nodes is nil when reclaimd's node health is off.
 	nodes []nodeHealth
+	// worth is each reclaim's bound and observed worth; nil from a
+	// reclaimd that does not serve it.
+	worth []reclaimapi.ReclaimWorth
 }
 
 // attemptsRead is reclaimd's answer about one job's attempts.
@@ -127,12 +130,21 @@ func (s *Core) readReclaimd(ctx context.Context, rc *reclaimclient.Client, now t
 	if err != nil {
 		return err
 	}
+	worth, err := pages(from, reclaimdLimit, func(since time.Time) ([]reclaimapi.ReclaimWorth, error) {
+		return rc.Worth(ctx, since, reclaimdLimit)
+	}, func(w reclaimapi.ReclaimWorth) (int64, time.Time) { return w.RecordID, w.At })
+	if err != nil && !errors.Is(err, reclaimclient.ErrNotFound) {
+		return err
+	}
+	if err == nil && worth == nil {
+		worth = []reclaimapi.ReclaimWorth{}
+	}
 	health, err := rc.NodesHealth(ctx)
 	healthOff := errors.Is(err, reclaimclient.ErrNotFound)
 	if err != nil && !healthOff {
 		return err
 	}
-	rd.records, rd.failures = records, failures
+	rd.records, rd.failures, rd.worth = records, failures, worth
 	if !healthOff {
 		rd.nodes = health
 		if rd.nodes == nil {
@@ -183,9 +195,14 @@ func pages[T any](from time.Time, limit int, get func(since time.Time) ([]T, err
 type window struct {
 	actions  int
 	gpuHours float64
-	failed   map[int64]bool
-	requeued map[int64]bool
-	classes  map[string]int
+	// observed and gain are the observed GPU-hours and the start gain
+	// (hours) of the reclaims; worth is false when reclaimd does not
+	// give them.
+	observed, gain float64
+	worth          bool
+	failed         map[int64]bool
+	requeued       map[int64]bool
+	classes        map[string]int
 }
 
 func newWindow() *window {
@@ -195,6 +212,10 @@ func newWindow() *window {
 func (w *window) api() api.RecoveryWindow {
 	out := api.RecoveryWindow{ReclaimActions: w.actions, GpuHoursReclaimed: math.Round(w.gpuHours*10) / 10,
 		JobsFailed: len(w.failed), JobsRequeued: len(w.requeued), FailureClasses: []api.ClassCount{}}
+	if w.worth {
+		out.GpuHoursObserved = ptr(math.Round(w.observed*10) / 10)
+		out.StartGainHours = ptr(math.Round(w.gain*10) / 10)
+	}
 	for c, n := range w.classes {
 		out.FailureClasses = append(out.FailureClasses, api.ClassCount{Class: c, Count: n})
 	}
@@ -244,6 +265,13 @@ func recoveryOf(rd *reclaimdRead, m *tenantmap.Map, admin bool, mine map[string]
 		return t, admin || mine[t]
 	}
 	all, by := newWindows(), map[string]*windows{}
+	worth := rd.worth != nil
+	newWindows := func() *windows {
+		ws := newWindows()
+		ws.day.worth, ws.week.worth = worth, worth
+		return ws
+	}
+	all.day.worth, all.week.worth = worth, worth
 	add := func(account string, at time.Time, f func(*window)) {
 		t, ok := tenantOf(account)
 		if !ok || at.Before(now.Add(-week)) {
@@ -276,6 +304,17 @@ func recoveryOf(rd *reclaimdRead, m *tenantmap.Map, admin bool, mine map[string]
 			hours = float64(len(r.GPUs)) * ev.JobEnd.Sub(at).Hours()
 		}
 		add(r.Account, at, func(w *window) { w.actions++; w.gpuHours += hours })
+	}
+	for _, rw := range rd.worth {
+		gain := map[int64]float64{}
+		for _, h := range rw.HandedTo {
+			gain[h.JobID] = max(gain[h.JobID], h.StartGainSeconds)
+		}
+		hours := 0.0
+		for _, g := range gain {
+			hours += g / 3600
+		}
+		add(rw.Account, rw.At, func(w *window) { w.observed += rw.ObservedGPUSeconds / 3600; w.gain += hours })
 	}
 	for _, f := range rd.failures {
 		if notFailures[f.Class] {

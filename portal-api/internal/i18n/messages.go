@@ -154,6 +154,9 @@ var en = map[string]string{
 	"operator.node":             "Node",
 	"operator.reason":           "Reason",
 
+	// What reclaim was worth, observed, beside the bound.
+	"operator.reclaim_observed": "of them observed: %s GPU-hours run by waiting jobs on the freed GPUs (%.1f at most, to the time limits of the reclaimed jobs); they started %s hours sooner (estimated)",
+
 	// Start a job.
 	"nav.submit":               "Start a job",
 	"submit.title":             "Start a job",
@@ -451,6 +454,9 @@ var ko = map[string]string{
 	"operator.nodes_down":       "다운되거나 드레인된 노드",
 	"operator.node":             "노드",
 	"operator.reason":           "사유",
+
+	// What reclaim was worth, observed, beside the bound.
+	"operator.reclaim_observed": "그중 실제로 확인된 양: 대기 중이던 작업이 회수된 GPU에서 사용한 GPU 시간 %s (최대 %.1f, 회수된 작업의 시간 제한까지), 시작이 %s시간 앞당겨짐 (추정)",
 
 	// Start a job.
 	"nav.submit":               "작업 시작",

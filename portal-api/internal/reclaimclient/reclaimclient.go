@@ -231,3 +231,12 @@ func (c *Client) NodesHealth(ctx context.Context) ([]reclaimapi.NodeHealth, erro
 	err := c.read(ctx, reclaimapi.PathNodesHealth, MaxListBytes, true, &out)
 	return out.Nodes, err
 }
+
+// Worth is reclaimd's reclaims carried out since t (whole seconds), oldest
+// first, limit at most, each with its bound and what was observed of it
+// (counted). ErrNotFound: a reclaimd that does not serve it yet.
+func (c *Client) Worth(ctx context.Context, t time.Time, limit int) ([]reclaimapi.ReclaimWorth, error) {
+	var out reclaimapi.Worth
+	err := c.read(ctx, reclaimapi.PathWorth+since(t, limit), MaxListBytes, true, &out)
+	return out.Reclaims, err
+}

@@ -249,6 +249,9 @@ func (h *harness) reclaimd() *httptest.Server {
 		case r.URL.Path == "/v1/failures" && q.Get("since") != "" && q.Get("limit") != "":
 			serve(w, "failures.json", http.StatusOK)
 			return
+		case r.URL.Path == "/v1/worth" && q.Get("since") != "" && q.Get("limit") != "":
+			serve(w, "worth.json", http.StatusOK)
+			return
 		case r.URL.Path == "/v1/nodes/health":
 			serve(w, "nodes-health.json", http.StatusOK)
 			return

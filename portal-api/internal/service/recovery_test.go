@@ -64,9 +64,27 @@ func classes(kv ...any) []api.ClassCount {
 	return out
 }
 
+// withWorth is w with reclaimd's observed GPU-hours and start gain (its
+// /v1/worth: worth.json).
+func withWorth(w api.RecoveryWindow, observed, gain float64) api.RecoveryWindow {
+	w.GpuHoursObserved, w.StartGainHours = ptr(observed), ptr(gain)
+	return w
+}
+
+// What worth.json holds of acme-llm's requeue 2 h ago (10 h of its limit
+// left): globex-rl's 910105 ran 30 min on its GPU 0, acme-llm's 910106 on
+// GPU 1 for the last 1 h 50 min less a second (8,399 GPU-seconds in all);
+// both started 9 h 50 min less a second before the limit's end.
+const (
+	acmeObserved = 2.3  // 8399 s
+	acmeGain     = 19.7 // 2 × 35,399 s
+)
+
 // TestRecoveryOverview: the overview's recovery section, from what
 // reclaimd's own server answered (reclaimdAnswers): reclaims carried out
-// and the GPU-hours they freed (each job's GPUs until its time limit),
+// and the GPU-hours they freed (each job's GPUs until its time limit) beside
+// those observed in the waiting jobs that took the freed GPUs, and how much
+// sooner those started,
 // failed and retried jobs with their classes, over 24 h and 7 d; the
 // nodes Strata drained, with its reason, for the cluster's admins. A
 // tenant's admin sees their tenant's alone: no other tenant's counts, and
@@ -82,33 +100,33 @@ func TestRecoveryOverview(t *testing.T) {
 		"cluster admin": {
 			user: "ops",
 			wantCluster: api.RecoveryOverview{Available: true,
-				Last24h: &api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 56, JobsFailed: 3, JobsRequeued: 2,
-					FailureClasses: classes("gpu_fault", 1, "nccl", 1, "oom", 1)},
-				Last7d: &api.RecoveryWindow{ReclaimActions: 3, GpuHoursReclaimed: 56, JobsFailed: 3, JobsRequeued: 2,
-					FailureClasses: classes("gpu_fault", 1, "nccl", 1, "oom", 1, "user_error", 1)},
+				Last24h: ptr(withWorth(api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 56, JobsFailed: 3, JobsRequeued: 2,
+					FailureClasses: classes("gpu_fault", 1, "nccl", 1, "oom", 1)}, acmeObserved, acmeGain)),
+				Last7d: ptr(withWorth(api.RecoveryWindow{ReclaimActions: 3, GpuHoursReclaimed: 56, JobsFailed: 3, JobsRequeued: 2,
+					FailureClasses: classes("gpu_fault", 1, "nccl", 1, "oom", 1, "user_error", 1)}, acmeObserved, acmeGain)),
 				NodesDrained: &[]api.DrainedNode{{Name: "gpu3", Reason: "strata: Xid 79 on GPU 3 (GPU fell off the bus)",
 					DrainedAt: ptr(time.Date(2026, 11, 29, 20, 16, 2, 0, time.UTC)), State: &[]string{"IDLE", "DRAIN"}}}},
 			wantTenants: map[string]api.RecoveryWindows{
 				"acme": {
-					Last24h: api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)},
-					Last7d:  api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}},
+					Last24h: withWorth(api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)}, acmeObserved, acmeGain),
+					Last7d:  withWorth(api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}, acmeObserved, acmeGain)},
 				"globex": {
-					Last24h: api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 16, JobsFailed: 1, FailureClasses: classes("oom", 1)},
-					Last7d:  api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 16, JobsFailed: 1, FailureClasses: classes("oom", 1)}},
-				"": {Last24h: api.RecoveryWindow{FailureClasses: classes()}, Last7d: api.RecoveryWindow{FailureClasses: classes()}},
+					Last24h: withWorth(api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 16, JobsFailed: 1, FailureClasses: classes("oom", 1)}, 0, 0),
+					Last7d:  withWorth(api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 16, JobsFailed: 1, FailureClasses: classes("oom", 1)}, 0, 0)},
+				"": {Last24h: withWorth(api.RecoveryWindow{FailureClasses: classes()}, 0, 0), Last7d: withWorth(api.RecoveryWindow{FailureClasses: classes()}, 0, 0)},
 				// initech has a deployment on gpu1's bridge and no job: nothing reclaimed or failed.
-				"initech": {Last24h: api.RecoveryWindow{FailureClasses: classes()}, Last7d: api.RecoveryWindow{FailureClasses: classes()}},
+				"initech": {Last24h: withWorth(api.RecoveryWindow{FailureClasses: classes()}, 0, 0), Last7d: withWorth(api.RecoveryWindow{FailureClasses: classes()}, 0, 0)},
 			},
 		},
 		"tenant admin": {
 			user: "tadmin",
 			wantCluster: api.RecoveryOverview{Available: true,
-				Last24h: &api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)},
-				Last7d:  &api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}},
+				Last24h: ptr(withWorth(api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)}, acmeObserved, acmeGain)),
+				Last7d:  ptr(withWorth(api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}, acmeObserved, acmeGain))},
 			wantTenants: map[string]api.RecoveryWindows{
 				"acme": {
-					Last24h: api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)},
-					Last7d:  api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}},
+					Last24h: withWorth(api.RecoveryWindow{ReclaimActions: 1, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1)}, acmeObserved, acmeGain),
+					Last7d:  withWorth(api.RecoveryWindow{ReclaimActions: 2, GpuHoursReclaimed: 40, JobsFailed: 1, JobsRequeued: 1, FailureClasses: classes("nccl", 1, "user_error", 1)}, acmeObserved, acmeGain)},
 			},
 		},
 	}
@@ -168,11 +186,11 @@ func TestRecoveryCacheAndOutage(t *testing.T) {
 			}
 		}
 	}
-	if n := h.reclaimdRequests.Load() - start; n != 3 {
-		t.Errorf("40 overviews asked reclaimd %d times, want 3 (decisions, failures, nodes' health: once)", n)
+	if n := h.reclaimdRequests.Load() - start; n != 4 {
+		t.Errorf("40 overviews asked reclaimd %d times, want 4 (decisions, failures, worth, nodes' health: once)", n)
 	}
-	if n := h.gathered("strata_portal_reclaimd_requests_total", "gpu1", "ok"); n != 3 {
-		t.Errorf("strata_portal_reclaimd_requests_total{gpu1,ok} = %v, want 3", n)
+	if n := h.gathered("strata_portal_reclaimd_requests_total", "gpu1", "ok"); n != 4 {
+		t.Errorf("strata_portal_reclaimd_requests_total{gpu1,ok} = %v, want 4", n)
 	}
 
 	h.reclaimdDown.Store(true)

@@ -37,7 +37,8 @@ func TestDataPagesRender(t *testing.T) {
 		GpuUse:           &api.GpuUseNow{InUse: 8, Idle: 2, IdleGpus: &[]api.IdleGpu{{Gpu: "gpu2:3", JobId: 77, User: ptr("bob"), Util: 1}}},
 		Tenants:          []api.TenantOverview{{Tenant: "acme", Running: 3, Pending: 2, GpusAllocated: 10, TopReasons: []api.ReasonCount{{Reason: "Priority", Count: 2}}}},
 		NodesUnavailable: &[]api.UnavailableNode{{Name: "gpu9", State: []string{"DRAIN"}, Reason: ptr("strata: xid 79")}},
-		Recovery:         &api.RecoveryOverview{Available: true, Last24h: &api.RecoveryWindow{ReclaimActions: 3, GpuHoursReclaimed: 12.5}}}}}
+		Recovery: &api.RecoveryOverview{Available: true, Last24h: &api.RecoveryWindow{ReclaimActions: 3, GpuHoursReclaimed: 12.5,
+			GpuHoursObserved: ptr(4.25), StartGainHours: ptr(6.0)}}}}}
 	for _, lang := range []string{"en", "ko"} {
 		l := i18n.For(lang, "")
 		v := visitor{l: l, sess: sessOf("alice"), lang: lang}
@@ -56,8 +57,9 @@ func TestDataPagesRender(t *testing.T) {
 				Reclaim: []reclaimRow{{At: "2026-12-01T09:30:00Z", Action: "warn", Reason: "idle 2 of 2 GPUs for 30m", Outcome: "done"}}},
 				[]string{"<svg", `role="img"`, l.T("chart.title", "42"), "epoch 3 loss 0.21", `href="/jobs/gpu1/42/confirm/cancel"`,
 					`href="/jobs/gpu1/42/confirm/requeue"`, "gpu1:1", l.T("job.heading", "gpu1", "42"), "idle 2 of 2 GPUs for 30m"}},
-			"confirm":  {confirmData{Job: running, Action: api.Hold}, []string{`action="/jobs/gpu1/42/hold"`, `name="confirm" value="yes"`, l.T("job.action.hold")}},
-			"operator": {operatorData{Overview: ov}, []string{"gpu2:3", "bob", "strata: xid 79", "Priority (2)", ">16<", `data-refresh="/operator?fragment=1"`}},
+			"confirm": {confirmData{Job: running, Action: api.Hold}, []string{`action="/jobs/gpu1/42/hold"`, `name="confirm" value="yes"`, l.T("job.action.hold")}},
+			"operator": {operatorData{Overview: ov}, []string{"gpu2:3", "bob", "strata: xid 79", "Priority (2)", ">16<", `data-refresh="/operator?fragment=1"`,
+				l.T("operator.reclaim_observed", "4.3", 12.5, "6")}},
 		}
 		for name, pg := range pages {
 			rec := httptest.NewRecorder()

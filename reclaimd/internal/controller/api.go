@@ -30,7 +30,8 @@ type JobReclaim struct {
 }
 
 // Handler serves the API: GET /v1/jobs/{id}/reclaim, GET
-// /v1/decisions?since=RFC3339&limit=N, GET /v1/nodes/health[?node=NAME]
+// /v1/decisions?since=RFC3339&limit=N, GET /v1/worth?since=&limit= (each
+// reclaim's bound and observed worth: reclaimapi.Worth), GET /v1/nodes/health[?node=NAME]
 // (node health: NodeHealthEntry), recovery's GET /v1/jobs/{id}/attempts and
 // /v1/failures?since=, /healthz and /metrics. staleAfter
 // is how old the last cycle may be before /healthz fails.
@@ -84,18 +85,9 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		writeJSON(w, out)
 	})
 	api.HandleFunc("GET /v1/decisions", func(w http.ResponseWriter, r *http.Request) {
-		since := time.Time{}
-		if s := r.URL.Query().Get("since"); s != "" {
-			t, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				if sec, err2 := strconv.ParseInt(s, 10, 64); err2 == nil {
-					t = time.Unix(sec, 0)
-				} else {
-					httpError(w, http.StatusBadRequest, "since=%q: want RFC 3339 (2026-11-29T12:00:00Z) or Unix seconds", s)
-					return
-				}
-			}
-			since = t
+		since, ok := parseSince(w, r)
+		if !ok {
+			return
 		}
 		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 		recs, err := c.cfg.Store.Since(r.Context(), since, limit)
@@ -107,6 +99,19 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 			recs = []store.Record{}
 		}
 		writeJSON(w, reclaimapi.Decisions{Decisions: recs})
+	})
+	api.HandleFunc("GET "+reclaimapi.PathWorth, func(w http.ResponseWriter, r *http.Request) {
+		since, ok := parseSince(w, r)
+		if !ok {
+			return
+		}
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		out, err := c.cfg.Store.Worth(r.Context(), since, limit, c.cfg.Now())
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "read reclaims: %v", err)
+			return
+		}
+		writeJSON(w, out)
 	})
 	api.HandleFunc("GET /v1/nodes/health", func(w http.ResponseWriter, r *http.Request) {
 		if c.cfg.Health == nil {
@@ -139,6 +144,25 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.cfg.Metrics.Registry, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// parseSince reads ?since= (RFC 3339 or Unix seconds; none: the
+// beginning), answering 400 when it reads neither way.
+func parseSince(w http.ResponseWriter, r *http.Request) (time.Time, bool) {
+	s := r.URL.Query().Get("since")
+	if s == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		sec, err2 := strconv.ParseInt(s, 10, 64)
+		if err2 != nil {
+			httpError(w, http.StatusBadRequest, "since=%q: want RFC 3339 (2026-11-29T12:00:00Z) or Unix seconds", s)
+			return time.Time{}, false
+		}
+		t = time.Unix(sec, 0)
+	}
+	return t, true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -27,6 +27,7 @@ func TestAnswersAreTheContract(t *testing.T) {
 		"failures.json":        &reclaimapi.Failures{},
 		"nodes-health.json":    &reclaimapi.NodesHealth{},
 		"attempts-910101.json": &reclaimapi.Attempts{},
+		"worth.json":           &reclaimapi.Worth{},
 	} {
 		t.Run(file, func(t *testing.T) {
 			body, err := os.ReadFile(filepath.Join("testdata", "api", file))

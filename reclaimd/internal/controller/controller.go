@@ -111,6 +111,10 @@ type Config struct {
 	// APIToken gives the bearer token every /v1 request of Handler must
 	// carry (api.token_file, a secretfile.File's Get); nil refuses them all.
 	APIToken func() ([]byte, error)
+	// HandoverGap is the longest a GPU a reclaim freed may sit unused
+	// before a job that starts on it no longer counts as one the reclaim
+	// handed it to (0: worth.DefaultGap).
+	HandoverGap time.Duration
 }
 
 // Controller runs cycles.
@@ -438,6 +442,9 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		if err := c.recoverFailures(ctx, all, rules, start); err != nil {
 			c.cfg.Log.Warn("recovery: some failed jobs were not handled this cycle; they are tried again next cycle", "error", err)
 		}
+		if err := c.observeWorth(ctx, all, start); err != nil {
+			c.cfg.Log.Warn("the observed worth of reclaims was not brought up to date this cycle; the next cycle tries again", "error", err)
+		}
 	}
 	st := Status{At: start, SlurmOK: snap.SlurmOK, Source: snap.SourceOK, Jobs: len(snap.Jobs), Actions: len(d.Actions),
 		Error: strings.Join(cycleErr, "; ")}
@@ -745,7 +752,9 @@ func (c *Controller) carryOut(ctx context.Context, id int64, a decide.Action, j 
 	log.Info("reclaim action", "action", a, "job", string(now.Ref()), "user", now.User, "account", now.Account, "tenant", rec.Tenant)
 	finish(store.StatusDone, "")
 	if a.Kind == decide.Requeue || a.Kind == decide.RequeueHold || a.Kind == decide.Cancel {
-		c.cfg.Metrics.ReclaimedGPUSeconds.WithLabelValues(rec.Tenant).Add(reclaimedSeconds(now, c.cfg.Now()))
+		at := c.cfg.Now()
+		c.cfg.Metrics.ReclaimedGPUSeconds.WithLabelValues(rec.Tenant, a.Rule).Add(reclaimedSeconds(now, at))
+		c.keepReclaim(ctx, id, rec, now, at)
 	}
 	return true
 }

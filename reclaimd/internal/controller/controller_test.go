@@ -76,7 +76,7 @@ func TestLadder(t *testing.T) {
 			// The job had 2 GPUs and 10 minutes to run; requeued 110 s
 			// after its start (on the first sample after the signal's
 			// wait), it gave back 2 × 490 GPU-seconds.
-			if v := counter(t, b.metrics.ReclaimedGPUSeconds.WithLabelValues("research")); v != 980 {
+			if v := counter(t, b.metrics.ReclaimedGPUSeconds.WithLabelValues("research", "test")); v != 980 {
 				t.Errorf("reclaimed GPU-seconds = %v, want 980", v)
 			}
 			if st := b.ctl.LastStatus(); !st.SlurmOK || !st.Source || st.Jobs != 1 || st.Error != "" {

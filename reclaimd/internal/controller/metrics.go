@@ -17,8 +17,13 @@ type Metrics struct {
 	// JudgedIdleGPUSeconds is the GPU time of the jobs judged idle, seen
 	// or not: IdleGPUSeconds over it is the coverage of the idle figure.
 	JudgedIdleGPUSeconds *prometheus.CounterVec
-	ReclaimedGPUSeconds  *prometheus.CounterVec
-	Actions              *prometheus.CounterVec
+	// ReclaimedGPUSeconds is the upper bound of what reclaims freed, by
+	// the reclaimed job's tenant and rule; ObservedGPUSeconds what
+	// waiting jobs ran on the freed GPUs before the reclaimed jobs' time
+	// limits would have ended them (package worth).
+	ReclaimedGPUSeconds *prometheus.CounterVec
+	ObservedGPUSeconds  *prometheus.CounterVec
+	Actions             *prometheus.CounterVec
 	// Skipped counts, each cycle, the jobs that got no action, by reason
 	// (decide.SkipReason.Label, and unreadable_record for a job whose
 	// Slurm record could not be read).
@@ -78,8 +83,12 @@ func NewMetrics() *Metrics {
 		}, []string{"tenant"}),
 		ReclaimedGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_reclaim_reclaimed_gpu_seconds_total",
-			Help: "GPU time given back by requeues and cancels: GPUs times what was left of the job's time limit, by tenant.",
-		}, []string{"tenant"}),
+			Help: "GPU time given back by requeues and cancels, an upper bound: GPUs times what was left of the job's time limit, by the reclaimed job's tenant and rule.",
+		}, []string{"tenant", "rule"}),
+		ObservedGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_reclaim_observed_gpu_seconds_total",
+			Help: "GPU time that jobs started on GPUs freed by requeues and cancels ran there before the reclaimed job's time limit would have ended it (observed), by the reclaimed job's tenant and rule.",
+		}, []string{"tenant", "rule"}),
 		Actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_reclaim_actions_total",
 			Help: "Reclaim actions by tenant, action and result (done, failed, abandoned, dry-run).",
@@ -172,7 +181,7 @@ func NewMetrics() *Metrics {
 		Buckets: []float64{30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600},
 	})
 	m.Registry.MustRegister(m.RecoveryFailures, m.RecoveryRetries, m.RecoveryTimeToRunning)
-	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
+	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.ObservedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
 		m.AgentRefusals, m.SlurmErrors, m.SourceErrors, m.AgentErrors, m.Jobs, m.AllocatedGPUs, m.Pending, m.JobInfo)
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
 )
@@ -19,7 +20,7 @@ var updateAPI = flag.Bool("update-api", false, "rewrite testdata/api, the answer
 
 // TestAPIAnswersForThePortal: reclaimd's own API server, over a real
 // store, answers the routes strata-portal-api reads (GET /v1/decisions,
-// /v1/failures, /v1/nodes/health, /v1/jobs/{id}/attempts) as
+// /v1/failures, /v1/nodes/health, /v1/jobs/{id}/attempts, /v1/worth) as
 // testdata/api holds them. Those files are what the portal's tests serve
 // as reclaimd (portal-api cannot import reclaimd's packages), so a change
 // of reclaimd's answers shows here first; -update-api rewrites them.
@@ -47,6 +48,7 @@ func TestAPIAnswersForThePortal(t *testing.T) {
 
 	ctx := t.Context()
 	st := hb.st
+	reclaimIDs := map[int64][]int64{} // the records of the reclaims carried out, by job
 	reclaim := func(job int64, account, user, kind string, gpus int, at time.Time, limit time.Duration, status string) {
 		t.Helper()
 		ev := decide.Evidence{WindowStart: at.Add(-time.Hour), WindowEnd: at, JobStart: at.Add(-2 * time.Hour), IdleGPUs: gpus, TotalGPUs: gpus}
@@ -69,6 +71,17 @@ func TestAPIAnswersForThePortal(t *testing.T) {
 		if err := st.Finish(ctx, id, status, "", at.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
+		// A reclaim carried out is kept for its worth, as carryOut keeps it.
+		if status == store.StatusDone && (kind == "requeue" || kind == "cancel") {
+			r := store.Reclaim{RecordID: id, JobID: job, Account: account, Rule: rec.Rule, Kind: kind, At: at.Add(time.Second), GPUs: rec.GPUs}
+			if limit > 0 {
+				r.LimitEnd = ev.JobEnd
+			}
+			if err := st.AddReclaim(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			reclaimIDs[job] = append(reclaimIDs[job], id)
+		}
 	}
 	// acme-llm: a requeue 2 h ago of 4 GPUs with 10 h of its 12 h limit
 	// left (40 GPU-hours), a warning (no reclaim), a cancel 3 days ago of
@@ -81,6 +94,24 @@ func TestAPIAnswersForThePortal(t *testing.T) {
 	// limit left (16 GPU-hours); and one 8 days ago, outside the week.
 	reclaim(910104, "globex-rl", "gmem", "cancel", 8, now.Add(-time.Hour), 4*time.Hour, store.StatusDone)
 	reclaim(910104, "globex-rl", "gmem", "cancel", 8, now.Add(-8*24*time.Hour), 4*time.Hour, store.StatusDone)
+
+	// Handovers, as observeWorth keeps them: acme-llm's requeue 2 h ago
+	// handed GPU 0 to globex-rl's 910105 for 30 minutes, and GPU 1 to
+	// acme-llm's 910106, running for the last 1 h 50 min; globex-rl's
+	// cancel an hour ago handed nothing yet.
+	requeued := now.Add(-2 * time.Hour).Add(time.Second)
+	limitEnd := requeued.Add(-time.Second).Add(-2 * time.Hour).Add(12 * time.Hour)
+	ended := requeued.Add(40 * time.Minute)
+	if _, err := st.ReplaceHandovers(ctx, reclaimIDs[910101], []store.Handover{
+		{RecordID: reclaimIDs[910101][0], Handover: reclaimapi.Handover{JobID: 910105, Tenant: "globex", Account: "globex-rl",
+			GPU: store.GPU{Node: "gpu1", Index: 0}, Start: requeued.Add(10 * time.Minute), End: &ended, CountedUntil: ended,
+			GPUSeconds: 1800, StartGainSeconds: limitEnd.Sub(requeued.Add(10 * time.Minute)).Seconds()}},
+		{RecordID: reclaimIDs[910101][0], Handover: reclaimapi.Handover{JobID: 910106, Tenant: "acme", Account: "acme-llm",
+			GPU: store.GPU{Node: "gpu1", Index: 1}, Start: requeued.Add(10 * time.Minute), CountedUntil: now,
+			GPUSeconds: now.Sub(requeued.Add(10 * time.Minute)).Seconds(), StartGainSeconds: limitEnd.Sub(requeued.Add(10 * time.Minute)).Seconds()}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	failure := func(job int64, account, user, class, action string, at time.Time) {
 		t.Helper()
@@ -104,6 +135,7 @@ func TestAPIAnswersForThePortal(t *testing.T) {
 		"nodes-health.json":     "/v1/nodes/health",
 		"attempts-910101.json":  "/v1/jobs/910101/attempts",
 		"attempts-missing.json": "/v1/jobs/910103/attempts",
+		"worth.json":            "/v1/worth?since=" + since + "&limit=10000",
 	} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {

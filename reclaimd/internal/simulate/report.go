@@ -46,6 +46,20 @@ type Report struct {
 	// have freed: each reclaimed run's GPUs from the action to its
 	// recorded end (or To).
 	ReclaimedGPUHours float64 `json:"reclaimed_gpu_hours"`
+	// ReclaimedGPUHoursObserved is what the trace's own later runs ran on
+	// the GPUs the simulation freed before the reclaimed runs' recorded
+	// ends, as reclaimd counts it (package worth: a run that started on a
+	// freed GPU within worth.DefaultGap of its being free). A trace
+	// recorded without reclaim shows a GPU's next run starting only once
+	// the GPU was really free, so this is what the trace shows, not what
+	// a scheduler would have started sooner. StartGainHours sums each
+	// such run's start gain (the reclaimed run's recorded end − its
+	// start, an estimate); Beneficiaries counts those runs.
+	ReclaimedGPUHoursObserved float64 `json:"reclaimed_gpu_hours_observed"`
+	StartGainHours            float64 `json:"start_gain_hours"`
+	Beneficiaries             int     `json:"beneficiaries"`
+	// ByRule sums the reclaims up by the rule that made them.
+	ByRule map[string]RuleTotals `json:"by_rule"`
 	// JobsTouched counts the runs with any action, warnings included;
 	// JobsReclaimed those requeued or cancelled.
 	JobsTouched   int `json:"jobs_touched"`
@@ -97,6 +111,28 @@ type TenantTotals struct {
 	GPUHours          float64 `json:"gpu_hours"`
 	IdleGPUHours      float64 `json:"idle_gpu_hours"`
 	ReclaimedGPUHours float64 `json:"reclaimed_gpu_hours"`
+	// ReclaimedGPUHoursObserved is the tenant's reclaimed runs' part of
+	// Report.ReclaimedGPUHoursObserved.
+	ReclaimedGPUHoursObserved float64 `json:"reclaimed_gpu_hours_observed"`
+}
+
+// RuleTotals sum up the reclaims of one rule.
+type RuleTotals struct {
+	JobsReclaimed             int     `json:"jobs_reclaimed"`
+	ReclaimedGPUHours         float64 `json:"reclaimed_gpu_hours"`
+	ReclaimedGPUHoursObserved float64 `json:"reclaimed_gpu_hours_observed"`
+}
+
+// Handover is a later run of the trace that started on a GPU a reclaim
+// freed, and the time it ran there before the reclaimed run's recorded
+// end.
+type Handover struct {
+	JobID            int64     `json:"job_id"`
+	Tenant           string    `json:"tenant,omitempty"`
+	GPU              string    `json:"gpu"`
+	Start            time.Time `json:"start"`
+	GPUSeconds       float64   `json:"gpu_seconds"`
+	StartGainSeconds float64   `json:"start_gain_seconds"`
 }
 
 // JobTimeline is one run and what the rules did to it.
@@ -122,6 +158,10 @@ type JobTimeline struct {
 	// the simulation's To.
 	ReclaimedAt         time.Time `json:"reclaimed_at,omitzero"`
 	ReclaimedGPUSeconds float64   `json:"reclaimed_gpu_seconds"`
+	// ReclaimedGPUSecondsObserved is the sum of HandedTo's GPUSeconds:
+	// the runs that started on its freed GPUs (Report.ReclaimedGPUHoursObserved).
+	ReclaimedGPUSecondsObserved float64    `json:"reclaimed_gpu_seconds_observed,omitempty"`
+	HandedTo                    []Handover `json:"handed_to,omitempty"`
 	// StaleCycles counts the cycles the run was skipped for stale data.
 	StaleCycles int `json:"stale_cycles,omitempty"`
 	// BusyAfterFlagAt is the time of the first sample that shows a GPU of
@@ -161,6 +201,8 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(bw, "GPU-hours in trace: %.1f, would be reclaimed: %.1f (%.1f %%), jobs touched: %d of %d\n",
 		r.TotalGPUHours, r.ReclaimedGPUHours, pct, r.JobsTouched, len(r.Jobs))
+	fmt.Fprintf(bw, "reclaimed GPU-hours observed: %.1f of the %.1f bound, handed to %d later runs on the freed GPUs, which started %.1f hours sooner in all (estimated: to the reclaimed runs' recorded ends)\n",
+		r.ReclaimedGPUHoursObserved, r.ReclaimedGPUHours, r.Beneficiaries, r.StartGainHours)
 	fmt.Fprintf(bw, "GPU-hours seen idle: %.1f (samples cover %.1f %% of the %.1f GPU-hours judged idle), jobs requeued or cancelled: %d, actions: %s\n",
 		r.IdleGPUHours, 100*r.IdleCoverage, r.JudgedIdleGPUHours, r.JobsReclaimed, actionCounts(r.ByAction))
 	fmt.Fprintf(bw, "simulated %s to %s UTC, a cycle every %s, samples every %s\n",
@@ -193,10 +235,25 @@ func (r Report) WriteText(w io.Writer) error {
 			width = max(width, utf8.RuneCountInString(tenantName(name)))
 		}
 		pad := func(s string) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)) }
-		fmt.Fprintf(bw, "%s  jobs  touched  reclaimed  GPU-hours  idle GPU-hours  reclaimed GPU-hours\n", pad("tenant"))
+		fmt.Fprintf(bw, "%s  jobs  touched  reclaimed  GPU-hours  idle GPU-hours  reclaimed GPU-hours  observed\n", pad("tenant"))
 		for _, name := range tenants {
 			t := r.ByTenant[name]
-			fmt.Fprintf(bw, "%s  %4d  %7d  %9d  %9.1f  %14.1f  %19.1f\n", pad(tenantName(name)), t.Jobs, t.JobsTouched, t.JobsReclaimed, t.GPUHours, t.IdleGPUHours, t.ReclaimedGPUHours)
+			fmt.Fprintf(bw, "%s  %4d  %7d  %9d  %9.1f  %14.1f  %19.1f  %8.1f\n", pad(tenantName(name)), t.Jobs, t.JobsTouched, t.JobsReclaimed, t.GPUHours, t.IdleGPUHours,
+				t.ReclaimedGPUHours, t.ReclaimedGPUHoursObserved)
+		}
+	}
+	if len(r.ByRule) > 0 {
+		fmt.Fprintln(bw)
+		rules := slices.Sorted(maps.Keys(r.ByRule))
+		width := len("rule")
+		for _, name := range rules {
+			width = max(width, utf8.RuneCountInString(name))
+		}
+		pad := func(s string) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)) }
+		fmt.Fprintf(bw, "%s  reclaimed  reclaimed GPU-hours  observed\n", pad("rule"))
+		for _, name := range rules {
+			t := r.ByRule[name]
+			fmt.Fprintf(bw, "%s  %9d  %19.1f  %8.1f\n", pad(name), t.JobsReclaimed, t.ReclaimedGPUHours, t.ReclaimedGPUHoursObserved)
 		}
 	}
 
@@ -224,6 +281,11 @@ func (r Report) WriteText(w io.Writer) error {
 		if !j.ReclaimedAt.IsZero() {
 			fmt.Fprintf(bw, "  reclaimed %.2f GPU-hours (%s × %s), idle %.2f GPU-hours\n",
 				j.ReclaimedGPUSeconds/3600, gpuCount(j.GPUs), time.Duration(j.ReclaimedGPUSeconds/float64(j.GPUs)*float64(time.Second)).Round(time.Second), j.IdleGPUSeconds/3600)
+			fmt.Fprintf(bw, "  observed %.2f GPU-hours handed to %d later runs\n", j.ReclaimedGPUSecondsObserved/3600, len(j.HandedTo))
+			for _, h := range j.HandedTo {
+				fmt.Fprintf(bw, "    job %d on %s from %s: %.2f GPU-hours, started %s sooner (estimated)\n", h.JobID, h.GPU, h.Start.UTC().Format(textTime),
+					h.GPUSeconds/3600, time.Duration(h.StartGainSeconds*float64(time.Second)).Round(time.Second))
+			}
 		} else {
 			fmt.Fprintf(bw, "  not reclaimed, idle %.2f GPU-hours\n", j.IdleGPUSeconds/3600)
 		}
@@ -274,6 +336,9 @@ func (r Report) WriteJSON(w io.Writer) error {
 	}
 	if out.Jobs == nil {
 		out.Jobs = []JobTimeline{}
+	}
+	if out.ByRule == nil {
+		out.ByRule = map[string]RuleTotals{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

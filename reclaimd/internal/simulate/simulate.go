@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
+	"github.com/strata-hpc/strata/reclaimd/internal/worth"
 )
 
 // DefaultStep is the cycle interval a simulation uses when Options gives
@@ -454,6 +455,63 @@ func (s *sim) report(rep *Report) {
 	}
 	if rep.JudgedIdleGPUHours > 0 {
 		rep.IdleCoverage = rep.ObservedGPUHours / rep.JudgedIdleGPUHours
+	}
+	s.handovers(rep)
+}
+
+// handovers adds to rep what the reclaims were worth as reclaimd observes
+// it (package worth): the trace's later runs that started on the freed
+// GPUs, until the reclaimed runs' recorded ends. A run the simulation
+// reclaimed ends there; the others end as recorded (or at To).
+func (s *sim) handovers(rep *Report) {
+	var reclaims []worth.Reclaim
+	runs := make([]worth.Run, 0, len(s.runs))
+	byRun := map[int64]int{} // reclaim id (the run's index) → rep.Jobs index
+	for i, r := range s.runs {
+		wr := worth.Run{JobID: r.job.ID, Tenant: r.job.Tenant, Account: r.job.Account, Start: r.job.Start, End: r.end}
+		for _, g := range r.job.GPUs {
+			wr.GPUs = append(wr.GPUs, worth.GPU{Node: g.Node, Index: g.Index})
+		}
+		if t := r.tl.ReclaimedAt; !t.IsZero() {
+			wr.End = t
+			reclaims = append(reclaims, worth.Reclaim{ID: int64(i), JobID: r.job.ID, Tenant: r.job.Tenant, Rule: r.tl.Rule, At: t, LimitEnd: r.end, GPUs: wr.GPUs})
+			byRun[int64(i)] = i
+		}
+		runs = append(runs, wr)
+	}
+	rep.ByRule = map[string]RuleTotals{}
+	for _, rc := range reclaims {
+		rt := rep.ByRule[rc.Rule]
+		rt.JobsReclaimed++
+		rt.ReclaimedGPUHours += rep.Jobs[byRun[rc.ID]].ReclaimedGPUSeconds / 3600
+		rep.ByRule[rc.Rule] = rt
+	}
+	if len(reclaims) == 0 {
+		return
+	}
+	rules := map[int64]string{}
+	for _, rc := range reclaims {
+		rules[rc.ID] = rc.Rule
+	}
+	gains := map[[2]int64]float64{} // reclaim, job: the largest start gain
+	for _, h := range worth.Handovers(reclaims, runs, s.to, worth.DefaultGap) {
+		tl := &rep.Jobs[byRun[h.Reclaim]]
+		tl.HandedTo = append(tl.HandedTo, Handover{JobID: h.JobID, Tenant: h.Tenant, GPU: decide.GPUKey{Node: h.GPU.Node, Index: h.GPU.Index}.String(),
+			Start: h.Start, GPUSeconds: h.Seconds, StartGainSeconds: h.StartGain.Seconds()})
+		tl.ReclaimedGPUSecondsObserved += h.Seconds
+		rep.ReclaimedGPUHoursObserved += h.Seconds / 3600
+		tt := rep.ByTenant[tl.Tenant]
+		tt.ReclaimedGPUHoursObserved += h.Seconds / 3600
+		rep.ByTenant[tl.Tenant] = tt
+		rt := rep.ByRule[rules[h.Reclaim]]
+		rt.ReclaimedGPUHoursObserved += h.Seconds / 3600
+		rep.ByRule[rules[h.Reclaim]] = rt
+		k := [2]int64{h.Reclaim, h.JobID}
+		gains[k] = max(gains[k], h.StartGain.Hours())
+	}
+	rep.Beneficiaries = len(gains)
+	for _, g := range gains {
+		rep.StartGainHours += g
 	}
 }
 

@@ -348,6 +348,8 @@ func TestReportTotals(t *testing.T) {
 		JobsReclaimed:      1,
 		FlaggedJobs:        1,
 		ByAction:           map[string]int{"warn": 1, "signal": 1, "requeue": 1},
+		// Nothing else ran on the freed GPUs: nothing observed.
+		ByRule: map[string]RuleTotals{"train": {JobsReclaimed: 1, ReclaimedGPUHours: 8 * (3 + 9.0/60)}},
 		ByTenant: map[string]TenantTotals{
 			"research": {Jobs: 1, JobsTouched: 1, JobsReclaimed: 1, GPUHours: 32, IdleGPUHours: 8 * 21.0 / 60, ReclaimedGPUHours: 8 * (3 + 9.0/60)},
 			"ops":      {Jobs: 1, GPUHours: 16},

@@ -107,6 +107,7 @@ CREATE TABLE node_health (
 );
 `},
 	recoveryMigration,
+	worthMigration,
 }
 
 // Open opens (and creates or upgrades) the database at path.
