@@ -64,6 +64,8 @@ var installed = map[string]map[string]wantFile{
 		"/usr/share/strata/slurm/job_submit.lua":         data(),
 		"/usr/share/strata/slurm/dcgm-job-map-prolog.sh": bin(),
 		"/usr/share/strata/slurm/dcgm-job-map-epilog.sh": bin(),
+		"/usr/share/strata/slurm/strata-oci-run":         bin(),
+		"/usr/share/strata/slurm/oci.conf":               data(),
 		"/etc/strata/policy.yaml":                        conf("root"),
 	},
 	"strata-reclaimd": {

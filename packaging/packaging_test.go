@@ -363,3 +363,68 @@ func TestChangelogNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// slurmFiles are the files of Slurm's side that strata-policy ships in
+// /usr/share/strata/slurm (the admin links or copies them into Slurm's
+// configuration), with their mode: executables run by slurmd or
+// slurmstepd, the rest read.
+var slurmFiles = map[string]os.FileMode{ // source -> mode
+	"slurm-plugins/job_submit.lua":         0o644,
+	"slurm-plugins/dcgm-job-map-prolog.sh": 0o755,
+	"slurm-plugins/dcgm-job-map-epilog.sh": 0o755,
+	"slurm-plugins/strata-oci-run":         0o755,
+	"etc/slurm/oci.conf":                   0o644,
+}
+
+// TestSlurmFilesShipped fails when a file of etc/slurm, or a script of
+// slurm-plugins, is not in strata-policy at /usr/share/strata/slurm/<its
+// name> with its mode, or when the package ships one this test does not
+// know: oci.conf's RunTimeRun names the wrapper at that path, and the
+// node bed runs both as they are shipped.
+func TestSlurmFilesShipped(t *testing.T) {
+	var inTree []string
+	for _, pattern := range []string{"../etc/slurm/*", "../slurm-plugins/*.lua", "../slurm-plugins/*.sh", "../slurm-plugins/strata-*"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range m {
+			inTree = append(inTree, strings.TrimPrefix(f, "../"))
+		}
+	}
+	var want []string
+	for f := range slurmFiles {
+		want = append(want, f)
+	}
+	sort.Strings(want)
+	sort.Strings(inTree)
+	if d := cmp.Diff(want, inTree); d != "" {
+		t.Errorf("Slurm's files in the tree are not the ones this test knows (-known +tree); add them to slurmFiles and to strata-policy:\n%s", d)
+	}
+	shipped := map[string]bool{}
+	for _, f := range loadConfig(t, "strata-policy").Contents {
+		mode, ok := slurmFiles[f.Src]
+		if !ok {
+			if strings.HasPrefix(f.Dst, "/usr/share/strata/slurm/") {
+				t.Errorf("strata-policy ships %s from %s, which is not one of Slurm's files this test knows", f.Dst, f.Src)
+			}
+			continue
+		}
+		shipped[f.Src] = true
+		if dst := "/usr/share/strata/slurm/" + filepath.Base(f.Src); f.Dst != dst || f.FileInfo.Mode != mode || f.Type != "" {
+			t.Errorf("strata-policy ships %s as %q %o at %s, want a plain %o file at %s", f.Src, f.Type, f.FileInfo.Mode, f.Dst, mode, dst)
+		}
+	}
+	for _, f := range want {
+		if !shipped[f] {
+			t.Errorf("%s is not shipped by strata-policy", f)
+		}
+	}
+	conf, err := os.ReadFile("../etc/slurm/oci.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^RunTimeRun="/usr/share/strata/slurm/strata-oci-run %b `).Match(conf) {
+		t.Errorf("etc/slurm/oci.conf: RunTimeRun is not the shipped strata-oci-run:\n%s", conf)
+	}
+}

@@ -167,6 +167,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	info := admin.Info()
 	fmt.Fprintf(out, "\n== Cluster %s: Slurm %s, slurmrestd at %s (data parser %s; offered %s)\n\n",
 		b.Cluster, info.Release, b.URL, info.Parser, strings.Join(info.Offered, ", "))
+	note, err := confinement(b)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, note)
 
 	nodes, err := admin.Nodes(ctx)
 	if err != nil {

@@ -3,8 +3,11 @@
 package nodebed
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,6 +183,38 @@ echo "shared image" >$r/etc/strata-image`, bundle, b.Nodes[0]))
 		// mount points of their spool folders (one per job id, sticky).
 		if left := b.NodeSh(t, "find "+bundle+"/rootfs ! -user root ! \\( -type d -empty -path '*/slurmd/"+b.Nodes[0]+"/oci-job*' \\)"); strings.TrimSpace(left) != "" {
 			t.Errorf("the jobs left files of their users in the shared image:\n%s", left)
+		}
+	})
+}
+
+// TestOCIConfIsTheExample: the node's oci.conf is the production example
+// (etc/slurm/oci.conf, which strata-policy ships) byte for byte, and the
+// RunTimeRun it names is the shipped wrapper (slurm-plugins/strata-oci-run)
+// at the path the package installs it: the container tests run what a
+// site installs, not a copy of the bed's own.
+func TestOCIConfIsTheExample(t *testing.T) {
+	want, err := os.ReadFile("../../etc/slurm/oci.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper, err := os.ReadFile("../../slurm-plugins/strata-oci-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^RunTimeRun="(\S+) `).FindSubmatch(want)
+	if m == nil {
+		t.Fatalf("etc/slurm/oci.conf has no RunTimeRun:\n%s", want)
+	}
+	run := string(m[1])
+	testbed.EachNode(t, func(t *testing.T, b *testbed.Bed) {
+		if got := b.NodeExec(t, nil, "cat", "/etc/slurm/oci.conf"); got.Code != 0 || !bytes.Equal(got.Stdout, want) {
+			t.Errorf("the node's /etc/slurm/oci.conf (exit %d) is not etc/slurm/oci.conf:\n%s", got.Code, got.Stdout)
+		}
+		if got := b.NodeExec(t, nil, "cat", run); got.Code != 0 || !bytes.Equal(got.Stdout, wrapper) {
+			t.Errorf("the node's %s (exit %d, %s) is not slurm-plugins/strata-oci-run", run, got.Code, got.Stderr)
+		}
+		if mode := strings.TrimSpace(b.NodeSh(t, "stat -c %a "+run)); mode != "755" {
+			t.Errorf("the node's %s has mode %s, want 755 as shipped", run, mode)
 		}
 	})
 }

@@ -168,7 +168,11 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			log.Warn("no job templates: the folder does not exist", "templates_dir", cfg.TemplatesDir)
 			return nil, nil
 		}
-		return set, err
+		if err != nil {
+			return nil, err
+		}
+		// Templates with an image render with the site's runtime.
+		return set.WithContainers(cfg.Containers), nil
 	})
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-hpc/strata/internal/fieldcheck"
 	"github.com/strata-hpc/strata/internal/pgsql"
 	"github.com/strata-hpc/strata/internal/strictyaml"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 // APIVersion and Kind head the file.
@@ -50,12 +51,15 @@ type Config struct {
 	DatabasePasswordFile string `yaml:"database_password_file"`
 	// TemplatesDir holds the job templates, one YAML file each; a
 	// missing folder is no templates.
-	TemplatesDir string    `yaml:"templates_dir"`
-	Auth         Auth      `yaml:"auth"`
-	Limits       Limits    `yaml:"limits"`
-	Sessions     Sessions  `yaml:"sessions"`
-	Pages        Pages     `yaml:"pages"`
-	Clusters     []Cluster `yaml:"clusters"`
+	TemplatesDir string `yaml:"templates_dir"`
+	// Containers is the site's container runtime, with which a template
+	// that names an image is rendered; unset, such a template is refused.
+	Containers templates.Containers `yaml:"containers"`
+	Auth       Auth                 `yaml:"auth"`
+	Limits     Limits               `yaml:"limits"`
+	Sessions   Sessions             `yaml:"sessions"`
+	Pages      Pages                `yaml:"pages"`
+	Clusters   []Cluster            `yaml:"clusters"`
 }
 
 // Pages configures the web pages served under / beside the API.
@@ -428,6 +432,17 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	ps.absFile("templates_dir", c.TemplatesDir, true, "the folder of the job templates")
 	ps.absFile("sessions.cookie_key_file", c.Sessions.CookieKeyFile, false, "the file of the key that signs the sessions' cookies")
 
+	switch c.Containers.Runtime {
+	case templates.NoRuntime, templates.Pyxis, templates.Apptainer, templates.OCI:
+	default:
+		ps.bad("containers.runtime", "use pyxis, apptainer or oci; leave containers out when the portal runs no containers",
+			"%q is not a container runtime", c.Containers.Runtime)
+	}
+	if b := c.Containers.Bundles; b != "" && (!filepath.IsAbs(b) || filepath.Clean(b) != b || b == "/") {
+		ps.bad("containers.bundles", "give the policy's cluster.oci_bundles, such as /srv/strata/bundles", "%q is not an absolute, clean directory other than /", b)
+	} else if b != "" && c.Containers.Runtime != templates.OCI {
+		ps.bad("containers.bundles", "leave it out, or set runtime: oci", "the bundles are the oci runtime's; runtime is %q", c.Containers.Runtime)
+	}
 	c.validatePages(&ps)
 	c.validateSessionOrigin(&ps)
 	o := c.Auth.OIDC

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/strata-hpc/strata/internal/strictyaml/strictyamltest"
+	"github.com/strata-hpc/strata/portal-api/internal/templates"
 )
 
 var update = flag.Bool("update", false, "rewrite the .golden files of testdata/*.bad.yaml")
@@ -68,5 +69,20 @@ func TestShippedExample(t *testing.T) {
 	}
 	if len(cfg.Clusters) < 2 {
 		t.Errorf("the example serves %d clusters; it shows two", len(cfg.Clusters))
+	}
+}
+
+// TestContainers: containers: gives the runtime templates with an image
+// render with; left out, none (such a template is refused at render).
+func TestContainers(t *testing.T) {
+	cfg, err := Load("testdata/containers.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (templates.Containers{Runtime: templates.OCI, Bundles: "/srv/strata/bundles"}); cfg.Containers != want {
+		t.Errorf("containers = %+v, want %+v", cfg.Containers, want)
+	}
+	if cfg, err = Load("testdata/minimal.good.yaml"); err != nil || cfg.Containers.Runtime != templates.NoRuntime {
+		t.Errorf("a config without containers: %+v, %v; want no runtime", cfg.Containers, err)
 	}
 }

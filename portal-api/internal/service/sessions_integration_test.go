@@ -4,6 +4,7 @@ package service
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -159,6 +160,22 @@ func bedJobPolicy(t *testing.T, b *testbed.Bed, alice string) *jobpolicy.Policy 
 // reclaimd is reclaimdURL ("": none).
 func newSessionPortal(t *testing.T, b *testbed.Bed, reclaimdURL string) *sessionPortal {
 	t.Helper()
+	return newPortal(t, b, portalOpts{reclaimdURL: reclaimdURL})
+}
+
+// portalOpts are what the portals of these tests differ in.
+type portalOpts struct {
+	reclaimdURL string            // "": no reclaimd
+	set         *templates.Set    // nil: the shipped templates
+	policy      *jobpolicy.Policy // nil: bedJobPolicy
+	workDir     string            // "": the bed's JobDir
+	sessionRoot string            // "": sessionRootOf the bed, for alice and bob
+}
+
+// newPortal serves b as cluster s<version> of a portal set up as o says.
+func newPortal(t *testing.T, b *testbed.Bed, o portalOpts) *sessionPortal {
+	t.Helper()
+	reclaimdURL := o.reclaimdURL
 	if len(b.Users) < 2 {
 		t.Fatalf("the test bed has users %v: two are needed", b.Users)
 	}
@@ -178,9 +195,11 @@ func newSessionPortal(t *testing.T, b *testbed.Bed, reclaimdURL string) *session
 		}
 		p.tokens[u] = tok
 	}
-	set, err := templates.Load(shippedTemplates)
-	if err != nil {
-		t.Fatal(err)
+	set := o.set
+	if set == nil {
+		if set, err = templates.Load(shippedTemplates); err != nil {
+			t.Fatal(err)
+		}
 	}
 	signer, err := slurmrest.NewKeySigner(b.JWTKey, 5*time.Minute)
 	if err != nil {
@@ -195,9 +214,16 @@ func newSessionPortal(t *testing.T, b *testbed.Bed, reclaimdURL string) *session
 		t.Fatal(err)
 	}
 	m := tenantsOf(t, b, p.alice, p.bob)
-	policy := bedJobPolicy(t, b, p.alice)
+	policy := o.policy
+	if policy == nil {
+		policy = bedJobPolicy(t, b, p.alice)
+	}
+	workDir, sessionRoot := cmp.Or(o.workDir, b.JobDir), o.sessionRoot
+	if sessionRoot == "" {
+		sessionRoot = sessionRootOf(t, b, p.alice, p.bob)
+	}
 	c := Cluster{Poller: poller, Tenants: func() *tenantmap.Map { return m }, Policy: func() *jobpolicy.Policy { return policy },
-		ReclaimdURL: reclaimdURL, WorkDir: b.JobDir, SessionRoot: sessionRootOf(t, b, p.alice, p.bob), SessionIdleLimit: 2 * time.Hour,
+		ReclaimdURL: reclaimdURL, WorkDir: workDir, SessionRoot: sessionRoot, SessionIdleLimit: 2 * time.Hour,
 		ReclaimdToken: func() ([]byte, error) { return []byte(sessionReclaimdToken), nil }}
 	// The sessions' origin is the same listener by another name
 	// (localhost), so a browser's cookies of one are not the other's.

@@ -198,3 +198,38 @@ func TestContainerPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEShowsTheShippedOCIConf: the oci.conf portal-api/README.md
+// shows under Containers is the shipped one (etc/slurm/oci.conf, which the
+// node bed runs), every setting in its order, so the README cannot drift
+// from what a site installs.
+func TestREADMEShowsTheShippedOCIConf(t *testing.T) {
+	conf, err := os.ReadFile("../../../etc/slurm/oci.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, l := range strings.Split(string(conf), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			want = append(want, l)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, block := range strings.Split(string(readme), "```")[1:] {
+		if strings.Contains(block, "RunTimeRun=") {
+			for _, l := range strings.Split(block, "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+					got = append(got, l)
+				}
+			}
+			break
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("portal-api/README.md's oci.conf is not etc/slurm/oci.conf's settings (-shipped +README):\n%s", d)
+	}
+}

@@ -51,6 +51,8 @@ USAGE
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 JOB_SUBMIT_LUA=$HERE/../../../slurm-plugins/job_submit.lua
+OCI_CONF=$HERE/../../../etc/slurm/oci.conf      # the node bed's, as shipped
+OCI_RUN=$HERE/../../../slurm-plugins/strata-oci-run
 CMD=${1:-}; [ $# -gt 0 ] && shift
 SLURM_VERSION=${SLURM_VERSION:-26.05}
 TB_NODES=${TB_NODES:-4}
@@ -258,8 +260,9 @@ node_vm_up() { # boot the VM, give it the instance's configs and key, start mung
     else cat "$R/etc/slurm/$f"; fi | node_vm_agent sh -c "cat >/etc/slurm/$f.tmp && mv /etc/slurm/$f.tmp /etc/slurm/$f"
   done
   node_vm_agent sh -c 'cat >/etc/munge/munge.key && chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key' <"$R/etc/munge/munge.key"
-  node_vm_agent sh -c 'cat >/etc/slurm/oci.conf' <"$HERE/../node/oci.conf"
-  node_vm_agent sh -c 'mkdir -p /usr/local/libexec && cat >/usr/local/libexec/strata-oci-run && chmod 755 /usr/local/libexec/strata-oci-run' <"$HERE/../node/oci-run"
+  # Containers: the production oci.conf and its wrapper, where the strata-policy package installs it.
+  node_vm_agent sh -c 'cat >/etc/slurm/oci.conf' <"$OCI_CONF"
+  node_vm_agent sh -c 'mkdir -p /usr/share/strata/slurm && cat >/usr/share/strata/slurm/strata-oci-run && chmod 755 /usr/share/strata/slurm/strata-oci-run' <"$OCI_RUN"
   printf '127.0.0.1\tlocalhost gpu1\n' | node_vm_agent sh -c 'cat >/etc/hosts'
   node_vm_agent sh -c 'install -d -o munge -g munge -m 755 /run/munge; install -d -o slurm -g slurm /run/slurm /var/log/slurm
     mkdir -p /var/lib/slurm/slurmd/gpu1 /var/lib/strata-jobs; chmod 1777 /var/lib/strata-jobs
