@@ -52,6 +52,9 @@ PKG_DEBUG ?= $(patsubst %/,%,$(dir $(PKG_BIN)))/debug
 PKG_BINARIES := topogen strata-policy reclaimd strata-bridge strata-portal-api
 PKG_PARTS := strata-topogen strata-policy strata-reclaimd strata-bridge strata-portal-api
 PKG_FORMATS ?= deb rpm
+# The parts whose preinst (RPM %pre) makes users with systemd-sysusers: their
+# RPMs get Requires(pre): /usr/bin/systemd-sysusers (packaging/cmd/rpm-prereq).
+PKG_SYSUSERS_PARTS := strata-reclaimd strata-bridge strata-portal-api
 
 # Slurm releases the integration tests run on; one test bed each.
 SLURM_VERSIONS ?= 26.05 24.11
@@ -185,6 +188,9 @@ packages-nfpm: $(NFPM)
 		STRATA_PKG_VERSION='$(PKG_VERSION)' STRATA_PKG_RELEASE='$(PKG_RELEASE)' STRATA_PKG_ARCH='$(PKG_ARCH)' \
 		STRATA_PKG_BIN='$(PKG_BIN)' STRATA_PKG_DOC='$(PKG_DOC)' $(NFPM) package --config packaging/nfpm/$$part.yaml --packager $$fmt --target $(DIST)/ \
 		| sed 's/^/  /'; done; done
+	@# nfpm writes no Requires(pre): the dependency it wrote plain is marked.
+	$(if $(filter rpm,$(PKG_FORMATS)),$(GO) run ./packaging/cmd/rpm-prereq -pre /usr/bin/systemd-sysusers \
+		$(foreach p,$(PKG_SYSUSERS_PARTS),$(DIST)/$(p)-*.rpm))
 
 .PHONY: generate
 generate: generate-slurmrest generate-portal generate-dashboards ## regenerate all generated code

@@ -973,7 +973,20 @@ func TestRPMs(t *testing.T) {
 				t.Errorf("%%pre does not make the users:\n%s", scripts)
 			}
 
+			// rpm -qp --requires names no context; %{REQUIREFLAGS:deptype}
+			// does: "pre" is Requires(pre), needed installed before %pre runs.
 			requires := q("--requires")
+			deptypes := q("--qf", `[%{REQUIRENAME} %{REQUIREFLAGS:deptype}\n]`)
+			t.Logf("rpm -qp --requires:\n%s\nwith their contexts (%%{REQUIREFLAGS:deptype}):\n%s", requires, deptypes)
+			prein := strings.Contains(q("--qf", "%{PREIN}"), "systemd-sysusers")
+			if marked := strings.Contains(deptypes, "/usr/bin/systemd-sysusers pre\n"); prein != marked {
+				t.Errorf("%%pre runs systemd-sysusers: %v, Requires(pre): /usr/bin/systemd-sysusers: %v; want both or neither (PKG_SYSUSERS_PARTS in the Makefile)", prein, marked)
+			}
+			// Marked after nfpm: rpm must still find every digest good.
+			if out, err := exec.Command("rpm", "-Kv", "--nosignature", rpm).CombinedOutput(); err != nil || strings.Contains(string(out), "BAD") ||
+				!strings.Contains(string(out), "Header SHA256 digest: OK") {
+				t.Errorf("rpm -Kv: %v\n%s", err, out)
+			}
 			for _, want := range map[string][]string{
 				"strata-topogen":    {"glibc >= 2.34", "systemd"},
 				"strata-reclaimd":   {"glibc >= 2.34", "systemd"},

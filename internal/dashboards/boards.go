@@ -225,7 +225,7 @@ func bridge() Board {
 
 func portal() Board {
 	return Board{File: "strata-portal-api.json", UID: "strata-portal-api", Title: "Strata: portal API",
-		Description: "strata-portal-api: its requests and latency, each cluster's snapshot and polls, and what it asks of slurmrestd and reclaimd.",
+		Description: "strata-portal-api: its requests and latency, each cluster's snapshot and polls, what it asks of slurmrestd and reclaimd, and its sessions and their proxy.",
 		Rows: []Row{{Title: "API", Panels: []Panel{
 			{Title: "Up", Kind: Stat, Description: "1 when Prometheus scrapes the portal API.",
 				Queries: []Query{{`up{job="strata-portal-api"}`, "{{instance}}"}}},
@@ -249,5 +249,22 @@ func portal() Board {
 				Queries: []Query{{`sum by (cluster) (rate(strata_portal_slurmrestd_requests_total[$__rate_interval])) * 60`, "{{cluster}}"}}},
 			{Title: "reclaimd requests by cluster", Description: "Requests per minute to each cluster's reclaimd (overview and attempts), by result.",
 				Queries: []Query{{`sum by (cluster, result) (rate(strata_portal_reclaimd_requests_total[$__rate_interval])) * 60`, "{{cluster}} {{result}}"}}},
+		}}, {Title: "Sessions", Panels: []Panel{
+			{Title: "Sessions open by cluster and state", Stacked: true, Description: "Sessions not ended (JupyterLab, code-server, terminals), by cluster and state: SUBMITTED until the cluster's snapshot shows the job, then its Slurm state; counted by the idle loop each minute.",
+				Queries: []Query{{`sum by (cluster, state) (strata_portal_sessions_open)`, "{{cluster}} {{state}}"}}},
+			{Title: "Proxy connections", Description: "Requests and WebSockets open through the session proxy, all sessions; the busiest session's, and the cap one session may have (past it, 429).",
+				Queries: []Query{
+					{`sum by (instance) (strata_portal_session_proxy_connections)`, "open {{instance}}"},
+					{`max by (instance) (strata_portal_session_proxy_busiest_session_connections)`, "busiest session {{instance}}"},
+					{`max by (instance) (strata_portal_session_proxy_max_connections)`, "cap per session {{instance}}"},
+				}},
+			{Title: "Sessions at the connection cap", Kind: Stat, Description: "Sessions with as many connections open as the cap allows: their next tab or WebSocket is refused (alert StrataPortalSessionProxyAtCap).",
+				Queries: []Query{{`sum by (instance) (strata_portal_session_proxy_sessions_at_cap)`, "{{instance}}"}}},
+			{Title: "Proxy refusals by code", Description: "Requests to sessions the proxy refused per minute, by code: session_busy at the cap, session_starting while a server writes its connection file, session_unreachable when it does not answer.",
+				Queries: []Query{{`sum by (code) (rate(strata_portal_session_proxy_refusals_total[$__rate_interval])) * 60`, "{{code}}"}}},
+			{Title: "Proxied requests", Description: "Requests passed to sessions' servers per second, by server kind and protocol (websocket: an upgrade).",
+				Queries: []Query{{`sum by (kind, protocol) (rate(strata_portal_session_proxy_requests_total[$__rate_interval]))`, "{{kind}} {{protocol}}"}}},
+			{Title: "Proxied bytes", Unit: "Bps", Description: "Bytes of the servers' HTTP answers sent through the proxy per second, by server kind; WebSocket frames are not counted.",
+				Queries: []Query{{`sum by (kind) (rate(strata_portal_session_proxy_response_bytes_total[$__rate_interval]))`, "{{kind}}"}}},
 		}}}}
 }

@@ -119,6 +119,7 @@ type Core struct {
 	reclaimd      map[string]*reclaimclient.Client
 	queues        priority.Cache
 	gpuNows       gpuNows
+	sessionsOpen  *sessionGauge
 }
 
 // Problem is a refusal or a failure, as every front end shows it: the
@@ -213,6 +214,7 @@ func New(cfg Config) *Core {
 				Token: c.ReclaimdToken, HTTP: cfg.HTTPClient, Requests: requests})
 		}
 	}
+	s.sessionsOpen = newSessionGauge(cfg.Registry, s.ClusterNames())
 	for _, c := range cfg.Clusters {
 		s.prepare(c)
 		c.Poller.OnSnapshot(func(*cluster.Snapshot) { s.prepare(c) })

@@ -80,6 +80,7 @@ func (s *Core) CheckSessions(ctx context.Context) {
 		s.log.Error("open sessions not read", "error", err)
 		return
 	}
+	open := map[[2]string]int{}
 	for _, rec := range recs {
 		if ctx.Err() != nil {
 			return
@@ -90,6 +91,9 @@ func (s *Core) CheckSessions(ctx context.Context) {
 		}
 		at := s.settle(ctx, sessionAt{rec: rec, c: c, job: sessionJob(c, rec)})
 		j := at.job
+		if at.rec.Ended.IsZero() {
+			open[[2]string{rec.Cluster, sessionState(at.rec, j)}]++
+		}
 		if !at.rec.Ended.IsZero() || j == nil || !j.Running() || hasGPUs(j) || at.rec.IdleLimit <= 0 {
 			continue
 		}
@@ -105,13 +109,16 @@ func (s *Core) CheckSessions(ctx context.Context) {
 		if idle < at.rec.IdleLimit {
 			continue
 		}
-		s.endIdle(ctx, at, idle)
+		if s.endIdle(ctx, at, idle) {
+			open[[2]string{rec.Cluster, sessionState(at.rec, j)}]--
+		}
 	}
+	s.sessionsOpen.set(s.ClusterNames(), open)
 }
 
 // endIdle cancels an idle session's job as its owner, audited, and
-// records why.
-func (s *Core) endIdle(ctx context.Context, at sessionAt, idle time.Duration) {
+// records why; it says whether the session ended.
+func (s *Core) endIdle(ctx context.Context, at sessionAt, idle time.Duration) bool {
 	reason := fmt.Sprintf("idle for %s, past the session's idle limit of %s: ended by the portal", idle.Truncate(time.Minute), at.rec.IdleLimit)
 	if !at.rec.LastActivity.IsZero() {
 		reason += fmt.Sprintf(" (last activity %s)", at.rec.LastActivity.UTC().Format(time.RFC3339))
@@ -125,12 +132,15 @@ func (s *Core) endIdle(ctx context.Context, at sessionAt, idle time.Duration) {
 	}
 	if err != nil {
 		s.log.Warn("idle session not cancelled", "session_id", at.rec.ID, "job_id", ref, "error", err)
-		return
+		return false
 	}
+	recorded := true
 	if _, err := s.cfg.Store.EndSession(ctx, at.rec.ID, reason, s.cfg.Now()); err != nil {
 		s.log.Error("session end not recorded", "session_id", at.rec.ID, "error", err)
+		recorded = false
 	}
 	s.log.Info("idle session ended", "session_id", at.rec.ID, "cluster", at.rec.Cluster, "job_id", ref, "user", at.rec.User, "reason", reason)
+	return recorded
 }
 
 // maxActivityBytes bounds a server's status answer.

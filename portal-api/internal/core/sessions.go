@@ -233,14 +233,7 @@ func (s *Core) sessionOf(ctx context.Context, at sessionAt, detail bool) api.Ses
 	if rec.EndReason != "" {
 		out.EndReason = ptr(rec.EndReason)
 	}
-	switch {
-	case j != nil:
-		out.State = j.State.Base()
-	case !rec.Ended.IsZero():
-		out.State = "ENDED"
-	default:
-		out.State = "SUBMITTED"
-	}
+	out.State = sessionState(rec, j)
 	gpus := hasGPUs(j) || strings.HasPrefix(rec.EndReason, reclaimdPrefix)
 	if gpus {
 		out.IdleJudge = api.Reclaimd
@@ -299,6 +292,20 @@ func (s *Core) reclaimNexts(ctx context.Context, list []api.Session, ats []sessi
 		})
 	}
 	wg.Wait()
+}
+
+// sessionState is a session's state as the API and the metrics say it:
+// its job's Slurm state, SUBMITTED until the snapshot shows the job, ENDED
+// once it is gone from it.
+func sessionState(rec store.Session, j *slurmrest.Job) string {
+	switch {
+	case j != nil:
+		return j.State.Base()
+	case !rec.Ended.IsZero():
+		return "ENDED"
+	default:
+		return "SUBMITTED"
+	}
 }
 
 // lastActive is when the session's server was last active as the portal

@@ -63,7 +63,7 @@ func (s *Server) mountSessions() {
 	}
 	s.sessions.lifetime = cmp.Or(sc.CookieLifetime, time.Hour)
 	p, err := sessionproxy.New(sessionproxy.Config{Lookup: s.lookupSession, MaxConns: sc.MaxConns, DropCookies: []string{sessionCookie},
-		Transport: sc.Transport, Error: proxyError, Logger: s.log})
+		Transport: sc.Transport, Error: proxyError, Logger: s.log, Registry: s.cfg.Registry})
 	if err != nil {
 		panic("session proxy: " + err.Error()) // only a negative MaxConns, a programming error
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -982,4 +983,81 @@ var testOrigin = func() *SessionOrigin {
 // onSessions is the path of a URL on the session origin (a path stays).
 func onSessions(u string) string {
 	return strings.TrimPrefix(u, testOrigin.Scheme+"://"+testOrigin.Host)
+}
+
+// TestSessionMetrics: the open sessions by cluster and state as the idle
+// loop counts them, every series there from the start; a session the
+// loop ends leaves the count in the same look. The proxy's own series are
+// on the same /metrics (sessionproxy's TestMetrics checks them).
+func TestSessionMetrics(t *testing.T) {
+	h := newHarness(t)
+	h.store.SetClock(func() time.Time { return h.now })
+	scrape := func() string {
+		t.Helper()
+		resp, err := h.srv.Client().Get(h.srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	expect := func(step string, want ...string) {
+		t.Helper()
+		text := scrape()
+		for _, w := range want {
+			if !strings.Contains(text, w+"\n") {
+				t.Errorf("%s: /metrics lacks %s", step, w)
+			}
+		}
+	}
+	expect("at start",
+		`strata_portal_sessions_open{cluster="gpu1",state="SUBMITTED"} 0`,
+		`strata_portal_sessions_open{cluster="gpu1",state="RUNNING"} 0`,
+		`strata_portal_sessions_open{cluster="gpu2",state="PENDING"} 0`,
+		`strata_portal_sessions_open{cluster="gpu2",state="SUSPENDED"} 0`,
+		`strata_portal_session_proxy_max_connections 64`,
+		`strata_portal_session_proxy_connections 0`,
+		`strata_portal_session_proxy_refusals_total{code="session_busy"} 0`)
+
+	nb := h.start("mem", "notebook", nil) // idle limit 30m
+	sh := h.start("mem", "shell", nil)
+	h.server.CheckSessions(t.Context())
+	expect("two submitted", `strata_portal_sessions_open{cluster="gpu1",state="SUBMITTED"} 2`)
+
+	h.run(nb, "mem", "notebook", "RUNNING", false)
+	h.run(sh, "mem", "shell", "PENDING", false)
+	h.server.CheckSessions(t.Context())
+	expect("one running, one pending",
+		`strata_portal_sessions_open{cluster="gpu1",state="SUBMITTED"} 0`,
+		`strata_portal_sessions_open{cluster="gpu1",state="RUNNING"} 1`,
+		`strata_portal_sessions_open{cluster="gpu1",state="PENDING"} 1`,
+		`strata_portal_sessions_open{cluster="gpu2",state="RUNNING"} 0`)
+
+	// The notebook idle past its limit (its server never answered): the
+	// look that ends it does not count it.
+	h.now = h.now.Add(40 * time.Minute)
+	h.pollers["gpu1"].Poll(t.Context())
+	h.server.CheckSessions(t.Context())
+	if rec, _ := h.store.GetSession(t.Context(), nb.ID); rec.Ended.IsZero() {
+		t.Fatalf("the idle notebook was not ended: %+v", rec)
+	}
+	expect("the notebook ended",
+		`strata_portal_sessions_open{cluster="gpu1",state="RUNNING"} 0`,
+		`strata_portal_sessions_open{cluster="gpu1",state="PENDING"} 1`)
+
+	text := scrape()
+	if strings.Contains(text, nb.ID) || strings.Contains(text, `"mem"`) {
+		t.Errorf("/metrics names a session or a user")
+	}
+	// The portal's whole exposition passes Prometheus's own lint.
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed (apt-get install prometheus): the lint is skipped")
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(text)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
 }

@@ -29,6 +29,11 @@
 //   - at most Config.MaxConns requests or WebSockets per session at once;
 //     past that, 429.
 //
+// Its metrics (metrics.go, on Config.Registry) count the connections open
+// now, the cap and the sessions at it, refusals by code, and the requests
+// and response bytes passed, by server kind; none names a session or a
+// user.
+//
 // A refusal is JSON, {"error":{"code":"...","message":"..."}}, with a
 // code that stays stable (see the Code* constants).
 //
@@ -52,6 +57,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-hpc/strata/internal/userfile"
 	"github.com/strata-hpc/strata/portal-api/internal/session"
@@ -109,6 +116,8 @@ type Config struct {
 	// Error writes a refusal; nil writes {"error":{"code","message"}}.
 	Error  func(w http.ResponseWriter, r *http.Request, status int, code, msg string)
 	Logger *slog.Logger
+	// Registry takes the proxy's metrics; nil: a registry of its own.
+	Registry prometheus.Registerer
 }
 
 // Proxy is the handler of Prefix + "{id}/proxy/".
@@ -117,6 +126,7 @@ type Proxy struct {
 	rp    *httputil.ReverseProxy
 	mu    sync.Mutex
 	conns map[string]int
+	m     *metrics
 }
 
 type ctxKey struct{}
@@ -170,6 +180,10 @@ func New(cfg Config) (*Proxy, error) {
 		return dial(ctx, network, addr)
 	}
 	p := &Proxy{cfg: cfg, conns: map[string]int{}}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	p.register(cfg.Registry)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      tr,
@@ -186,7 +200,7 @@ func New(cfg Config) (*Proxy, error) {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, ok := sessionID(r.URL.Path)
 	if !ok {
-		p.cfg.Error(w, r, http.StatusNotFound, CodeNotFound, "no such session")
+		p.reject(w, r, http.StatusNotFound, CodeNotFound, "no such session")
 		return
 	}
 	if r.URL.Path == Prefix+id+"/proxy" {
@@ -203,12 +217,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !p.acquire(id) {
+		p.cfg.Logger.Warn("session_busy", "session_id", id, "max_conns", p.cfg.MaxConns,
+			"reason", "the session has as many requests and WebSockets open as the proxy allows")
 		w.Header().Set("Retry-After", "5")
-		p.cfg.Error(w, r, http.StatusTooManyRequests, CodeBusy,
+		p.reject(w, r, http.StatusTooManyRequests, CodeBusy,
 			fmt.Sprintf("the session has %d connections open, its limit: close a tab or wait", p.cfg.MaxConns))
 		return
 	}
 	defer p.release(id)
+	p.m.requests.WithLabelValues(string(target.Kind), protocol(r)).Inc()
 	ctx := context.WithValue(r.Context(), ctxKey{}, route{id: id, target: target})
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -330,6 +347,11 @@ func (p *Proxy) modifyResponse(res *http.Response) error {
 		res.ContentLength = -1
 		res.Header.Del("Content-Length")
 	}
+	// An upgrade's body is the server's connection, which the reverse
+	// proxy takes as it is: its frames are not counted.
+	if res.StatusCode != http.StatusSwitchingProtocols && res.Body != nil && res.Body != http.NoBody {
+		res.Body = &countedBody{ReadCloser: res.Body, c: p.m.bytes.WithLabelValues(string(rt.target.Kind))}
+	}
 	return nil
 }
 
@@ -339,7 +361,7 @@ func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return // the browser went away
 	}
 	p.cfg.Logger.Warn("session_unreachable", "session_id", rt.id, "target", rt.target, "error", err.Error())
-	p.cfg.Error(w, r, http.StatusBadGateway, CodeUnreachable, "the session's server does not answer: it may be starting or have stopped")
+	p.reject(w, r, http.StatusBadGateway, CodeUnreachable, "the session's server does not answer: it may be starting or have stopped")
 }
 
 // refuse answers a Lookup error; the error itself is logged, never sent.
@@ -351,6 +373,12 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, id string, err er
 	if code == CodeStarting {
 		w.Header().Set("Retry-After", "2")
 	}
+	p.reject(w, r, status, code, msg)
+}
+
+// reject writes a refusal and counts it by its code.
+func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	p.m.refusals.WithLabelValues(code).Inc()
 	p.cfg.Error(w, r, status, code, msg)
 }
 

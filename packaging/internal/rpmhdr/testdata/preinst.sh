@@ -1,0 +1,4 @@
+#!/bin/sh
+systemd-sysusers - <<EOF
+g tiny -
+EOF
