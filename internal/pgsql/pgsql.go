@@ -168,42 +168,17 @@ func Migrate(ctx context.Context, db *sql.DB, app string, migrations []sqlite.Mi
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for {
-		done, err := step(ctx, conn, app, migrations)
+		done, err := sqlite.Step(ctx, conn, dialect, app, migrations)
 		if err != nil || done {
 			return err
 		}
 	}
 }
 
-func step(ctx context.Context, conn *sql.Conn, app string, migrations []sqlite.Migration) (done bool, err error) {
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = tx.Rollback() }()
-	var have int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return false, fmt.Errorf("read schema version: %w", err)
-	}
-	switch {
-	case have > len(migrations):
-		return false, fmt.Errorf("schema version %d is newer than this %s knows (%d): run a newer %s, or restore the backup of the database",
-			have, app, len(migrations), app)
-	case have == len(migrations):
-		return true, nil
-	}
-	v := have + 1
-	m := migrations[v-1]
-	if _, err := tx.ExecContext(ctx, m.Postgres); err != nil {
-		return false, fmt.Errorf("migration %d (%s): %w", v, m.Name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES($1, $2)`, v, time.Now().UnixMilli()); err != nil {
-		return false, fmt.Errorf("migration %d (%s): %w", v, m.Name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("migration %d (%s): %w", v, m.Name, err)
-	}
-	return false, nil
+// dialect runs each migration's PostgreSQL text.
+var dialect = sqlite.Dialect{
+	SQL:    func(m sqlite.Migration) string { return m.Postgres },
+	Record: `INSERT INTO schema_migrations(version, applied_at) VALUES($1, $2)`,
 }
 
 // Rebind turns a query written with ? placeholders (SQLite's, as a

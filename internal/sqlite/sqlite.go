@@ -240,15 +240,35 @@ func Migrate(ctx context.Context, db *sql.DB, app string, migrations []Migration
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for {
-		done, err := step(ctx, db, app, migrations)
+		done, err := Step(ctx, db, SQLiteDialect, app, migrations)
 		if err != nil || done {
 			return err
 		}
 	}
 }
 
-// step applies the next migration; done when there is none.
-func step(ctx context.Context, db *sql.DB, app string, migrations []Migration) (done bool, err error) {
+// Dialect is what differs between the databases a schema is migrated on:
+// which text of a migration runs, and how a version's row is recorded.
+type Dialect struct {
+	SQL    func(Migration) string
+	Record string // INSERT INTO schema_migrations(version, applied_at) with two placeholders
+}
+
+// SQLiteDialect runs each migration's SQL.
+var SQLiteDialect = Dialect{
+	SQL:    func(m Migration) string { return m.SQL },
+	Record: `INSERT INTO schema_migrations(version, applied_at) VALUES(?, ?)`,
+}
+
+// TxBeginner is a *sql.DB or a *sql.Conn.
+type TxBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// Step applies the next migration in its own transaction, reading the
+// version inside it; done when there is none. A version newer than
+// migrations knows is refused.
+func Step(ctx context.Context, db TxBeginner, d Dialect, app string, migrations []Migration) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -267,10 +287,10 @@ func step(ctx context.Context, db *sql.DB, app string, migrations []Migration) (
 	}
 	v := have + 1
 	m := migrations[v-1]
-	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+	if _, err := tx.ExecContext(ctx, d.SQL(m)); err != nil {
 		return false, fmt.Errorf("migration %d (%s): %w", v, m.Name, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(?, ?)`, v, time.Now().UnixMilli()); err != nil {
+	if _, err := tx.ExecContext(ctx, d.Record, v, time.Now().UnixMilli()); err != nil {
 		return false, fmt.Errorf("migration %d (%s): %w", v, m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
