@@ -31,6 +31,7 @@ type Source interface {
 	Control(ctx context.Context, id auth.Identity, cluster string, job int64, action api.JobAction) error
 	Overview(ctx context.Context, id auth.Identity) (api.Overview, error)
 	Projects(ctx context.Context, id auth.Identity) (api.ProjectList, error)
+	JobHistory(ctx context.Context, id auth.Identity, p api.ListJobHistoryParams) (api.JobHistory, error)
 }
 
 func num(f float64) string { return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) }
@@ -71,6 +72,7 @@ func identityOf(v visitor) auth.Identity { return auth.Identity{User: v.sess.Use
 
 func (h *Handler) routeData(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs", h.signedIn(h.jobs))
+	mux.HandleFunc("GET /jobs/finished", h.signedIn(h.finished))
 	mux.HandleFunc("GET /jobs/{cluster}/{id}", h.signedIn(h.job))
 	mux.HandleFunc("GET /jobs/{cluster}/{id}/confirm/{action}", h.signedIn(h.confirm))
 	mux.HandleFunc("POST /jobs/{cluster}/{id}/{action}", h.signedIn(h.control))
