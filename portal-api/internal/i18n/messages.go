@@ -326,6 +326,7 @@ var en = map[string]string{
 	"finished.col.util":      "Mean GPU use",
 	"finished.util.none":     "Prometheus has no utilisation of this job's GPUs",
 	"job.gpu_hours":          "GPU-hours",
+	"job.gpu.gone":           "This job has ended and left the scheduler: its GPU use over time is no longer shown here. Its GPU-hours and mean use are on the Finished tab.",
 }
 
 var ko = map[string]string{
@@ -652,4 +653,5 @@ var ko = map[string]string{
 	"finished.col.util":      "평균 GPU 사용률",
 	"finished.util.none":     "Prometheus에 이 작업 GPU의 사용률이 없습니다",
 	"job.gpu_hours":          "GPU 시간",
+	"job.gpu.gone":           "이 작업은 끝나서 스케줄러에서 사라졌습니다. GPU 사용 추이는 여기에 더 이상 표시되지 않습니다. GPU 시간과 평균 사용률은 끝난 작업 탭에 있습니다.",
 }

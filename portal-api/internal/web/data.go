@@ -194,6 +194,9 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v visitor) {
 	id := identityOf(v)
 	d := jobData{Job: j, Why: why(v.l, j.Reason), GPUs: len(j.Gpus), TimeLeft: clock(j.TimeLeftSeconds), TimeUsed: clock(j.TimeUsedSeconds), Actions: Actions,
 		Done: r.URL.Query().Get("done")}
+	if j.GpuHours != nil {
+		d.Actions = nil // slurmdbd's record of a job slurmctld has forgotten: nothing to control
+	}
 	if len(j.Gpus) > 0 {
 		use, err := h.cfg.Source.JobGPU(r.Context(), id, j.Cluster, j.Id)
 		if err != nil {

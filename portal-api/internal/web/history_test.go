@@ -100,7 +100,7 @@ func TestFinishedPage(t *testing.T) {
 	// GPU-hours.
 	resp, page = get(t, alice, b.srv.URL+"/jobs/gpu1/930001")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "llm-done") || !strings.Contains(page, "COMPLETED") ||
-		!strings.Contains(page, "<dd>2</dd>") {
+		!strings.Contains(page, "<dd>2</dd>") || strings.Contains(page, "/confirm/") || !strings.Contains(page, i18n.For("en", "").T("job.gpu.gone")) {
 		t.Errorf("alice's finished job page: %s", resp.Status)
 	}
 	if resp, _ := get(t, bob, b.srv.URL+"/jobs/gpu1/930001"); resp.StatusCode != http.StatusNotFound {
