@@ -68,7 +68,9 @@ func TestHistory(t *testing.T) {
 				}
 			}
 			if !found {
+				rec.mu.Lock()
 				rec.recs = nil // keep only the answer that holds the ended job
+				rec.mu.Unlock()
 				time.Sleep(time.Second)
 			}
 		}
