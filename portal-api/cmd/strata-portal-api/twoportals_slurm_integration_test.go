@@ -20,6 +20,7 @@ import (
 	"github.com/strata-hpc/strata/internal/pgtest"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/portal-api/internal/session/sessiontest"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 	"github.com/strata-hpc/strata/portal-api/internal/web"
 )
@@ -93,11 +94,13 @@ func bedConfig(t *testing.T, b *testbed.Bed, db pgtest.DB, slurmrestd string) st
 	policy := write("jobpolicy.json", fmt.Sprintf(`{"apiVersion": "strata/v1", "kind": "JobPolicy", "source": "policy.yaml",
 	  "cluster": %q, "default_class": "batch", "classes_line": 10,
 	  "classes": {"batch": {"partition": %q, "default_time": 10, "max_time": 120, "requeue": true, "whole_nodes": false,
-	    "switches": 0, "max_gpus_per_job": 0, "line": 20, "max_time_line": 22, "max_gpus_line": 20, "whole_nodes_line": 20}},
+	    "switches": 0, "max_gpus_per_job": 0, "line": 20, "max_time_line": 22, "max_gpus_line": 20, "whole_nodes_line": 20},
+	    "interactive": {"partition": %q, "default_time": 120, "max_time": 720, "requeue": false, "whole_nodes": false,
+	    "switches": 0, "max_gpus_per_job": 2, "line": 30, "max_time_line": 32, "max_gpus_line": 33, "whole_nodes_line": 30}},
 	  "partitions": {%q: "batch"},
-	  "accounts": {%q: {"tenant": "lab", "project": "main", "line": 50, "classes": ["batch"], "classes_line": 51,
+	  "accounts": {%q: {"tenant": "lab", "project": "main", "line": 50, "classes": ["batch", "interactive"], "classes_line": 51,
 	    "gpus": {"limit": 4, "owner": "account %s", "line": 52}, "gpus_by_type": {}, "members": [%q], "viewers": {}}},
-	  "users": {%q: %q}}`, b.Cluster, b.Partition, b.Partition, b.Account, b.Account, alice, alice, b.Account), 0o644)
+	  "users": {%q: %q}}`, b.Cluster, b.Partition, b.Partition, b.Partition, b.Account, b.Account, alice, alice, b.Account), 0o644)
 	if err := os.Mkdir(filepath.Join(dir, "templates"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +124,11 @@ script: |
   #!/bin/bash
   exec sleep 300
 `, 0o644)
+	terminal, err := os.ReadFile("../../../etc/strata/templates/terminal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("templates/terminal.yaml", string(terminal), 0o644)
 	return write("portal-api.yaml", `apiVersion: strata/v1
 kind: PortalConfig
 database: `+db.URL+`
@@ -137,8 +145,44 @@ clusters:
     tenants_file: `+tenants+`
     job_policy_file: `+policy+`
     work_dir: `+b.JobDir+`
+    session_root: `+sessionRoot(t, b, alice, bob)+`
     poll_interval: 2s
 `, 0o644)
+}
+
+// sessionRoot is a folder for the sessions of users beneath the bed's
+// job folder, at its host path, which the bed's root also holds (a link
+// from its own host path to /), as a site mounts its shared file system
+// at one path everywhere.
+func sessionRoot(t *testing.T, b *testbed.Bed, users ...string) string {
+	t.Helper()
+	self := b.HostPath(b.Root)
+	if err := os.MkdirAll(filepath.Dir(self), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", self); err != nil {
+		if to, lerr := os.Readlink(self); lerr != nil || to != "/" {
+			t.Fatalf("the root's link to itself: %v", err)
+		}
+	}
+	root := b.HostPath(filepath.Join(b.JobDir, "portal-sessions"))
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		uid, err := sessiontest.UserID(b, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(root, u)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, int(uid), int(uid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(root, "{user}")
 }
 
 // TestTwoPortalsSlurm: two portals (real serve) on one PostgreSQL
@@ -314,6 +358,40 @@ func TestTwoPortalsSlurm(t *testing.T) {
 		}
 		waitJob(pb, held, "cancelled", func(body string) bool { return strings.Contains(body, "CANCELLED") })
 
+		// A session (a terminal) started through portal 0 is seen
+		// through portal 1, and ended there: the job is cancelled in
+		// Slurm. Only on a bed with the session servers.
+		var sessionJob int64
+		if b.Sessions {
+			resp, body := do(pa, "POST", "/v1/sessions", "", strings.NewReader(`{"cluster": "c1", "template": "terminal", "params": {"gpus": "1", "hours": "1"}}`), "application/json")
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("a session through portal 0: %s %s", resp.Status, body)
+			}
+			var sess struct {
+				ID    string `json:"id"`
+				JobID int64  `json:"job_id"`
+			}
+			if err := json.Unmarshal([]byte(body), &sess); err != nil || sess.ID == "" || sess.JobID == 0 {
+				t.Fatalf("the session: %s", body)
+			}
+			sessionJob = sess.JobID
+			t.Cleanup(func() { _ = b.Client(t).Cancel(testbed.Context(t), sess.JobID) })
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				resp, body := do(pb, "GET", "/v1/sessions/"+sess.ID, "", nil, "")
+				if resp.StatusCode == http.StatusOK && strings.Contains(body, fmt.Sprintf(`"job_id":%d`, sess.JobID)) && strings.Contains(body, `"ready":true`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the session through portal 1: %s %s", resp.Status, body)
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+			if resp, body := do(pb, "DELETE", "/v1/sessions/"+sess.ID, "", nil, ""); resp.StatusCode >= 300 {
+				t.Errorf("ending the session through portal 1: %s %s", resp.Status, body)
+			}
+			testbed.WaitJob(t, client, sess.JobID, 30*time.Second, "cancelled", func(j slurmrest.Job) bool { return j.State.Has("CANCELLED") })
+		}
+
 		// A portal that died with an action under way: its beat is two
 		// minutes old. A live portal settles its record from Slurm.
 		dead, err := store.OpenDatabase(t.Context(), store.Database{Setting: db.URL, PasswordFile: db.PasswordFile})
@@ -367,6 +445,10 @@ func TestTwoPortalsSlurm(t *testing.T) {
 			instances[a.Instance] = true
 		}
 		want := map[string]int{"submit sleeper": 1}
+		if sessionJob != 0 {
+			want["submit terminal"]++
+			want[fmt.Sprintf("cancel %d", sessionJob)]++
+		}
 		for _, a := range actions {
 			want[fmt.Sprintf("%s %d", a.action, a.id)]++
 		}
