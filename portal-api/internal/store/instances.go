@@ -49,17 +49,26 @@ const (
 var ErrNoInstance = errors.New("this portal is not registered as an instance")
 
 // Register names this process (name unique to it) in the records it opens
-// from now on, and records it as a running instance.
+// from now on, and records it as a running instance. Call it once, before
+// the store is shared by goroutines.
 func (s *Store) Register(ctx context.Context, name string) error {
 	if name == "" {
 		return errors.New("register the portal instance: no name")
 	}
+	if err := s.record(ctx, name); err != nil {
+		return err
+	}
+	s.instance = name
+	return nil
+}
+
+// record writes the row of instance name, running and beaten now.
+func (s *Store) record(ctx context.Context, name string) error {
 	now := s.now().UnixMilli()
 	if _, err := s.exec(ctx, `INSERT INTO portal_instances(name, started_at, beat_at) VALUES (?, ?, ?)
 		ON CONFLICT(name) DO UPDATE SET beat_at = excluded.beat_at, stopped_at = NULL`, name, now, now); err != nil {
 		return fmt.Errorf("register the portal instance %s: %w", name, err)
 	}
-	s.instance = name
 	return nil
 }
 
@@ -78,7 +87,7 @@ func (s *Store) Beat(ctx context.Context) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		// Its row was pruned or marked stopped while it could not beat:
 		// take it again, so that its records are its own once more.
-		return s.Register(ctx, s.instance)
+		return s.record(ctx, s.instance)
 	}
 	return nil
 }
