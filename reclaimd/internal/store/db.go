@@ -69,7 +69,7 @@ type Fence interface {
 
 // write runs fn in one transaction, fenced.
 func (s *Store) write(ctx context.Context, fn func(tx *txx) error) error {
-	tx, err := s.db.DB.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

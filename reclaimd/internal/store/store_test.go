@@ -25,7 +25,9 @@ func open(t *testing.T, path string) *Store {
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) { eachDB(t, testIntentSurvivesRestartAndFinishesOnce) }
+func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) {
+	eachDB(t, testIntentSurvivesRestartAndFinishesOnce)
+}
 
 func testIntentSurvivesRestartAndFinishesOnce(t *testing.T, b *backend) {
 	ctx := context.Background()
