@@ -183,6 +183,13 @@ func (t Term) Check(ctx context.Context, tx *sql.Tx) error {
 	if err := t.Valid(); err != nil {
 		return err
 	}
+	// A holder paused inside the transaction (SIGSTOP, a frozen VM)
+	// would hold the row FOR SHARE, and so the take-over, for as long as
+	// it is paused: the server ends the session once it waits idle in
+	// the transaction for a third of the TTL.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d`, max(t.l.ttl()/3, time.Millisecond).Milliseconds())); err != nil {
+		return fmt.Errorf("lease %s: %w", t.l.Name, err)
+	}
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND generation = $3 AND expires_at > now() FOR SHARE`,
 		t.l.Name, t.l.Holder, t.Gen).Scan(&one)
@@ -201,7 +208,6 @@ type State struct {
 	Holder     string `json:"holder"`      // this process
 	Held       bool   `json:"held"`        // by this process
 	Generation int64  `json:"generation"`  // held, or 0
-	CurrentBy  string `json:"current_by"`  // the holder the database names ("" when none or unread)
 	TTLSeconds int    `json:"ttl_seconds"` // the claim's length
 }
 
@@ -215,42 +221,39 @@ func (l *Lease) State() State {
 // every TTL/3 and, while it is held, runs act with a context that ends
 // when the term ends (not renewed in time, or taken by another holder);
 // act's term is the one to fence its calls and writes with. Once act has
-// returned, Keep goes back to trying. onChange, when set, hears every
-// change of the generation held (0: none).
-func (l *Lease) Keep(ctx context.Context, act func(ctx context.Context, t Term) error, onChange func(gen int64)) error {
+// returned, Keep goes back to trying. onTry, when set, hears the
+// generation held (0: none) after every try and renewal, and 0 when Keep
+// returns: a watchdog's beat, a metric.
+func (l *Lease) Keep(ctx context.Context, act func(ctx context.Context, t Term) error, onTry func(ctx context.Context, gen int64)) error {
 	every := l.ttl() / 3
 	log := l.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var held int64
-	note := func(g int64) {
-		if g != held {
-			held = g
-			if onChange != nil {
-				onChange(g)
-			}
-		}
+	if onTry == nil {
+		onTry = func(context.Context, int64) {}
 	}
 	defer func() {
 		if err := l.Release(context.WithoutCancel(ctx)); err != nil {
 			log.Warn("releasing the lease failed: the standby takes over when it ends", "lease", l.Name, "error", err)
 		}
-		note(0)
+		onTry(ctx, 0)
 	}()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		gen, err := l.Acquire(ctx)
+		actx, acancel := context.WithTimeout(ctx, every)
+		gen, err := l.Acquire(actx)
+		acancel()
 		if err != nil && ctx.Err() == nil {
 			log.Warn("taking the lease failed", "lease", l.Name, "error", err)
 		}
-		note(gen)
+		onTry(ctx, gen)
 		if gen != 0 {
-			log.Info("lease taken: this controller acts", "lease", l.Name, "generation", gen, "holder", l.Holder)
-			err := l.run(ctx, gen, every, act)
-			log.Info("lease term ended: this controller stands by", "lease", l.Name, "generation", gen, "why", err)
-			note(l.held())
+			log.Info("lease taken: this process acts", "lease", l.Name, "generation", gen, "holder", l.Holder)
+			err := l.run(ctx, gen, every, act, onTry)
+			log.Info("lease term ended: this process stands by", "lease", l.Name, "generation", gen, "why", err)
+			onTry(ctx, l.held())
 		}
 		select {
 		case <-ctx.Done():
@@ -262,7 +265,8 @@ func (l *Lease) Keep(ctx context.Context, act func(ctx context.Context, t Term) 
 
 // run runs act under the term gen, renewing it every `every`, until the
 // term ends or ctx does; it returns why the term ended.
-func (l *Lease) run(ctx context.Context, gen int64, every time.Duration, act func(ctx context.Context, t Term) error) error {
+func (l *Lease) run(ctx context.Context, gen int64, every time.Duration, act func(ctx context.Context, t Term) error,
+	onTry func(context.Context, int64)) error {
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan error, 1)
@@ -292,10 +296,12 @@ func (l *Lease) run(ctx context.Context, gen int64, every time.Duration, act fun
 			switch {
 			case err != nil:
 				// Kept until it runs out by this host's clock.
+				onTry(ctx, l.held())
 				continue
 			case g != gen:
 				cancel(ErrLost)
 			}
+			onTry(ctx, g)
 		}
 		if context.Cause(tctx) != nil {
 			err := <-done
