@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
+	"github.com/strata-hpc/strata/bridge/internal/ha"
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/bridge/internal/watch"
 	"github.com/strata-hpc/strata/internal/cliexit"
@@ -205,6 +207,15 @@ func TestMetricsGolden(t *testing.T) {
 	var ref *deploy.Refusal
 	if _, err := dep.Rollback(ctx, "nope", 0, deploy.Options{}); !errors.As(err, &ref) {
 		t.Fatalf("rollback of nothing: %v", err)
+	}
+	// The lease, held on SQLite from the first renewal.
+	lease := st.NewLease("test", 15*time.Second)
+	co := ha.New(ha.Config{Lease: lease, Deployer: dep, Store: st, Metrics: ha.NewMetrics(reg)})
+	var wg sync.WaitGroup
+	co.Step(ctx, &wg)
+	wg.Wait()
+	if !co.Active() {
+		t.Fatal("not active on SQLite after one renewal")
 	}
 
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
