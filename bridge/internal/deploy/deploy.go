@@ -132,6 +132,10 @@ type Options struct {
 	// Reason says who asked, for the log line and the event: "job
 	// completed and asked to be served", "strata-bridge deploy", "API".
 	Reason string
+	// resumed: the apply finishes one another bridge began (Resume), so
+	// objects it left unchanged were that one's changes, and the event
+	// says the rollout's outcome, not "unchanged".
+	resumed bool
 }
 
 // Outcomes of a Result beyond the store's (ready, timeout, failed).
@@ -446,7 +450,7 @@ func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Option
 		res.Outcome, res.Message = outcome, msg
 		at := d.cfg.Now()
 		eventOutcome := outcome
-		if outcome == store.OutcomeReady && !res.Changed {
+		if outcome == store.OutcomeReady && !res.Changed && !opt.resumed {
 			eventOutcome = OutcomeUnchanged
 		}
 		// Record even when the caller has gone: the cluster has changed.
@@ -883,5 +887,5 @@ func (d *Deployer) resume(ctx context.Context, p store.Pending) (*Result, error)
 		}
 		pl.objects = all
 	}
-	return d.apply(ctx, p.Action, pl, Options{Reason: "resumed after the lease changed hands"})
+	return d.apply(ctx, p.Action, pl, Options{Reason: "resumed after the lease changed hands", resumed: true})
 }

@@ -149,17 +149,17 @@ func (c *Coordinator) Step(ctx context.Context, wg *sync.WaitGroup) {
 	c.mu.Lock()
 	ready, resuming := c.ready, c.resuming
 	c.mu.Unlock()
-	switch {
-	case gen == 0:
+	switch gen {
+	case 0:
 		c.cfg.Metrics.Held.Set(0)
 		if before != 0 {
 			c.cfg.Log.Warn("lease lost: this bridge is the standby now and acts no more", "holder", c.cfg.Lease.Holder(), "generation", before)
 		}
 		return
-	case gen == ready:
+	case ready:
 		c.cfg.Metrics.Held.Set(1)
 		return
-	case gen == resuming:
+	case resuming:
 		return
 	}
 	c.cfg.Metrics.TakeOvers.Inc()
