@@ -121,6 +121,10 @@ func (l *Lease) Acquire(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	start := l.now()
+	// One try is bounded: a renewal that waits (for a write in flight,
+	// or a slow database) past a third of the lease is not one.
+	ctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Second))
+	defer cancel()
 	var gen int64
 	err := l.s.db.QueryRowContext(ctx, `INSERT INTO leases(name, holder, generation, expires_at, acquired_at)
 		VALUES (?, ?, 1, `+nowMS+` + ?, `+nowMS+`)
@@ -267,7 +271,9 @@ func GenerationOf(ctx context.Context) (int64, bool) {
 // fence returns the generation a write carries, and on PostgreSQL
 // refuses it unless that is the lease's generation held by this bridge.
 // The lease's row is read FOR SHARE: a take-over waits for the write to
-// commit, and a write after the take-over sees the new generation.
+// commit (at most a third of the lease, should this bridge be paused in
+// the middle of it), and a write after the take-over sees the new
+// generation.
 func (s *Store) fence(ctx context.Context, tx *txx) (int64, error) {
 	l := s.lease
 	gen, has := GenerationOf(ctx)
@@ -282,6 +288,14 @@ func (s *Store) fence(ctx context.Context, tx *txx) (int64, error) {
 	}
 	if gen == 0 {
 		return 0, &LostError{Holder: l.holder, Why: "no lease held"}
+	}
+	// A bridge paused inside this transaction (SIGSTOP, a frozen VM)
+	// would keep its FOR SHARE lock, and so the standby waiting, for as
+	// long as it is paused: the server ends the session once it has
+	// been idle in the transaction a third of the lease.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d`,
+		max(l.ttl/3, time.Millisecond).Milliseconds())); err != nil {
+		return 0, err
 	}
 	var have int64
 	err := tx.QueryRowContext(ctx, `SELECT generation FROM leases WHERE name = ? AND holder = ? FOR SHARE`, LeaseName, l.holder).Scan(&have)

@@ -181,3 +181,49 @@ func TestLeasePausedHolderMakesNoCall(t *testing.T) {
 		t.Errorf("check against the database: %v", err)
 	}
 }
+
+// TestLeasePausedInsideAWrite: a bridge paused in the middle of a fenced
+// write (its transaction open, the lease row locked FOR SHARE) holds the
+// take-over back no longer than a third of the lease: the server ends
+// its session, the standby takes over once the lease ran out, and the
+// paused write, woken, cannot commit.
+func TestLeasePausedInsideAWrite(t *testing.T) {
+	ctx := t.Context()
+	const ttl = 1500 * time.Millisecond
+	a, _, la, lb := twoBridges(t, ttl)
+	acquire(t, la, true)
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := a.fence(ctx, tx); err != nil {
+		t.Fatalf("the holder's fence: %v", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO events(name, job_id, action, outcome, message, at, generation) VALUES(?,?,?,?,?,?,?)`,
+		"m", 1, "deploy", "ready", "", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	// a is paused here, its transaction open.
+	start := time.Now()
+	for {
+		ok, err := lb.Acquire(ctx)
+		if err != nil {
+			t.Logf("b's try: %v", err)
+		}
+		if ok {
+			break
+		}
+		if time.Since(start) > 3*ttl {
+			t.Fatalf("b did not take over within %s of a pausing inside a write", 3*ttl)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("b took over %s after a paused inside a write", time.Since(start).Round(time.Millisecond))
+	if err := tx.Commit(); err == nil {
+		t.Error("a's write, woken after the take-over, committed")
+	}
+	if ev, err := a.Events(ctx, "m"); err != nil || len(ev) != 0 {
+		t.Errorf("events: %+v, %v; want none", ev, err)
+	}
+}
