@@ -193,7 +193,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Tokens: st, TokenPrefix: store.TokenPrefix, Proxies: cfg.TrustedProxies(), Header: cfg.Auth.Proxy.Header})
 	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, Templates: tmpl.Get, RatePerSecond: cfg.Limits.RatePerSecond,
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin}, Log: log})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin, MaxConns: cfg.Sessions.MaxConnections}, Log: log})
 
 	// Audit records a stop left open get what Slurm now says, before the
 	// portal serves: the log never claims an action is still under way.

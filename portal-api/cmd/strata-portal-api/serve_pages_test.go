@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,47 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/portal-api/internal/config"
 	"github.com/strata-hpc/strata/portal-api/internal/web"
 )
 
 // TestServePages: serve answers the pages under / and the API under /v1/
 // from one listener, every answer with the pages' security headers.
 func TestServePages(t *testing.T) {
-	cfg := setup(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	b, _ := os.ReadFile(cfg)
-	if err := os.WriteFile(cfg, append(b, []byte("listen: "+addr+"\n")...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"strata-portal-api", "--config", cfg, "serve"}, io.Discard, io.Discard)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop")
-		}
-	}()
-	c := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	var resp *http.Response
-	for range 100 {
-		if resp, err = c.Get("http://" + addr + "/signin"); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, c, resp := startServe(t, setup(t))
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `<form method="post" action="/prefs"`) {
@@ -68,5 +36,83 @@ func TestServePages(t *testing.T) {
 		if p == "/v1/me" && resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("/v1/me without a token: %s, want the API's 401", resp.Status)
 		}
+	}
+}
+
+// startServe runs serve on the config at cfg, on a free loopback port, until
+// the test ends, and returns its address, a client that follows no redirect
+// and the first answer of GET /signin (its body unread).
+func startServe(t *testing.T, cfg string) (string, *http.Client, *http.Response) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	b, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, append(b, []byte("listen: "+addr+"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"strata-portal-api", "--config", cfg, "serve"}, io.Discard, io.Discard)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	c := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var resp *http.Response
+	for range 100 {
+		if resp, err = c.Get("http://" + addr + "/signin"); err == nil {
+			t.Cleanup(func() { resp.Body.Close() })
+			return addr, c, resp
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal(err)
+	return "", nil, nil
+}
+
+// TestServeSessionMaxConnections: sessions.max_connections reaches the
+// session proxy: its cap metric (which StrataPortalSessionProxyAtCap's
+// description names) says the configured value, and the default when the
+// file leaves it out.
+func TestServeSessionMaxConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       int
+	}{
+		{"default", "", config.DefaultSessionMaxConnections},
+		{"set", "  max_connections: 7\n", 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := setup(t)
+			b, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withCap := strings.Replace(string(b), "sessions:\n", "sessions:\n"+tc.yaml, 1)
+			if err := os.WriteFile(cfg, []byte(withCap), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			addr, c, _ := startServe(t, cfg)
+			resp, err := c.Get("http://" + addr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := fmt.Sprintf("\nstrata_portal_session_proxy_max_connections %d\n", tc.want)
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics has no %q", strings.TrimSpace(want))
+			}
+		})
 	}
 }
