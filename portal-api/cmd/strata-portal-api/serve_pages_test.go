@@ -18,11 +18,9 @@ import (
 // TestServePages: serve answers the pages under / and the API under /v1/
 // from one listener, every answer with the pages' security headers.
 func TestServePages(t *testing.T) {
-	addr, c, resp := startServe(t, setup(t))
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `<form method="post" action="/prefs"`) {
-		t.Errorf("GET /signin: %s", resp.Status)
+	addr, c, status, body := startServe(t, setup(t))
+	if status != http.StatusOK || !strings.Contains(body, `<form method="post" action="/prefs"`) {
+		t.Errorf("GET /signin: %d", status)
 	}
 	for _, p := range []string{"/signin", "/", "/static/style.css", "/v1/openapi.yaml", "/v1/me", "/healthz", "/metrics"} {
 		resp, err := c.Get("http://" + addr + p)
@@ -41,14 +39,14 @@ func TestServePages(t *testing.T) {
 
 // startServe runs serve on the config at cfg, on a free loopback port, until
 // the test ends, and returns its address, a client that follows no redirect
-// and the first answer of GET /signin (its body unread).
-func startServe(t *testing.T, cfg string) (string, *http.Client, *http.Response) {
+// and the status and body of its first answer to GET /signin.
+func startServe(t *testing.T, cfg string) (addr string, c *http.Client, status int, body string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	addr = ln.Addr().String()
 	ln.Close()
 	b, _ := os.ReadFile(cfg)
 	if err := os.WriteFile(cfg, append(b, []byte("listen: "+addr+"\n")...), 0o644); err != nil {
@@ -67,17 +65,21 @@ func startServe(t *testing.T, cfg string) (string, *http.Client, *http.Response)
 			t.Error("serve did not stop")
 		}
 	})
-	c := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	var resp *http.Response
+	c = &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for range 100 {
-		if resp, err = c.Get("http://" + addr + "/signin"); err == nil {
-			t.Cleanup(func() { resp.Body.Close() })
-			return addr, c, resp
+		resp, err := c.Get("http://" + addr + "/signin")
+		if err == nil {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return addr, c, resp.StatusCode, string(b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal(err)
-	return "", nil, nil
+	t.Fatal("serve did not answer GET /signin in 10 s")
+	return "", nil, 0, ""
 }
 
 // TestServeSessionMaxConnections: sessions.max_connections reaches the
@@ -102,7 +104,7 @@ func TestServeSessionMaxConnections(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(withCap), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			addr, c, _ := startServe(t, cfg)
+			addr, c, _, _ := startServe(t, cfg)
 			resp, err := c.Get("http://" + addr + "/metrics")
 			if err != nil {
 				t.Fatal(err)
