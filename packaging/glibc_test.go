@@ -113,3 +113,40 @@ func TestGlibcFloors(t *testing.T) {
 		})
 	}
 }
+
+// TestNVMLBindsLazily: the packaged topogen (linked by Zig, NVML's
+// functions left undefined and weak: packaging/zig/cc) starts without
+// NVML and says so, and with a libnvidia-ml.so.1 to open (testdata's
+// fake-nvml.c, built here) calls that library's functions: the loader binds
+// them at their first call, after go-nvml has opened it.
+func TestNVMLBindsLazily(t *testing.T) {
+	for _, tool := range []string{"dpkg-deb", "gcc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			unavailable(t, "%s is not installed (make deps installs it)", tool)
+		}
+	}
+	dist := packagesDir(t)
+	dir := t.TempDir()
+	run(t, "", "dpkg-deb", "-x", findPackage(t, dist, "strata-topogen", "deb"), dir)
+	topogen := filepath.Join(dir, "usr/bin/topogen")
+	lib := filepath.Join(dir, "lib")
+	if err := os.Mkdir(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", "gcc", "-shared", "-fPIC", "-o", filepath.Join(lib, "libnvidia-ml.so.1"), "testdata/fake-nvml.c")
+
+	collect := func(env ...string) (string, error) {
+		cmd := exec.Command(topogen, "collect", "--hostname", "gpu1")
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := collect("LD_LIBRARY_PATH=" + filepath.Join(dir, "none"))
+	if err == nil || !strings.Contains(out, "ERROR_LIBRARY_NOT_FOUND") {
+		t.Errorf("topogen collect without NVML: %v, want it to say NVML is not found:\n%s", err, out)
+	}
+	out, err = collect("LD_LIBRARY_PATH=" + lib)
+	if err != nil || !strings.Contains(out, `"driver_version": "999.42.1"`) || !strings.Contains(out, `"cuda_version": "12.8"`) {
+		t.Errorf("topogen collect with testdata/fake-nvml.c as NVML: %v, want the fake's driver 999.42.1 and CUDA 12.8:\n%s", err, out)
+	}
+}

@@ -193,7 +193,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Tokens: st, TokenPrefix: store.TokenPrefix, Proxies: cfg.TrustedProxies(), Header: cfg.Auth.Proxy.Header})
 	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, Templates: tmpl.Get, RatePerSecond: cfg.Limits.RatePerSecond,
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin}, Log: log})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin, MaxConns: cfg.Sessions.MaxConnections}, Log: log})
 
 	// This process names itself on every audit record it opens and beats
 	// while it runs; the records a stopped portal left open get what

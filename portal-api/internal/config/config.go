@@ -105,6 +105,11 @@ type Sessions struct {
 	// and certificate). "": browsers cannot open sessions (API clients
 	// still reach them with a bearer token); check-config warns.
 	Origin string `yaml:"origin"`
+	// MaxConnections caps one session's open requests and WebSockets
+	// through the proxy (default 64); past it the proxy answers 429
+	// session_busy. A JupyterLab tab opens a handful; raise it for a
+	// session shared by many tabs or users' tools that open many.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // TLS serves HTTPS when both files are given.
@@ -308,6 +313,15 @@ type PriorityWeights struct {
 	FavorSmall bool `yaml:"favor_small"`
 }
 
+// DefaultSessionMaxConnections is sessions.max_connections when the file
+// leaves it out (sessionproxy.DefaultMaxConns).
+const DefaultSessionMaxConnections = 64
+
+// MaxSessionMaxConnections bounds sessions.max_connections: each
+// connection holds a socket to the session's server and one to the
+// browser, and every session may hold this many.
+const MaxSessionMaxConnections = 4096
+
 // Default is the configuration used for keys the file leaves out. It is
 // not valid alone: it names no cluster.
 func Default() Config {
@@ -322,8 +336,9 @@ func Default() Config {
 				MinPrefixIPv4: DefaultMinPrefixIPv4, MinPrefixIPv6: DefaultMinPrefixIPv6},
 			Tokens: Tokens{MaxLifetime: 90 * 24 * time.Hour},
 		},
-		Limits: Limits{RatePerSecond: 20, Burst: 40, MaxBodyBytes: 1 << 20},
-		Pages:  Pages{SessionIdle: time.Hour, SessionMax: 12 * time.Hour, LoginLinkLifetime: 15 * time.Minute},
+		Limits:   Limits{RatePerSecond: 20, Burst: 40, MaxBodyBytes: 1 << 20},
+		Pages:    Pages{SessionIdle: time.Hour, SessionMax: 12 * time.Hour, LoginLinkLifetime: 15 * time.Minute},
+		Sessions: Sessions{MaxConnections: DefaultSessionMaxConnections},
 	}
 }
 
@@ -445,6 +460,10 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	}
 	c.validatePages(&ps)
 	c.validateSessionOrigin(&ps)
+	if n := c.Sessions.MaxConnections; n < 1 || n > MaxSessionMaxConnections {
+		ps.bad("sessions.max_connections", fmt.Sprintf("give 1 to %d (%d is the default; a JupyterLab tab opens a handful)", MaxSessionMaxConnections, DefaultSessionMaxConnections),
+			"%d is not a connection cap", n)
+	}
 	o := c.Auth.OIDC
 	if o.Issuer != "" {
 		if u, err := url.Parse(o.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

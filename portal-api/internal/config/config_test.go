@@ -86,3 +86,17 @@ func TestContainers(t *testing.T) {
 		t.Errorf("a config without containers: %+v, %v; want no runtime", cfg.Containers, err)
 	}
 }
+
+// TestSessionMaxConnections: sessions.max_connections is read as written;
+// left out, it is the default (the bounds are testdata/session-max-*.bad.yaml).
+func TestSessionMaxConnections(t *testing.T) {
+	for path, want := range map[string]int{"testdata/session-max-connections.good.yaml": 256, "testdata/minimal.good.yaml": DefaultSessionMaxConnections} {
+		cfg, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Sessions.MaxConnections != want {
+			t.Errorf("%s: sessions.max_connections = %d, want %d", path, cfg.Sessions.MaxConnections, want)
+		}
+	}
+}
