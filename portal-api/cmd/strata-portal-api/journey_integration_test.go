@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,6 +22,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
 
 	"github.com/strata-hpc/strata/internal/browsertest"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -60,11 +63,47 @@ script: |
   exec sleep 600
 `
 
+// journeyPassword is every user's password at the journey's provider.
+const journeyPassword = "correct horse"
+
+// journeyProvider starts a real OpenID provider (zitadel/oidc's pkg/op,
+// with the in-memory storage of its example server, as the pages' own
+// sign-in tests use) on loopback, with users and the pages as a
+// confidential client that returns to redirect. It returns the issuer.
+func journeyProvider(t *testing.T, redirect string, users ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + ln.Addr().String()
+	byID := map[string]*storage.User{}
+	for _, u := range users {
+		byID["u-"+u] = &storage.User{ID: "u-" + u, Username: u, Password: journeyPassword, FirstName: u, LastName: "Test",
+			Email: u + "@example.org", EmailVerified: true}
+	}
+	f := filepath.Join(t.TempDir(), "users.json")
+	b, _ := json.Marshal(byID)
+	if err := os.WriteFile(f, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	us, err := storage.StoreFromFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storage.RegisterClients(storage.WebClient("strata-pages", "pages-secret", redirect))
+	srv := &http.Server{Handler: exampleop.SetupServer(issuer, storage.NewStorage(us), slog.New(slog.DiscardHandler), false), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return issuer
+}
+
 // journeyConfig writes a portal configuration that serves every bed as a
 // cluster of its own (named after the bed), with alice a member of the
 // bed's account (project main of tenant lab, 4 GPUs by the policy's line
 // 52), bob of another tenant, and the beds' Slurm admin (root) the
-// clusters' operator. It returns the file and the portal's address.
+// clusters' operator. The pages sign in through journeyProvider's code
+// flow. It returns the file and the portal's address.
 func journeyConfig(t *testing.T, beds []*testbed.Bed, alice, bob, operator string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -85,6 +124,8 @@ func journeyConfig(t *testing.T, beds []*testbed.Bed, alice, bob, operator strin
 		t.Fatal(err)
 	}
 	write("templates/finetune.yaml", journeyTemplate)
+	issuer := journeyProvider(t, "http://"+addr+"/signin/callback", alice, bob, operator)
+	secret := write("pages-secret", "pages-secret")
 	cfg := `apiVersion: strata/v1
 kind: PortalConfig
 listen: ` + addr + `
@@ -92,8 +133,16 @@ database: ` + filepath.Join(dir, "portal.db") + `
 templates_dir: ` + filepath.Join(dir, "templates") + `
 sessions:
   origin: https://sessions.portal.test
+auth:
+  oidc:
+    issuer: ` + issuer + `
+    audience: strata-pages
+    user_claim: preferred_username
 pages:
   public_url: http://` + addr + `
+  oidc:
+    client_id: strata-pages
+    client_secret_file: ` + secret + `
 clusters:
 `
 	for _, b := range beds {
@@ -253,6 +302,28 @@ func TestJourneyOnTheBeds(t *testing.T) {
 		}
 		return ctx
 	}
+	// signInOIDC signs user in through the provider's code flow, as a
+	// person would: the portal's button, the provider's login form, and
+	// back.
+	signInOIDC := func(user string) context.Context {
+		t.Helper()
+		ctx := browsertest.Tab(t)
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := chromedp.Do(tctx, chromedp.Navigate(base+"/signin"), chromedp.Click(chromedp.CSS(`a[href^="/signin/oidc"]`)),
+			chromedp.WaitVisible(chromedp.CSS("#username")), chromedp.SetValue(chromedp.CSS("#username"), user),
+			chromedp.SetValue(chromedp.CSS("#password"), journeyPassword), chromedp.Click(chromedp.CSS(`form[action="/login/username"] button`)),
+			chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
+			where, _ := chromedp.Run(ctx, chromedp.Location())
+			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 300) : ""`))
+			t.Fatalf("%s signs in through the provider: %v (at %s: %q)", user, err, where, text)
+		}
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil || !strings.HasPrefix(loc, base+"/") {
+			t.Fatalf("%s after the code flow is at %q (%v)", user, loc, err)
+		}
+		return ctx
+	}
 	do := func(ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		tctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -295,8 +366,12 @@ func TestJourneyOnTheBeds(t *testing.T) {
 		return r
 	}
 
-	// alice signs in, in English (the browser's language).
-	aliceTab := signIn(alice)
+	// alice signs in through the provider, in English (the browser's
+	// language).
+	aliceTab := signInOIDC(alice)
+	if h := html(aliceTab); !strings.Contains(h, alice) {
+		t.Fatalf("alice's first page after the code flow does not name her")
+	}
 	aliceToken := token(alice)
 
 	// A pending job on each cluster: its reason in words, as the API
@@ -390,7 +465,7 @@ func TestJourneyOnTheBeds(t *testing.T) {
 	if aliceSession == "" {
 		t.Fatalf("alice's browser holds no %s cookie: %+v", web.SessionCookie, cookies.Cookies)
 	}
-	bobTab := signIn(bob)
+	bobTab := signInOIDC(bob)
 	foreign := []*regexp.Regexp{regexp.MustCompile(`\b` + regexp.QuoteMeta(alice) + `\b`), regexp.MustCompile(regexp.QuoteMeta(aliceSession))}
 	for _, n := range names {
 		foreign = append(foreign, regexp.MustCompile(regexp.QuoteMeta(n)))
@@ -419,6 +494,7 @@ func TestJourneyOnTheBeds(t *testing.T) {
 	// The operator's screen shows what GET /v1/overview returns: read the
 	// API, the page and the API again until both reads agree (a poll may
 	// fall between them).
+	// The operator signs in with a one-time link (login-link).
 	opTab := signIn(operator)
 	opToken := token(operator)
 	type counts map[string]string
