@@ -384,23 +384,44 @@ func TestJourneyOnTheBeds(t *testing.T) {
 		id := b.Sbatch(t, alice, "-J", name, "--begin=now+1hour", "--gres=gpu:1", "--wrap", "true")
 		keep(b, id)
 		r := row(aliceTab, b.Name, id, "pending with its place", func(r jobRow) bool { return r.State == "PENDING" && position.MatchString(r.Why) })
+		type reason struct {
+			Slurm   string  `json:"slurm"`
+			Text    *string `json:"text"`
+			Meaning *string `json:"meaning"`
+		}
+		// The list says the reason as GET /v1/jobs does (Slurm's code in
+		// words); the job's page as GET /v1/jobs/{cluster}/{id} does (the
+		// case explained, with the begin time).
+		var list struct {
+			Jobs []struct {
+				ID     int64  `json:"id"`
+				Reason reason `json:"reason"`
+			} `json:"jobs"`
+		}
+		apiGet(aliceToken, "/v1/jobs?cluster="+b.Name, &list)
+		listed := false
+		for _, lj := range list.Jobs {
+			if lj.ID == id {
+				listed = true
+				if lj.Reason.Meaning == nil || !strings.Contains(r.Why, *lj.Reason.Meaning) {
+					t.Errorf("%s: the pending job's reason in the list %q; GET /v1/jobs: %+v", b.Name, r.Why, lj.Reason)
+				}
+			}
+		}
+		if !listed {
+			t.Errorf("%s: GET /v1/jobs does not list job %d", b.Name, id)
+		}
 		var j struct {
-			Reason struct {
-				Slurm   string  `json:"slurm"`
-				Text    *string `json:"text"`
-				Meaning *string `json:"meaning"`
-			} `json:"reason"`
-			Position *int `json:"position"`
+			Reason reason `json:"reason"`
 		}
 		apiGet(aliceToken, fmt.Sprintf("/v1/jobs/%s/%d", b.Name, id), &j)
-		// The page says the reason in the API's words: its meaning or its
-		// text.
-		said := false
-		for _, w := range []*string{j.Reason.Text, j.Reason.Meaning} {
-			said = said || w != nil && *w != "" && strings.Contains(r.Why, *w)
-		}
-		if !said {
-			t.Errorf("%s: the pending job's reason on the page %q; the API's %+v", b.Name, r.Why, j.Reason)
+		if j.Reason.Text == nil || *j.Reason.Text == "" {
+			t.Errorf("%s: GET /v1/jobs/%d gives no reason text: %+v", b.Name, id, j.Reason)
+		} else {
+			do(aliceTab, "the pending job's page", chromedp.Navigate(fmt.Sprintf("%s/jobs/%s/%d", base, b.Name, id)), chromedp.WaitVisible(chromedp.CSS("main")))
+			if page := eval(aliceTab, `document.querySelector("main").textContent`); !strings.Contains(page, *j.Reason.Text) {
+				t.Errorf("%s: the pending job's page does not say %q", b.Name, *j.Reason.Text)
+			}
 		}
 		t.Logf("%s: pending job %d: %s", b.Name, id, r.Why)
 	}
