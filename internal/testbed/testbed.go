@@ -255,6 +255,11 @@ func (b *Bed) WaitFile(t testing.TB, path, substr string, timeout time.Duration)
 
 // lock takes the bed's lock (flock, so it holds across the test processes
 // of all packages) until the test ends.
+// LockExclusive keeps the bed to t alone until t ends, as EachExclusive
+// does, for a test that serves several beds at once (one portal over
+// every cluster). Lock beds in the order All returns them.
+func (b *Bed) LockExclusive(t testing.TB) { b.lock(t, syscall.LOCK_EX) }
+
 func (b *Bed) lock(t testing.TB, how int) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(filepath.Dir(b.Root), "test.lock"), os.O_CREATE|os.O_RDWR, 0o600)

@@ -58,7 +58,7 @@ func TestOIDCCodeFlow(t *testing.T) {
 
 	c := b.client(t)
 	resp, body := get(t, c, b.srv.URL+"/signin")
-	if !strings.Contains(body, `action="/signin/oidc"`) {
+	if !strings.Contains(body, `href="/signin/oidc?next=`) {
 		t.Fatalf("the sign-in page offers no OIDC sign-in")
 	}
 	resp, _ = get(t, c, b.srv.URL+"/signin/oidc?next=/jobs")
