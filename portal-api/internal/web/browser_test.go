@@ -177,7 +177,7 @@ func TestBrowser(t *testing.T) {
 	signedOut := []string{"/signin"}
 	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere",
 		"/sessions", "/sessions/" + testSession + "/confirm/end", "/sessions/gpunotebook/start",
-		"/deployments", "/deployments/gpu1/llm-chat", "/deployments/gpu1/llm-chat/confirm/rollback?to=job-910100"}
+		"/deployments", "/deployments/gpu1/llm-chat", "/deployments/gpu1/llm-chat/confirm/rollback?to=job-910100", "/notices"}
 
 	check := func(t *testing.T, path, lang, theme string, width int64) {
 		w.reset()
@@ -234,6 +234,15 @@ func TestBrowser(t *testing.T) {
 		}
 		for _, c := range clipped {
 			t.Errorf("text clipped at %d px: %s", width, c)
+		}
+		if path == "/sessions" {
+			// Links drawn as buttons (start, open) are styled as buttons;
+			// axe checks their contrast in each theme.
+			st, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const a = document.querySelector("a.button"); if (!a) return "none";
+  const s = getComputedStyle(a); return [s.display, s.borderTopStyle, s.paddingLeft, s.textDecorationLine].join(" "); })()`))
+			if f := strings.Fields(st); err != nil || len(f) != 4 || !strings.Contains(f[0], "block") || f[1] != "solid" || f[2] == "0px" || f[3] != "none" {
+				t.Errorf("a.button on /sessions: %q (%v), want a box with a border and padding, not underlined", st, err)
+			}
 		}
 		if lang == "ko" {
 			ids, err := chromedp.Run(ctx, chromedp.QueryNodeIDs(chromedp.CSS("h1")))

@@ -87,18 +87,36 @@
   function put(k, v) { try { window.sessionStorage.setItem(k, v); } catch (e) { /* storage off: told again */ } }
   function seen() { try { return JSON.parse(get(SEEN) || "[]"); } catch (e) { return []; } }
   function can() { return "Notification" in window && window.isSecureContext; }
+  // perm is the user's answer: the Permissions API's where the browser
+  // has it (kept current by its change event), else Notification's.
+  var perm = can() ? window.Notification.permission : "denied";
+  function watchPermission(then) {
+    if (!can() || !navigator.permissions || !navigator.permissions.query) { then(); return; }
+    navigator.permissions.query({ name: "notifications" }).then(function (st) {
+      function set() { perm = st.state === "prompt" ? "default" : st.state; then(); }
+      st.addEventListener("change", set);
+      set();
+    }, then);
+  }
   function notify(text, key) {
-    if (!can() || window.Notification.permission !== "granted") { return; }
+    if (!can() || perm !== "granted") { return; }
     try { new window.Notification("Strata", { body: text, tag: key }); } catch (e) { /* only a service worker may, here */ }
   }
   function ask(done) {
-    var p = window.Notification.requestPermission(done);
-    if (p && p.then) { p.then(done); }
+    var answered = false;
+    function got(answer) {
+      if (answered) { return; }
+      answered = true;
+      perm = answer || perm;
+      done();
+    }
+    var p = window.Notification.requestPermission(got);
+    if (p && p.then) { p.then(got); }
   }
   // offer adds the "allow" button beside the notices while the user has
   // not decided.
   function offer() {
-    if (!can() || window.Notification.permission !== "default" || live.querySelector("button.notices-allow") || !live.querySelector(".notice")) { return; }
+    if (!can() || perm !== "default" || live.querySelector("button.notices-allow") || !live.querySelector(".notice")) { return; }
     var b = document.createElement("button");
     b.type = "button";
     b.className = "notices-allow";
@@ -155,17 +173,18 @@
     if (!box || !can()) { return; }
     var b = box.querySelector(".notices-allow"), say = box.querySelector(".notices-state");
     function state() {
-      var p = window.Notification.permission;
+      var p = perm;
       b.hidden = p !== "default";
       say.hidden = false;
       if (p === "granted") { say.textContent = box.getAttribute("data-granted"); }
       if (p === "denied") { say.textContent = box.getAttribute("data-denied"); }
     }
     b.addEventListener("click", function () { ask(state); });
-    state();
+    watchPermission(state);
   }
   document.addEventListener("DOMContentLoaded", function () {
     permissionPage();
+    watchPermission(function () { if (live) { offer(); } });
     live = document.getElementById("notices-live");
     if (!live) { return; }
     document.addEventListener("visibilitychange", function () {
