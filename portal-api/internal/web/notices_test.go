@@ -65,7 +65,9 @@ func TestNoticesOf(t *testing.T) {
 			s.ReclaimNext = &api.SessionReclaimNext{Action: "cancel", At: now.Add(time.Hour)}
 		})}},
 		{name: "an ended session tells nothing", jobs: []api.Job{job(7, "mem", "RUNNING", at(-5*time.Second))},
-			sessions: []api.Session{sess(func(s *api.Session) { s.State, s.EndedAt, s.TimeLeftSeconds = "ENDED", at(-time.Second), secs(time.Minute) })}},
+			sessions: []api.Session{sess(func(s *api.Session) {
+				s.State, s.EndedAt, s.TimeLeftSeconds = "ENDED", at(-time.Second), secs(time.Minute)
+			})}},
 		{name: "a pending session tells nothing", sessions: []api.Session{sess(func(s *api.Session) { s.State, s.TimeLeftSeconds = "PENDING", secs(time.Minute) })}},
 		{name: "in order: starts, then ends", jobs: []api.Job{job(2, "mem", "RUNNING", at(-time.Second)), job(1, "mem", "RUNNING", at(-time.Second))},
 			sessions: []api.Session{sess(func(s *api.Session) { s.JobId = id(9); s.TimeLeftSeconds = secs(time.Minute) })},
