@@ -56,7 +56,10 @@ func submitBedWith(t *testing.T, dir string, gpu1, gpu2 []clustertest.Job) (*bed
 		jobs          []clustertest.Job
 	}{{"gpu1", "26.05", gpu1}, {"gpu2", "24.11", gpu2}} {
 		b := clustertest.New(t, c.release, c.jobs...)
-		p := cluster.New(cluster.Config{Name: c.name, Slurm: slurmrest.Config{URL: b.URL, Tokens: slurmrest.StaticToken("t")},
+		// A listing of 2,000 jobs (TestBrowserWeight) takes the replay
+		// long under the race detector on a busy machine.
+		p := cluster.New(cluster.Config{Name: c.name, Slurm: slurmrest.Config{URL: b.URL, Tokens: slurmrest.StaticToken("t"),
+			HTTPClient: &http.Client{Timeout: 5 * time.Minute}},
 			Interval: time.Second, StaleAfter: time.Minute, Now: func() time.Time { return now }})
 		if err := p.Poll(t.Context()); err != nil {
 			t.Fatal(err)
