@@ -129,7 +129,7 @@
     if (!list) { return; }
     put(SINCE, list.getAttribute("data-since"));
     put(AT, String(Date.now()));
-    var known = seen();
+    var known = seen(), told = [];
     list.querySelectorAll("li[data-key]").forEach(function (li) {
       var key = li.getAttribute("data-key");
       if (known.indexOf(key) >= 0) { return; }
@@ -139,8 +139,15 @@
       p.setAttribute("data-key", key);
       p.appendChild(document.importNode(li.querySelector("a") || li, true));
       live.insertBefore(p, live.querySelector("button.notices-allow"));
-      notify(li.textContent.trim(), key);
+      told.push([li.textContent.trim(), key]);
     });
+    // A few are told one by one; more at once (a new tab after a busy
+    // hour) as one notification that sends the user to the page.
+    if (told.length > 3) {
+      notify(live.getAttribute("data-many").replace("{n}", told.length), "strata-many");
+    } else {
+      told.forEach(function (n) { notify(n[0], n[1]); });
+    }
     put(SEEN, JSON.stringify(known.slice(-200)));
     var shown = live.querySelectorAll(".notice");
     for (var i = 0; i < shown.length - 5; i++) { shown[i].remove(); }
