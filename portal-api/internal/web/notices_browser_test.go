@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/strata-hpc/strata/internal/browsertest"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 )
 
 // noticeSpy records what the page hands the Notification API, and hands
@@ -117,6 +119,21 @@ func TestBrowserNotices(t *testing.T) {
 	if n := eval(`String(document.querySelectorAll("#notices-live .notice").length)`); n != "1" {
 		t.Errorf("%s notices after asking again, want 1", n)
 	}
+	// Four more start at once: told in the page each, and as one
+	// browser notification.
+	for i := range 4 {
+		jobs = append(jobs, clustertestJob(910110+int64(i), started.Unix()))
+	}
+	beds["gpu1"].SetJobs(jobs...)
+	b.poll(t)
+	eval(`document.dispatchEvent(new Event("visibilitychange")), ""`)
+	waitFor("four more notices", `document.querySelectorAll("#notices-live .notice").length === 5 ? "yes" : ""`, 10*time.Second)
+	if err := json.Unmarshal([]byte(eval(`JSON.stringify(window.__told)`)), &told); err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 2 || !strings.Contains(told[1], "4 new notices") {
+		t.Errorf("browser notifications after four starts at once: %q, want one that counts them", told)
+	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](axe)); err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +158,9 @@ func TestBrowserNotices(t *testing.T) {
 	if r := bb.cspReports(); len(r) > 0 {
 		t.Errorf("%d CSP violation reports: %v", len(r), r)
 	}
+}
+
+// clustertestJob is a running job of mem's on gpu1 that started at start.
+func clustertestJob(id, start int64) clustertest.Job {
+	return clustertest.Job{ID: id, User: "mem", Account: "acme-llm", QOS: "train", Name: fmt.Sprintf("llm-run-%d", id), StartTime: start}
 }
