@@ -68,7 +68,7 @@ func noticesOf(l i18n.L, user string, jobs []api.Job, sessions []api.Session, si
 		if s.JobId != nil {
 			sessionJobs[ref{s.Cluster, *s.JobId}] = true
 		}
-		if s.EndedAt != nil || s.State == "ENDED" || s.State != "RUNNING" {
+		if s.EndedAt != nil || s.State != "RUNNING" {
 			continue
 		}
 		kind := l.T("session.kind." + string(s.Server))
