@@ -284,7 +284,7 @@ capture-slurmrest: deps ## re-capture the OpenAPI specs and replay records from 
 	for v in 2605 2411; do bash test/testbed/slurm/capture-openapi.sh $(TB_STATE)/s$$v/env internal/slurmrest/spec/raw; done
 	rm -rf internal/slurmrest/testdata/replay
 	STRATA_TESTBEDS="$(TB_STATE)/s2605/env $(TB_STATE)/s2411/env" $(GO) test -count=1 -tags integration \
-		-run TestCapture ./internal/slurmrest/ -capture $(CURDIR)/internal/slurmrest/testdata/replay
+		-run '^(TestCapture|TestRefusedByOwner|TestHistory)$$' ./internal/slurmrest/ -capture $(CURDIR)/internal/slurmrest/testdata/replay
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## go mod tidy, gofmt, goimports, go vet and golangci-lint

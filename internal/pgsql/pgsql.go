@@ -94,22 +94,46 @@ const MaxConns = 8
 // the migrations it lacks. app names the program in the error for a
 // database newer than it.
 func Open(ctx context.Context, c Config, app string, migrations []sqlite.Migration) (*sql.DB, error) {
-	what := c.What
-	if what == "" {
-		what = "database"
+	db, target, err := connect(ctx, c)
+	if err != nil {
+		return nil, err
 	}
+	if err := Migrate(ctx, db, app, migrations); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %s: %w", c.what(), target, err)
+	}
+	return db, nil
+}
+
+// Connect connects to the database as Open does, and neither checks nor
+// changes its schema: for a tool that reads the version first (a copy's
+// dry run) and migrates, if at all, later.
+func Connect(ctx context.Context, c Config) (*sql.DB, error) {
+	db, _, err := connect(ctx, c)
+	return db, err
+}
+
+func (c Config) what() string {
+	if c.What == "" {
+		return "database"
+	}
+	return c.What
+}
+
+func connect(ctx context.Context, c Config) (*sql.DB, string, error) {
+	what := c.what()
 	if err := CheckURL(c.URL); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, "", fmt.Errorf("%s: %w", what, err)
 	}
 	cc, err := pgx.ParseConfig(c.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, "", fmt.Errorf("%s: %w", what, err)
 	}
 	var opts []stdlib.OptionOpenDB
 	if c.PasswordFile != "" {
 		f := &secretfile.File{Path: c.PasswordFile, What: what + "_password_file", Rule: c.Rule}
 		if _, err := f.Get(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		opts = append(opts, stdlib.OptionBeforeConnect(func(_ context.Context, cc *pgx.ConnConfig) error {
 			pw, err := f.Get()
@@ -127,13 +151,9 @@ func Open(ctx context.Context, c Config, app string, migrations []sqlite.Migrati
 	target := fmt.Sprintf("%s@%s:%d/%s", cc.User, cc.Host, cc.Port, cc.Database)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: connect to %s: %w", what, target, err)
+		return nil, "", fmt.Errorf("%s: connect to %s: %w", what, target, err)
 	}
-	if err := Migrate(ctx, db, app, migrations); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%s: %s: %w", what, target, err)
-	}
-	return db, nil
+	return db, target, nil
 }
 
 // lockKey is the advisory lock the migrations of app run under.

@@ -730,3 +730,71 @@ func (a *apiV0045) setCoordinators(ctx context.Context, acc Account, users []str
 	}
 	return checkResponse(op, a.user(ctx), r.StatusCode(), r.Body)
 }
+
+func (a *apiV0045) history(ctx context.Context, q historyQuery) ([]FinishedJob, error) {
+	p := &gen.SlurmdbV0045GetJobsParams{Users: nonEmpty(q.users), Account: nonEmpty(q.accounts),
+		StartTime: nonEmpty(q.start), EndTime: nonEmpty(q.end), SkipSteps: ptr("true")}
+	r, err := a.gen.SlurmdbV0045GetJobsWithResponse(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list finished jobs: %w", err)
+	}
+	ok, err := result("list finished jobs", a.user(ctx), r.StatusCode(), r.Body, r.JSON200)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FinishedJob, 0, len(ok.Jobs))
+	for _, j := range ok.Jobs {
+		out = append(out, finishedJobV0045(j))
+	}
+	return out, nil
+}
+
+func (a *apiV0045) finishedJob(ctx context.Context, id int64) (FinishedJob, error) {
+	op := fmt.Sprintf("get finished job %d", id)
+	r, err := a.gen.SlurmdbV0045GetJobWithResponse(ctx, strconv.FormatInt(id, 10))
+	if err != nil {
+		return FinishedJob{}, fmt.Errorf("%s: %w", op, err)
+	}
+	ok, err := result(op, a.user(ctx), r.StatusCode(), r.Body, r.JSON200)
+	if err != nil {
+		return FinishedJob{}, err
+	}
+	list := make([]FinishedJob, 0, len(ok.Jobs))
+	for _, j := range ok.Jobs {
+		list = append(list, finishedJobV0045(j))
+	}
+	return lastRecord(op, id, list)
+}
+
+// finishedJobV0045 is one job of slurmdbd's answer.
+func finishedJobV0045(j gen.V0045Job) FinishedJob {
+	out := FinishedJob{ID: deref(j.JobId), Name: deref(j.Name), User: deref(j.User), Account: deref(j.Account),
+		Partition: deref(j.Partition), QOS: deref(j.Qos), Cluster: deref(j.Cluster), ArrayTaskID: -1,
+		WorkDir: deref(j.WorkingDirectory)}
+	if n := unset(j.Nodes); n != "None assigned" {
+		out.NodeList = n
+	}
+	if j.State != nil {
+		out.State, out.StateReason = JobState(strs(j.State.Current)), unset(j.State.Reason)
+	}
+	if t := j.Time; t != nil {
+		out.SubmitTime, out.StartTime, out.EndTime = unixTime(t.Submission), unixTime(t.Start), unixTime(t.End)
+		out.Elapsed = seconds(t.Elapsed)
+	}
+	if j.Tres != nil {
+		out.AllocTRES = tresList(j.Tres.Allocated)
+	}
+	if j.ExitCode != nil {
+		out.ExitCode = int(deref(noValPtr(j.ExitCode.ReturnCode)))
+		if j.ExitCode.Signal != nil {
+			out.ExitSignal = int(deref(noValPtr(j.ExitCode.Signal.Id)))
+		}
+	}
+	if j.Array != nil && deref(j.Array.JobId) > 0 {
+		out.ArrayJobID, out.ArrayTaskID = deref(j.Array.JobId), noValOr(j.Array.TaskId, -1)
+	}
+	if j.Het != nil && deref(j.Het.JobId) > 0 {
+		out.HetJobID, out.HetJobOffset = deref(j.Het.JobId), noValOr(j.Het.JobOffset, 0)
+	}
+	return out
+}

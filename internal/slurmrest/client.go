@@ -86,6 +86,10 @@ type backend interface {
 	// setCoordinators makes users exactly the direct coordinators of
 	// account a (see coord.go).
 	setCoordinators(ctx context.Context, a Account, users []string) error
+
+	// slurmdbd's record of jobs (see history.go).
+	history(ctx context.Context, q historyQuery) ([]FinishedJob, error)
+	finishedJob(ctx context.Context, id int64) (FinishedJob, error)
 }
 
 // AssociationFilter narrows Associations; empty fields match everything.

@@ -46,10 +46,13 @@ var convertEndpoints = []struct {
 	{"associations", func(ctx context.Context, c *slurmrest.Client) (any, error) {
 		return c.Associations(ctx, slurmrest.AssociationFilter{})
 	}},
+	{"history", func(ctx context.Context, c *slurmrest.Client) (any, error) {
+		return c.History(ctx, slurmrest.HistoryFilter{})
+	}},
 }
 
 // FuzzConvert answers the facade's reads (jobs, a job, nodes, partitions,
-// shares, QOS, associations) of parser v0.0.45 with fuzzed bodies, seeded
+// shares, QOS, associations, slurmdbd's history) of parser v0.0.45 with fuzzed bodies, seeded
 // from the answers captured from Slurm 26.05: decoding and conversion
 // never panic, and what they give holds together: a job's time limit is
 // never negative (a huge limit in minutes must not wrap), its nodes are
@@ -127,6 +130,12 @@ func FuzzConvert(f *testing.F) {
 			jobs = v.Jobs
 		case slurmrest.Job:
 			jobs = []slurmrest.Job{v}
+		case []slurmrest.FinishedJob:
+			for _, j := range v {
+				if h := j.GPUHours(); h < 0 || h != h || j.Elapsed < 0 || (j.Ended() && j.EndTime.IsZero()) {
+					t.Fatalf("finished job %d: %v GPU-hours, elapsed %v, ended %t at %v", j.ID, h, j.Elapsed, j.Ended(), j.EndTime)
+				}
+			}
 		}
 		for _, j := range jobs {
 			if j.TimeLimit < 0 {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -231,7 +233,7 @@ func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm boo
 		return nil, err
 	}
 	e := &env{cfg: cfg}
-	if e.store, err = store.Open(ctx, cfg.Store.Path); err != nil {
+	if e.store, err = openStore(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if !kube {
@@ -273,6 +275,67 @@ func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm boo
 	return e, nil
 }
 
+// openStore opens the store the configuration names: PostgreSQL when
+// store.database is set, SQLite at store.path otherwise.
+func openStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+	return store.OpenDatabase(ctx, store.Database{Path: cfg.Store.Path, URL: cfg.Store.Database,
+		PasswordFile: cfg.Store.DatabasePasswordFile, Rule: secretRule})
+}
+
+// holder names this process in the lease: the host, the process and a
+// random part, so that a restarted bridge is a new holder (a new
+// generation) and never takes over what its former self started.
+func holder(what string) string {
+	host, _ := os.Hostname()
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	return fmt.Sprintf("%s %s pid %d %s", what, host, os.Getpid(), hex.EncodeToString(rnd[:]))
+}
+
+// takeLease makes a verb that changes the cluster hold the store's lease
+// for its run, on PostgreSQL, so that it never acts beside a running
+// bridge: while the daemon holds it, the verb is refused and says to use
+// the API. Release is deferred by the caller.
+func (e *env) takeLease(ctx context.Context) (release func(), err error) {
+	if !e.cfg.Store.Postgres() {
+		return func() {}, nil
+	}
+	l := e.store.NewLease(holder("strata-bridge CLI"), e.cfg.Store.LeaseTTL)
+	e.store.SetLease(l)
+	e.dep.SetLease(l)
+	ok, err := l.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		st, _ := l.State(ctx)
+		return nil, fmt.Errorf("the bridge %q holds the lease of %s (generation %d): a verb that changes the cluster runs only when no bridge does; "+
+			"use the running bridge's API (strata-portal-api's deployments pages, or POST /v1/deploy), or stop it first",
+			st.Holder, e.cfg.Store.Database, st.Generation)
+	}
+	// Renew while the verb runs (a rollout may outlast the lease).
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(e.cfg.Store.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				_, _ = l.Acquire(rctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = l.Release(context.WithoutCancel(ctx))
+	}, nil
+}
+
 func deployerConfig(cfg *config.Config, kube *deploy.Kube, st *store.Store, serving func() *servingquota.File, log *slog.Logger,
 	metrics *deploy.Metrics) deploy.Config {
 	return deploy.Config{Kube: kube, Store: st, Serving: serving, AllowedRoots: cfg.Models.AllowedRoots, Mount: cfg.Models.Mount,
@@ -293,6 +356,11 @@ func cmdDeploy(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	defer e.close()
+	release, err := e.takeLease(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res, err := e.dep.DeployJob(ctx, c.Int64("job"), c.String("name"), deploy.Options{DryRun: !c.Bool("apply"), Reason: "strata-bridge deploy"})
 	if err != nil {
 		return err
@@ -314,6 +382,11 @@ func cmdRollback(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	defer e.close()
+	release, err := e.takeLease(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res, err := e.dep.Rollback(ctx, name, to, deploy.Options{DryRun: !c.Bool("apply"), Reason: "strata-bridge rollback"})
 	if err != nil {
 		return err
@@ -370,7 +443,7 @@ func cmdList(ctx context.Context, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, cfg.Store.Path)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -425,7 +498,7 @@ func cmdStatus(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, cfg.Store.Path)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -533,6 +606,11 @@ func cmdDelete(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	defer e.close()
+	release, err := e.takeLease(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res, err := e.dep.Delete(ctx, name, deploy.Options{DryRun: !c.Bool("apply"), Reason: "strata-bridge delete"})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
+	"github.com/strata-hpc/strata/bridge/internal/ha"
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/bridge/internal/watch"
 	"github.com/strata-hpc/strata/internal/cliexit"
@@ -206,6 +208,15 @@ func TestMetricsGolden(t *testing.T) {
 	if _, err := dep.Rollback(ctx, "nope", 0, deploy.Options{}); !errors.As(err, &ref) {
 		t.Fatalf("rollback of nothing: %v", err)
 	}
+	// The lease, held on SQLite from the first renewal.
+	lease := st.NewLease("test", 15*time.Second)
+	co := ha.New(ha.Config{Lease: lease, Deployer: dep, Store: st, Metrics: ha.NewMetrics(reg)})
+	var wg sync.WaitGroup
+	co.Step(ctx, &wg)
+	wg.Wait()
+	if !co.Active() {
+		t.Fatal("not active on SQLite after one renewal")
+	}
 
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
@@ -256,9 +267,16 @@ func TestSecrets(t *testing.T) {
 		file     string // in the site's folder
 		mode     os.FileMode
 		listen   string
+		pg       bool // the store in PostgreSQL, its password in db.password
+		empty    bool // the file is empty
 		wantCode int
 		want     []string
 	}{
+		"world-readable database password": {pg: true, file: "db.password", mode: 0o644, wantCode: 1,
+			want: []string{"store.database_password_file: ", "db.password (mode 0644) is readable or writable by every user"}},
+		"empty database password": {pg: true, file: "db.password", mode: 0o600, empty: true, wantCode: 1,
+			want: []string{"store.database_password_file: "}},
+		"postgres with every file 0600": {pg: true, want: []string{" is valid ("}},
 		"world-readable slurmrestd token": {file: "bridge.jwt", mode: 0o644, wantCode: 1,
 			want: []string{"slurm.token_file: ", "bridge.jwt (mode 0644) is readable or writable by every user of this host: chmod o-rwx"}},
 		"world-readable API token": {file: "bridge-api.token", mode: 0o604, wantCode: 1, want: []string{"api.token_file: ", "(mode 0604)"}},
@@ -289,6 +307,21 @@ func TestSecrets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tc.pg {
+				cfg := strings.Replace(mustRead(t, cfgPath), "store: {path: "+dir+"/state/bridge.db}",
+					"store: {path: "+dir+"/state/bridge.db, database: \"postgres://strata_bridge@127.0.0.1:1/strata_bridge\", database_password_file: "+
+						dir+"/db.password}", 1)
+				pw := "db-password\n"
+				if tc.empty {
+					pw = ""
+				}
+				if err := os.WriteFile(filepath.Join(dir, "db.password"), []byte(pw), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tc.file != "" && tc.mode == 0 {
 				if err := os.Remove(filepath.Join(dir, tc.file)); err != nil {
 					t.Fatal(err)
@@ -310,7 +343,7 @@ func TestSecrets(t *testing.T) {
 					t.Errorf("check-config output lacks %q:\n%s", w, out)
 				}
 			}
-			for _, secret := range []string{"api-token", "token\n"} {
+			for _, secret := range []string{"api-token", "token\n", "db-password"} {
 				if strings.Contains(out, secret) {
 					t.Errorf("check-config quotes a secret:\n%s", out)
 				}

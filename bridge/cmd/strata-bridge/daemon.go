@@ -14,6 +14,8 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/api"
 	"github.com/strata-hpc/strata/bridge/internal/config"
 	"github.com/strata-hpc/strata/bridge/internal/deploy"
+	"github.com/strata-hpc/strata/bridge/internal/ha"
+	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/bridge/internal/watch"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/daemon"
@@ -30,11 +32,29 @@ func registry() *prometheus.Registry {
 	return reg
 }
 
-// health fails when no poll succeeded within staleAfter, or the last one
-// failed.
-func health(w *watch.Watcher, staleAfter time.Duration, now func() time.Time) func() (any, error) {
+// healthDetail is what /healthz says: the last poll, and the lease.
+type healthDetail struct {
+	watch.Status
+	Lease store.LeaseState `json:"lease"`
+}
+
+// health fails when the lease cannot be read, or, on the active bridge,
+// when no poll succeeded within staleAfter, or the last one failed. A
+// standby that reads the lease is healthy: it stands by.
+func health(w *watch.Watcher, co *ha.Coordinator, staleAfter time.Duration, now func() time.Time) func() (any, error) {
 	return func() (any, error) {
-		st := w.Status()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ls, err := co.State(ctx)
+		st := healthDetail{Status: w.Status(), Lease: ls}
+		switch {
+		case err != nil:
+			return st, err
+		case ls.Role == store.RoleStandby:
+			return st, nil
+		case st.Standby:
+			return st, errors.New("active, but no poll since the take-over yet")
+		}
 		switch {
 		case st.At.IsZero():
 			return st, errors.New("no poll of slurmrestd yet")
@@ -90,25 +110,37 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	})
 	reload := []daemon.Reloader{serving, token, slurmToken}
 
+	// The lease: on PostgreSQL one bridge of those sharing the database
+	// acts, the others stand by; on SQLite it is always held.
+	lease := e.store.NewLease(holder("strata-bridge run"), cfg.Store.LeaseTTL)
+	e.store.SetLease(lease)
 	dcfg := deployerConfig(cfg, e.kube, e.store, serving.Get, log, dm)
 	dcfg.Jobs = e.slurm
+	dcfg.Lease = lease
 	dep, err := deploy.New(dcfg)
 	if err != nil {
 		return err
 	}
+	co := ha.New(ha.Config{Lease: lease, Deployer: dep, Store: e.store, Log: log, Metrics: ha.NewMetrics(reg)})
 	w, err := watch.New(watch.Config{Slurm: e.slurm, Deployer: dep, Store: e.store, Interval: cfg.Slurm.PollInterval, Log: log,
-		Metrics: watch.NewMetrics(reg)})
+		Metrics: watch.NewMetrics(reg), Active: co.Active})
 	if err != nil {
 		return err
 	}
-	h := api.Handler(api.Config{Deployer: dep, Store: e.store, Health: health(w, 3*cfg.Slurm.PollInterval, time.Now),
+	h := api.Handler(api.Config{Deployer: dep, Store: e.store, Health: health(w, co, 3*cfg.Slurm.PollInterval, time.Now),
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Token: token.Get, AllowedHosts: apiHosts(cfg), Log: log})
+	storeName := cfg.Store.Path
+	if cfg.Store.Postgres() {
+		storeName = cfg.Store.Database
+	}
 	log.Info("strata-bridge starting", "listen", cfg.Listen, "slurmrestd", cfg.Slurm.URL, "parser", e.slurm.Info().Parser,
-		"poll_interval", cfg.Slurm.PollInterval, "field_manager", cfg.Kubernetes.FieldManager, "store", cfg.Store.Path)
+		"poll_interval", cfg.Slurm.PollInterval, "field_manager", cfg.Kubernetes.FieldManager, "store", storeName,
+		"lease_holder", lease.Holder())
 	// The store closes (deferred above) only after Run has waited for the
 	// poll loop, deploys in flight included.
 	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: h,
-		Loops:  []daemon.Loop{{Name: "poll", Run: w.Run, Stall: pollStall(cfg)}},
+		Loops: []daemon.Loop{{Name: "lease", Run: co.Run, Stall: 10 * cfg.Store.LeaseTTL},
+			{Name: "poll", Run: w.Run, Stall: pollStall(cfg)}},
 		Reload: reload, ShutdownTimeout: 20 * time.Second,
 		// A deploy answers after its rollout: the write bound must outlast it.
 		HTTPTimeouts: daemon.HTTPTimeouts{Write: cfg.Kubernetes.RolloutTimeout + time.Minute}})

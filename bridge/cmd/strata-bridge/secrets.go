@@ -19,7 +19,8 @@ import (
 var secretRule = secretfile.Rule{Groups: []string{"strata-bridge"}}
 
 // checkSecrets applies secretRule to every secret of the configuration:
-// the slurmrestd token, the API token and the kubeconfig when it holds
+// the slurmrestd token, the API token, the PostgreSQL password file and
+// the kubeconfig when it holds
 // credentials (with the key and token files it names). A refusal is a
 // problem; a group that may read is a warning.
 func checkSecrets(cfg *config.Config) (warnings, problems []string) {
@@ -37,6 +38,14 @@ func checkSecrets(cfg *config.Config) (warnings, problems []string) {
 		}
 	}
 	check("slurm.token_file", cfg.Slurm.TokenFile)
+	if f := cfg.Store.DatabasePasswordFile; cfg.Store.Postgres() && f != "" {
+		// Read as run reads it: an empty password is refused alike.
+		if w, err := secretRule.Verify(f); err != nil {
+			problems = append(problems, fmt.Sprintf("store.database_password_file: %v", err))
+		} else if w != "" {
+			warnings = append(warnings, "store.database_password_file: "+w)
+		}
+	}
 	if _, err := os.Stat(cfg.API.TokenFile); errors.Is(err, fs.ErrNotExist) {
 		problems = append(problems, fmt.Sprintf("api.token_file: %s does not exist: make it with "+
 			"head -c 32 /dev/urandom | base64 > %[1]s; chgrp strata-bridge %[1]s; chmod 0640 %[1]s", cfg.API.TokenFile))

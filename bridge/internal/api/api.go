@@ -243,8 +243,9 @@ func decode(r *http.Request, v any) error {
 }
 
 // writeError maps an error to its status: a refusal is 422, an unknown
-// deployment or version 404, a job that asked for nothing 422, anything
-// else 500.
+// deployment or version 404, a job that asked for nothing 422, a change
+// asked of the standby bridge (or of one that lost the lease during the
+// action) 503 with Retry-After, anything else 500.
 func writeError(w http.ResponseWriter, err error) {
 	var ref *deploy.Refusal
 	switch {
@@ -255,6 +256,9 @@ func writeError(w http.ResponseWriter, err error) {
 			Fix: `give "name" to serve the job's working directory under that name`})
 	case errors.Is(err, store.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, Error{Error: err.Error()})
+	case errors.Is(err, store.ErrLeaseLost):
+		w.Header().Set("Retry-After", "10")
+		writeJSON(w, http.StatusServiceUnavailable, Error{Error: err.Error()})
 	default:
 		writeJSON(w, http.StatusInternalServerError, Error{Error: err.Error()})
 	}

@@ -43,7 +43,7 @@ func serverAt(t *testing.T, health func() (any, error), path string, o store.Opt
 		v := store.Version{JobID: job, Name: "llama", Namespace: "strata-acme", Tenant: "acme", Account: "acme-llm", User: "alice",
 			GPUs: 1, MaxReplicas: 1, ModelPath: "/shared/llama", Spec: json.RawMessage(`{"name":"llama"}`),
 			Objects: json.RawMessage(`[{"apiVersion":"apps/v1","kind":"Deployment"}]`), CreatedAt: t0.Add(time.Duration(i) * time.Hour)}
-		if err := st.StartVersion(ctx, v); err != nil {
+		if err := st.StartVersion(ctx, v, "deploy"); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.FinishVersion(ctx, store.Finish{Name: "llama", JobID: job, Action: "deploy", Outcome: store.OutcomeReady,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-hpc/strata/bridge/internal/servespec"
 	"github.com/strata-hpc/strata/internal/fieldcheck"
+	"github.com/strata-hpc/strata/internal/pgsql"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 )
 
@@ -145,9 +146,25 @@ type Runtimes struct {
 
 // Store is the bridge's state.
 type Store struct {
-	// Path of the SQLite database of deployments and versions.
+	// Path of the SQLite database of deployments and versions, used when
+	// Database is "".
 	Path string `yaml:"path"`
+	// Database is a PostgreSQL database's URL without a password
+	// (postgres://strata_bridge@db.example.org/strata_bridge?sslmode=verify-full),
+	// for an active and a standby bridge on two hosts; "" keeps the
+	// state in SQLite at Path.
+	Database string `yaml:"database"`
+	// DatabasePasswordFile holds the PostgreSQL password (a secret file,
+	// held to the rule of the bridge's other secrets); "" for none.
+	DatabasePasswordFile string `yaml:"database_password_file"`
+	// LeaseTTL is how long the active bridge's lease lasts unrenewed: a
+	// standby takes over at most LeaseTTL and a third after the active
+	// one stopped. PostgreSQL only.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
+
+// Postgres says whether the bridge keeps its state in PostgreSQL.
+func (s Store) Postgres() bool { return s.Database != "" }
 
 // API guards the daemon's JSON API (not /healthz and /metrics).
 type API struct {
@@ -183,7 +200,7 @@ func Default() Config {
 		Models:               Models{Mount: Mount{Kind: MountHostPath}},
 		Runtimes:             Runtimes{Dir: "/etc/strata/bridge/runtimes"},
 		Defaults:             servespec.Defaults{Runtime: "generic", Replicas: 1},
-		Store:                Store{Path: "/var/lib/strata/bridge/bridge.db"},
+		Store:                Store{Path: "/var/lib/strata/bridge/bridge.db", LeaseTTL: 15 * time.Second},
 		Listen:               "127.0.0.1:9464",
 		API:                  API{TokenFile: "/etc/strata/bridge-api.token", AllowedHosts: []string{}},
 		KServeDeploymentMode: KServeStandard,
@@ -280,6 +297,7 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 	}
 
 	ps.absFile("store.path", c.Store.Path, true, "the SQLite database of deployments and versions")
+	c.validateDatabase(&ps)
 	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
 		ps.bad("listen", "write host:port, such as 127.0.0.1:9464", "%q is not host:port", c.Listen)
 	} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
@@ -306,6 +324,31 @@ func (c *Config) Validate() strictyaml.Diagnostics {
 		}
 	}
 	return strictyaml.Diagnostics(ps)
+}
+
+// validateDatabase: store.database is "" (SQLite at store.path) or a
+// postgres:// URL without a password, which goes in
+// store.database_password_file.
+func (c *Config) validateDatabase(ps *problems) {
+	st := c.Store
+	if st.Database == "" {
+		if st.DatabasePasswordFile != "" {
+			ps.bad("store.database_password_file", "leave it out with SQLite, or give store.database: postgres://...",
+				"set, but store.database is not: the store is SQLite at store.path")
+		}
+		return
+	}
+	if !pgsql.IsURL(st.Database) {
+		ps.bad("store.database", "give postgres://user@host[:port]/database, or leave it out for SQLite at store.path",
+			"not a postgres:// URL")
+	} else if err := pgsql.CheckURL(st.Database); err != nil {
+		ps.bad("store.database", "write postgres://user@host[:port]/database[?sslmode=verify-full], the password in store.database_password_file", "%v", err)
+	}
+	ps.absFile("store.database_password_file", st.DatabasePasswordFile, false, "the file of the PostgreSQL password")
+	if st.LeaseTTL < 3*time.Second || st.LeaseTTL > 10*time.Minute {
+		ps.bad("store.lease_ttl", "give 3s to 10m (15s is usual: a standby takes over within 20s)",
+			"%s is not from 3s to 10m", st.LeaseTTL)
+	}
 }
 
 func (c *Config) validateModels(ps *problems) {

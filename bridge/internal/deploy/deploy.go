@@ -50,6 +50,13 @@ type Jobs interface {
 type Config struct {
 	Kube  *Kube
 	Store *store.Store
+	// Lease, when given, fences every change: an action starts only
+	// while this bridge holds the lease, its store writes carry the
+	// generation it started under, and every call that changes the
+	// cluster (apply, prune, delete) is preceded by Lease.Check, so a
+	// bridge that lost the lease (paused, cut off) makes no further call.
+	// nil: nothing is fenced (SQLite, one bridge).
+	Lease *store.Lease
 	// Jobs reads a job for DeployJob; nil: only jobs with a stored version
 	// can be deployed by id.
 	Jobs Jobs
@@ -109,6 +116,14 @@ func New(cfg Config) (*Deployer, error) {
 	return &Deployer{cfg: cfg}, nil
 }
 
+// SetLease fences the deployer's changes by l (Config.Lease), for a verb
+// that takes the lease after the deployer was made.
+func (d *Deployer) SetLease(l *store.Lease) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cfg.Lease = l
+}
+
 // Options of one operation.
 type Options struct {
 	// DryRun runs the checks and a server-side dry run of the apply (or
@@ -117,6 +132,10 @@ type Options struct {
 	// Reason says who asked, for the log line and the event: "job
 	// completed and asked to be served", "strata-bridge deploy", "API".
 	Reason string
+	// resumed: the apply finishes one another bridge began (Resume), so
+	// objects it left unchanged were that one's changes, and the event
+	// says the rollout's outcome, not "unchanged".
+	resumed bool
 }
 
 // Outcomes of a Result beyond the store's (ready, timeout, failed).
@@ -172,6 +191,30 @@ type plan struct {
 	rolloutEvent bool
 }
 
+// hold starts an action that changes the cluster under the lease: the
+// generation it runs under rides in the returned context (the store's
+// writes carry it); a *store.LostError when this bridge holds no lease.
+func (d *Deployer) hold(ctx context.Context) (context.Context, error) {
+	if d.cfg.Lease == nil {
+		return ctx, nil
+	}
+	gen := d.cfg.Lease.Generation()
+	if err := d.cfg.Lease.Check(ctx, gen); err != nil {
+		return ctx, err
+	}
+	return store.WithGeneration(ctx, gen), nil
+}
+
+// fence is asked before every call that changes the cluster: nil while
+// the action's generation is still the lease's.
+func (d *Deployer) fence(ctx context.Context) error {
+	if d.cfg.Lease == nil {
+		return nil
+	}
+	gen, _ := store.GenerationOf(ctx)
+	return d.cfg.Lease.Check(ctx, gen)
+}
+
 // quotaCheck is CheckServingQuota, unless the configuration leaves the
 // quota to the apiserver alone.
 func (d *Deployer) quotaCheck(t servingquota.Tenant, others []store.Usage, name string, ask Ask) error {
@@ -196,18 +239,18 @@ func (d *Deployer) Deploy(ctx context.Context, j slurmrest.Job, opt Options) (*R
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := CheckFinished(j); err != nil {
-		return nil, d.refused("deploy", "", j.ID, err)
+		return nil, d.refused(ctx, "deploy", "", j.ID, err)
 	}
 	spec, err := JobSpec(j, d.local, d.cfg.Defaults)
 	if err != nil {
 		if errors.Is(err, ErrNotRequested) {
 			return nil, err
 		}
-		return nil, d.refused("deploy", "", j.ID, err)
+		return nil, d.refused(ctx, "deploy", "", j.ID, err)
 	}
 	p, err := d.plan(ctx, spec, j.ID, j.User, j.Account)
 	if err != nil {
-		return nil, d.refused("deploy", spec.Name, j.ID, err)
+		return nil, d.refused(ctx, "deploy", spec.Name, j.ID, err)
 	}
 	return d.apply(ctx, "deploy", p, opt)
 }
@@ -235,7 +278,7 @@ func (d *Deployer) DeployJob(ctx context.Context, id int64, name string, opt Opt
 	v, err := d.cfg.Store.Version(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		if slurmErr != nil {
-			return nil, d.refused("deploy", "", id, refuse(CheckJob, "check the job id (sacct -j <id>); a job the bridge never deployed must be deployed while slurmctld still lists it (MinJobAge)",
+			return nil, d.refused(ctx, "deploy", "", id, refuse(CheckJob, "check the job id (sacct -j <id>); a job the bridge never deployed must be deployed while slurmctld still lists it (MinJobAge)",
 				"slurmctld does not know job %d and the bridge has no version of it", id))
 		}
 		return nil, fmt.Errorf("job %d: no slurmrestd configured and no stored version", id)
@@ -251,7 +294,7 @@ func (d *Deployer) DeployJob(ctx context.Context, id int64, name string, opt Opt
 	defer d.mu.Unlock()
 	p, err := d.plan(ctx, &spec, v.JobID, v.User, v.Account)
 	if err != nil {
-		return nil, d.refused("deploy", spec.Name, id, err)
+		return nil, d.refused(ctx, "deploy", spec.Name, id, err)
 	}
 	return d.apply(ctx, "deploy", p, opt)
 }
@@ -324,13 +367,13 @@ func (d *Deployer) plan(ctx context.Context, spec *servespec.Spec, jobID int64, 
 // not reported as a refusal: it comes back as an *UnrecordedError, so the
 // watcher tries the job again and the API answers 500 rather than a
 // verdict nothing remembers.
-func (d *Deployer) refused(action, name string, jobID int64, err error) error {
+func (d *Deployer) refused(ctx context.Context, action, name string, jobID int64, err error) error {
 	var r *Refusal
 	if !errors.As(err, &r) {
 		return err
 	}
 	if name != "" {
-		if e := d.cfg.Store.AddEvent(context.Background(), store.Event{Name: name, JobID: jobID, Action: action,
+		if e := d.cfg.Store.AddEvent(context.WithoutCancel(ctx), store.Event{Name: name, JobID: jobID, Action: action,
 			Outcome: "refused", Message: r.Error(), At: d.cfg.Now()}); e != nil {
 			d.cfg.Log.Error(action+" refused, but the refusal could not be recorded", "name", name, "job_id", jobID,
 				"check", r.Check, "error", e)
@@ -389,12 +432,16 @@ func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Option
 		return res, nil
 	}
 
+	ctx, err := d.hold(ctx)
+	if err != nil {
+		return nil, err
+	}
 	start := d.cfg.Now()
 	v.CreatedAt = start
-	if err := d.cfg.Store.StartVersion(ctx, v); err != nil {
+	if err := d.cfg.Store.StartVersion(ctx, v, action); err != nil {
 		var taken *store.NameTakenError
 		if errors.As(err, &taken) {
-			return nil, d.refused(action, v.Name, v.JobID, CheckNameFree(&store.Deployment{Name: taken.Name, Tenant: taken.Tenant,
+			return nil, d.refused(ctx, action, v.Name, v.JobID, CheckNameFree(&store.Deployment{Name: taken.Name, Tenant: taken.Tenant,
 				Namespace: taken.Namespace, State: store.StateActive}, v.Name, v.Tenant, v.Namespace))
 		}
 		return nil, err
@@ -403,7 +450,7 @@ func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Option
 		res.Outcome, res.Message = outcome, msg
 		at := d.cfg.Now()
 		eventOutcome := outcome
-		if outcome == store.OutcomeReady && !res.Changed {
+		if outcome == store.OutcomeReady && !res.Changed && !opt.resumed {
 			eventOutcome = OutcomeUnchanged
 		}
 		// Record even when the caller has gone: the cluster has changed.
@@ -435,6 +482,11 @@ func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Option
 		}
 	}
 	for _, o := range p.objects {
+		if err := d.fence(ctx); err != nil {
+			// Not this bridge's to record any more: the holder of the
+			// lease finishes the version (Resume).
+			return nil, err
+		}
 		a, err := d.cfg.Kube.Apply(ctx, o, false)
 		if err != nil {
 			msg := err.Error()
@@ -453,6 +505,9 @@ func (d *Deployer) apply(ctx context.Context, action string, p *plan, opt Option
 		return r, errors.Join(err, ferr)
 	}
 	for _, o := range stale {
+		if err := d.fence(ctx); err != nil {
+			return nil, err
+		}
 		if err := d.cfg.Kube.Delete(ctx, o, false); err != nil {
 			r, ferr := finish(store.OutcomeFailed, "prune: "+err.Error(), true)
 			return r, errors.Join(err, ferr)
@@ -563,14 +618,14 @@ func (d *Deployer) Rollback(ctx context.Context, name string, to int64, opt Opti
 	defer d.mu.Unlock()
 	dep, err := d.cfg.Store.Deployment(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, d.refused("rollback", "", to, refuse(CheckVersion, "see the deployments with strata-bridge list",
+		return nil, d.refused(ctx, "rollback", "", to, refuse(CheckVersion, "see the deployments with strata-bridge list",
 			"there is no deployment named %q", name))
 	}
 	if err != nil {
 		return nil, err
 	}
 	if dep.State != store.StateActive {
-		return nil, d.refused("rollback", name, to, refuse(CheckVersion, "deploy a version again with strata-bridge deploy --job <id>",
+		return nil, d.refused(ctx, "rollback", name, to, refuse(CheckVersion, "deploy a version again with strata-bridge deploy --job <id>",
 			"deployment %s was deleted; there is nothing to roll back", name))
 	}
 	versions, err := d.cfg.Store.Versions(ctx, name)
@@ -579,11 +634,11 @@ func (d *Deployer) Rollback(ctx context.Context, name string, to int64, opt Opti
 	}
 	target, err := pickRollback(versions, dep.Current, to)
 	if err != nil {
-		return nil, d.refused("rollback", name, to, err)
+		return nil, d.refused(ctx, "rollback", name, to, err)
 	}
 	p, err := d.replan(ctx, target)
 	if err != nil {
-		return nil, d.refused("rollback", name, target.JobID, err)
+		return nil, d.refused(ctx, "rollback", name, target.JobID, err)
 	}
 	return d.apply(ctx, "rollback", p, opt)
 }
@@ -721,6 +776,11 @@ func (d *Deployer) Delete(ctx context.Context, name string, opt Options) (*Delet
 			stored = append(stored, objs...)
 		}
 	}
+	if !opt.DryRun {
+		if ctx, err = d.hold(ctx); err != nil {
+			return nil, err
+		}
+	}
 	res := &DeleteResult{Name: name, Namespace: dep.Namespace, DryRun: opt.DryRun, Deleted: []ObjectRef{}}
 	objs, err := d.cfg.Kube.ListManaged(ctx, dep.Namespace, name, deletableKinds(stored))
 	if err != nil {
@@ -732,6 +792,11 @@ func (d *Deployer) Delete(ctx context.Context, name string, opt Options) (*Delet
 	for _, o := range objs {
 		if shared(o.GetKind()) {
 			continue
+		}
+		if !opt.DryRun {
+			if err := d.fence(ctx); err != nil {
+				return res, err
+			}
 		}
 		if err := d.cfg.Kube.Delete(ctx, o, opt.DryRun); err != nil {
 			if opt.DryRun {
@@ -763,4 +828,64 @@ func (d *Deployer) Delete(ctx context.Context, name string, opt Options) (*Delet
 	d.cfg.Log.Info("delete finished", "name", name, "namespace", dep.Namespace, "tenant", dep.Tenant, "objects", len(res.Deleted),
 		"reason", opt.Reason, "message", msg)
 	return res, nil
+}
+
+// Resume finishes every version whose apply began and never finished:
+// the bridge that held the lease stopped in the middle (it died, was
+// paused, or lost the database). The bridge that takes the lease over
+// calls it before it acts on anything else. Each version's stored
+// objects are applied again, as the other bridge would have applied
+// them: server-side apply makes an object it had already applied
+// unchanged, so nothing is created twice, and the version is finished
+// with its outcome and one event, the first its deploy or rollback has.
+// A version whose checks now fail (its tenant, its model, the quota) is
+// finished as failed, saying why, and not applied.
+func (d *Deployer) Resume(ctx context.Context) ([]*Result, error) {
+	pending, err := d.cfg.Store.Applying(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the versions left applying: %w", err)
+	}
+	var out []*Result
+	for _, p := range pending {
+		res, err := d.resume(ctx, p)
+		if err != nil {
+			return out, fmt.Errorf("resume %s of %s %s: %w", p.Action, p.Name, render.Version(p.JobID), err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (d *Deployer) resume(ctx context.Context, p store.Pending) (*Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cfg.Log.Info("resuming "+p.Action+" left applying", "name", p.Name, "job_id", p.JobID)
+	pl, err := d.replan(ctx, p.Version)
+	if err != nil {
+		var r *Refusal
+		if !errors.As(err, &r) {
+			return nil, err
+		}
+		hctx, err := d.hold(ctx)
+		if err != nil {
+			return nil, err
+		}
+		msg := "not resumed after the lease changed hands: " + r.Error()
+		if err := d.cfg.Store.FinishVersion(hctx, store.Finish{Name: p.Name, JobID: p.JobID, Action: p.Action, Outcome: store.OutcomeFailed,
+			Message: msg, At: d.cfg.Now()}); err != nil {
+			return nil, err
+		}
+		return &Result{Action: p.Action, Name: p.Name, Namespace: p.Namespace, Tenant: p.Tenant, Project: p.Project, JobID: p.JobID,
+			Version: render.Version(p.JobID), Outcome: store.OutcomeFailed, Message: msg}, nil
+	}
+	if p.Action == "deploy" {
+		// A first deploy may have stopped before the tenant's Namespace
+		// was made: apply every object it stored, in its order.
+		all, err := decodeObjects(p.Objects)
+		if err != nil {
+			return nil, fmt.Errorf("stored objects: %w", err)
+		}
+		pl.objects = all
+	}
+	return d.apply(ctx, p.Action, pl, Options{Reason: "resumed after the lease changed hands", resumed: true})
 }

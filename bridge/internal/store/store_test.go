@@ -25,6 +25,36 @@ func open(t *testing.T, path string) *Store {
 	return s
 }
 
+// The store's tests run on every database it keeps its state in: SQLite
+// always, PostgreSQL where the tests are built with the integration tag
+// (postgres_integration_test.go) and the PostgreSQL bed is up.
+
+// backend is one database for one test; open opens it (again: a
+// restart), holding the lease, and closes it when the test ends.
+type backend struct {
+	open   func(t *testing.T) *Store
+	reopen func(t *testing.T) (*Store, error)
+}
+
+// backendMakers name and make the databases the tests run on.
+var backendMakers = []struct {
+	name string
+	make func(t *testing.T) *backend
+}{{DialectSQLite, sqliteBackend}}
+
+// eachDB runs test once per database; mk makes a fresh database.
+func eachDB(t *testing.T, test func(t *testing.T, mk func(t *testing.T) *backend)) {
+	for _, m := range backendMakers {
+		t.Run(m.name, func(t *testing.T) { test(t, m.make) })
+	}
+}
+
+func sqliteBackend(t *testing.T) *backend {
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	return &backend{open: func(t *testing.T) *Store { return open(t, path) },
+		reopen: func(t *testing.T) (*Store, error) { return Open(t.Context(), path) }}
+}
+
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func version(job int64, name, tenant string, gpus, replicas int, at time.Time) Version {
@@ -36,12 +66,14 @@ func version(job int64, name, tenant string, gpus, replicas int, at time.Time) V
 // A version goes applying → ready and becomes current; a second version
 // replaces it as current; both stay readable, the events say what
 // happened, and a new process reads the same.
-func TestVersionLifecycle(t *testing.T) {
+func TestVersionLifecycle(t *testing.T) { eachDB(t, testVersionLifecycle) }
+
+func testVersionLifecycle(t *testing.T, mk func(t *testing.T) *backend) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "bridge.db")
-	s := open(t, path)
+	b := mk(t)
+	s := b.open(t)
 	v1 := version(101, "llama", "acme", 2, 1, t0)
-	if err := s.StartVersion(ctx, v1); err != nil {
+	if err := s.StartVersion(ctx, v1, "deploy"); err != nil {
 		t.Fatal(err)
 	}
 	d, err := s.Deployment(ctx, "llama")
@@ -56,7 +88,7 @@ func TestVersionLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	v2 := version(102, "llama", "acme", 4, 2, t0.Add(time.Hour))
-	if err := s.StartVersion(ctx, v2); err != nil {
+	if err := s.StartVersion(ctx, v2, "deploy"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishVersion(ctx, Finish{Name: "llama", JobID: 102, Action: "deploy", Outcome: OutcomeTimeout, Message: "0/2 available",
@@ -65,7 +97,7 @@ func TestVersionLifecycle(t *testing.T) {
 	}
 	s.Close()
 
-	s = open(t, path)
+	s = b.open(t)
 	d, err = s.Deployment(ctx, "llama")
 	if err != nil {
 		t.Fatal(err)
@@ -98,15 +130,17 @@ func TestVersionLifecycle(t *testing.T) {
 }
 
 // A failed apply does not move the current version.
-func TestFailedApplyKeepsCurrent(t *testing.T) {
+func TestFailedApplyKeepsCurrent(t *testing.T) { eachDB(t, testFailedApplyKeepsCurrent) }
+
+func testFailedApplyKeepsCurrent(t *testing.T, mk func(t *testing.T) *backend) {
 	ctx := t.Context()
-	s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
+	s := mk(t).open(t)
 	for _, f := range []struct {
 		job     int64
 		outcome string
 		applied bool
 	}{{1, OutcomeReady, true}, {2, OutcomeFailed, false}} {
-		if err := s.StartVersion(ctx, version(f.job, "m", "acme", 1, 1, t0.Add(time.Duration(f.job)*time.Minute))); err != nil {
+		if err := s.StartVersion(ctx, version(f.job, "m", "acme", 1, 1, t0.Add(time.Duration(f.job)*time.Minute)), "deploy"); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.FinishVersion(ctx, Finish{Name: "m", JobID: f.job, Action: "deploy", Outcome: f.outcome, Applied: f.applied, At: t0}); err != nil {
@@ -124,7 +158,9 @@ func TestFailedApplyKeepsCurrent(t *testing.T) {
 
 // Who may use a name: the same tenant always; another tenant only once the
 // name is deleted; one job never serves under two names.
-func TestStartVersionOwnership(t *testing.T) {
+func TestStartVersionOwnership(t *testing.T) { eachDB(t, testStartVersionOwnership) }
+
+func testStartVersionOwnership(t *testing.T, mk func(t *testing.T) *backend) {
 	tests := map[string]struct {
 		deleteFirst bool
 		next        Version
@@ -140,8 +176,8 @@ func TestStartVersionOwnership(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
-			s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
-			if err := s.StartVersion(ctx, version(1, "m", "acme", 1, 1, t0)); err != nil {
+			s := mk(t).open(t)
+			if err := s.StartVersion(ctx, version(1, "m", "acme", 1, 1, t0), "deploy"); err != nil {
 				t.Fatal(err)
 			}
 			if tc.deleteFirst {
@@ -149,7 +185,7 @@ func TestStartVersionOwnership(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := s.StartVersion(ctx, tc.next)
+			err := s.StartVersion(ctx, tc.next, "deploy")
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("StartVersion: %v", err)
@@ -174,9 +210,11 @@ func TestStartVersionOwnership(t *testing.T) {
 // Usage counts the current version of each active deployment of the
 // tenant: not other tenants, not deleted deployments, not versions that
 // are no longer current.
-func TestUsage(t *testing.T) {
+func TestUsage(t *testing.T) { eachDB(t, testUsage) }
+
+func testUsage(t *testing.T, mk func(t *testing.T) *backend) {
 	ctx := t.Context()
-	s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
+	s := mk(t).open(t)
 	steps := []struct {
 		v       Version
 		applied bool
@@ -189,7 +227,7 @@ func TestUsage(t *testing.T) {
 		{version(6, "x", "globex", 8, 1, t0), true},
 	}
 	for _, st := range steps {
-		if err := s.StartVersion(ctx, st.v); err != nil {
+		if err := s.StartVersion(ctx, st.v, "deploy"); err != nil {
 			t.Fatal(err)
 		}
 		outcome := OutcomeReady
@@ -218,9 +256,11 @@ func TestUsage(t *testing.T) {
 
 // The watcher's verdicts: attempts count up, only settled jobs are in
 // the settled set, and old verdicts are pruned.
-func TestSeen(t *testing.T) {
+func TestSeen(t *testing.T) { eachDB(t, testSeen) }
+
+func testSeen(t *testing.T, mk func(t *testing.T) *backend) {
 	ctx := t.Context()
-	s := open(t, filepath.Join(t.TempDir(), "bridge.db"))
+	s := mk(t).open(t)
 	marks := []struct {
 		job     int64
 		outcome string
@@ -262,11 +302,13 @@ func TestSeen(t *testing.T) {
 
 // Open creates the current schema, and refuses a database from a newer
 // strata-bridge.
-func TestOpenSchemaVersion(t *testing.T) {
+func TestOpenSchemaVersion(t *testing.T) { eachDB(t, testOpenSchemaVersion) }
+
+func testOpenSchemaVersion(t *testing.T, mk func(t *testing.T) *backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "bridge.db")
-	s := open(t, path)
-	v, err := sqlite.SchemaVersion(ctx, s.db)
+	b := mk(t)
+	s := b.open(t)
+	v, err := s.SchemaVersion(ctx)
 	if err != nil || v != len(migrations) {
 		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
 	}
@@ -274,8 +316,11 @@ func TestOpenSchemaVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
-		t.Errorf("Open of a newer schema: err = %v", err)
+	if s, err := b.reopen(t); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("open of a newer schema: err = %v", err)
 	}
 }
 
@@ -290,7 +335,7 @@ func TestOpenEarlierSchemas(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bridge.db")
 			sqlitetest.Seed(t, path, file)
 			s := open(t, path)
-			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
+			if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
 				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
 			}
 			d, err := s.Deployment(ctx, "llama")
@@ -321,7 +366,7 @@ func TestOpenEarlierSchemas(t *testing.T) {
 				t.Errorf("settled: %v, %v; want job 101", settled, err)
 			}
 			// And the migrated database takes new rows.
-			if err := s.StartVersion(ctx, version(102, "llama", "acme", 2, 1, t0)); err != nil {
+			if err := s.StartVersion(ctx, version(102, "llama", "acme", 2, 1, t0), "deploy"); err != nil {
 				t.Errorf("StartVersion on the migrated database: %v", err)
 			}
 		})
@@ -342,7 +387,7 @@ func TestWritesUnderALock(t *testing.T) {
 	defer s.Close()
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	writes := map[string]func() error{
-		"start version": func() error { return s.StartVersion(ctx, version(7, "llama", "acme", 1, 1, t0)) },
+		"start version": func() error { return s.StartVersion(ctx, version(7, "llama", "acme", 1, 1, t0), "deploy") },
 		"finish version": func() error {
 			return s.FinishVersion(ctx, Finish{Name: "llama", JobID: 7, Action: "deploy", Outcome: OutcomeReady, Applied: true, At: t0})
 		},
@@ -369,5 +414,33 @@ func TestWritesUnderALock(t *testing.T) {
 	}
 	if err := writes["event"](); !sqlite.Busy(err) || !strings.Contains(err.Error(), "database locked by another process after 30 tries") {
 		t.Errorf("event under a lasting lock: %v", err)
+	}
+}
+
+// On SQLite the lease is always held, at generation 1, by every store of
+// the file (one host, one file), and fences nothing.
+func TestLeaseSQLiteAlwaysHeld(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "bridge.db")
+	a, b := open(t, path), open(t, path)
+	la, lb := a.NewLease("a", time.Second), b.NewLease("b", time.Second)
+	a.SetLease(la)
+	b.SetLease(lb)
+	for _, l := range []*Lease{la, lb} {
+		if ok, err := l.Acquire(ctx); !ok || err != nil || l.Generation() != 1 {
+			t.Errorf("%s: Acquire %v, %v, generation %d; want held at 1", l.Holder(), ok, err, l.Generation())
+		}
+		if err := l.Check(ctx, 1); err != nil {
+			t.Errorf("%s: Check: %v", l.Holder(), err)
+		}
+		if st, err := l.State(ctx); err != nil || st.Role != RoleActive || st.Database != DialectSQLite {
+			t.Errorf("%s: state %+v, %v", l.Holder(), st, err)
+		}
+	}
+	if err := b.StartVersion(ctx, version(1, "m", "acme", 1, 1, t0), "deploy"); err != nil {
+		t.Errorf("write: %v", err)
+	}
+	if err := la.Check(ctx, 0); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Check of no generation: %v", err)
 	}
 }

@@ -43,6 +43,9 @@ const (
 	VerdictNotRequested = "not-requested" // no marker: nothing to do
 	VerdictRefused      = "refused"       // a check failed; an admin can deploy it after the fix
 	VerdictError        = "error"         // the deploy failed; tried again next cycle up to MaxAttempts
+	// verdictLeaseLost is no verdict: this bridge lost the lease during
+	// the deploy, and records nothing.
+	verdictLeaseLost = "lease-lost"
 )
 
 // Select returns the jobs that completed with exit code 0 and are not
@@ -77,6 +80,10 @@ type Config struct {
 	Log      *slog.Logger
 	Metrics  *Metrics
 	Now      func() time.Time
+	// Active says whether this bridge acts (it holds the lease: see
+	// internal/ha); a standby skips its cycles without asking slurmrestd
+	// anything, so two bridges cost slurmctld what one does. nil: always.
+	Active func() bool
 }
 
 // Watcher polls and deploys.
@@ -97,6 +104,8 @@ type Status struct {
 	Jobs     int       `json:"jobs"`
 	Selected int       `json:"selected"`
 	Deployed int       `json:"deployed"`
+	// Standby says the cycle was skipped: another bridge holds the lease.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // Metrics of the watcher.
@@ -165,20 +174,33 @@ func (w *Watcher) Status() Status {
 // Run polls at once and then every interval until ctx ends. Each poll,
 // and each job a poll judges, beats the daemon's watchdog.
 func (w *Watcher) Run(ctx context.Context) error {
-	if n, err := w.cfg.Store.PruneSeen(ctx, w.cfg.Now().Add(-w.cfg.KeepSeen)); err != nil {
-		w.cfg.Log.Warn("pruning old verdicts failed", "error", err)
-	} else if n > 0 {
-		w.cfg.Log.Info("old verdicts pruned", "jobs", n)
-	}
-	t := time.NewTicker(w.cfg.Interval)
-	defer t.Stop()
+	pruned := false
 	for {
-		if _, err := w.Poll(ctx); err != nil && ctx.Err() == nil {
+		active := w.cfg.Active == nil || w.cfg.Active()
+		if active && !pruned {
+			pruned = true
+			if n, err := w.cfg.Store.PruneSeen(ctx, w.cfg.Now().Add(-w.cfg.KeepSeen)); err != nil {
+				w.cfg.Log.Warn("pruning old verdicts failed", "error", err)
+			} else if n > 0 {
+				w.cfg.Log.Info("old verdicts pruned", "jobs", n)
+			}
+		}
+		st, err := w.Poll(ctx)
+		if err != nil && ctx.Err() == nil {
 			w.cfg.Log.Warn("poll failed: nothing was acted on this cycle", "error", err)
 		}
 		daemon.Beat(ctx) // a poll ended, failed or not: the loop is not stuck
+		// A standby looks again within a second whether it became
+		// active (it asks slurmrestd nothing meanwhile), so that it
+		// polls at once after a take-over.
+		wait := w.cfg.Interval
+		if st.Standby {
+			wait = min(wait, time.Second)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C:
 		}
@@ -188,6 +210,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 // Poll runs one cycle: read the jobs, select, deploy, record.
 func (w *Watcher) Poll(ctx context.Context) (Status, error) {
 	st := Status{At: w.cfg.Now()}
+	if w.cfg.Active != nil && !w.cfg.Active() {
+		st.OK, st.Standby = true, true
+		w.mu.Lock()
+		w.status = st
+		w.since = time.Time{} // the active bridge may have seen anything since: list everything when this one takes over
+		w.mu.Unlock()
+		return st, nil
+	}
 	err := w.poll(ctx, &st)
 	if err != nil {
 		st.Error = err.Error()
@@ -231,6 +261,11 @@ func (w *Watcher) poll(ctx context.Context, st *Status) error {
 		}
 		daemon.Beat(ctx) // each deploy may wait a whole rollout timeout
 		verdict, msg, done := w.judge(ctx, j)
+		if verdict == verdictLeaseLost {
+			// Not this bridge's to judge any more: the holder of the
+			// lease finishes the job (ha, deploy.Resume).
+			return errors.New(msg)
+		}
 		w.cfg.Metrics.Verdicts.WithLabelValues(verdict).Inc()
 		if verdict == store.OutcomeReady || verdict == store.OutcomeTimeout {
 			st.Deployed++
@@ -257,6 +292,8 @@ func (w *Watcher) judge(ctx context.Context, j slurmrest.Job) (verdict, msg stri
 		return VerdictNotRequested, "", true
 	case errors.As(err, &refusal):
 		return VerdictRefused, refusal.Error(), true
+	case errors.Is(err, store.ErrLeaseLost):
+		return verdictLeaseLost, err.Error(), false
 	case err != nil:
 		prev, perr := w.cfg.Store.Seen(ctx, j.ID)
 		attempts := 1

@@ -413,3 +413,37 @@ func TestPollWithTheDatabaseLocked(t *testing.T) {
 		t.Errorf("events of llama: %+v, %v; want the one refusal", ev, err)
 	}
 }
+
+// A standby's cycle asks slurmrestd nothing and judges nothing, and its
+// status says standby (healthy); once active, it lists every job (no
+// update_time: the active bridge may have seen anything meanwhile).
+func TestPollOnStandby(t *testing.T) {
+	ctx := t.Context()
+	j := slurmrest.Job{ID: 61, UserID: int64(os.Getuid()), State: slurmrest.JobState{"COMPLETED"}, Account: "acme-llm", WorkDir: "/jobs/61"}
+	slurm := &answers{replies: []reply{{list: slurmrest.JobList{Jobs: []slurmrest.Job{j}, Updated: t0}}, {list: slurmrest.JobList{Updated: t0}}}}
+	w, st, _ := watcher(t, slurm)
+	active := &atomic.Bool{}
+	w.cfg.Active = active.Load
+	active.Store(true)
+	if _, err := w.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	active.Store(false)
+	status, err := w.Poll(ctx)
+	if err != nil || !status.OK || !status.Standby || status.Jobs != 0 {
+		t.Errorf("standby poll = %+v, %v; want OK, standby, nothing read", status, err)
+	}
+	if len(slurm.since) != 1 {
+		t.Errorf("slurmrestd asked %d times; want once (the standby asks nothing)", len(slurm.since))
+	}
+	active.Store(true)
+	if _, err := w.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(slurm.since) != 2 || !slurm.since[1].IsZero() {
+		t.Errorf("since of the first poll after the take-over: %v; want none (every job)", slurm.since)
+	}
+	if seen, err := st.Seen(ctx, j.ID); err != nil || seen.Attempts != 1 {
+		t.Errorf("job %d: %+v, %v; want judged once", j.ID, seen, err)
+	}
+}

@@ -131,6 +131,7 @@ way, is refused on its next request.`,
 			},
 		},
 	}
+	app.Commands = append(app.Commands, migrateStoreCommand(ctx))
 	app.Commands = append(app.Commands, gensecret.Command(gensecret.Spec{Name: "gen-key",
 		Usage: "make the key that signs the sessions' cookies (sessions.cookie_key_file) when it does not exist",
 		What:  "the key that signs the sessions' browser cookies (the same file on every portal behind one address)",

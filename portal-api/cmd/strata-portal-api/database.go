@@ -19,7 +19,8 @@ func openDatabase(ctx context.Context, cfg *config.Config) (*store.Store, error)
 	return store.OpenDatabase(ctx, store.Database{Setting: cfg.Database, PasswordFile: cfg.DatabasePasswordFile, Rule: secretRule})
 }
 
-// leaseHolder names this process in the poll leases: host, PID and a
+// leaseHolder names this process in the poll leases and as the portal
+// instance that opens its audit records (store.Register): host, PID and a
 // random part (a PID comes back after a restart, a host's name may be
 // shared by containers).
 func leaseHolder() string {

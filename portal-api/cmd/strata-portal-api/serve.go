@@ -195,8 +195,19 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin}, Log: log})
 
-	// Audit records a stop left open get what Slurm now says, before the
-	// portal serves: the log never claims an action is still under way.
+	// This process names itself on every audit record it opens and beats
+	// while it runs; the records a stopped portal left open get what
+	// Slurm now says, before the portal serves (the log never claims a
+	// stopped portal's action is still under way), and periodically
+	// after, for the portals sharing the database that stop meanwhile.
+	if err := st.Register(ctx, holder); err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Deregister(context.Background()); err != nil {
+			log.Warn("the portal's stop was not recorded: other portals settle its open audit records once its beat is old", "err", err)
+		}
+	}()
 	settleCtx, cancelSettle := context.WithTimeout(ctx, time.Minute)
 	err = srv.Core().SettleUnfinished(settleCtx)
 	cancelSettle()
@@ -218,7 +229,7 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	log.Info("strata-portal-api starting", "listen", cfg.Listen, "tls", cfg.TLS.Enabled(), "clusters", len(cfg.Clusters),
 		"oidc", cfg.Auth.OIDC.Issuer, "database", cfg.Database, "database_kind", st.Dialect())
-	loops := append(cluster.NewSet(pollers...).Loops(), srv.IdleLoop())
+	loops := append(cluster.NewSet(pollers...).Loops(), srv.IdleLoop(), srv.InstanceLoop())
 	return daemon.Run(ctx, daemon.Config{Log: log, Listener: ln, Handler: web.Mount(srv, pages, ""), Loops: loops,
 		Reload: reload, ShutdownTimeout: 20 * time.Second})
 }

@@ -543,6 +543,38 @@ type Error struct {
 // session_bad_connection_file, session_busy, session_unreachable.
 type ErrorCode string
 
+// FinishedJob defines model for FinishedJob.
+type FinishedJob struct {
+	Account        string    `json:"account"`
+	ArrayJobId     *int64    `json:"array_job_id,omitempty"`
+	ArrayTaskId    *int64    `json:"array_task_id,omitempty"`
+	Cluster        string    `json:"cluster"`
+	ElapsedSeconds int64     `json:"elapsed_seconds"`
+	EndTime        time.Time `json:"end_time"`
+	ExitCode       *int      `json:"exit_code,omitempty"`
+
+	// GpuHours Elapsed hours times allocated GPUs.
+	GpuHours float64 `json:"gpu_hours"`
+
+	// Gpus Allocated GPUs (gres/gpu).
+	Gpus int64 `json:"gpus"`
+	Id   int64 `json:"id"`
+
+	// MeanUtil Mean utilisation of the job's GPUs over its run, in percent, from Prometheus; absent where it has none.
+	MeanUtil  *float64   `json:"mean_util,omitempty"`
+	Name      string     `json:"name"`
+	Partition string     `json:"partition"`
+	Project   string     `json:"project"`
+	Qos       *string    `json:"qos,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+
+	// State Slurm's end state: COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
+	State      string     `json:"state"`
+	SubmitTime *time.Time `json:"submit_time,omitempty"`
+	Tenant     string     `json:"tenant"`
+	User       string     `json:"user"`
+}
+
 // GpuHourBudget defines model for GpuHourBudget.
 type GpuHourBudget struct {
 	Hours      float64 `json:"hours"`
@@ -627,6 +659,9 @@ type Job struct {
 	EndTime     *time.Time `json:"end_time,omitempty"`
 	ExitCode    *int       `json:"exit_code,omitempty"`
 
+	// GpuHours Elapsed hours times allocated GPUs; on a finished job read from slurmdbd once slurmctld has forgotten it.
+	GpuHours *float64 `json:"gpu_hours,omitempty"`
+
 	// Gpus Allocated GPUs as node:index.
 	Gpus      []string  `json:"gpus"`
 	Held      bool      `json:"held"`
@@ -681,6 +716,21 @@ type JobGpuUse struct {
 
 // JobGpuUseSource defines model for JobGpuUse.Source.
 type JobGpuUseSource string
+
+// JobHistory defines model for JobHistory.
+type JobHistory struct {
+	From time.Time `json:"from"`
+
+	// Jobs At most 1000, latest end first.
+	Jobs []FinishedJob `json:"jobs"`
+	To   time.Time     `json:"to"`
+
+	// Truncated More jobs ended in the window than the list holds; narrow it.
+	Truncated *bool `json:"truncated,omitempty"`
+
+	// UnavailableClusters Clusters whose slurmdbd did not answer; their jobs are missing.
+	UnavailableClusters *[]string `json:"unavailable_clusters,omitempty"`
+}
 
 // JobOutput defines model for JobOutput.
 type JobOutput struct {
@@ -1373,6 +1423,18 @@ type ListJobsParams struct {
 	Offset *int    `form:"offset,omitempty" json:"offset,omitempty"`
 }
 
+// ListJobHistoryParams defines parameters for ListJobHistory.
+type ListJobHistoryParams struct {
+	Cluster *string `form:"cluster,omitempty" json:"cluster,omitempty"`
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+
+	// From The window's start; default 7 days before its end. The window is at most 31 days.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The window's end; default now.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
 	Cluster *string `form:"cluster,omitempty" json:"cluster,omitempty"`
@@ -1427,6 +1489,9 @@ type ServerInterface interface {
 	// ListJobs The jobs the caller may see, newest first.
 	// (GET /v1/jobs)
 	ListJobs(w http.ResponseWriter, r *http.Request, params ListJobsParams)
+	// ListJobHistory Finished jobs the caller may see, from each cluster's slurmdbd (through slurmrestd), latest end first.
+	// (GET /v1/jobs/history)
+	ListJobHistory(w http.ResponseWriter, r *http.Request, params ListJobHistoryParams)
 	// GetJob One job.
 	// (GET /v1/jobs/{cluster}/{id})
 	GetJob(w http.ResponseWriter, r *http.Request, cluster ClusterName, id JobID)
@@ -1838,6 +1903,78 @@ func (siw *ServerInterfaceWrapper) ListJobs(w http.ResponseWriter, r *http.Reque
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListJobs(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListJobHistory operation middleware
+func (siw *ServerInterfaceWrapper) ListJobHistory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListJobHistoryParams
+
+	// ------------- Optional query parameter "cluster" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cluster", r.URL.Query(), &params.Cluster, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cluster"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cluster", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", r.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "from"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "from", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", r.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "to"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "to", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListJobHistory(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2530,6 +2667,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/projects", wrapper.ListProjects)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/clusters", wrapper.ListClusters)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs", wrapper.ListJobs)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/history", wrapper.ListJobHistory)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}", wrapper.GetJob)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/reclaim", wrapper.GetJobReclaim)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/jobs/{cluster}/{id}/gpu", wrapper.GetJobGpu)

@@ -92,6 +92,10 @@ type Config struct {
 	// IdleInterval is how often the idle loop looks at open sessions
 	// (0: 1m).
 	IdleInterval time.Duration
+	// BeatInterval and SettleInterval pace InstanceLoop: the instance's
+	// beat (0: store.InstanceBeat) and the settling of the audit records
+	// stopped portals left open (0: 30s).
+	BeatInterval, SettleInterval time.Duration
 	// KeepEnded is how long an ended session stays in Sessions (0: 24h);
 	// Session shows it for as long as the database keeps it.
 	KeepEnded time.Duration

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -27,6 +28,8 @@ type view struct {
 	job     *slurmrest.Job
 	owner   rbac.Target
 	class   string
+	// finished is slurmdbd's record of a job no longer in the snapshot.
+	finished *slurmrest.FinishedJob
 }
 
 func owner(m *tenantmap.Map, j *slurmrest.Job) rbac.Target {
@@ -273,8 +276,11 @@ func (s *Core) find(who auth.Identity, clusterName string, jobID int64) (view, C
 
 // Job is one job the caller may read, its pending reason explained and
 // the deployments that serve its model.
+//
+// A job that has left the snapshot (past slurmctld's MinJobAge) is read
+// from slurmdbd, with its GPU-hours.
 func (s *Core) Job(ctx context.Context, who auth.Identity, clusterName string, id int64) (api.Job, *Problem) {
-	v, c, p := s.find(who, clusterName, id)
+	v, c, p := s.findAny(ctx, who, clusterName, id)
 	if p != nil {
 		return api.Job{}, p
 	}
@@ -283,6 +289,9 @@ func (s *Core) Job(ctx context.Context, who auth.Identity, clusterName string, i
 		if x := s.indexes.of(c); x != nil {
 			out.Reason = x.reason(v.job)
 		}
+	}
+	if v.finished != nil {
+		out.GpuHours = ptr(math.Round(v.finished.GPUHours()*1000) / 1000)
 	}
 	out.Served = s.served(ctx, c, who.User, v.job.ID)
 	return out, nil

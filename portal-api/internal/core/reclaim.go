@@ -12,9 +12,10 @@ import (
 )
 
 // JobReclaim is reclaimd's record of a job the caller may read: where it
-// stands in reclaimd's state machine and every decision about it.
+// stands in reclaimd's state machine and every decision about it; a job
+// that has left the snapshot is found in slurmdbd (findAny).
 func (s *Core) JobReclaim(ctx context.Context, who auth.Identity, clusterName string, id int64) (api.Reclaim, *Problem) {
-	_, _, p := s.find(who, clusterName, id)
+	_, _, p := s.findAny(ctx, who, clusterName, id)
 	if p != nil {
 		return api.Reclaim{}, p
 	}

@@ -363,11 +363,12 @@ func recoveryOf(rd *reclaimdRead, m *tenantmap.Map, admin bool, mine map[string]
 // at most once per poll interval.
 //
 // A finished job that has left the snapshot (past slurmctld's MinJobAge)
-// keeps its attempts: reclaimd's record names the job's account and user,
+// keeps its attempts: slurmdbd's record of the job names its owner
+// (findAny); where slurmdbd has none, reclaimd's record names the job's account and user,
 // and the caller reads it only when rbac lets them read that job, with the
 // same 404 as a job that does not exist otherwise.
 func (s *Core) JobAttempts(ctx context.Context, who auth.Identity, clusterName string, id int64) (api.Attempts, *Problem) {
-	_, c, p := s.find(who, clusterName, id)
+	_, c, p := s.findAny(ctx, who, clusterName, id)
 	gone := false
 	if p != nil {
 		cl, ok := s.byName[clusterName]

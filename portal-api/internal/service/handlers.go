@@ -31,6 +31,13 @@ func (s *Server) ListJobs(w http.ResponseWriter, r *http.Request, p api.ListJobs
 	respond(w, http.StatusOK, out, pr)
 }
 
+// ListJobHistory lists the finished jobs the caller may read, from each
+// cluster's slurmdbd.
+func (s *Server) ListJobHistory(w http.ResponseWriter, r *http.Request, p api.ListJobHistoryParams) {
+	out, pr := s.core.JobHistory(r.Context(), identity(r.Context()), p)
+	respond(w, http.StatusOK, out, pr)
+}
+
 // GetJob returns one job.
 func (s *Server) GetJob(w http.ResponseWriter, r *http.Request, cluster api.ClusterName, id api.JobID) {
 	out, p := s.core.Job(r.Context(), identity(r.Context()), cluster, id)

@@ -200,6 +200,13 @@ func (h *harness) prometheus() *httptest.Server {
 			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[%s,%s,%s]}}`,
 				series("0", "80", "90", "100"), series("1", "0", "0", "3"), series("2", "50", "50", "50"))
 		case "/api/v1/query":
+			if strings.Contains(r.Form.Get("query"), "hpc_job") {
+				// The mean of the GPUs dcgm-exporter labelled with each
+				// job: 930001's, and one of a job nobody asked about.
+				fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[`+
+					`{"metric":{"hpc_job":"930001"},"value":[%[1]d,"42.25"]},{"metric":{"hpc_job":"930002"},"value":[%[1]d,"7"]}]}}`, h.now.Unix())
+				return
+			}
 			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[`+
 				`{"metric":{"Hostname":"gpu1","gpu":"0"},"value":[%[1]d,"77.5"]},`+
 				`{"metric":{"Hostname":"gpu1","gpu":"1"},"value":[%[1]d,"0.25"]},`+

@@ -133,6 +133,11 @@ func (s *Server) Core() *core.Core { return s.core }
 // records how every open session ended (the core's).
 func (s *Server) IdleLoop() daemon.Loop { return s.core.IdleLoop() }
 
+// InstanceLoop is the daemon loop that keeps the portal's instance alive
+// in the database and settles the audit records stopped portals left
+// open (the core's).
+func (s *Server) InstanceLoop() daemon.Loop { return s.core.InstanceLoop() }
+
 // CheckSessions looks at every open session once (the core's).
 func (s *Server) CheckSessions(ctx context.Context) { s.core.CheckSessions(ctx) }
 

@@ -116,6 +116,7 @@ var migrations = []sqlite.Migration{
 	);`},
 	pagesMigration,
 	pollLeaseMigration,
+	instancesMigration,
 }
 
 // Store is the portal's database.
@@ -123,6 +124,8 @@ type Store struct {
 	db    *dbx
 	now   func() time.Time
 	retry sqlite.Retry
+	// instance names this process in the records it opens (Register).
+	instance string
 }
 
 // App names the portal in the error for a database of a newer release.
@@ -388,6 +391,9 @@ type Audit struct {
 	Result     string
 	Error      string
 	FinishedAt time.Time
+	// Instance is the portal process that recorded it (Register); "" for
+	// a record of a release before instances.
+	Instance string
 }
 
 // Results of an audited action.
@@ -404,8 +410,8 @@ const (
 // Intent records an action before it is carried out and returns its id:
 // if this fails, the action must not be carried out.
 func (s *Store) Intent(ctx context.Context, a Audit) (int64, error) {
-	id, err := s.insert(ctx, `INSERT INTO audit(at, "user", via, cluster, action, target, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		s.now().UnixMilli(), a.User, a.Via, a.Cluster, a.Action, a.Target, a.Detail)
+	id, err := s.insert(ctx, `INSERT INTO audit(at, "user", via, cluster, action, target, detail, instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.now().UnixMilli(), a.User, a.Via, a.Cluster, a.Action, a.Target, a.Detail, s.instance)
 	if err != nil {
 		return 0, fmt.Errorf("audit %s of %s: %w", a.Action, a.Target, err)
 	}
@@ -448,38 +454,65 @@ func (s *Store) Settle(ctx context.Context, id int64, result, msg string) error 
 // not do it): one record, finished at once with ResultRefused and why.
 func (s *Store) Refused(ctx context.Context, a Audit, why string) (int64, error) {
 	now := s.now().UnixMilli()
-	id, err := s.insert(context.WithoutCancel(ctx), `INSERT INTO audit(at, "user", via, cluster, action, target, detail, result, error, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, now, a.User, a.Via, a.Cluster, a.Action, a.Target, a.Detail, ResultRefused, why, now)
+	id, err := s.insert(context.WithoutCancel(ctx), `INSERT INTO audit(at, "user", via, cluster, action, target, detail, result, error, finished_at, instance)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, now, a.User, a.Via, a.Cluster, a.Action, a.Target, a.Detail, ResultRefused, why, now, s.instance)
 	if err != nil {
 		return 0, fmt.Errorf("audit the refused %s of %s: %w", a.Action, a.Target, err)
 	}
 	return id, nil
 }
 
-// SharedSettleGrace: on a database several portals share, a record of an
-// action under way younger than this may be another portal's action in
-// progress, not one a stopped portal left: Unfinished leaves it out.
-// Longer than any action takes (slurmrestd's answers are bounded at
-// 30 s, a submission's at a few minutes).
+// SharedSettleGrace: on a database several portals share, a record of a
+// release before instances (no instance named) younger than this may be
+// an older portal's action in progress, not one a stopped portal left:
+// Unfinished leaves it out. Longer than any action takes (slurmrestd's
+// answers are bounded at 30 s, a submission's at a few minutes).
 const SharedSettleGrace = 10 * time.Minute
 
-// Unfinished returns the records of actions under way, oldest first: at
-// start, those a stopped portal left. On PostgreSQL (a database other
-// running portals may share) only those older than SharedSettleGrace.
+// Unfinished returns the records of actions left open by a portal that no
+// longer runs, oldest first: those of an instance that deregistered, that
+// has not beaten for InstanceTimeout, or that the database does not know,
+// never this process's own (Register) nor a live instance's, which are
+// actions under way. A record of a release before instances names none:
+// on SQLite every such record is a stopped portal's; on PostgreSQL (a
+// database other running portals may share) only one older than
+// SharedSettleGrace.
 func (s *Store) Unfinished(ctx context.Context) ([]Audit, error) {
-	q := `SELECT id, at, "user", via, cluster, action, target, detail, result, error, finished_at FROM audit WHERE result IS NULL`
-	var args []any
+	now := s.now()
+	legacy := now.UnixMilli() + 1
 	if s.db.pg {
-		q += ` AND at < ?`
-		args = append(args, s.now().Add(-SharedSettleGrace).UnixMilli())
+		legacy = now.Add(-SharedSettleGrace).UnixMilli()
 	}
-	return s.audits(ctx, q+` ORDER BY id`, args...)
+	return s.audits(ctx, `SELECT `+auditColumns+` FROM audit a LEFT JOIN portal_instances i ON i.name = a.instance
+		WHERE a.result IS NULL AND (
+			(a.instance = '' AND a.at < ?) OR
+			(a.instance <> '' AND a.instance <> ? AND (i.name IS NULL OR i.stopped_at IS NOT NULL OR i.beat_at < ?)))
+		ORDER BY a.id`, legacy, s.instance, now.Add(-InstanceTimeout).UnixMilli())
 }
+
+// SettleLeftOpen gives a record Unfinished returned its result, unless
+// another portal settled it meanwhile (or the portal that opened it came
+// back and finished it): true when this call did.
+func (s *Store) SettleLeftOpen(ctx context.Context, id int64, result, msg string) (bool, error) {
+	switch result {
+	case ResultOK, ResultFailed, ResultRefused, ResultUnknown:
+	default:
+		return false, fmt.Errorf("audit record %d: %q is not a result", id, result)
+	}
+	res, err := s.exec(context.WithoutCancel(ctx), `UPDATE audit SET result = ?, error = ?, finished_at = ? WHERE id = ? AND result IS NULL`,
+		result, msg, s.now().UnixMilli(), id)
+	if err != nil {
+		return false, fmt.Errorf("audit record %d: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+const auditColumns = `a.id, a.at, a."user", a.via, a.cluster, a.action, a.target, a.detail, a.result, a.error, a.finished_at, a.instance`
 
 // AuditLog returns the records, newest first, at most limit.
 func (s *Store) AuditLog(ctx context.Context, limit int) ([]Audit, error) {
-	return s.audits(ctx, `SELECT id, at, "user", via, cluster, action, target, detail, result, error, finished_at
-		FROM audit ORDER BY id DESC LIMIT ?`, limit)
+	return s.audits(ctx, `SELECT `+auditColumns+` FROM audit a ORDER BY a.id DESC LIMIT ?`, limit)
 }
 
 func (s *Store) audits(ctx context.Context, q string, args ...any) ([]Audit, error) {
@@ -494,7 +527,7 @@ func (s *Store) audits(ctx context.Context, q string, args ...any) ([]Audit, err
 		var at int64
 		var result sql.NullString
 		var fin sql.NullInt64
-		if err := rows.Scan(&a.ID, &at, &a.User, &a.Via, &a.Cluster, &a.Action, &a.Target, &a.Detail, &result, &a.Error, &fin); err != nil {
+		if err := rows.Scan(&a.ID, &at, &a.User, &a.Via, &a.Cluster, &a.Action, &a.Target, &a.Detail, &result, &a.Error, &fin, &a.Instance); err != nil {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
 		a.At, a.Result = time.UnixMilli(at).UTC(), result.String

@@ -271,3 +271,144 @@ func testAuditSettle(t *testing.T, b *backend) {
 		t.Errorf("audit log (-want +got):\n%s", diff)
 	}
 }
+
+// TestAuditInstances: on a database several portals share, the records a
+// live portal has open are its actions under way and are left to it;
+// those of a portal that stopped beating are returned once its last beat
+// is InstanceTimeout old, and those of one that deregistered at once;
+// only one settler wins, the portal that opened a record can still finish
+// it, and a portal's own records are never returned to it.
+func TestAuditInstances(t *testing.T) { eachDB(t, testAuditInstances) }
+
+func testAuditInstances(t *testing.T, b *backend) {
+	ctx := t.Context()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	pa, pb, pc := b.open(t), b.open(t), b.open(t)
+	for _, p := range []struct {
+		s    *Store
+		name string
+	}{{pa, "portal-a"}, {pb, "portal-b"}, {pc, "portal-c"}} {
+		p.s.SetClock(clock)
+		if err := p.s.Register(ctx, p.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := (&Store{db: pa.db, now: clock}).Beat(ctx); !errors.Is(err, ErrNoInstance) {
+		t.Errorf("Beat before Register: %v", err)
+	}
+	act := Audit{User: "alice", Via: "token", Cluster: "gpu1", Action: "cancel", Target: "42"}
+	a1, _ := pa.Intent(ctx, act)
+	b1, _ := pb.Intent(ctx, act)
+	b2, _ := pb.Intent(ctx, act)
+	if err := pb.Finish(ctx, b2, nil); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(s *Store) []int64 {
+		t.Helper()
+		recs, err := s.Unfinished(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, r := range recs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	for _, s := range []*Store{pa, pb, pc} {
+		if got := ids(s); len(got) != 0 {
+			t.Errorf("%s: Unfinished while every portal beats = %v; want none", s.Instance(), got)
+		}
+	}
+	// portal-b stops beating (it died); a and c go on.
+	now = now.Add(InstanceTimeout / 2)
+	for _, s := range []*Store{pa, pc} {
+		if err := s.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(InstanceTimeout/2 - time.Second)
+	if got := ids(pa); len(got) != 0 {
+		t.Errorf("Unfinished within portal-b's timeout = %v; want none", got)
+	}
+	now = now.Add(2 * time.Second)
+	if got := ids(pa); !cmp.Equal(got, []int64{b1}) {
+		t.Fatalf("portal-a: Unfinished past portal-b's timeout = %v; want [%d]", got, b1)
+	}
+	if got := ids(pc); !cmp.Equal(got, []int64{b1}) {
+		t.Fatalf("portal-c: Unfinished past portal-b's timeout = %v; want [%d]", got, b1)
+	}
+	recs, _ := pa.Unfinished(ctx)
+	if recs[0].Instance != "portal-b" {
+		t.Errorf("the record names instance %q, want portal-b", recs[0].Instance)
+	}
+	// portal-a stops beating too, but its own record is never its to settle.
+	now = now.Add(InstanceTimeout)
+	if got := ids(pa); !cmp.Equal(got, []int64{b1}) {
+		t.Errorf("portal-a (its own beat old): Unfinished = %v; want [%d] only", got, b1)
+	}
+	if got := ids(pc); !cmp.Equal(got, []int64{a1, b1}) {
+		t.Errorf("portal-c: Unfinished = %v; want [%d %d]", got, a1, b1)
+	}
+	if err := pa.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Two portals settle the same record: one wins.
+	won, err := pa.SettleLeftOpen(ctx, b1, ResultUnknown, "unknown, the portal stopped (portal instance portal-b)")
+	if err != nil || !won {
+		t.Fatalf("the first settle: %v, %v", won, err)
+	}
+	if won, err := pc.SettleLeftOpen(ctx, b1, ResultFailed, "late"); err != nil || won {
+		t.Errorf("the second settle: %v, %v; want false", won, err)
+	}
+	if _, err := pa.SettleLeftOpen(ctx, b1, "maybe", ""); err == nil {
+		t.Error("SettleLeftOpen took a result that is not one")
+	}
+	// portal-b comes back: its beat registers it again, and the result it
+	// learnt replaces "unknown".
+	if err := pb.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Finish(ctx, b1, nil); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := pa.AuditLog(ctx, 10)
+	for _, r := range log {
+		if r.ID == b1 && (r.Result != ResultOK || r.Instance != "portal-b") {
+			t.Errorf("record %d after portal-b finished it: %+v", b1, r)
+		}
+	}
+	// portal-c stops cleanly with a record open: it is settled at once.
+	c1, _ := pc.Intent(ctx, act)
+	if err := pc.Deregister(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(pa); !cmp.Equal(got, []int64{c1}) {
+		t.Errorf("Unfinished after portal-c deregistered = %v; want [%d]", got, c1)
+	}
+	if _, err := pa.SettleLeftOpen(ctx, c1, ResultUnknown, "stopped"); err != nil {
+		t.Fatal(err)
+	}
+	insts, err := pa.Instances(ctx)
+	if err != nil || len(insts) != 3 || insts[2].Name != "portal-c" || insts[2].StoppedAt.IsZero() || !insts[0].StoppedAt.IsZero() {
+		t.Errorf("Instances = %+v, %v", insts, err)
+	}
+	// A week on: the stopped and the silent instances without an open
+	// record go; portal-a, silent but with a1 open, stays.
+	now = now.Add(KeepInstances + time.Hour)
+	if err := pb.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := pa.PruneInstances(ctx); err != nil || n != 1 {
+		t.Errorf("PruneInstances = %d, %v; want 1 (portal-c)", n, err)
+	}
+	insts, _ = pa.Instances(ctx)
+	var names []string
+	for _, in := range insts {
+		names = append(names, in.Name)
+	}
+	if !cmp.Equal(names, []string{"portal-a", "portal-b"}) {
+		t.Errorf("after pruning: %v", names)
+	}
+}

@@ -163,7 +163,8 @@ const clippedText = `(() => {
 func TestBrowser(t *testing.T) {
 	ctx := browsertest.Tab(t)
 	axe := axeSource(t)
-	cb, _ := submitBed(t, "../service/testdata/templates")
+	cb, beds := submitBed(t, "../service/testdata/templates")
+	setFinished(beds)
 	bb := newBrowserBed(t, cb)
 	w := watchTab(t, ctx)
 	base, _ := url.Parse(bb.srv.URL)
@@ -175,7 +176,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	signedOut := []string{"/signin"}
-	signedIn := []string{"/", "/jobs", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere",
+	signedIn := []string{"/", "/jobs", "/jobs/finished?" + finishedWindow, "/jobs/gpu1/930001", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere",
 		"/sessions", "/sessions/" + testSession + "/confirm/end", "/sessions/gpunotebook/start",
 		"/deployments", "/deployments/gpu1/llm-chat", "/deployments/gpu1/llm-chat/confirm/rollback?to=job-910100", "/notices"}
 

@@ -31,6 +31,7 @@ type Source interface {
 	Control(ctx context.Context, id auth.Identity, cluster string, job int64, action api.JobAction) error
 	Overview(ctx context.Context, id auth.Identity) (api.Overview, error)
 	Projects(ctx context.Context, id auth.Identity) (api.ProjectList, error)
+	JobHistory(ctx context.Context, id auth.Identity, p api.ListJobHistoryParams) (api.JobHistory, error)
 }
 
 func num(f float64) string { return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64) }
@@ -71,6 +72,7 @@ func identityOf(v visitor) auth.Identity { return auth.Identity{User: v.sess.Use
 
 func (h *Handler) routeData(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs", h.signedIn(h.jobs))
+	mux.HandleFunc("GET /jobs/finished", h.signedIn(h.finished))
 	mux.HandleFunc("GET /jobs/{cluster}/{id}", h.signedIn(h.job))
 	mux.HandleFunc("GET /jobs/{cluster}/{id}/confirm/{action}", h.signedIn(h.confirm))
 	mux.HandleFunc("POST /jobs/{cluster}/{id}/{action}", h.signedIn(h.control))
@@ -192,6 +194,9 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v visitor) {
 	id := identityOf(v)
 	d := jobData{Job: j, Why: why(v.l, j.Reason), GPUs: len(j.Gpus), TimeLeft: clock(j.TimeLeftSeconds), TimeUsed: clock(j.TimeUsedSeconds), Actions: Actions,
 		Done: r.URL.Query().Get("done")}
+	if j.GpuHours != nil {
+		d.Actions = nil // slurmdbd's record of a job slurmctld has forgotten: nothing to control
+	}
 	if len(j.Gpus) > 0 {
 		use, err := h.cfg.Source.JobGPU(r.Context(), id, j.Cluster, j.Id)
 		if err != nil {

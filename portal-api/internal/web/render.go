@@ -47,6 +47,10 @@ var funcs = template.FuncMap{
 	},
 	// when writes an optional time in UTC; "–" when absent.
 	"when": when,
+	// elapsed writes seconds as h:mm.
+	"elapsed": elapsed,
+	// hours writes GPU-hours to two decimals.
+	"hours": func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 	"pct": func(part, whole float64) float64 {
 		if whole <= 0 {
 			return 0

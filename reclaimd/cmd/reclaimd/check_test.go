@@ -84,6 +84,16 @@ func TestCheckConfig(t *testing.T) {
 				`rules.json:2:114: rules[0].signal.wait: rule "all": wait 5s after the signal is shorter than the 10s sample interval`},
 		},
 		"no tenant map": {wantErrs: []string{"tenants.json: no such file", "strata-policy render writes it"}},
+		// The PostgreSQL password is a secret like the tokens: one others
+		// can read is refused; one in the URL is refused before.
+		"database password readable by all": {
+			tenants: tenantsJSON, config: "database: postgres://reclaimd@db.example.org/strata_reclaimd\ndatabase_password_file: {dir}/db.password\n",
+			wantErrs: []string{"database_password_file: ", "db.password"},
+		},
+		"database password in the URL": {
+			tenants: tenantsJSON, config: "database: postgres://reclaimd:hunter2@db.example.org/strata_reclaimd\n",
+			wantErrs: []string{"database: the URL holds a password"},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -96,7 +106,9 @@ func TestCheckConfig(t *testing.T) {
 				write(t, tenantsPath, tc.tenants)
 			}
 			cfg := filepath.Join(dir, "reclaimd.yaml")
-			text := "apiVersion: strata/v1\nkind: ReclaimdConfig\nrules_file: " + rulesPath + "\ntenants_file: " + tenantsPath + "\n" + tc.config
+			write(t, filepath.Join(dir, "db.password"), "secret\n")
+			text := "apiVersion: strata/v1\nkind: ReclaimdConfig\nrules_file: " + rulesPath + "\ntenants_file: " + tenantsPath + "\n" +
+				strings.ReplaceAll(tc.config, "{dir}", dir)
 			if tc.shipped {
 				b, err := os.ReadFile("../../../etc/strata/reclaimd.yaml")
 				if err != nil {

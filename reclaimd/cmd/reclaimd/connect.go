@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/lease"
 )
 
 // The controller needs slurmrestd to pick its data parser before its first
@@ -40,6 +42,9 @@ type waiting struct {
 	lastErr error
 	next    atomic.Pointer[http.Handler] // the controller's, once it runs
 	early   http.Handler                 // /healthz and /metrics while waiting
+	// lease, on PostgreSQL, says whether this controller acts or stands
+	// by; a standby is healthy (200) and says so.
+	lease func() lease.State
 }
 
 func newWaiting(url string, reg *prometheus.Registry) *waiting {
@@ -50,6 +55,16 @@ func newWaiting(url string, reg *prometheus.Registry) *waiting {
 	reg.MustRegister(w.connected)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		if w.lease != nil {
+			if st := w.lease(); !st.Held {
+				rw.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(rw).Encode(struct {
+					Role  string      `json:"role"`
+					Lease lease.State `json:"lease"`
+				}{"standby", st})
+				return
+			}
+		}
 		w.mu.Lock()
 		err := w.lastErr
 		w.mu.Unlock()

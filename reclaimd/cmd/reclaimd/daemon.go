@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/lease"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -93,7 +94,9 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	reload := append(rl.list(), slurmToken, apiToken)
-	st, err := store.Open(ctx, cfg.StateFile)
+	// The database's password, when it has one, is a secret like the
+	// tokens: read now and at every new connection.
+	st, err := store.OpenDatabase(ctx, store.Database{Setting: cfg.DatabaseSetting(), PasswordFile: cfg.DatabasePasswordFile, Rule: secretRule})
 	if err != nil {
 		return err
 	}
@@ -149,10 +152,22 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			ccfg.Health.DrainOn = append(ccfg.Health.DrainOn, source.FaultKind(k))
 		}
 	}
+	// On PostgreSQL a standby may share the database: one controller at a
+	// time acts, the holder of the lease (standby.go).
+	var ls *lease.Lease
+	if cfg.DatabaseIsPostgres() {
+		ls = newLease(st, cfg, log)
+		ccfg.Lease = ls.State
+	} else {
+		metrics.LeaseHeld.Set(1)
+	}
 	// slurmrestd is reached in the loop, so that a slurmrestd down at start
 	// leaves reclaimd running and saying so (connect.go).
 	wait := newWaiting(cfg.Slurm.URL, metrics.Registry)
-	reclaim := func(ctx context.Context) error {
+	if ls != nil {
+		wait.lease = ls.State
+	}
+	act := func(ctx context.Context, term lease.Term) error {
 		client, err := connect(ctx, wait, log, func(ctx context.Context) (*slurmrest.Client, error) {
 			return slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
 				Tokens: slurmrest.SecretToken{File: slurmToken}, Requeuer: slurmrest.ScontrolRequeuer{Path: cfg.Slurm.Scontrol}, Logger: log,
@@ -161,17 +176,29 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		if err != nil {
 			return nil // stopped while waiting
 		}
-		ccfg.Slurm = client
+		ccfg.Slurm, ccfg.Term = client, term
 		ctl, err := controller.New(ccfg)
 		if err != nil {
 			return err
 		}
 		h := ctl.Handler(3 * cfg.Interval)
 		wait.next.Store(&h)
+		defer wait.next.Store(nil) // a standby again: /healthz says so
+		log.Info("reclaimd controller acting", "lease_generation", term.Gen)
 		rules := rl.rules.Get()
 		log.Info("reclaimd controller starting", "listen", cfg.Listen, "interval", cfg.Interval, "rules", len(rules.Rules), "dry_run", rules.DryRun,
 			"tenants", len(rl.tenants.Get().Tenants), "parser", client.Info().Parser)
 		return ctl.Run(ctx, cfg.Interval)
+	}
+	reclaim := func(ctx context.Context) error {
+		if ls == nil {
+			return act(ctx, lease.Always)
+		}
+		return ls.Keep(ctx, act, func(ctx context.Context, gen int64) {
+			daemon.Beat(ctx) // standing by is not being stuck
+			metrics.LeaseHeld.Set(map[bool]float64{true: 1}[gen != 0])
+			metrics.LeaseGeneration.Set(float64(gen))
+		})
 	}
 	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: wait,
 		Loops:  []daemon.Loop{{Name: "reclaim", Run: reclaim, Stall: cycleStall(cfg.Interval)}},

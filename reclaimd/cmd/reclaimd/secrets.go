@@ -20,6 +20,9 @@ type secret struct{ key, path, neededBy string }
 // With source: prometheus there are no agents, and no agents' secret.
 func secrets(cfg config.Config) []secret {
 	out := []secret{{"slurm.token_file", cfg.Slurm.TokenFile, "reclaimd run"}, {"api.token_file", cfg.API.TokenFile, "reclaimd run"}}
+	if cfg.DatabaseIsPostgres() && cfg.DatabasePasswordFile != "" {
+		out = append(out, secret{"database_password_file", cfg.DatabasePasswordFile, "reclaimd run"})
+	}
 	switch {
 	case cfg.Source != "agents":
 	case cfg.Agent.TokenFile == cfg.Agents.TokenFile:

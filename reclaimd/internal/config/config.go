@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/fieldcheck"
+	"github.com/strata-hpc/strata/internal/pgsql"
 	"github.com/strata-hpc/strata/internal/strictyaml"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/failure"
@@ -30,13 +31,27 @@ import (
 
 // Config of reclaimd (controller and agent).
 type Config struct {
-	APIVersion string        `yaml:"apiVersion"`
-	Kind       string        `yaml:"kind"`
-	Listen     string        `yaml:"listen"`
-	API        API           `yaml:"api"`
-	StateFile  string        `yaml:"state_file"`
-	Interval   time.Duration `yaml:"interval"`
-	RulesFile  string        `yaml:"rules_file"`
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Listen     string `yaml:"listen"`
+	API        API    `yaml:"api"`
+	// StateFile is the SQLite database of job states, intents and
+	// decisions: the default store, used unless Database is set.
+	StateFile string `yaml:"state_file"`
+	// Database, when set, is where the controller keeps its state
+	// instead: a SQLite file's absolute path, or the URL of a PostgreSQL
+	// database (postgres://user@host:port/database?sslmode=verify-full)
+	// without a password, which a standby controller on another host
+	// shares (Standby).
+	Database string `yaml:"database"`
+	// DatabasePasswordFile holds the PostgreSQL password (a secret file,
+	// held to internal/secretfile's rule; read again at every new
+	// connection). Only with a postgres:// database.
+	DatabasePasswordFile string `yaml:"database_password_file"`
+	// Standby is active/standby on a PostgreSQL database.
+	Standby   Standby       `yaml:"standby"`
+	Interval  time.Duration `yaml:"interval"`
+	RulesFile string        `yaml:"rules_file"`
 	// TenantsFile is the tenant map strata-policy render writes
 	// (internal/tenantmap): each account's tenant, the metrics' only label
 	// and what rules match by tenant. An account not in it is its own
@@ -53,6 +68,33 @@ type Config struct {
 	Health     Health     `yaml:"health"`
 	Recovery   Recovery   `yaml:"recovery"`
 }
+
+// Standby: controllers of one cluster on several hosts share one
+// PostgreSQL database, and one of them at a time, the holder of the
+// controller lease, acts.
+type Standby struct {
+	// TakeoverWithin bounds how long after the active controller's last
+	// renewal of the lease (its death, a cut network, a pause) a standby
+	// acts: the lease lasts three quarters of it, and a standby tries
+	// every quarter.
+	TakeoverWithin time.Duration `yaml:"takeover_within"`
+}
+
+// LeaseTTL is how long the controller lease lasts without renewal.
+func (s Standby) LeaseTTL() time.Duration { return s.TakeoverWithin * 3 / 4 }
+
+// DatabaseSetting is the database the controller keeps its state in:
+// database, or state_file when database is not set.
+func (c Config) DatabaseSetting() string {
+	if c.Database != "" {
+		return c.Database
+	}
+	return c.StateFile
+}
+
+// DatabaseIsPostgres says whether the controller keeps its state in
+// PostgreSQL (and so may have a standby).
+func (c Config) DatabaseIsPostgres() bool { return pgsql.IsURL(c.Database) }
 
 // API is the controller's read API on listen.
 type API struct {
@@ -194,6 +236,7 @@ func Default() Config {
 	return Config{
 		APIVersion: "strata/v1", Kind: "ReclaimdConfig",
 		Listen: "127.0.0.1:9811", API: API{TokenFile: DefaultAPITokenFile}, StateFile: "/var/lib/strata/reclaimd/reclaimd.db", Interval: 30 * time.Second,
+		Standby:   Standby{TakeoverWithin: 30 * time.Second},
 		RulesFile: "/etc/strata/rendered/reclaim-rules.json", TenantsFile: "/etc/strata/rendered/tenants.json",
 		Slurm: Slurm{URL: "http://127.0.0.1:6820", User: "reclaimd", TokenFile: "/etc/strata/reclaimd.jwt",
 			Scontrol: "scontrol", SignalBatchOnly: true, MaxAnswerMiB: 512},
@@ -244,8 +287,32 @@ func (c Config) Validate() strictyaml.Diagnostics {
 		bad("interval", "give 5s or more (30s is usual): slurmctld would answer a poll every few seconds for nothing",
 			"%s is shorter than 5s", c.Interval)
 	}
-	if c.StateFile == "" {
+	if c.StateFile == "" && c.Database == "" {
 		bad("state_file", "give the SQLite database of job states, such as /var/lib/strata/reclaimd/reclaimd.db", "required")
+	}
+	absClean := func(v string) bool { return filepath.IsAbs(v) && filepath.Clean(v) == v && v != "/" }
+	switch {
+	case pgsql.IsURL(c.Database):
+		// The URL itself is never repeated: it may hold a password.
+		if err := pgsql.CheckURL(c.Database); err != nil {
+			bad("database", "write postgres://user@host[:port]/database[?sslmode=verify-full], the password in database_password_file", "%v", err)
+		}
+		if c.DatabasePasswordFile != "" && !absClean(c.DatabasePasswordFile) {
+			bad("database_password_file", "write an absolute path without . or .. parts", "%q is not an absolute clean path", c.DatabasePasswordFile)
+		}
+	case strings.Contains(c.Database, "://"):
+		bad("database", "give a SQLite file's absolute path, or postgres://user@host/database", "not a path, and not a postgres:// URL")
+	default:
+		if c.Database != "" && !absClean(c.Database) {
+			bad("database", "write an absolute path without . or .. parts, or postgres://user@host/database", "%q is not an absolute clean path", c.Database)
+		}
+		if c.DatabasePasswordFile != "" {
+			bad("database_password_file", "leave it out with a SQLite database, or give database: postgres://...", "set, but the database is a SQLite file")
+		}
+	}
+	if w := c.Standby.TakeoverWithin; w < 4*time.Second || w > 10*time.Minute {
+		bad("standby.takeover_within", "give 4s to 10m (30s is usual): shorter renews the lease too often for a busy database, longer leaves the cluster without reclaim and recovery that long",
+			"%s is out of range", w)
 	}
 	if c.RulesFile == "" {
 		bad("rules_file", "give the reclaim rules: strata-policy render writes /etc/strata/rendered/reclaim-rules.json", "required")

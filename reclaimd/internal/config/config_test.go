@@ -28,6 +28,11 @@ var goodFiles = map[string]func(c *Config){
 		c.Agent.Window = 36 * time.Hour
 		c.Agents.Timeout = 30 * time.Second
 	},
+	"postgres.good.yaml": func(c *Config) {
+		c.Database = "postgres://reclaimd@db.example.org:5432/strata_reclaimd?sslmode=verify-full"
+		c.DatabasePasswordFile = "/etc/strata/reclaimd-db.password"
+		c.Standby.TakeoverWithin = 20 * time.Second
+	},
 	"health.good.yaml": func(c *Config) {
 		c.Notify.Mail = true
 		c.Notify.AdminMail = []string{"ops@example.org", "hpc-oncall@example.org"}

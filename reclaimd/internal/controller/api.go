@@ -131,6 +131,10 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 	c.recoveryRoutes(api)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		st := c.LastStatus()
+		if c.cfg.Lease != nil {
+			ls := c.cfg.Lease()
+			st.Lease = &ls
+		}
 		switch {
 		case st.At.IsZero():
 			httpError(w, http.StatusServiceUnavailable, "no cycle yet")

@@ -21,6 +21,7 @@ import (
 	"unicode"
 
 	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/lease"
 	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -115,6 +116,13 @@ type Config struct {
 	// before a job that starts on it no longer counts as one the reclaim
 	// handed it to (0: worth.DefaultGap).
 	HandoverGap time.Duration
+	// Term is the lease term the controller acts under (fence.go): with
+	// a standby on a shared PostgreSQL database, every change to Slurm,
+	// notice and store write is fenced by it. The zero Term
+	// (lease.Always, SQLite) is always held.
+	Term lease.Term
+	// Lease, when set, says how the lease stands, for /healthz.
+	Lease func() lease.State
 }
 
 // Controller runs cycles.
@@ -177,6 +185,9 @@ type Status struct {
 	Error   string    `json:"error,omitempty"`
 	Jobs    int       `json:"jobs"`
 	Actions int       `json:"actions"`
+	// Lease is the controller lease as this process holds it (PostgreSQL
+	// only: a SQLite database has one controller).
+	Lease *lease.State `json:"lease,omitempty"`
 }
 
 // New makes a controller.
@@ -198,6 +209,12 @@ func New(cfg Config) (*Controller, error) {
 			return nil, errors.New("controller: Health needs 0 < MaxDrainedShare <= 1, a MaxFaultAge, and with a Check an interval and a timeout")
 		}
 	}
+	// Every change, notice and write under the term (a no-op for Always).
+	cfg.Slurm = fencedSlurm{Slurm: cfg.Slurm, term: cfg.Term}
+	if cfg.Notifier != nil {
+		cfg.Notifier = fencedNotifier{Notifier: cfg.Notifier, term: cfg.Term}
+	}
+	cfg.Store = cfg.Store.Fenced(cfg.Term)
 	if cfg.Recovery.Faults == nil {
 		cfg.Recovery.Faults = storeFaults{cfg.Store}
 	}

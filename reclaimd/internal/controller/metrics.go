@@ -67,6 +67,12 @@ type Metrics struct {
 	RecoveryFailures      *prometheus.CounterVec
 	RecoveryRetries       *prometheus.CounterVec
 	RecoveryTimeToRunning prometheus.Histogram
+	// LeaseHeld is 1 while this controller holds the controller lease and
+	// acts, 0 while it stands by; LeaseGeneration the generation it holds
+	// (0: none). Set by whoever keeps the lease (reclaimd run, on
+	// PostgreSQL); on SQLite the lease is always held, generation 0.
+	LeaseHeld       prometheus.Gauge
+	LeaseGeneration prometheus.Gauge
 }
 
 // NewMetrics registers the metrics.
@@ -181,6 +187,15 @@ func NewMetrics() *Metrics {
 		Buckets: []float64{30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600},
 	})
 	m.Registry.MustRegister(m.RecoveryFailures, m.RecoveryRetries, m.RecoveryTimeToRunning)
+	m.LeaseHeld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_reclaim_lease_held",
+		Help: "1 while this controller holds the controller lease and acts; 0 while it stands by (a standby on a shared PostgreSQL database). Always 1 on SQLite.",
+	})
+	m.LeaseGeneration = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_reclaim_lease_generation",
+		Help: "The generation of the controller lease this controller holds (0: none, and always on SQLite); it grows by one at each take-over.",
+	})
+	m.Registry.MustRegister(m.LeaseHeld, m.LeaseGeneration)
 	m.Registry.MustRegister(m.IdleGPUSeconds, m.JudgedIdleGPUSeconds, m.ReclaimedGPUSeconds, m.ObservedGPUSeconds, m.Actions, m.Skipped, m.CycleSeconds, m.DataAge,
 		m.AgentRefusals, m.SlurmErrors, m.SourceErrors, m.AgentErrors, m.Jobs, m.AllocatedGPUs, m.Pending, m.JobInfo)
 	return m

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,25 +22,29 @@ func (s *Store) AddFaults(ctx context.Context, faults []Fault, at time.Time) ([]
 	if len(faults) == 0 {
 		return nil, nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback() }()
 	var added []Fault
-	for _, f := range faults {
-		res, err := tx.ExecContext(ctx, `INSERT INTO gpu_faults(node, gpu, uuid, kind, code, at, received_at) VALUES(?,?,?,?,?,?,?)
-			ON CONFLICT(node, gpu, kind, code, at) DO NOTHING`, f.Node, f.GPU, f.UUID, f.Kind, f.Code, f.At.UnixMilli(), at.UnixMilli())
-		if err != nil {
-			return nil, fmt.Errorf("keep fault of %s GPU %d: %w", f.Node, f.GPU, err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			f.ID, _ = res.LastInsertId()
+	err := s.write(ctx, func(tx *txx) error {
+		added = nil
+		for _, f := range faults {
+			var id int64
+			err := tx.QueryRowContext(ctx, `INSERT INTO gpu_faults(node, gpu, uuid, kind, code, at, received_at) VALUES(?,?,?,?,?,?,?)
+			ON CONFLICT(node, gpu, kind, code, at) DO NOTHING RETURNING id`, f.Node, f.GPU, f.UUID, f.Kind, f.Code, f.At.UnixMilli(), at.UnixMilli()).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // kept already
+			}
+			if err != nil {
+				return fmt.Errorf("keep fault of %s GPU %d: %w", f.Node, f.GPU, err)
+			}
+			f.ID = id
 			f.At, f.ReceivedAt = time.UnixMilli(f.At.UnixMilli()).UTC(), time.UnixMilli(at.UnixMilli()).UTC()
 			added = append(added, f)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return added, tx.Commit()
+	return added, nil
 }
 
 // FaultsBetween returns the faults of node (every node when node is "")
@@ -47,7 +52,7 @@ func (s *Store) AddFaults(ctx context.Context, faults []Fault, at time.Time) ([]
 // asks of a job's run.
 func (s *Store) FaultsBetween(ctx context.Context, node string, from, to time.Time) ([]Fault, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, node, gpu, uuid, kind, code, at, received_at FROM gpu_faults
-		WHERE (?='' OR node=?) AND at>=? AND at<? ORDER BY at, id`, node, node, from.UnixMilli(), to.UnixMilli())
+		WHERE (CAST(? AS TEXT)='' OR node=?) AND at>=? AND at<? ORDER BY at, id`, node, node, from.UnixMilli(), to.UnixMilli())
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +121,13 @@ func (s *Store) NodeHealth(ctx context.Context) (map[string]NodeHealth, error) {
 func (s *Store) SaveNodeHealth(ctx context.Context, h NodeHealth) error {
 	var checkOK any
 	if h.CheckOK != nil {
-		checkOK = *h.CheckOK
+		checkOK = b2i(*h.CheckOK)
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO node_health(node, drained, reason, fault_id, drained_at, resumed_at, check_at, check_ok, check_output, held_fault)
+	err := s.exec(ctx, `INSERT INTO node_health(node, drained, reason, fault_id, drained_at, resumed_at, check_at, check_ok, check_output, held_fault)
 		VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(node) DO UPDATE SET drained=excluded.drained, reason=excluded.reason,
 		fault_id=excluded.fault_id, drained_at=excluded.drained_at, resumed_at=excluded.resumed_at, check_at=excluded.check_at,
 		check_ok=excluded.check_ok, check_output=excluded.check_output, held_fault=excluded.held_fault`,
-		h.Node, h.Drained, h.Reason, h.FaultID, msOf(h.DrainedAt), msOf(h.ResumedAt), msOf(h.CheckAt), checkOK, h.CheckOutput, h.HeldFault)
+		h.Node, b2i(h.Drained), h.Reason, h.FaultID, msOf(h.DrainedAt), msOf(h.ResumedAt), msOf(h.CheckAt), checkOK, h.CheckOutput, h.HeldFault)
 	if err != nil {
 		return fmt.Errorf("save health of node %s: %w", h.Node, err)
 	}
@@ -156,11 +161,19 @@ func msOf(t *time.Time) any {
 // SaveCheck keeps the result of a node's health check, and nothing else
 // of the node (a check ends while a cycle may change the rest).
 func (s *Store) SaveCheck(ctx context.Context, node string, at time.Time, ok bool, output string) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO node_health(node, check_at, check_ok, check_output) VALUES(?,?,?,?)
+	err := s.exec(ctx, `INSERT INTO node_health(node, check_at, check_ok, check_output) VALUES(?,?,?,?)
 		ON CONFLICT(node) DO UPDATE SET check_at=excluded.check_at, check_ok=excluded.check_ok, check_output=excluded.check_output`,
-		node, at.UnixMilli(), ok, output)
+		node, at.UnixMilli(), b2i(ok), output)
 	if err != nil {
 		return fmt.Errorf("save health check of node %s: %w", node, err)
 	}
 	return nil
+}
+
+// exec runs one fenced write.
+func (s *Store) exec(ctx context.Context, q string, args ...any) error {
+	return s.write(ctx, func(tx *txx) error {
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
+	})
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,9 +9,11 @@ import (
 
 // A fault is kept once however often an agent repeats it, and
 // FaultsBetween gives a node's faults of a time range.
-func TestFaults(t *testing.T) {
+func TestFaults(t *testing.T) { eachDB(t, testFaults) }
+
+func testFaults(t *testing.T, b *backend) {
 	ctx := t.Context()
-	s := open(t, filepath.Join(t.TempDir(), "r.db"))
+	s := b.open(t)
 	xid := Fault{Node: "gpu3", GPU: 3, UUID: "GPU-3", Kind: "xid", Code: 79, At: t0}
 	ecc := Fault{Node: "gpu2", GPU: 0, Kind: "ecc_uncorrectable", At: t0.Add(time.Minute)}
 	added, err := s.AddFaults(ctx, []Fault{xid, ecc}, t0.Add(time.Second))
@@ -37,10 +38,11 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-func TestNodeHealth(t *testing.T) {
+func TestNodeHealth(t *testing.T) { eachDB(t, testNodeHealth) }
+
+func testNodeHealth(t *testing.T, b *backend) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "r.db")
-	s := open(t, path)
+	s := b.open(t)
 	ok := false
 	at := t0.Add(time.Minute)
 	h := NodeHealth{Node: "gpu3", Drained: true, Reason: "strata: Xid 79 on GPU 3 (GPU fell off the bus)", FaultID: 1, DrainedAt: &t0,
@@ -52,7 +54,7 @@ func TestNodeHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s = open(t, path)
+	s = b.open(t)
 	got, err := s.NodeHealth(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -2,17 +2,17 @@ package store
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 // A run is classified once, even across a restart; the failures a new
 // run ends are returned once.
-func TestFailuresOncePerRun(t *testing.T) {
+func TestFailuresOncePerRun(t *testing.T) { eachDB(t, testFailuresOncePerRun) }
+
+func testFailuresOncePerRun(t *testing.T, b *backend) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "r.db")
-	s := open(t, path)
+	s := b.open(t)
 	start := time.Unix(1764417600, 0).UTC()
 	at := start.Add(time.Hour)
 	f := Failure{JobID: 7, Start: start, Class: "nccl", Evidence: json.RawMessage(`{"state":"FAILED"}`), Action: "retry", Reason: "retry 1/1",
@@ -21,7 +21,7 @@ func TestFailuresOncePerRun(t *testing.T) {
 		t.Fatalf("first: %v %v", added, err)
 	}
 	s.Close()
-	s = open(t, path)
+	s = b.open(t)
 	if _, added, err := s.AddFailure(ctx, f); err != nil || added {
 		t.Fatalf("the same run again: added %v, %v", added, err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/strata-hpc/strata/internal/sqlite"
 	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
@@ -27,9 +26,12 @@ func open(t *testing.T, path string) *Store {
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) {
+	eachDB(t, testIntentSurvivesRestartAndFinishesOnce)
+}
+
+func testIntentSurvivesRestartAndFinishesOnce(t *testing.T, b *backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "reclaimd.db")
-	s := open(t, path)
+	s := b.open(t)
 	id, err := s.Intent(ctx, Record{JobID: 42, Tenant: "acme", Kind: "requeue", Rule: "train", Reason: "8 of 8 GPUs idle for 30m0s",
 		Evidence: json.RawMessage(`{"idle_gpus":8}`), GPUs: []GPU{{Node: "gpu1", Index: 0}, {Node: "gpu1", Index: 1}}, DecidedAt: t0})
 	if err != nil {
@@ -41,7 +43,7 @@ func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) {
 	s.Close()
 
 	// A new process finds the open intent, and only that one.
-	s = open(t, path)
+	s = b.open(t)
 	pending, err := s.Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +72,11 @@ func TestIntentSurvivesRestartAndFinishesOnce(t *testing.T) {
 	}
 }
 
-func TestSince(t *testing.T) {
+func TestSince(t *testing.T) { eachDB(t, testSince) }
+
+func testSince(t *testing.T, b *backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "r.db"))
+	s := b.open(t)
 	for i := 0; i < 5; i++ {
 		if _, err := s.Intent(ctx, Record{JobID: int64(i), Kind: "warn", Reason: "r", DecidedAt: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
@@ -87,9 +91,11 @@ func TestSince(t *testing.T) {
 	}
 }
 
-func TestStates(t *testing.T) {
+func TestStates(t *testing.T) { eachDB(t, testStates) }
+
+func testStates(t *testing.T, b *backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "r.db"))
+	s := b.open(t)
 	if err := s.SaveStates(ctx, map[int64]json.RawMessage{1: json.RawMessage(`{"phase":"warned"}`), 2: json.RawMessage(`{"phase":"observed"}`)}, nil, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -108,18 +114,19 @@ func TestStates(t *testing.T) {
 
 // Open creates the current schema, and refuses a database from a newer
 // reclaimd.
-func TestSchemaVersion(t *testing.T) {
+func TestSchemaVersion(t *testing.T) { eachDB(t, testSchemaVersion) }
+
+func testSchemaVersion(t *testing.T, b *backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "r.db")
-	s := open(t, path)
-	if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
+	s := b.open(t)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
 		t.Fatalf("schema version = %d, %v; want %d", v, err, len(migrations))
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES(99, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer than this reclaimd knows") {
+	if _, err := b.reopen(t); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer than this reclaimd knows") {
 		t.Errorf("Open of a newer schema: err = %v", err)
 	}
 }
@@ -135,7 +142,7 @@ func TestOpenEarlierSchemas(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "reclaimd.db")
 			sqlitetest.Seed(t, path, file)
 			s := open(t, path)
-			if v, err := sqlite.SchemaVersion(ctx, s.db); err != nil || v != len(migrations) {
+			if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
 				t.Errorf("schema version %d, %v; want %d", v, err, len(migrations))
 			}
 			pending, err := s.Pending(ctx)

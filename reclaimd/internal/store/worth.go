@@ -56,6 +56,46 @@ CREATE TABLE handovers (
 	start_gain REAL NOT NULL,
 	PRIMARY KEY (record_id, job_id, run_start, node, gpu)
 );
+`, Postgres: `
+CREATE TABLE reclaims (
+	record_id BIGINT PRIMARY KEY,
+	job_id    BIGINT NOT NULL,
+	tenant    TEXT NOT NULL DEFAULT '',
+	account   TEXT NOT NULL DEFAULT '',
+	rule      TEXT NOT NULL DEFAULT '',
+	kind      TEXT NOT NULL,
+	at        BIGINT NOT NULL,
+	limit_end BIGINT NOT NULL DEFAULT 0,
+	gpus      TEXT NOT NULL
+);
+CREATE INDEX reclaims_time ON reclaims(at, record_id);
+CREATE INDEX reclaims_open ON reclaims(limit_end);
+CREATE TABLE freed_gpu_runs (
+	job_id    BIGINT NOT NULL,
+	run_start BIGINT NOT NULL,
+	node      TEXT NOT NULL,
+	gpu       BIGINT NOT NULL,
+	tenant    TEXT NOT NULL DEFAULT '',
+	account   TEXT NOT NULL DEFAULT '',
+	end_at    BIGINT,
+	seen_at   BIGINT NOT NULL,
+	PRIMARY KEY (job_id, run_start, node, gpu)
+);
+CREATE INDEX freed_gpu_runs_start ON freed_gpu_runs(run_start);
+CREATE TABLE handovers (
+	record_id  BIGINT NOT NULL,
+	job_id     BIGINT NOT NULL,
+	run_start  BIGINT NOT NULL,
+	node       TEXT NOT NULL,
+	gpu        BIGINT NOT NULL,
+	tenant     TEXT NOT NULL DEFAULT '',
+	account    TEXT NOT NULL DEFAULT '',
+	end_at     BIGINT,
+	until_at   BIGINT NOT NULL,
+	seconds    DOUBLE PRECISION NOT NULL,
+	start_gain DOUBLE PRECISION NOT NULL,
+	PRIMARY KEY (record_id, job_id, run_start, node, gpu)
+);
 `}
 
 // Reclaim is one reclaim carried out, as the worth of it is worked out.
@@ -99,7 +139,7 @@ func (s *Store) AddReclaim(ctx context.Context, r Reclaim) error {
 	if !r.LimitEnd.IsZero() {
 		limit = r.LimitEnd.UnixMilli()
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO reclaims(record_id, job_id, tenant, account, rule, kind, at, limit_end, gpus)
+	err = s.exec(ctx, `INSERT INTO reclaims(record_id, job_id, tenant, account, rule, kind, at, limit_end, gpus)
 		VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(record_id) DO NOTHING`,
 		r.RecordID, r.JobID, r.Tenant, r.Account, r.Rule, r.Kind, r.At.UnixMilli(), limit, string(gpus))
 	if err != nil {
@@ -148,19 +188,16 @@ func (s *Store) SaveFreedRuns(ctx context.Context, runs []FreedRun) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	for _, r := range runs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO freed_gpu_runs(job_id, run_start, node, gpu, tenant, account, end_at, seen_at)
+	return s.write(ctx, func(tx *txx) error {
+		for _, r := range runs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO freed_gpu_runs(job_id, run_start, node, gpu, tenant, account, end_at, seen_at)
 			VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(job_id, run_start, node, gpu) DO UPDATE SET end_at=excluded.end_at, seen_at=excluded.seen_at`,
-			r.JobID, r.Start.UnixMilli(), r.GPU.Node, r.GPU.Index, r.Tenant, r.Account, nullTime(r.End), r.SeenAt.UnixMilli()); err != nil {
-			return fmt.Errorf("keep run of job %d on %s:%d: %w", r.JobID, r.GPU.Node, r.GPU.Index, err)
+				r.JobID, r.Start.UnixMilli(), r.GPU.Node, r.GPU.Index, r.Tenant, r.Account, nullTime(r.End), r.SeenAt.UnixMilli()); err != nil {
+				return fmt.Errorf("keep run of job %d on %s:%d: %w", r.JobID, r.GPU.Node, r.GPU.Index, err)
+			}
 		}
-	}
-	return tx.Commit()
+		return nil
+	})
 }
 
 // FreedRuns returns the runs on freed GPUs that started at or after t.
@@ -191,11 +228,19 @@ func (s *Store) FreedRuns(ctx context.Context, t time.Time) ([]FreedRun, error) 
 // ReplaceHandovers replaces the handovers of the given reclaims with hs in
 // one transaction, and returns the GPU seconds each reclaim had before.
 func (s *Store) ReplaceHandovers(ctx context.Context, records []int64, hs []Handover) (map[int64]float64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	var before map[int64]float64
+	err := s.write(ctx, func(tx *txx) error {
+		var err error
+		before, err = replaceHandovers(ctx, tx, records, hs)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = tx.Rollback() }()
+	return before, nil
+}
+
+func replaceHandovers(ctx context.Context, tx *txx, records []int64, hs []Handover) (map[int64]float64, error) {
 	before := map[int64]float64{}
 	for _, id := range records {
 		var sum sql.NullFloat64
@@ -218,7 +263,7 @@ func (s *Store) ReplaceHandovers(ctx context.Context, records []int64, hs []Hand
 			return nil, fmt.Errorf("keep handover of record %d to job %d: %w", h.RecordID, h.JobID, err)
 		}
 	}
-	return before, tx.Commit()
+	return before, nil
 }
 
 // Worth returns up to limit reclaims carried out at or after t, oldest

@@ -72,6 +72,10 @@ type Bed struct {
 	nextID   int64
 	// answer is the record that answers a job's control ("": "cancel").
 	answer string
+	// finished are slurmdbd's jobs (see history.go).
+	finished       []Finished
+	dbTemplate     map[string]any
+	historyQueries []string
 }
 
 // AnswerControls makes the record of that name (of the release's replay
@@ -112,6 +116,14 @@ func New(t testing.TB, release string, jobs ...Job) *Bed {
 	b.jobs = jobs
 	jobsPath := "/slurm/" + info.Parser + "/jobs/"
 	rs.Handle("GET", jobsPath, http.HandlerFunc(b.serveJobs))
+	if rec, ok := rs.Record("history"); ok {
+		var list map[string]any
+		if err := json.Unmarshal(rec.Response, &list); err != nil {
+			t.Fatal(err)
+		}
+		b.dbTemplate = list["jobs"].([]any)[0].(map[string]any)
+		rs.Handle("GET", "/slurmdb/"+info.Parser+"/jobs/", http.HandlerFunc(b.serveHistory))
+	}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		down := b.down
@@ -126,6 +138,10 @@ func New(t testing.TB, release string, jobs ...Job) *Bed {
 		}
 		if r.Method == http.MethodPost && submitPath.MatchString(r.URL.Path) {
 			b.submit(w, r)
+			return
+		}
+		if r.Method == http.MethodGet && b.dbTemplate != nil && dbJobPath.MatchString(r.URL.Path) {
+			b.serveFinished(w, r)
 			return
 		}
 		if (r.Method == http.MethodDelete || r.Method == http.MethodPost || r.Method == http.MethodGet) && jobPath.MatchString(r.URL.Path) &&

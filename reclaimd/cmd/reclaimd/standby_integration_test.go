@@ -1,0 +1,199 @@
+//go:build integration
+
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/daemon/notifytest"
+	"github.com/strata-hpc/strata/internal/pgtest"
+)
+
+// daemonProc is one reclaimd run process of the test.
+type daemonProc struct {
+	cmd  *exec.Cmd
+	addr string
+	msgs <-chan string // what it told systemd
+	mu   sync.Mutex
+	logs strings.Builder
+	done chan struct{}
+}
+
+func (p *daemonProc) log() string { p.mu.Lock(); defer p.mu.Unlock(); return p.logs.String() }
+
+func startDaemon(t *testing.T, cfgPath string) *daemonProc {
+	t.Helper()
+	sock, msgs := notifytest.Socket(t)
+	p := &daemonProc{cmd: exec.Command(os.Args[0], "--config", cfgPath, "run"), msgs: msgs, done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "RECLAIMD_TEST_AS_MAIN=1", "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=600000")
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listen := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		re := regexp.MustCompile(`msg="daemon ready" listen=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.logs.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				listen <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("reclaimd's log:\n%s", p.log())
+		}
+	})
+	select {
+	case p.addr = <-listen:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("reclaimd did not log its address:\n%s", p.log())
+	}
+	return p
+}
+
+func (p *daemonProc) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.addr + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// metric is the line of one metric in /metrics ("" when absent).
+func (p *daemonProc) metric(t *testing.T, name string) string {
+	t.Helper()
+	_, body := p.get(t, "/metrics")
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, name+" ") {
+			return l
+		}
+	}
+	return ""
+}
+
+func eventually(t *testing.T, within time.Duration, ok func() bool, what string) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(end) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStandbyDaemons: two reclaimd run processes on one PostgreSQL
+// database (the bed's), slurmrestd down: the first takes the lease and
+// waits for slurmrestd (/healthz 503 naming it, lease_held 1); the second
+// stands by (/healthz 200, role standby, lease_held 0) and keeps the
+// watchdog fed; SIGTERM of the first hands the lease over at once, and
+// the second takes it with the next generation.
+func TestStandbyDaemons(t *testing.T) {
+	pg := pgtest.New(t)
+	dir := t.TempDir()
+	pw, err := os.ReadFile(pg.PasswordFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := filepath.Abs("../../../etc/strata/reclaim-rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "reclaimd.yaml")
+	files := map[string]string{
+		filepath.Join(dir, "slurm.jwt"): "token\n", filepath.Join(dir, "agent.token"): "agent secret\n",
+		filepath.Join(dir, "api.token"): "api token\n", filepath.Join(dir, "tenants.json"): tenantsJSON,
+		filepath.Join(dir, "db.password"): string(pw),
+		cfgPath: `apiVersion: strata/v1
+kind: ReclaimdConfig
+listen: 127.0.0.1:0
+database: ` + pg.URL + `
+database_password_file: ` + filepath.Join(dir, "db.password") + `
+standby:
+  takeover_within: 4s
+interval: 10s
+rules_file: ` + rules + `
+tenants_file: ` + filepath.Join(dir, "tenants.json") + `
+slurm:
+  url: http://127.0.0.1:1
+  token_file: ` + filepath.Join(dir, "slurm.jwt") + `
+agents:
+  token_file: ` + filepath.Join(dir, "agent.token") + `
+api:
+  token_file: ` + filepath.Join(dir, "api.token") + "\n",
+	}
+	for path, data := range files {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := startDaemon(t, cfgPath)
+	eventually(t, 10*time.Second, func() bool { return a.metric(t, "strata_reclaim_lease_held") == "strata_reclaim_lease_held 1" },
+		"the first controller holds the lease")
+	b := startDaemon(t, cfgPath)
+	time.Sleep(2 * time.Second) // b tries twice
+	if code, body := a.get(t, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for slurmrestd") {
+		t.Errorf("the acting controller's /healthz while slurmrestd is down: %d %q", code, body)
+	}
+	code, body := b.get(t, "/healthz")
+	if code != http.StatusOK || !strings.Contains(body, `"role":"standby"`) || !strings.Contains(body, `"held":false`) {
+		t.Errorf("the standby's /healthz: %d %q; want 200, role standby", code, body)
+	}
+	if m := b.metric(t, "strata_reclaim_lease_held"); m != "strata_reclaim_lease_held 0" {
+		t.Errorf("the standby's %q", m)
+	}
+	if m := a.metric(t, "strata_reclaim_lease_generation"); m != "strata_reclaim_lease_generation 1" {
+		t.Errorf("the acting controller's %q", m)
+	}
+	// Standing by is not being stuck: the watchdog is fed (every 600 ms
+	// asked; the standby tries every second).
+	notifytest.Await(t, b.msgs, "WATCHDOG=1", 5*time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	notifytest.Await(t, b.msgs, "WATCHDOG=1", 5*time.Second)
+
+	stopped := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	if err := a.cmd.Wait(); err != nil {
+		t.Errorf("the first controller after SIGTERM: %v", err)
+	}
+	eventually(t, 3*time.Second, func() bool { return b.metric(t, "strata_reclaim_lease_held") == "strata_reclaim_lease_held 1" },
+		"the standby takes the lease a clean stop released")
+	if d := time.Since(stopped); d > 2*time.Second {
+		t.Errorf("the standby took the lease %v after the stop; want within a try (1s), not the TTL (3s)", d)
+	}
+	if m := b.metric(t, "strata_reclaim_lease_generation"); m != "strata_reclaim_lease_generation 2" {
+		t.Errorf("after the take-over: %q", m)
+	}
+	eventually(t, 3*time.Second, func() bool {
+		code, body := b.get(t, "/healthz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "waiting for slurmrestd")
+	}, "the new acting controller waits for slurmrestd")
+}
