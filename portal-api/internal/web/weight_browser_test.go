@@ -31,7 +31,7 @@ const pageBudget = 60 * 1024
 func weightJobs() []clustertest.Job {
 	jobs := append([]clustertest.Job(nil), pagesGPU1...)
 	for i := range 2000 - len(pagesGPU1) {
-		j := clustertest.Job{ID: int64(930000 + i), User: "gmem", Account: "globex-rl", QOS: "batch", Name: fmt.Sprintf("sweep-%04d", i)}
+		j := clustertest.Job{ID: int64(940000 + i), User: "gmem", Account: "globex-rl", QOS: "batch", Name: fmt.Sprintf("sweep-%04d", i)}
 		switch {
 		case i%10 == 0:
 			j.User, j.Account, j.Name = "mem", "acme-llm", fmt.Sprintf("llm-sweep-%04d", i)
@@ -96,12 +96,17 @@ func TestBrowserWeight(t *testing.T) {
 
 	var mu sync.Mutex
 	loads := map[network.RequestID]*loadRecord{}
+	// current is the page measured: only its own requests count, not
+	// those the page before starts as it goes.
+	current := ""
 	if err := chromedp.Listen(ctx, func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch ev := ev.(type) {
 		case *network.EventRequestWillBeSent:
-			loads[ev.RequestID] = &loadRecord{url: ev.Request.URL, requestID: ev.RequestID}
+			if current != "" && ev.DocumentURL == current {
+				loads[ev.RequestID] = &loadRecord{url: ev.Request.URL, requestID: ev.RequestID}
+			}
 		case *network.EventResponseReceived:
 			if l := loads[ev.RequestID]; l != nil {
 				l.responseReceived = true
@@ -155,6 +160,7 @@ func TestBrowserWeight(t *testing.T) {
 		t.Helper()
 		mu.Lock()
 		loads = map[network.RequestID]*loadRecord{}
+		current = bb.srv.URL + path
 		mu.Unlock()
 		start := time.Now()
 		err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+path))
@@ -239,7 +245,7 @@ func TestBrowserWeight(t *testing.T) {
 
 	var ws []pageWeight
 	signIn("mem")
-	for _, p := range []string{"/", "/jobs", "/jobs/gpu1/910102", "/submit", "/submit/small", "/sessions", "/deployments", "/notices"} {
+	for _, p := range []string{"/", "/jobs", "/jobs/finished?" + finishedWindow, "/jobs/gpu1/910102", "/submit", "/submit/small", "/sessions", "/deployments", "/notices"} {
 		ws = append(ws, measure(p))
 	}
 	signIn("ops")
