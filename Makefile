@@ -364,7 +364,7 @@ bench-policy: deps ## strata-policy apply against sacctmgr load and per-object s
 		bash $(TESTBED) down $(BENCH_TB_OPTS) --purge; exit $$rc
 
 .PHONY: bench-portal
-bench-portal: ## portal-api under load: 2 replayed clusters x 2000 jobs, 500 users, 500 req/s for 60 s a phase (STRATA_BENCH_RATE, STRATA_BENCH_SECONDS)
+bench-portal: ## portal-api under load: 2 replayed clusters x 2000 jobs, 500 users, 500 req/s for 60 s a phase; then My jobs and the operator screen, 50 people each (STRATA_BENCH_RATE, STRATA_BENCH_SECONDS, STRATA_BENCH_THINK_MS)
 	$(GO) test -run '^$$' -bench BenchmarkPortalLoad -benchtime 1x -timeout 0 ./portal-api/internal/service/
 
 .PHONY: demo

@@ -23,15 +23,20 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
+	"github.com/strata-hpc/strata/portal-api/internal/web"
 )
 
-// benchMap is 50 tenants of 5 projects of 2 members each: 500 users.
+// benchAdmin is tenant ti's admin, who reads its operator screen.
+func benchAdmin(ti int) string { return fmt.Sprintf("a%02d", ti) }
+
+// benchMap is 50 tenants of 5 projects of 2 members each: 500 users;
+// each tenant has an admin of its own.
 func benchMap(b *testing.B) (*tenantmap.Map, []string, map[string]string) {
 	m := &tenantmap.Map{APIVersion: tenantmap.APIVersion, Kind: tenantmap.Kind, Cluster: "bench", Admins: []string{}}
 	var users []string
 	accountOf := map[string]string{}
 	for ti := range 50 {
-		t := tenantmap.Tenant{Name: fmt.Sprintf("t%02d", ti), Account: fmt.Sprintf("t%02d", ti), Admins: []string{}}
+		t := tenantmap.Tenant{Name: fmt.Sprintf("t%02d", ti), Account: fmt.Sprintf("t%02d", ti), Admins: []string{benchAdmin(ti)}}
 		for pi := range 5 {
 			acct := fmt.Sprintf("t%02d-p%d", ti, pi)
 			p := tenantmap.Project{Name: fmt.Sprintf("p%d", pi), Account: acct, Classes: []string{}}
@@ -65,7 +70,12 @@ func benchMap(b *testing.B) (*tenantmap.Map, []string, map[string]string) {
 // connections and lets the collector settle after building the clusters
 // (0: none). It prints p50 and p99 of each route and the requests
 // slurmrestd got a minute in each phase (the warm-up's too, not part of
-// the result): the pollers' alone, whatever the number of users.
+// the result): the pollers' alone, whatever the number of users. Then
+// the pages: My jobs from 50 researchers and the operator screen from
+// the 50 tenants' admins, each person loading the page, reading it for
+// STRATA_BENCH_THINK_MS (1000) and loading it again, for
+// STRATA_BENCH_SECONDS; it prints the server's time of each load (p50,
+// p99) beside the client's.
 func BenchmarkPortalLoad(b *testing.B) {
 	rate := envInt("STRATA_BENCH_RATE", 500)
 	seconds := envInt("STRATA_BENCH_SECONDS", 60)
@@ -112,9 +122,40 @@ func BenchmarkPortalLoad(b *testing.B) {
 		}
 		tokens[u] = tok
 	}
-	srv := httptest.NewServer(New(Config{Clusters: clusters, Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}),
-		Store: st, RatePerSecond: 1e9, Burst: 1e9, Registry: reg}))
+	apiSrv := New(Config{Clusters: clusters, Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}),
+		Store: st, RatePerSecond: 1e9, Burst: 1e9, Registry: reg})
+	pages, err := web.New(web.Config{Store: st, Source: web.CoreSessionSource(apiSrv.Core(), apiSrv.SessionLaunchURL)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The server's own time of each page request (the handler's, the
+	// page session's lookup in the store included), apart from the
+	// client's round trip.
+	var timing atomic.Pointer[serverTimes]
+	mounted := web.Mount(apiSrv, pages, "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
+		mounted.ServeHTTP(w, r)
+		if st := timing.Load(); st != nil {
+			st.add(r.URL.Path, time.Since(t0))
+		}
+	}))
 	defer srv.Close()
+	// A page session each for 50 researchers (one per tenant) and the 50
+	// tenants' admins, as a sign-in would make.
+	cookies := map[string]string{}
+	var readers, admins []string
+	for ti := range 50 {
+		readers = append(readers, users[ti*10])
+		admins = append(admins, benchAdmin(ti))
+	}
+	for _, u := range append(slices.Clone(readers), admins...) {
+		tok, _, err := st.CreatePageSession(b.Context(), u, web.ViaLink, "en", time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cookies[u] = tok
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}, Timeout: 10 * time.Second}
 
 	ctx, cancel := context.WithCancel(b.Context())
@@ -197,6 +238,54 @@ func BenchmarkPortalLoad(b *testing.B) {
 		results = append(results, phase("warm-up", users, warmup))
 	}
 	results = append(results, phase("1 user", users[:1], seconds), phase("500 users", users, seconds))
+	// The pages: 50 people at once, each loading the page, reading it
+	// for STRATA_BENCH_THINK_MS (1000), and loading it again.
+	think := time.Duration(envInt("STRATA_BENCH_THINK_MS", 1000)) * time.Millisecond
+	pagePhase := func(name, path string, who []string) pageResult {
+		st := &serverTimes{by: map[string][]time.Duration{}}
+		timing.Store(st)
+		defer timing.Store(nil)
+		r := pageResult{name: name, path: path, users: len(who)}
+		var mu sync.Mutex
+		var failed atomic.Int64
+		start := time.Now()
+		end := start.Add(time.Duration(seconds) * time.Second)
+		var people sync.WaitGroup
+		for i, u := range who {
+			people.Go(func() {
+				// Spread the first loads over the think time.
+				time.Sleep(think * time.Duration(i) / time.Duration(len(who)))
+				for time.Now().Before(end) {
+					req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+					req.Header.Set("Cookie", web.SessionCookie+"="+cookies[u])
+					t0 := time.Now()
+					resp, err := client.Do(req)
+					n := 0
+					if err == nil {
+						m, _ := io.Copy(io.Discard, resp.Body)
+						n = int(m)
+						resp.Body.Close()
+					}
+					d := time.Since(t0)
+					if err != nil || resp.StatusCode != http.StatusOK {
+						failed.Add(1)
+					} else {
+						mu.Lock()
+						r.client = append(r.client, d)
+						r.bytes += int64(n)
+						mu.Unlock()
+					}
+					time.Sleep(think)
+				}
+			})
+		}
+		people.Wait()
+		r.elapsed = time.Since(start)
+		r.failed = failed.Load()
+		r.server = st.of(path)
+		return r
+	}
+	pageResults := []pageResult{pagePhase("jobs page", "/jobs", readers), pagePhase("operator screen", "/operator", admins)}
 	b.StopTimer()
 	cancel()
 	wg.Wait()
@@ -216,6 +305,41 @@ func BenchmarkPortalLoad(b *testing.B) {
 			q(r.list, .5), q(r.list, .99), q(r.one, .5), q(r.one, .99), r.sent, r.failed, r.dropped, r.slurm, per)
 	}
 	fmt.Fprintf(os.Stdout, "a pass-through portal (one slurmrestd request per portal request) would send %d a minute\n", rate*60)
+	fmt.Fprintf(os.Stdout, "\nportal pages: %d people at once each, a page load then %s of reading, for %ds a page\n", len(readers), think, seconds)
+	fmt.Fprintf(os.Stdout, "%-16s %-10s %6s %8s %12s %12s %12s %12s %10s %8s\n", "page", "path", "users", "req/s", "server p50", "server p99",
+		"client p50", "client p99", "bytes/page", "failed")
+	for _, r := range pageResults {
+		fmt.Fprintf(os.Stdout, "%-16s %-10s %6d %8.1f %12s %12s %12s %12s %10d %8d\n", r.name, r.path, r.users, float64(len(r.client))/r.elapsed.Seconds(),
+			q(r.server, .5), q(r.server, .99), q(r.client, .5), q(r.client, .99), r.bytes/int64(max(len(r.client), 1)), r.failed)
+	}
+}
+
+// serverTimes are the server's times of the requests, by path.
+type serverTimes struct {
+	mu sync.Mutex
+	by map[string][]time.Duration
+}
+
+func (s *serverTimes) add(path string, d time.Duration) {
+	s.mu.Lock()
+	s.by[path] = append(s.by[path], d)
+	s.mu.Unlock()
+}
+
+func (s *serverTimes) of(path string) []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.by[path])
+}
+
+// pageResult is one page's phase: the server's and the client's times
+// of its loads.
+type pageResult struct {
+	name, path     string
+	users          int
+	server, client []time.Duration
+	bytes, failed  int64
+	elapsed        time.Duration
 }
 
 func envInt(name string, def int) int {

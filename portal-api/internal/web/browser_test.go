@@ -178,7 +178,7 @@ func TestBrowser(t *testing.T) {
 	signedOut := []string{"/signin"}
 	signedIn := []string{"/", "/jobs", "/jobs/finished?" + finishedWindow, "/jobs/gpu1/930001", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere",
 		"/sessions", "/sessions/" + testSession + "/confirm/end", "/sessions/gpunotebook/start",
-		"/deployments", "/deployments/gpu1/llm-chat", "/deployments/gpu1/llm-chat/confirm/rollback?to=job-910100"}
+		"/deployments", "/deployments/gpu1/llm-chat", "/deployments/gpu1/llm-chat/confirm/rollback?to=job-910100", "/notices"}
 
 	check := func(t *testing.T, path, lang, theme string, width int64) {
 		w.reset()
@@ -235,6 +235,15 @@ func TestBrowser(t *testing.T) {
 		}
 		for _, c := range clipped {
 			t.Errorf("text clipped at %d px: %s", width, c)
+		}
+		if path == "/sessions" {
+			// Links drawn as buttons (start, open) are styled as buttons;
+			// axe checks their contrast in each theme.
+			st, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const a = document.querySelector("a.button"); if (!a) return "none";
+  const s = getComputedStyle(a); return [s.display, s.borderTopStyle, s.paddingLeft, s.textDecorationLine].join(" "); })()`))
+			if f := strings.Fields(st); err != nil || len(f) != 4 || !strings.Contains(f[0], "block") || f[1] != "solid" || f[2] == "0px" || f[3] != "none" {
+				t.Errorf("a.button on /sessions: %q (%v), want a box with a border and padding, not underlined", st, err)
+			}
 		}
 		if lang == "ko" {
 			ids, err := chromedp.Run(ctx, chromedp.QueryNodeIDs(chromedp.CSS("h1")))
@@ -450,8 +459,19 @@ func TestBrowserKeyboardNoScript(t *testing.T) {
 		t.Fatalf("signed in as %q", who)
 	}
 	tabTo("form[action='/signout'] button")
-	if err := chromedp.Do(ctx, chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS("form[action='/prefs']"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\r")); err != nil {
 		t.Fatal(err)
+	}
+	// The page before has the same forms: wait for the sign-out's own
+	// answer, the sign-in page, before asking for another.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if loc, _ := chromedp.Run(ctx, chromedp.Location()); strings.Contains(loc, "/signin?out=1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("signing out by keyboard never reached the sign-in page")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/")); err != nil {
 		t.Fatal(err)

@@ -42,6 +42,7 @@ func coreBed(t *testing.T) (*bed, map[string]*clustertest.Bed) {
 	}
 	beds := map[string]*clustertest.Bed{}
 	var clusters []core.Cluster
+	var pollers []*cluster.Poller
 	for _, c := range []struct {
 		name, release string
 		jobs          []clustertest.Job
@@ -53,6 +54,7 @@ func coreBed(t *testing.T) (*bed, map[string]*clustertest.Bed) {
 			t.Fatal(err)
 		}
 		beds[c.name] = b
+		pollers = append(pollers, p)
 		clusters = append(clusters, core.Cluster{Poller: p, Tenants: func() *tenantmap.Map { return m }})
 	}
 	var c *core.Core
@@ -61,6 +63,7 @@ func coreBed(t *testing.T) (*bed, map[string]*clustertest.Bed) {
 		cfg.Source = CoreSessionSource(c, testLauncher(&c))
 	})
 	seedSessions(t, b.store, now)
+	b.pollers = pollers
 	return b, beds
 }
 

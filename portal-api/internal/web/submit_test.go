@@ -29,6 +29,12 @@ import (
 // bridge and reclaimd at the network edge.
 func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 	t.Helper()
+	return submitBedWith(t, dir, pagesGPU1, pagesGPU2)
+}
+
+// submitBedWith is submitBed with the clusters' jobs given.
+func submitBedWith(t *testing.T, dir string, gpu1, gpu2 []clustertest.Job) (*bed, map[string]*clustertest.Bed) {
+	t.Helper()
 	now := time.Unix(1795983872, 0)
 	m, err := tenantmap.Load("../service/testdata/tenants.json")
 	if err != nil {
@@ -48,9 +54,12 @@ func submitBed(t *testing.T, dir string) (*bed, map[string]*clustertest.Bed) {
 	for _, c := range []struct {
 		name, release string
 		jobs          []clustertest.Job
-	}{{"gpu1", "26.05", pagesGPU1}, {"gpu2", "24.11", pagesGPU2}} {
+	}{{"gpu1", "26.05", gpu1}, {"gpu2", "24.11", gpu2}} {
 		b := clustertest.New(t, c.release, c.jobs...)
-		p := cluster.New(cluster.Config{Name: c.name, Slurm: slurmrest.Config{URL: b.URL, Tokens: slurmrest.StaticToken("t")},
+		// A listing of 2,000 jobs (TestBrowserWeight) takes the replay
+		// long under the race detector on a busy machine.
+		p := cluster.New(cluster.Config{Name: c.name, Slurm: slurmrest.Config{URL: b.URL, Tokens: slurmrest.StaticToken("t"),
+			HTTPClient: &http.Client{Timeout: 5 * time.Minute}},
 			Interval: time.Second, StaleAfter: time.Minute, Now: func() time.Time { return now }})
 		if err := p.Poll(t.Context()); err != nil {
 			t.Fatal(err)

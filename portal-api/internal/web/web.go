@@ -95,6 +95,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Source != nil {
 		h.routeData(mux)
 		h.routeSessions(mux)
+		h.routeNotices(mux)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, "error.not_found.title", "error.not_found")

@@ -21,6 +21,7 @@ import (
 	assets "github.com/strata-hpc/strata/portal-api/web"
 
 	"github.com/strata-hpc/strata/portal-api/internal/auth"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster"
 	"github.com/strata-hpc/strata/portal-api/internal/i18n"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
@@ -31,6 +32,8 @@ type bed struct {
 	h     *Handler
 	// bridge is gpu1's bridge, in the beds that have one (submitBed).
 	bridge *fakeBridge
+	// pollers are the clusters' pollers, in the beds over the core.
+	pollers []*cluster.Poller
 }
 
 func newBed(t *testing.T, mod func(*Config)) *bed {
