@@ -485,3 +485,28 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestGresFiles: the helper that decides whether the bed's own gres.conf
+// already lists the devices in order (the in-order case then restarts no
+// slurmd) reads ranges, single files and other nodes' lines.
+func TestGresFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf string
+		want       []string
+	}{
+		{"range", "AutoDetect=off\nNodeName=gpu1 Name=gpu Type=h100 File=/dev/fakegpu[0-3]\n",
+			[]string{"/dev/fakegpu0", "/dev/fakegpu1", "/dev/fakegpu2", "/dev/fakegpu3"}},
+		{"one a line, swapped", "AutoDetect=off\nNodeName=gpu1 Name=gpu Type=h100 File=/dev/fakegpu1\nNodeName=gpu1 Name=gpu Type=h100 File=/dev/fakegpu0\n",
+			[]string{"/dev/fakegpu1", "/dev/fakegpu0"}},
+		{"another node's", "NodeName=gpu2 Name=gpu File=/dev/fakegpu[0-1]\nNodeName=gpu1 Name=gpu File=/dev/fakegpu2\n",
+			[]string{"/dev/fakegpu2"}},
+		{"not a range", "NodeName=gpu1 Name=gpu File=/dev/nvidia[0,2]\n", []string{"/dev/nvidia[0,2]"}},
+		{"none", "AutoDetect=off\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gresFiles(tc.conf, "gpu1"); !slices.Equal(got, tc.want) {
+				t.Errorf("gresFiles(%q) = %q, want %q", tc.conf, got, tc.want)
+			}
+		})
+	}
+}
