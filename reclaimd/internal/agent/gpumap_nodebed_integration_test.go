@@ -238,8 +238,8 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 		}{{"in order", inOrderConf, false}, {"swapped", swapped.String(), true}} {
 			t.Run(tc.name, func(t *testing.T) {
 				if tc.gres != cur {
+					cur = tc.gres // set first: a restart that fails half-way is undone too
 					restartSlurmd(t, b, tc.gres)
-					cur = tc.gres
 					lap(t, "slurmd restarted with the case's gres.conf")
 				}
 				c := b.Client(t)
