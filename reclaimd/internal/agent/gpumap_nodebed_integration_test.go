@@ -24,6 +24,7 @@ import (
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/internal/testbed/nodeexec"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
@@ -191,23 +192,39 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 			}
 		})
 		secret := []byte("node bed agent secret")
+		// reclaimd goes to the node while the first job starts (its copy
+		// through the exec agent takes half a minute on a loaded machine):
+		// it is needed only when the node's agent starts.
+		copyCtx := testbed.Context(t)
+		copyDone := make(chan error, 1)
+		go func() {
+			gz, err := gzReclaimd()
+			if err != nil {
+				copyDone <- err
+				return
+			}
+			r, err := nodeexec.Run(copyCtx, b.NodeAgent, nodeexec.Request{Stdin: gz, Args: []string{"sh", "-c",
+				"mkdir -p /etc/strata && gunzip >/usr/local/sbin/reclaimd.tmp && chmod 755 /usr/local/sbin/reclaimd.tmp && mv /usr/local/sbin/reclaimd.tmp /usr/local/sbin/reclaimd"}})
+			switch {
+			case err != nil:
+				copyDone <- fmt.Errorf("copy reclaimd to the node: %w", err)
+			case r.Code != 0:
+				copyDone <- fmt.Errorf("copy reclaimd to the node: exit %d: %s", r.Code, r.Stderr)
+			default:
+				copyDone <- nil
+			}
+		}()
 		copied := false
 		copyReclaimd := func(t *testing.T) {
 			if copied {
 				return
 			}
-			gz, err := gzReclaimd()
-			if err != nil {
+			if err := <-copyDone; err != nil {
 				t.Fatal(err)
-			}
-			lap(t, "reclaimd built")
-			b.NodeSh(t, "mkdir -p /etc/strata")
-			if r := b.NodeExec(t, gz, "sh", "-c", "gunzip >/usr/local/sbin/reclaimd.tmp && chmod 755 /usr/local/sbin/reclaimd.tmp && mv /usr/local/sbin/reclaimd.tmp /usr/local/sbin/reclaimd"); r.Code != 0 {
-				t.Fatalf("copy reclaimd to the node: exit %d: %s", r.Code, r.Stderr)
 			}
 			b.NodeWriteFile(t, "/etc/strata/reclaimd-agent.token", secret, 0o600)
 			copied = true
-			lap(t, "reclaimd copied to the node")
+			lap(t, "reclaimd on the node")
 		}
 
 		var inOrder, swapped strings.Builder
