@@ -52,7 +52,14 @@ func EachNode(t *testing.T, fn func(t *testing.T, b *Bed)) {
 	for _, b := range NodeBeds(t) {
 		t.Run("node-"+b.Version, func(t *testing.T) {
 			t.Parallel()
+			asked := time.Now()
 			b.lock(t, syscall.LOCK_EX)
+			// What a test costs the bed, apart from the wait for it: the
+			// node beds' share of a test run is the sum of these.
+			got := time.Now()
+			t.Cleanup(func() {
+				t.Logf("node bed %s: held %.1fs (waited %.1fs for it)", b.Name, time.Since(got).Seconds(), got.Sub(asked).Seconds())
+			})
 			b.DumpLogsOnFailure(t)
 			b.dumpNodeLogsOnFailure(t)
 			fn(t, b)

@@ -5,7 +5,6 @@ package agent_test
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +24,7 @@ import (
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
+	"github.com/strata-hpc/strata/internal/testbed/nodeexec"
 	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
@@ -62,10 +63,19 @@ var (
 	pidRE  = regexp.MustCompile(`(?m)^PID=(\d+)$`)
 )
 
-// reclaimdBinary builds reclaimd once for the test binary. The guests'
-// C library (Debian 13 and testing) is newer than the build host's, so
-// the host's cgo build runs in them.
+// reclaimdBinary is the reclaimd the packages ship, in STRATA_PACKAGES
+// (what `make packages` wrote; make test-integration builds it first), or
+// else one built here once for the test binary: a link of reclaimd takes
+// a minute on a loaded 2-core machine. The guests' C library (Debian 13
+// and testing) is newer than the build host's, so the host's cgo build
+// runs in them.
 var reclaimdBinary = sync.OnceValues(func() (string, error) {
+	if d := os.Getenv("STRATA_PACKAGES"); d != "" {
+		bin := filepath.Join(d, "bin", "reclaimd")
+		if _, err := os.Stat(bin); err == nil {
+			return bin, nil
+		}
+	}
 	dir, err := os.MkdirTemp("", "strata-reclaimd-nodebed-")
 	if err != nil {
 		return "", err
@@ -76,6 +86,25 @@ var reclaimdBinary = sync.OnceValues(func() (string, error) {
 		return "", fmt.Errorf("go build reclaimd: %w\n%s", err, out)
 	}
 	return bin, nil
+})
+
+// gzReclaimd is reclaimd's binary compressed: the exec agent reads a
+// request for at most 30 s, and qemu's user network on a busy 2-core host
+// is slow. The gzip command compresses it, not compress/gzip: under -race
+// that took most of a minute on a loaded machine.
+var gzReclaimd = sync.OnceValues(func() ([]byte, error) {
+	bin, err := reclaimdBinary()
+	if err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("gzip", "-c", bin)
+	cmd.Stderr = &stderr
+	gz, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("gzip %s: %w: %s", bin, err, stderr.Bytes())
+	}
+	return gz, nil
 })
 
 // nodeTransport carries HTTP requests to a port on the node's loopback
@@ -111,13 +140,20 @@ func (n nodeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // restartSlurmd gives the node's slurmd the gres.conf and waits until the
-// node is back, idle.
+// new slurmd has registered and the node is idle. slurmctld goes on
+// calling the node IDLE for a while after its slurmd stopped: a job
+// given to it before the new slurmd registers fails to launch and is
+// requeued only after slurmctld gives up terminating it (64 s and more
+// on 26.05), so "idle" alone is not "back". The node's SlurmdStartTime
+// changes when the new slurmd registers.
 func restartSlurmd(t *testing.T, b *testbed.Bed, gres string) {
 	t.Helper()
 	b.NodeWriteFile(t, "/etc/slurm/gres.conf", []byte(gres), 0o644)
-	b.NodeSh(t, `pid=$(pidof slurmd) && kill $pid && i=0 && while kill -0 $pid 2>/dev/null; do i=$((i+1)); [ $i -lt 100 ] || exit 1; sleep 0.2; done
+	b.NodeSh(t, `started() { scontrol -o show node gpu1 2>/dev/null | sed -n 's/.*SlurmdStartTime=\([^ ]*\).*/\1/p'; }
+before=$(started)
+pid=$(pidof slurmd) && kill $pid && i=0 && while kill -0 $pid 2>/dev/null; do i=$((i+1)); [ $i -lt 100 ] || exit 1; sleep 0.2; done
 setsid /usr/sbin/slurmd -D -N gpu1 >>/var/log/slurm/slurmd-gpu1.out 2>&1 </dev/null &
-i=0; until scontrol -o show node gpu1 2>/dev/null | grep -q 'State=IDLE '; do i=$((i+1)); [ $i -lt 300 ] || exit 1; sleep 0.5; done`)
+i=0; until [ "$(started)" != "$before" ] && scontrol -o show node gpu1 2>/dev/null | grep -q 'State=IDLE '; do i=$((i+1)); [ $i -lt 300 ] || exit 1; sleep 0.5; done`)
 }
 
 // TestGPUMapOnNodeBed: reclaimd's agent, the real binary on the node,
@@ -130,37 +166,66 @@ i=0; until scontrol -o show node gpu1 2>/dev/null | grep -q 'State=IDLE '; do i=
 // devices swapped, Slurm's GPU 0 is /dev/fakegpu1: the mismatch is
 // reported and the job gets no action.
 func TestGPUMapOnNodeBed(t *testing.T) {
-	bin, err := reclaimdBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Compressed: the exec agent reads a request for at most 30 s, and
-	// qemu's user network on a busy 2-core host is slow.
-	raw, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	if _, err := zw.Write(raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
+	// reclaimd is built while the beds and the first jobs are waited for
+	// (the link alone takes most of a minute on a loaded 2-core machine);
+	// it is needed only when the node's agent starts.
+	if os.Getenv(testbed.NodeEnvVar) != "" {
+		go func() { _, _ = gzReclaimd() }()
 	}
 	testbed.EachNode(t, func(t *testing.T, b *testbed.Bed) {
 		if b.GPUsPerNode < 2 {
 			t.Fatalf("the node has %d GPUs: the test swaps two", b.GPUsPerNode)
 		}
+		began := time.Now()
+		// lap logs where the time goes: the node bed's share of a test
+		// run is mostly this test's.
+		lap := func(t *testing.T, what string) { t.Logf("+%.1fs %s", time.Since(began).Seconds(), what) }
 		node := b.Nodes[0]
 		orig := b.NodeSh(t, "cat /etc/slurm/gres.conf")
-		t.Cleanup(func() { restartSlurmd(t, b, orig) })
-		b.NodeSh(t, "mkdir -p /etc/strata")
-		if r := b.NodeExec(t, gz.Bytes(), "sh", "-c", "gunzip >/usr/local/sbin/reclaimd.tmp && chmod 755 /usr/local/sbin/reclaimd.tmp && mv /usr/local/sbin/reclaimd.tmp /usr/local/sbin/reclaimd"); r.Code != 0 {
-			t.Fatalf("copy reclaimd to the node: exit %d: %s", r.Code, r.Stderr)
-		}
+		// The node's gres.conf now: slurmd is restarted only to change it,
+		// and given the bed's own back at the end.
+		cur := orig
+		t.Cleanup(func() {
+			if cur != orig {
+				restartSlurmd(t, b, orig)
+				lap(t, "slurmd restarted with the bed's gres.conf")
+			}
+		})
 		secret := []byte("node bed agent secret")
-		b.NodeWriteFile(t, "/etc/strata/reclaimd-agent.token", secret, 0o600)
+		// reclaimd goes to the node while the first job starts (its copy
+		// through the exec agent takes half a minute on a loaded machine):
+		// it is needed only when the node's agent starts.
+		copyCtx := testbed.Context(t)
+		copyDone := make(chan error, 1)
+		go func() {
+			gz, err := gzReclaimd()
+			if err != nil {
+				copyDone <- err
+				return
+			}
+			r, err := nodeexec.Run(copyCtx, b.NodeAgent, nodeexec.Request{Stdin: gz, Args: []string{"sh", "-c",
+				"mkdir -p /etc/strata && gunzip >/usr/local/sbin/reclaimd.tmp && chmod 755 /usr/local/sbin/reclaimd.tmp && mv /usr/local/sbin/reclaimd.tmp /usr/local/sbin/reclaimd"}})
+			switch {
+			case err != nil:
+				copyDone <- fmt.Errorf("copy reclaimd to the node: %w", err)
+			case r.Code != 0:
+				copyDone <- fmt.Errorf("copy reclaimd to the node: exit %d: %s", r.Code, r.Stderr)
+			default:
+				copyDone <- nil
+			}
+		}()
+		copied := false
+		copyReclaimd := func(t *testing.T) {
+			if copied {
+				return
+			}
+			if err := <-copyDone; err != nil {
+				t.Fatal(err)
+			}
+			b.NodeWriteFile(t, "/etc/strata/reclaimd-agent.token", secret, 0o600)
+			copied = true
+			lap(t, "reclaimd on the node")
+		}
 
 		var inOrder, swapped strings.Builder
 		inOrder.WriteString("AutoDetect=off\n")
@@ -176,13 +241,24 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 			fmt.Fprintf(&inOrder, "NodeName=%s Name=gpu Type=%s File=/dev/fakegpu%d\n", node, b.GPUType, i)
 			fmt.Fprintf(&swapped, "NodeName=%s Name=gpu Type=%s File=/dev/fakegpu%d\n", node, b.GPUType, dev)
 		}
+		// The bed's own gres.conf lists the devices in order
+		// (File=/dev/fakegpu[0-3]): the in-order case runs on it as it is,
+		// without a restart of slurmd.
+		inOrderConf := inOrder.String()
+		if slices.Equal(gresFiles(orig, node), gresFiles(inOrderConf, node)) {
+			inOrderConf = orig
+		}
 
 		for _, tc := range []struct {
 			name, gres string
 			mismatch   bool
-		}{{"in order", inOrder.String(), false}, {"swapped", swapped.String(), true}} {
+		}{{"in order", inOrderConf, false}, {"swapped", swapped.String(), true}} {
 			t.Run(tc.name, func(t *testing.T) {
-				restartSlurmd(t, b, tc.gres)
+				if tc.gres != cur {
+					cur = tc.gres // set first: a restart that fails half-way is undone too
+					restartSlurmd(t, b, tc.gres)
+					lap(t, "slurmd restarted with the case's gres.conf")
+				}
 				c := b.Client(t)
 				out := b.JobDir + "/" + testbed.Unique("gpumap") + ".out"
 				id := b.Sbatch(t, "alice", "-o", out, "-c1", "--mem=32M", "--gres=gpu:"+b.GPUType+":1", "--wrap",
@@ -196,9 +272,11 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 					t.Fatalf("job %d holds GPUs %v, want one of %s", id, j.GPUs, node)
 				}
 				slurmGPU := j.GPUs[0].Index
+				lap(t, fmt.Sprintf("job %d running on Slurm's GPU %d", id, slurmGPU))
 				// Slurm may count the job running before a slurmd just
 				// restarted takes its launch (it reissues the credential).
 				probe := b.NodeWaitFile(t, out, "PROBED", 3*time.Minute)
+				lap(t, "the job has probed its devices")
 				pm := pidRE.FindStringSubmatch(probe)
 				if pm == nil {
 					t.Fatalf("job %d printed no pid:\n%s", id, probe)
@@ -244,6 +322,7 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 						fmt.Fprintf(&csv, "%d,%d,0,0,512,%s\n", off, g, pids)
 					}
 				}
+				copyReclaimd(t)
 				b.NodeWriteFile(t, "/etc/strata/gpumap-replay.csv", []byte(csv.String()), 0o644)
 				const port = 9810
 				conf := b.ReclaimdAgentConfig(node, fmt.Sprintf("127.0.0.1:%d", port), "/etc/strata/reclaimd-agent.token",
@@ -260,6 +339,7 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 					fmt.Sprintf("import socket; socket.create_connection(('127.0.0.1', %d), timeout=2)", port)).Code != 0; i++ {
 					time.Sleep(500 * time.Millisecond)
 				}
+				lap(t, "the node's agent listens")
 				t.Cleanup(func() {
 					b.NodeExec(t, nil, "kill", agentPID)
 					if t.Failed() {
@@ -292,6 +372,7 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 				var last decide.Decision
 				var actions []decide.Action
 				judgedAt := time.Time{}
+				cycles := 0
 				deadline := time.Now().Add(2 * time.Minute)
 				for time.Now().Before(deadline) {
 					d, err := ctl.Cycle(ctx)
@@ -311,6 +392,9 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 					if err != nil {
 						t.Fatalf("cycle: %v", err)
 					}
+					if cycles++; cycles == 1 {
+						lap(t, "first cycle")
+					}
 					last = d
 					for _, a := range d.Actions {
 						if a.JobID != id {
@@ -319,11 +403,13 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 						actions = append(actions, a)
 					}
 					if len(actions) > 0 {
+						lap(t, fmt.Sprintf("%s on job %d", actions[0].Kind, id))
 						break
 					}
 					skip, _ := skipOf(d, id)
 					if skip.Reason == decide.SkipGPUMismatch && judgedAt.IsZero() {
 						judgedAt = time.Now()
+						lap(t, "the mismatch is reported")
 					}
 					if !judgedAt.IsZero() && time.Since(judgedAt) > 30*time.Second {
 						break
@@ -361,6 +447,39 @@ func TestGPUMapOnNodeBed(t *testing.T) {
 	})
 }
 
+// gresFiles lists the device files gres.conf gives node, in order,
+// with a range such as /dev/fakegpu[0-3] spelled out.
+func gresFiles(conf, node string) []string {
+	var files []string
+	for _, line := range strings.Split(conf, "\n") {
+		var name, file string
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "NodeName":
+				name = v
+			case "File":
+				file = v
+			}
+		}
+		if name != node || file == "" {
+			continue
+		}
+		prefix, rest, ok := strings.Cut(file, "[")
+		lo, hi, ok2 := strings.Cut(strings.TrimSuffix(rest, "]"), "-")
+		a, err1 := strconv.Atoi(lo)
+		z, err2 := strconv.Atoi(hi)
+		if !ok || !ok2 || err1 != nil || err2 != nil || !strings.HasSuffix(rest, "]") {
+			files = append(files, file)
+			continue
+		}
+		for i := a; i <= z; i++ {
+			files = append(files, prefix+strconv.Itoa(i))
+		}
+	}
+	return files
+}
+
 func skipOf(d decide.Decision, id int64) (decide.Skip, bool) {
 	for _, s := range d.Skipped {
 		if s.JobID == id {
@@ -383,3 +502,28 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestGresFiles: the helper that decides whether the bed's own gres.conf
+// already lists the devices in order (the in-order case then restarts no
+// slurmd) reads ranges, single files and other nodes' lines.
+func TestGresFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf string
+		want       []string
+	}{
+		{"range", "AutoDetect=off\nNodeName=gpu1 Name=gpu Type=h100 File=/dev/fakegpu[0-3]\n",
+			[]string{"/dev/fakegpu0", "/dev/fakegpu1", "/dev/fakegpu2", "/dev/fakegpu3"}},
+		{"one a line, swapped", "AutoDetect=off\nNodeName=gpu1 Name=gpu Type=h100 File=/dev/fakegpu1\nNodeName=gpu1 Name=gpu Type=h100 File=/dev/fakegpu0\n",
+			[]string{"/dev/fakegpu1", "/dev/fakegpu0"}},
+		{"another node's", "NodeName=gpu2 Name=gpu File=/dev/fakegpu[0-1]\nNodeName=gpu1 Name=gpu File=/dev/fakegpu2\n",
+			[]string{"/dev/fakegpu2"}},
+		{"not a range", "NodeName=gpu1 Name=gpu File=/dev/nvidia[0,2]\n", []string{"/dev/nvidia[0,2]"}},
+		{"none", "AutoDetect=off\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gresFiles(tc.conf, "gpu1"); !slices.Equal(got, tc.want) {
+				t.Errorf("gresFiles(%q) = %q, want %q", tc.conf, got, tc.want)
+			}
+		})
+	}
+}

@@ -147,6 +147,7 @@ cmd_image() {
     || die "go build of the node agent failed"
   mkdir -p "$b/scratch"
   local size; size=$(du -sm "$b" | cut -f1)
+  log "root ready (${size} MB, node agent built) at +$(since "$t0")s"
   rm -f "$img.tmp"; truncate -s "$(( size * 13 / 10 + 1024 ))M" "$img.tmp"
   mkfs.ext4 -q -F -L strata-node -E root_owner=0:0 -d "$b" "$img.tmp" || die "mkfs.ext4 -d failed"
   mv "$img.tmp" "$img"
