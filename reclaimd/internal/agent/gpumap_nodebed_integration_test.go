@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +81,7 @@ var reclaimdBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	builtDir.Store(&dir)
 	bin := filepath.Join(dir, "reclaimd")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/strata-hpc/strata/reclaimd/cmd/reclaimd")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -87,6 +89,18 @@ var reclaimdBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// builtDir is the folder of a reclaimd built here, removed by TestMain
+// once every test is done (about 20 MB a run otherwise left in /tmp).
+var builtDir atomic.Pointer[string]
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if d := builtDir.Load(); d != nil {
+		_ = os.RemoveAll(*d)
+	}
+	os.Exit(code)
+}
 
 // gzReclaimd is reclaimd's binary compressed: the exec agent reads a
 // request for at most 30 s, and qemu's user network on a busy 2-core host
