@@ -45,6 +45,10 @@ type waiting struct {
 	// lease, on PostgreSQL, says whether this controller acts or stands
 	// by; a standby is healthy (200) and says so.
 	lease func() lease.State
+	// reads serves the /v1 reads from the store while this controller
+	// does not act (a standby, or waiting for slurmrestd): set before
+	// serving.
+	reads http.Handler
 }
 
 func newWaiting(url string, reg *prometheus.Registry) *waiting {
@@ -73,6 +77,13 @@ func newWaiting(url string, reg *prometheus.Registry) *waiting {
 		_, _ = fmt.Fprintf(rw, "waiting for slurmrestd at %s since %s: %v\n", w.url, w.since.Format(time.RFC3339), err)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/v1/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.reads == nil {
+			http.NotFound(rw, r)
+			return
+		}
+		w.reads.ServeHTTP(rw, r)
+	}))
 	w.early = mux
 	return w
 }

@@ -167,6 +167,9 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	if ls != nil {
 		wait.lease = ls.State
 	}
+	// While it does not act, the controller still answers the portal's
+	// reads from the store: the database is shared with the acting one.
+	wait.reads = controller.ReadAPI(ccfg)
 	act := func(ctx context.Context, term lease.Term) error {
 		client, err := connect(ctx, wait, log, func(ctx context.Context) (*slurmrest.Client, error) {
 			return slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
