@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,4 +331,97 @@ func TestStandbyServesTheReads(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(body, `"role":"standby"`)
 	}, "the restarted controller stands by")
 	same(b, c)
+}
+
+// TestControllerWaitsForTheDatabase: a controller started while its
+// PostgreSQL does not answer (nothing listens at the database's address)
+// does not exit into a restart loop: it says READY=1, serves /healthz (503,
+// naming the database), strata_reclaim_database_connected 0, keeps the
+// watchdog fed and tries again; once the address answers (a proxy to the
+// bed's server opens there) it opens the store, takes the lease and goes
+// on to wait for slurmrestd. A database that answers and refuses (one that
+// does not exist) still ends the start, with the reason.
+func TestControllerWaitsForTheDatabase(t *testing.T) {
+	pg := pgtest.New(t)
+	u, err := url.Parse(pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := u.Host
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // closed: connections are refused until the proxy opens it
+	u.Host = addr
+	a := startDaemon(t, standbyConfig(t, pg, u.String()))
+	code, body := a.get(t, "/healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the database") || !strings.Contains(body, addr) {
+		t.Errorf("/healthz while the database does not answer: %d %q; want 503 naming the database", code, body)
+	}
+	if m := a.metric(t, "strata_reclaim_database_connected"); m != "strata_reclaim_database_connected 0" {
+		t.Errorf("while waiting: %q", m)
+	}
+	if code, _, _ := a.do(t, http.MethodGet, "/v1/decisions"); code != http.StatusServiceUnavailable {
+		t.Errorf("/v1/decisions while waiting for the database: %d; want 503", code)
+	}
+	notifytest.Await(t, a.msgs, "WATCHDOG=1", 5*time.Second)
+	if !strings.Contains(a.log(), "the database does not answer") {
+		t.Errorf("the log does not say why reclaimd waits:\n%s", a.log())
+	}
+
+	// The database's address opens: a proxy to the bed's server.
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("reopen %s: %v", addr, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				s, err := net.Dial("tcp", server)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				go func() { _, _ = io.Copy(s, c) }()
+				_, _ = io.Copy(c, s)
+			}()
+		}
+	}()
+	eventually(t, 10*time.Second, func() bool { return a.metric(t, "strata_reclaim_database_connected") == "strata_reclaim_database_connected 1" },
+		"the controller opens the store once the database answers")
+	eventually(t, 5*time.Second, func() bool { return a.metric(t, "strata_reclaim_lease_held") == "strata_reclaim_lease_held 1" },
+		"the controller takes the lease")
+	if code, body := a.get(t, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for slurmrestd") {
+		t.Errorf("/healthz with the database open and slurmrestd down: %d %q", code, body)
+	}
+	if code, _, body := a.do(t, http.MethodGet, "/v1/decisions"); code != http.StatusOK {
+		t.Errorf("/v1/decisions with the database open: %d %s", code, body)
+	}
+
+	// A database that answers and refuses: not waited for.
+	u, _ = url.Parse(pg.URL)
+	u.Path = "/strata_no_such_database"
+	cmd := exec.Command(os.Args[0], "--config", standbyConfig(t, pg, u.String()), "run")
+	cmd.Env = append(os.Environ(), "RECLAIMD_TEST_AS_MAIN=1")
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("reclaimd waited for a database that does not exist:\n%s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "strata_no_such_database") {
+		t.Errorf("reclaimd on a database that does not exist: %v\n%s", err, out)
+	}
 }
