@@ -395,7 +395,9 @@ func TestControllerWaitsForTheDatabase(t *testing.T) {
 			}()
 		}
 	}()
-	eventually(t, 10*time.Second, func() bool { return a.metric(t, "strata_reclaim_database_connected") == "strata_reclaim_database_connected 1" },
+	eventually(t, 10*time.Second, func() bool {
+		return a.metric(t, "strata_reclaim_database_connected") == "strata_reclaim_database_connected 1"
+	},
 		"the controller opens the store once the database answers")
 	eventually(t, 5*time.Second, func() bool { return a.metric(t, "strata_reclaim_lease_held") == "strata_reclaim_lease_held 1" },
 		"the controller takes the lease")
