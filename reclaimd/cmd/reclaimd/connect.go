@@ -112,7 +112,9 @@ func newWaiting(url string, reg *prometheus.Registry) *waiting {
 		w.mu.Unlock()
 		if reads == nil {
 			rw.Header().Set("Retry-After", "10")
-			http.Error(rw, "reclaimd waits for its database: no record can be read yet", http.StatusServiceUnavailable)
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(rw).Encode(map[string]string{"error": "reclaimd waits for its database: no record can be read yet"})
 			return
 		}
 		reads.ServeHTTP(rw, r)
@@ -184,6 +186,9 @@ func openStore[T any](ctx context.Context, w *waiting, log *slog.Logger, target 
 	}
 }
 
+// openTimeout bounds one try to open the store: connecting and migrating.
+var openTimeout = 30 * time.Second
+
 // unreachable says whether err is a failure to reach the database server
 // (refused, timed out, no route, a name that does not resolve, a server
 // starting up or shutting down), not a refusal of who we are or of what
@@ -197,5 +202,5 @@ func unreachable(err error) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	var oe *net.OpError
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.As(err, &oe)
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -153,6 +153,10 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	// not answer is waited for in the loop, serving /healthz; anything
 	// else wrong with it ends the start here.
 	openDB := func(ctx context.Context) (*store.Store, error) {
+		// Bounded: a database host that drops packets would hold the
+		// first try past systemd's start timeout, before READY=1.
+		ctx, cancel := context.WithTimeout(ctx, openTimeout)
+		defer cancel()
 		return store.OpenDatabase(ctx, store.Database{Setting: cfg.DatabaseSetting(), PasswordFile: cfg.DatabasePasswordFile, Rule: secretRule})
 	}
 	first, err := openDB(ctx)
