@@ -70,9 +70,9 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 // slurmrestd. A portal pointed at it (or at a balancer in front of both
 // hosts) reads the same records, worth, failures, attempts and job states
 // the acting controller serves, from the shared database. What only a
-// running cycle knows is left out: a job's skipped and upcoming (the
-// acting controller's last cycle), and Slurm's state and partitions of
-// each node in /v1/nodes/health. Any request other than a read is 503
+// running cycle knows is left out: a job's skipped, and Slurm's state and
+// partitions of each node in /v1/nodes/health; a job's upcoming is the
+// acting controller's last cycle's, as it saved it. Any request other than a read is 503
 // with Retry-After: this controller acts on nothing.
 //
 // cfg needs Store and APIToken; Health, Log and Now as for New.
@@ -83,7 +83,7 @@ func ReadAPI(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c := &Controller{cfg: cfg}
+	c := &Controller{cfg: cfg, readOnly: true}
 	return c.api(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			return true
@@ -144,6 +144,17 @@ func (c *Controller) api(admit func(http.ResponseWriter, *http.Request) bool) ht
 			out.Upcoming = &u
 		}
 		c.mu.Unlock()
+		if c.readOnly {
+			// The acting controller's last cycle, as it saved it.
+			u, ok, err := c.cfg.Store.Upcoming(r.Context(), id)
+			if err != nil {
+				httpError(w, http.StatusInternalServerError, "read the next step: %v", err)
+				return
+			}
+			if ok {
+				out.Upcoming = &u
+			}
+		}
 		if out.State == nil && len(recs) == 0 && out.Skipped == nil {
 			httpError(w, http.StatusNotFound, "reclaimd has no record of job %d: it never judged it idle", id)
 			return
