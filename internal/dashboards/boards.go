@@ -151,6 +151,8 @@ func reclaimd() Board {
 					{`up{job="strata-reclaimd"}`, "controller {{instance}}"},
 					{`sum(up{job="strata-reclaimd-agent"})`, "agents up"},
 				}},
+			{Title: "Acting controller", Kind: Stat, Description: "1 for the controller that holds the lease and acts, 0 for a standby (or one waiting for its database); exactly one 1 per cluster (always 1 on SQLite).",
+				Queries: []Query{{`strata_reclaim_lease_held`, "{{instance}}"}}},
 			{Title: "Newest GPU sample age", Kind: Stat, Unit: "s", Description: "Age of the newest GPU sample at the start of the last cycle; above two sample intervals, jobs are not judged.",
 				Queries: []Query{{`max(strata_reclaim_data_age_seconds)`, "age"}}},
 			{Title: "Cycle duration", Unit: "s", Description: "Time one reclaim cycle takes (p50, p99).",
@@ -203,6 +205,8 @@ func bridge() Board {
 		Rows: []Row{{Title: "Bridge", Panels: []Panel{
 			{Title: "Up", Kind: Stat, Description: "1 when Prometheus scrapes the bridge.",
 				Queries: []Query{{`up{job="strata-bridge"}`, "{{instance}}"}}},
+			{Title: "Active bridge", Kind: Stat, Description: "1 for the bridge that holds the lease and acts, 0 for a standby; exactly one 1 (always 1 on SQLite).",
+				Queries: []Query{{`strata_bridge_lease_held`, "{{instance}}"}}},
 			{Title: "Since the last good poll", Kind: Stat, Unit: "s", Description: "Time since the bridge last read the job list from slurmrestd.",
 				Queries: []Query{{`time() - max(strata_bridge_last_poll_timestamp_seconds)`, "age"}}},
 			{Title: "Poll errors", Description: "Failed polls of slurmrestd per minute.",

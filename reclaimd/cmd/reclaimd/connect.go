@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -37,26 +40,59 @@ type waiting struct {
 	url       string
 	since     time.Time
 	connected prometheus.Gauge
+	// dbConnected is 1 once the store is open; 0 while a PostgreSQL
+	// database that does not answer is waited for at start.
+	dbConnected prometheus.Gauge
 
 	mu      sync.Mutex
 	lastErr error
-	next    atomic.Pointer[http.Handler] // the controller's, once it runs
-	early   http.Handler                 // /healthz and /metrics while waiting
+	// dbWait is why the store is not open yet (nil once it is), and
+	// dbTarget the database it waits for, without a password.
+	dbWait   error
+	dbTarget string
+	next     atomic.Pointer[http.Handler] // the controller's, once it runs
+	early    http.Handler                 // /healthz and /metrics while waiting
 	// lease, on PostgreSQL, says whether this controller acts or stands
-	// by; a standby is healthy (200) and says so.
+	// by; a standby is healthy (200) and says so. Set once the store is
+	// open.
 	lease func() lease.State
+	// reads serves the /v1 reads from the store while this controller
+	// does not act (a standby, or waiting for slurmrestd): set once the
+	// store is open.
+	reads http.Handler
+}
+
+// opened records that the store is open, with the lease (nil on SQLite)
+// and the read API over it.
+func (w *waiting) opened(ls func() lease.State, reads http.Handler) {
+	w.mu.Lock()
+	w.dbWait, w.lease, w.reads = nil, ls, reads
+	w.mu.Unlock()
+	w.dbConnected.Set(1)
 }
 
 func newWaiting(url string, reg *prometheus.Registry) *waiting {
 	w := &waiting{url: url, since: time.Now(), connected: prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "strata_reclaim_slurmrestd_connected",
 		Help: "1 once the controller reached slurmrestd and picked its data parser; 0 while it waits for it at start (its /healthz says why).",
-	})}
-	reg.MustRegister(w.connected)
+	}), dbConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "strata_reclaim_database_connected",
+		Help: "1 once the controller opened its store; 0 while it waits at start for a PostgreSQL database that does not answer (its /healthz says why).",
+	}), dbWait: errors.New("not opened yet")}
+	reg.MustRegister(w.connected, w.dbConnected)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
-		if w.lease != nil {
-			if st := w.lease(); !st.Held {
+		w.mu.Lock()
+		err, dbWait, target, ls := w.lastErr, w.dbWait, w.dbTarget, w.lease
+		w.mu.Unlock()
+		if dbWait != nil {
+			rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(rw, "waiting for the database %s since %s: %v\n", target, w.since.Format(time.RFC3339), dbWait)
+			return
+		}
+		if ls != nil {
+			if st := ls(); !st.Held {
 				rw.Header().Set("Content-Type", "application/json")
 				_ = json.NewEncoder(rw).Encode(struct {
 					Role  string      `json:"role"`
@@ -65,14 +101,24 @@ func newWaiting(url string, reg *prometheus.Registry) *waiting {
 				return
 			}
 		}
-		w.mu.Lock()
-		err := w.lastErr
-		w.mu.Unlock()
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = fmt.Fprintf(rw, "waiting for slurmrestd at %s since %s: %v\n", w.url, w.since.Format(time.RFC3339), err)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/v1/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.mu.Lock()
+		reads := w.reads
+		w.mu.Unlock()
+		if reads == nil {
+			rw.Header().Set("Retry-After", "10")
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(rw).Encode(map[string]string{"error": "reclaimd waits for its database: no record can be read yet"})
+			return
+		}
+		reads.ServeHTTP(rw, r)
+	}))
 	w.early = mux
 	return w
 }
@@ -110,4 +156,51 @@ func connect[T any](ctx context.Context, w *waiting, log *slog.Logger, dial func
 		}
 		wait = min(2*wait, connectRetryMax)
 	}
+}
+
+// openStore opens the store, waiting for a PostgreSQL database that does
+// not answer (a reboot of the database host, a fail-over, a start before
+// the database's) as connect waits for slurmrestd: exiting would only make
+// systemd restart reclaimd again and again. Only a failure to reach the
+// server is waited for; a bad URL or password file, a refused login or a
+// schema newer than this reclaimd ends the start, as before.
+func openStore[T any](ctx context.Context, w *waiting, log *slog.Logger, target string, open func(context.Context) (T, error)) (T, error) {
+	wait := connectRetry
+	for {
+		st, err := open(ctx)
+		if err == nil || !unreachable(err) {
+			return st, err
+		}
+		w.mu.Lock()
+		w.dbWait, w.dbTarget = err, target
+		w.mu.Unlock()
+		log.Error("the database does not answer: reclaimd acts on nothing until it does, and tries again", "database", target, "retry_in", wait, "error", err)
+		daemon.Beat(ctx)
+		select {
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, connectRetryMax)
+	}
+}
+
+// openTimeout bounds one try to open the store: connecting and migrating.
+var openTimeout = 30 * time.Second
+
+// unreachable says whether err is a failure to reach the database server
+// (refused, timed out, no route, a name that does not resolve, a server
+// starting up or shutting down), not a refusal of who we are or of what
+// we asked.
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// 57P03: the database system is starting up / shutting down.
+		return pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded)
 }

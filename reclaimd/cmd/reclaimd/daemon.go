@@ -94,14 +94,6 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return err
 	}
 	reload := append(rl.list(), slurmToken, apiToken)
-	// The database's password, when it has one, is a secret like the
-	// tokens: read now and at every new connection.
-	st, err := store.OpenDatabase(ctx, store.Database{Setting: cfg.DatabaseSetting(), PasswordFile: cfg.DatabasePasswordFile, Rule: secretRule})
-	if err != nil {
-		return err
-	}
-	// Closed only after daemon.Run has waited for the cycle in flight.
-	defer func() { _ = st.Close() }()
 	var notifiers notify.All
 	if cfg.Notify.Webhook != "" {
 		notifiers = append(notifiers, notify.Webhook{URL: cfg.Notify.Webhook})
@@ -138,7 +130,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	metrics := controller.NewMetrics()
 	buildinfo.Register(metrics.Registry, "reclaimd")
-	ccfg := controller.Config{Store: st, Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
+	ccfg := controller.Config{Rules: rl.rules.Get, Tenants: rl.tenants.Get, SignalBatchOnly: cfg.Slurm.SignalBatchOnly,
 		Collector: col, Log: log, Metrics: metrics, APIToken: apiToken.Get,
 		Recovery: controller.Recovery{LogRoot: cfg.Recovery.LogRoot, StderrLines: cfg.Recovery.StderrLines, Matcher: cfg.Recovery.Matcher(),
 			ApplicationXids: cfg.Health.ApplicationXids}}
@@ -152,20 +144,24 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 			ccfg.Health.DrainOn = append(ccfg.Health.DrainOn, source.FaultKind(k))
 		}
 	}
-	// On PostgreSQL a standby may share the database: one controller at a
-	// time acts, the holder of the lease (standby.go).
-	var ls *lease.Lease
-	if cfg.DatabaseIsPostgres() {
-		ls = newLease(st, cfg, log)
-		ccfg.Lease = ls.State
-	} else {
-		metrics.LeaseHeld.Set(1)
-	}
 	// slurmrestd is reached in the loop, so that a slurmrestd down at start
-	// leaves reclaimd running and saying so (connect.go).
+	// leaves reclaimd running and saying so (connect.go); so is the
+	// database.
 	wait := newWaiting(cfg.Slurm.URL, metrics.Registry)
-	if ls != nil {
-		wait.lease = ls.State
+	// The database's password, when it has one, is a secret like the
+	// tokens: read now and at every new connection. A database that does
+	// not answer is waited for in the loop, serving /healthz; anything
+	// else wrong with it ends the start here.
+	openDB := func(ctx context.Context) (*store.Store, error) {
+		// Bounded: a database host that drops packets would hold the
+		// first try past systemd's start timeout, before READY=1.
+		ctx, cancel := context.WithTimeout(ctx, openTimeout)
+		defer cancel()
+		return store.OpenDatabase(ctx, store.Database{Setting: cfg.DatabaseSetting(), PasswordFile: cfg.DatabasePasswordFile, Rule: secretRule})
+	}
+	first, err := openDB(ctx)
+	if err != nil && !unreachable(err) {
+		return err
 	}
 	act := func(ctx context.Context, term lease.Term) error {
 		client, err := connect(ctx, wait, log, func(ctx context.Context) (*slurmrest.Client, error) {
@@ -191,6 +187,32 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return ctl.Run(ctx, cfg.Interval)
 	}
 	reclaim := func(ctx context.Context) error {
+		st := first
+		if st == nil {
+			var err error
+			if st, err = openStore(ctx, wait, log, cfg.DatabaseSetting(), openDB); err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while waiting
+				}
+				return err
+			}
+		}
+		// Closed once the cycle in flight is over.
+		defer func() { _ = st.Close() }()
+		ccfg.Store = st
+		// On PostgreSQL a standby may share the database: one controller
+		// at a time acts, the holder of the lease (standby.go). While it
+		// does not act, it still answers the portal's reads from the
+		// store: the database is shared with the acting one.
+		var ls *lease.Lease
+		var state func() lease.State
+		if cfg.DatabaseIsPostgres() {
+			ls = newLease(st, cfg, log)
+			ccfg.Lease, state = ls.State, ls.State
+		} else {
+			metrics.LeaseHeld.Set(1)
+		}
+		wait.opened(state, controller.ReadAPI(ccfg))
 		if ls == nil {
 			return act(ctx, lease.Always)
 		}

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -42,8 +43,76 @@ type JobReclaim struct {
 // /metrics stay open to probes and scrapers: they name no job or user.
 func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/v1/", c.api(nil))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		st := c.LastStatus()
+		if c.cfg.Lease != nil {
+			ls := c.cfg.Lease()
+			st.Lease = &ls
+		}
+		switch {
+		case st.At.IsZero():
+			httpError(w, http.StatusServiceUnavailable, "no cycle yet")
+		case c.cfg.Now().Sub(st.At) > staleAfter:
+			httpError(w, http.StatusServiceUnavailable, "last cycle at %s is older than %s", st.At.Format(time.RFC3339), staleAfter)
+		case !st.SlurmOK || !st.Source:
+			httpError(w, http.StatusServiceUnavailable, "last cycle acted on nothing: %s", st.Error)
+		default:
+			writeJSON(w, st)
+		}
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// ReadAPI serves the /v1 reads from the store alone, for a controller
+// that does not act: a standby on PostgreSQL, or one waiting for
+// slurmrestd. A portal pointed at it (or at a balancer in front of both
+// hosts) reads the same records, worth, failures, attempts and job states
+// the acting controller serves, from the shared database. What only a
+// running cycle knows is left out: a job's skipped, and Slurm's state and
+// partitions of each node in /v1/nodes/health; a job's upcoming is the
+// acting controller's last cycle's, as it saved it. Any request other than a read is 503
+// with Retry-After: this controller acts on nothing.
+//
+// cfg needs Store and APIToken; Health, Log and Now as for New.
+func ReadAPI(cfg Config) http.Handler {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Controller{cfg: cfg, readOnly: true}
+	return c.api(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return true
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(standbyRetryAfter))
+		httpError(w, http.StatusServiceUnavailable, "this reclaimd controller does not act now (a standby, or waiting for slurmrestd): "+
+			"it serves reads only; %s %s goes to the acting controller", r.Method, r.URL.Path)
+		return false
+	})
+}
+
+// standbyRetryAfter is the Retry-After of a request a standby refuses, in
+// seconds: about when a take-over may have happened.
+const standbyRetryAfter = 10
+
+// api is the guarded /v1 handler: every route reads the store (and what
+// the last cycle left in memory, if any). admit, when set, is asked first
+// (after the token) and answers the requests it refuses.
+func (c *Controller) api(admit func(http.ResponseWriter, *http.Request) bool) http.Handler {
 	api := http.NewServeMux()
-	mux.Handle("/v1/", bearer.Guard{Token: c.cfg.APIToken, Realm: "reclaimd", Key: "api.token_file of reclaimd.yaml", Log: c.cfg.Log}.Wrap(api))
+	var h http.Handler = api
+	if admit != nil {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if admit(w, r) {
+				api.ServeHTTP(w, r)
+			}
+		})
+	}
+	guarded := bearer.Guard{Token: c.cfg.APIToken, Realm: "reclaimd", Key: "api.token_file of reclaimd.yaml", Log: c.cfg.Log}.Wrap(h)
 	api.HandleFunc("GET /v1/jobs/{id}/reclaim", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil || id <= 0 {
@@ -75,6 +144,17 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 			out.Upcoming = &u
 		}
 		c.mu.Unlock()
+		if c.readOnly {
+			// The acting controller's last cycle, as it saved it.
+			u, ok, err := c.cfg.Store.Upcoming(r.Context(), id)
+			if err != nil {
+				httpError(w, http.StatusInternalServerError, "read the next step: %v", err)
+				return
+			}
+			if ok {
+				out.Upcoming = &u
+			}
+		}
 		if out.State == nil && len(recs) == 0 && out.Skipped == nil {
 			httpError(w, http.StatusNotFound, "reclaimd has no record of job %d: it never judged it idle", id)
 			return
@@ -129,25 +209,7 @@ func (c *Controller) Handler(staleAfter time.Duration) http.Handler {
 		writeJSON(w, reclaimapi.NodesHealth{Nodes: nodes})
 	})
 	c.recoveryRoutes(api)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		st := c.LastStatus()
-		if c.cfg.Lease != nil {
-			ls := c.cfg.Lease()
-			st.Lease = &ls
-		}
-		switch {
-		case st.At.IsZero():
-			httpError(w, http.StatusServiceUnavailable, "no cycle yet")
-		case c.cfg.Now().Sub(st.At) > staleAfter:
-			httpError(w, http.StatusServiceUnavailable, "last cycle at %s is older than %s", st.At.Format(time.RFC3339), staleAfter)
-		case !st.SlurmOK || !st.Source:
-			httpError(w, http.StatusServiceUnavailable, "last cycle acted on nothing: %s", st.Error)
-		default:
-			writeJSON(w, st)
-		}
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(c.cfg.Metrics.Registry, promhttp.HandlerOpts{}))
-	return mux
+	return guarded
 }
 
 // parseSince reads ?since= (RFC 3339 or Unix seconds; none: the

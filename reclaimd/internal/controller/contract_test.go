@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/reclaimapi"
+	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 )
 
 // TestAnswersAreTheContract: every answer in testdata/api (what reclaimd
@@ -121,6 +122,20 @@ func TestJobReclaimUpcoming(t *testing.T) {
 	if jr.Upcoming == nil || jr.Upcoming.Action != "cancel" || !jr.Upcoming.At.Equal(warnedAt.Add(10*time.Second)) {
 		t.Errorf("after the warning at %s, upcoming = %+v; want cancel 10s later", warnedAt, jr.Upcoming)
 	}
+	// A standby reads the step the acting controller saved.
+	standby := httptest.NewServer(withToken(controller.ReadAPI(controller.Config{Store: b.st, APIToken: apiTokenFunc, Now: b.clock})))
+	defer standby.Close()
+	readStandby := func() reclaimapi.JobReclaim {
+		code, body := get(t, fmt.Sprintf("%s/v1/jobs/%d/reclaim", standby.URL, jobID))
+		var jr reclaimapi.JobReclaim
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &jr) != nil {
+			t.Fatalf("GET reclaim of the standby = %d %s", code, body)
+		}
+		return jr
+	}
+	if sj := readStandby(); sj.Upcoming == nil || *sj.Upcoming != *jr.Upcoming || len(sj.Records) != len(jr.Records) {
+		t.Errorf("the standby's answer: upcoming %+v, %d records; the acting one's: %+v, %d", sj.Upcoming, len(sj.Records), jr.Upcoming, len(jr.Records))
+	}
 	for range 3 {
 		if k := b.mustTick(); slices.Contains(k, "cancel") {
 			break
@@ -128,5 +143,8 @@ func TestJobReclaimUpcoming(t *testing.T) {
 	}
 	if jr := read(); jr.Upcoming != nil {
 		t.Errorf("after the cancel, upcoming = %+v", jr.Upcoming)
+	}
+	if sj := readStandby(); sj.Upcoming != nil {
+		t.Errorf("after the cancel, the standby's upcoming = %+v", sj.Upcoming)
 	}
 }

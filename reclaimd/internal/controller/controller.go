@@ -141,6 +141,12 @@ type Controller struct {
 	// upcoming holds each job's next step if its GPUs stay idle, from
 	// the last cycle.
 	upcoming map[int64]reclaimapi.Upcoming
+	// savedUpcoming is upcoming as last written to the store (nil: never
+	// by this controller), so that only changes are written.
+	savedUpcoming map[int64]reclaimapi.Upcoming
+	// readOnly: the API of a controller that does not act (ReadAPI),
+	// which reads each job's upcoming from the store.
+	readOnly bool
 	// drought is, by rule name, since when the rule has had jobs but
 	// judged none of them (see noteDroughts).
 	drought map[string]time.Time
@@ -417,6 +423,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 	rules := c.cfg.Rules()
 	d := decide.Decide(snap, start, rules)
 	c.noteSkips(d, snap, rules, start)
+	c.saveUpcoming(ctx)
 
 	// States first: a crash after this point finds the intents below and
 	// does not decide the same warning twice.
@@ -568,6 +575,34 @@ func (c *Controller) noteSkips(d decide.Decision, snap decide.Snapshot, rules re
 	c.mu.Lock()
 	c.skips = skips
 	c.upcoming = upcoming
+	c.mu.Unlock()
+}
+
+// saveUpcoming writes what changed of each job's next step to the store,
+// for a standby's API (ReadAPI). A failure is logged: the step is the
+// API's to show, and the next cycle writes it again.
+func (c *Controller) saveUpcoming(ctx context.Context) {
+	c.mu.Lock()
+	now, saved := c.upcoming, c.savedUpcoming
+	c.mu.Unlock()
+	set := map[int64]reclaimapi.Upcoming{}
+	var gone []int64
+	for id, u := range now {
+		if old, ok := saved[id]; !ok || old.Action != u.Action || !old.At.Equal(u.At) {
+			set[id] = u
+		}
+	}
+	for id := range saved {
+		if _, ok := now[id]; !ok {
+			gone = append(gone, id)
+		}
+	}
+	if err := c.cfg.Store.SaveUpcoming(ctx, set, gone, saved == nil); err != nil {
+		c.cfg.Log.Warn("saving the jobs' next steps failed: a standby's API may show old ones", "error", err)
+		return
+	}
+	c.mu.Lock()
+	c.savedUpcoming = now
 	c.mu.Unlock()
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/internal/reclaimapi"
+	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 	"github.com/strata-hpc/strata/reclaimd/internal/store"
 )
@@ -171,6 +172,47 @@ func TestAPIAnswersForThePortal(t *testing.T) {
 			t.Errorf("GET %s differs from %s: the portal's tests replay it; check the change and run with -update-api:\n%s", path, golden, body)
 		}
 	}
+	// A standby (or a controller waiting for slurmrestd) answers the same
+	// reads from the store: everything but what only a cycle knows (Slurm's
+	// view of each node, in nodes-health).
+	standby := httptest.NewServer(withToken(controller.ReadAPI(controller.Config{Store: st, APIToken: apiTokenFunc, Now: hb.clock, Health: hb.health})))
+	t.Cleanup(standby.Close)
+	get := func(base, path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
+	for _, path := range []string{
+		"/v1/decisions?since=" + since + "&limit=10000", "/v1/failures?since=" + since + "&limit=10000",
+		"/v1/jobs/910101/attempts", "/v1/jobs/910103/attempts", "/v1/worth?since=" + since + "&limit=10000",
+		"/v1/jobs/910104/reclaim", "/v1/jobs/910103/reclaim", "/v1/decisions?since=yesterday",
+	} {
+		code, body := get(srv.URL, path)
+		scode, sbody := get(standby.URL, path)
+		if scode != code || sbody != body {
+			t.Errorf("GET %s: the standby answers %d %s, the acting controller %d %s", path, scode, sbody, code, body)
+		}
+	}
+	resp, err := http.Post(standby.URL+"/v1/decisions", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("POST to a standby: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if code, _ := get(standby.URL, "/v1/nodes/health"); code != http.StatusOK {
+		t.Errorf("a standby's /v1/nodes/health: %d", code)
+	}
+
 	clock := filepath.Join("testdata", "api", "now.txt")
 	if *updateAPI {
 		if err := os.WriteFile(clock, []byte(now.UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {

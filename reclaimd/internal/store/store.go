@@ -175,6 +175,7 @@ CREATE TABLE node_health (
 	// The lease of the controller that acts (internal/lease): used on
 	// PostgreSQL only, where a standby shares the database.
 	{Name: "controller lease", SQL: lease.SQLiteTable, Postgres: lease.Table},
+	upcomingMigration,
 }
 
 // App names reclaimd in the error for a database of a newer release.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/strata-hpc/strata/internal/reclaimapi"
 	"github.com/strata-hpc/strata/internal/sqlite/sqlitetest"
 )
 
@@ -173,5 +174,39 @@ func TestOpenEarlierSchemas(t *testing.T) {
 				t.Errorf("meta schema = %q, %v: a first-release reclaimd would take the database for its own", meta, err)
 			}
 		})
+	}
+}
+
+// TestUpcoming: a job's next step is saved, replaced and removed, and read
+// back as it was saved, on either database.
+func TestUpcoming(t *testing.T) { eachDB(t, testUpcoming) }
+
+func testUpcoming(t *testing.T, b *backend) {
+	ctx := t.Context()
+	s := b.open(t)
+	at := time.Date(2026, 12, 7, 2, 0, 0, 0, time.UTC)
+	if _, ok, err := s.Upcoming(ctx, 7); err != nil || ok {
+		t.Fatalf("before any: %v %v", ok, err)
+	}
+	if err := s.SaveUpcoming(ctx, map[int64]reclaimapi.Upcoming{7: {Action: "warn", At: at}, 8: {Action: "signal", At: at.Add(time.Minute)}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveUpcoming(ctx, map[int64]reclaimapi.Upcoming{7: {Action: "requeue", At: at.Add(time.Hour)}}, []int64{8}, false); err != nil {
+		t.Fatal(err)
+	}
+	if u, ok, err := s.Upcoming(ctx, 7); err != nil || !ok || u.Action != "requeue" || !u.At.Equal(at.Add(time.Hour)) {
+		t.Errorf("job 7: %+v %v %v; want the requeue an hour on", u, ok, err)
+	}
+	if u, ok, err := s.Upcoming(ctx, 8); err != nil || ok {
+		t.Errorf("job 8, removed: %+v %v %v", u, ok, err)
+	}
+	if err := s.SaveUpcoming(ctx, map[int64]reclaimapi.Upcoming{9: {Action: "cancel", At: at}}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Upcoming(ctx, 7); err != nil || ok {
+		t.Errorf("job 7 after a save of all: %v %v; want gone", ok, err)
+	}
+	if u, ok, err := s.Upcoming(ctx, 9); err != nil || !ok || u.Action != "cancel" {
+		t.Errorf("job 9 after a save of all: %+v %v %v", u, ok, err)
 	}
 }
