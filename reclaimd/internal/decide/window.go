@@ -321,3 +321,61 @@ func (w *Window) stats(from time.Time, end, step int64) stats {
 	}
 	return st
 }
+
+// Newest is the time of the newest sample (zero when there is none).
+func (w *Window) Newest() time.Time {
+	if n := len(w.tail); n > 0 {
+		return w.tail[n-1].At
+	}
+	if n := len(w.at); n > 0 {
+		return time.Unix(0, w.at[n-1]).In(w.loc)
+	}
+	return time.Time{}
+}
+
+// KeepNewest drops the oldest samples beyond the newest n, as a source
+// that keeps at most n samples does (samples taken at the same instant
+// go or stay together).
+func (w *Window) KeepNewest(n int) {
+	extra := w.Len() - n
+	switch {
+	case extra <= 0:
+		return
+	case extra < len(w.at):
+		w.DropBefore(time.Unix(0, w.at[extra]).In(w.loc))
+	case extra-len(w.at) < len(w.tail):
+		w.DropBefore(w.tail[extra-len(w.at)].At)
+	default:
+		w.DropBefore(w.Newest().Add(1))
+	}
+}
+
+// Recent returns the whole samples the window keeps (its newest, at most
+// WindowTail) and the time of the sample before the first of them (zero
+// when there is none): for what is counted of each new sample as it
+// comes, such as the time it shows idle.
+func (w *Window) Recent() (before time.Time, tail []Sample) {
+	if n := len(w.at); n > 0 {
+		before = time.Unix(0, w.at[n-1]).In(w.loc)
+	}
+	return before, w.tail
+}
+
+// Equal says whether two windows hold the same samples, as far as Decide
+// reads them (go-cmp uses it).
+func (w *Window) Equal(o *Window) bool {
+	if w == nil || o == nil {
+		return w == o
+	}
+	same := func(a, b []float64) bool {
+		return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+	}
+	for k := range w.max {
+		if !slices.Equal(w.max[k].at, o.max[k].at) || !same(w.max[k].v, o.max[k].v) || !slices.Equal(w.nan[k], o.nan[k]) {
+			return false
+		}
+	}
+	return slices.Equal(w.at, o.at) && w.Newest().Equal(o.Newest()) && slices.EqualFunc(w.tail, o.tail, func(x, y Sample) bool {
+		return x.At.Equal(y.At) && same([]float64{x.UtilPercent, x.MemActivityPercent, x.MemUsedMiB}, []float64{y.UtilPercent, y.MemActivityPercent, y.MemUsedMiB})
+	})
+}

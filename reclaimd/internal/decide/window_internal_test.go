@@ -96,8 +96,29 @@ func TestWindowStatsAsSamples(t *testing.T) {
 				w.DropBefore(cut)
 				want = slices.DeleteFunc(want, func(s Sample) bool { return s.At.Before(cut) })
 			}
+			if rng.IntN(6) == 0 && len(want) > 3 {
+				// A source that keeps at most n samples.
+				n := 1 + rng.IntN(len(want)-1)
+				w.KeepNewest(n)
+				want = want[len(want)-n:]
+			}
 			if w.Len() != len(want) {
 				t.Fatalf("seed %d: the window holds %d samples, the source %d", seed, w.Len(), len(want))
+			}
+			before, recent := w.Recent()
+			k := max(0, len(want)-WindowTail)
+			if d := cmp.Diff(want[k:], recent, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); d != "" {
+				t.Fatalf("seed %d: recent samples (-want +got):\n%s", seed, d)
+			}
+			if wantBefore := (time.Time{}); k > 0 {
+				if wantBefore = want[k-1].At; !before.Equal(wantBefore) {
+					t.Fatalf("seed %d: before the recent samples %s, want %s", seed, before, wantBefore)
+				}
+			} else if !before.IsZero() {
+				t.Fatalf("seed %d: before the recent samples %s, want none", seed, before)
+			}
+			if len(want) > 0 && !w.Newest().Equal(want[len(want)-1].At) {
+				t.Fatalf("seed %d: newest %s, want %s", seed, w.Newest(), want[len(want)-1].At)
 			}
 			for range 20 {
 				if len(want) == 0 {
