@@ -425,6 +425,7 @@ func (h *heldNode) update(snap snapshot) error {
 			}
 			if held == nil {
 				held = h.window(g.Index, iv)
+				held.Grow(len(g.Samples))
 			}
 			held.Add(decide.Sample{At: p.At, UtilPercent: p.Util, MemActivityPercent: p.MemActivity, MemUsedMiB: p.MemUsedMiB})
 		}

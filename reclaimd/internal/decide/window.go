@@ -75,22 +75,37 @@ func value(s *Sample, k int) float64 {
 func (w *Window) Add(samples ...Sample) {
 	for _, s := range samples {
 		w.loc = s.At.Location()
-		i := sort.Search(len(w.tail), func(i int) bool { return !w.tail[i].At.Before(s.At) })
+		i := len(w.tail) // in time order, the common case
+		if i > 0 && !w.tail[i-1].At.Before(s.At) {
+			i = sort.Search(len(w.tail), func(i int) bool { return !w.tail[i].At.Before(s.At) })
+		}
 		switch {
 		case i < len(w.tail) && w.tail[i].At.Equal(s.At):
 			w.tail[i] = s
 		case i == 0 && len(w.at) > 0 && s.At.UnixNano() < w.at[len(w.at)-1]:
 			w.reduce(s) // older than the tail: a late sample
 		default:
+			if w.tail == nil {
+				w.tail = make([]Sample, 0, WindowTail+1)
+			}
 			w.tail = slices.Insert(w.tail, i, s)
 		}
-		for len(w.tail) > WindowTail {
+		if len(w.tail) > WindowTail {
+			// The oldest of the tail is reduced; the others move down in
+			// place, so that the tail's array is never outgrown.
 			w.reduce(w.tail[0])
-			w.tail = w.tail[1:]
+			n := copy(w.tail, w.tail[1:])
+			w.tail = w.tail[:n]
 		}
 	}
-	if cap(w.tail) > 4*WindowTail { // the tail slides along its array
-		w.tail = slices.Clone(w.tail)
+}
+
+// Grow makes room for n more samples, so that a whole window read at once
+// is held in arrays of its size (grown by doubling, they would have
+// allocated twice it, and kept up to half of it unused).
+func (w *Window) Grow(n int) {
+	if n > WindowTail {
+		w.at = slices.Grow(w.at, n-WindowTail)
 	}
 }
 
@@ -98,7 +113,10 @@ func (w *Window) Add(samples ...Sample) {
 func (w *Window) reduce(s Sample) {
 	t := s.At.UnixNano()
 	// After every sample at its time, as a stable sort would place it.
-	i := sort.Search(len(w.at), func(i int) bool { return w.at[i] > t })
+	i := len(w.at)
+	if i > 0 && w.at[i-1] > t {
+		i = sort.Search(len(w.at), func(i int) bool { return w.at[i] > t })
+	}
 	w.at = slices.Insert(w.at, i, t)
 	for k := range w.max {
 		v := value(&s, k)
@@ -124,7 +142,10 @@ func (w *Window) reduce(s Sample) {
 // it is at least as high as, and is dropped itself when a sample after t
 // is at least as high.
 func (q *maxQueue) put(t int64, v float64) {
-	j := sort.Search(len(q.at), func(j int) bool { return q.at[j] > t })
+	j := len(q.at)
+	if j > 0 && q.at[j-1] > t {
+		j = sort.Search(len(q.at), func(j int) bool { return q.at[j] > t })
+	}
 	if j < len(q.at) && q.v[j] >= v {
 		return
 	}
@@ -378,4 +399,17 @@ func (w *Window) Equal(o *Window) bool {
 	return slices.Equal(w.at, o.at) && w.Newest().Equal(o.Newest()) && slices.EqualFunc(w.tail, o.tail, func(x, y Sample) bool {
 		return x.At.Equal(y.At) && same([]float64{x.UtilPercent, x.MemActivityPercent, x.MemUsedMiB}, []float64{y.UtilPercent, y.MemActivityPercent, y.MemUsedMiB})
 	})
+}
+
+// DropFrom drops the samples taken at t or after, as a source that reads
+// its newest steps again drops what it held of them. Only the tail can
+// be dropped from: it returns false, and drops nothing, when a reduced
+// sample is at t or after (more than WindowTail samples to drop).
+func (w *Window) DropFrom(t time.Time) bool {
+	if n := len(w.at); n > 0 && w.at[n-1] >= t.UnixNano() {
+		return false
+	}
+	j := sort.Search(len(w.tail), func(j int) bool { return !w.tail[j].At.Before(t) })
+	w.tail = w.tail[:j]
+	return true
 }

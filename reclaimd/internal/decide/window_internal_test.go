@@ -97,6 +97,16 @@ func TestWindowStatsAsSamples(t *testing.T) {
 				want = slices.DeleteFunc(want, func(s Sample) bool { return s.At.Before(cut) })
 			}
 			if rng.IntN(6) == 0 && len(want) > 3 {
+				// A source that reads its newest steps again drops them first.
+				k := len(want) - 1 - rng.IntN(min(len(want), WindowTail+3))
+				cut := want[k].At
+				if ok := w.DropFrom(cut); ok != (k >= len(w.at)) { // only the tail can go
+					t.Fatalf("seed %d: DropFrom the %dth newest sample: %v", seed, len(want)-k, ok)
+				} else if ok {
+					want = want[:k]
+				}
+			}
+			if rng.IntN(6) == 0 && len(want) > 3 {
 				// A source that keeps at most n samples.
 				n := 1 + rng.IntN(len(want)-1)
 				w.KeepNewest(n)
@@ -105,8 +115,13 @@ func TestWindowStatsAsSamples(t *testing.T) {
 			if w.Len() != len(want) {
 				t.Fatalf("seed %d: the window holds %d samples, the source %d", seed, w.Len(), len(want))
 			}
+			// The newest samples, whole: WindowTail of them, fewer after
+			// DropFrom until new ones come.
 			before, recent := w.Recent()
-			k := max(0, len(want)-WindowTail)
+			if len(recent) > WindowTail || len(recent) > len(want) {
+				t.Fatalf("seed %d: %d recent samples of %d", seed, len(recent), len(want))
+			}
+			k := len(want) - len(recent)
 			if d := cmp.Diff(want[k:], recent, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); d != "" {
 				t.Fatalf("seed %d: recent samples (-want +got):\n%s", seed, d)
 			}
@@ -128,8 +143,8 @@ func TestWindowStatsAsSamples(t *testing.T) {
 				// now: mostly after every sample; sometimes before the
 				// newest few, as a source's clock ahead would have it.
 				now := newest.Add(time.Duration(rng.Int64N(int64(3 * step))))
-				if rng.IntN(4) == 0 {
-					now = want[max(0, len(want)-1-rng.IntN(WindowTail))].At.Add(-time.Duration(rng.IntN(2)))
+				if rng.IntN(4) == 0 && len(recent) > 0 {
+					now = want[len(want)-1-rng.IntN(len(recent))].At.Add(-time.Duration(rng.IntN(2)))
 				}
 				if !w.Exact(now) {
 					t.Fatalf("seed %d: not exact at %s with %d samples after it", seed, now, countAfter(want, now))
