@@ -100,18 +100,6 @@ func held(res collect.Result, key decide.GPUKey) []decide.Sample {
 	return res.Samples[key]
 }
 
-// recentOf returns how many samples the collector holds of a GPU (none:
-// it has no window) and its newest ones, whole (decide.WindowTail at
-// most).
-func recentOf(res collect.Result, key decide.GPUKey) (int, []decide.Sample) {
-	w, ok := res.Windows[key]
-	if !ok {
-		return 0, nil
-	}
-	_, ss := w.Recent()
-	return w.Len(), ss
-}
-
 func withProcs(p agent.Point, processes, unattributed int) agent.Point {
 	p.Processes, p.Unattributed = processes, unattributed
 	return p

@@ -141,6 +141,18 @@ func TestPrometheusRealServer(t *testing.T) {
 	}
 }
 
+// recentOf returns how many samples the collector holds of a GPU (none:
+// it has no window) and its newest ones, whole (decide.WindowTail at
+// most).
+func recentOf(res collect.Result, key decide.GPUKey) (int, []decide.Sample) {
+	w, ok := res.Windows[key]
+	if !ok {
+		return 0, nil
+	}
+	_, ss := w.Recent()
+	return w.Len(), ss
+}
+
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 func keys[V any](m map[decide.GPUKey]V) []string {

@@ -125,9 +125,9 @@ func TestWindowStatsAsSamples(t *testing.T) {
 			if d := cmp.Diff(want[k:], recent, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); d != "" {
 				t.Fatalf("seed %d: recent samples (-want +got):\n%s", seed, d)
 			}
-			if wantBefore := (time.Time{}); k > 0 {
-				if wantBefore = want[k-1].At; !before.Equal(wantBefore) {
-					t.Fatalf("seed %d: before the recent samples %s, want %s", seed, before, wantBefore)
+			if k > 0 {
+				if !before.Equal(want[k-1].At) {
+					t.Fatalf("seed %d: before the recent samples %s, want %s", seed, before, want[k-1].At)
 				}
 			} else if !before.IsZero() {
 				t.Fatalf("seed %d: before the recent samples %s, want none", seed, before)
