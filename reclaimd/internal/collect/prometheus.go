@@ -114,6 +114,10 @@ type Prometheus struct {
 	// whose answer is larger is asked again in halves, down to one step;
 	// only the first read of a node's window is ever that large.
 	MaxResponseBytes int64
+	// PieceBytes is about how large each answer of a whole window's read
+	// is made (default 8 MiB): the window is asked for in pieces of
+	// steps, each taken into the windows before the next.
+	PieceBytes int64
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Whole asks for every node's whole Window each cycle, as before the
@@ -152,8 +156,8 @@ func (p *Prometheus) held() *promState {
 }
 
 // A whole window's read asks for pieces of steps whose answers are about
-// wholePieceBytes: the first sized by a guess of pointBytes a point, each
-// next by the last answer.
+// PieceBytes (default wholePieceBytes): the first sized by a guess of
+// pointBytes a point, each next by the last answer.
 const (
 	wholePieceBytes = 8 << 20
 	pointBytes      = 32 // `[1795896390,"97"],` and the series' labels
@@ -183,22 +187,22 @@ type APIError = dcgmprom.APIError
 
 // promConfig is a Prometheus with the defaults filled in.
 type promConfig struct {
-	window, step        time.Duration
-	nodeLabel, gpuLabel string
-	jobLabel            string // "": none read
-	util, mem, fb       string
-	memScale            float64
-	maxBytes            int64
-	stripPort           bool // the node label is "instance": host:port
-	client              *http.Client
-	now                 func() time.Time
+	window, step         time.Duration
+	nodeLabel, gpuLabel  string
+	jobLabel             string // "": none read
+	util, mem, fb        string
+	memScale             float64
+	maxBytes, pieceBytes int64
+	stripPort            bool // the node label is "instance": host:port
+	client               *http.Client
+	now                  func() time.Time
 }
 
 func (p *Prometheus) config() promConfig {
 	c := promConfig{
 		window: p.Window, step: p.Step, nodeLabel: p.NodeLabel, gpuLabel: p.GPULabel, jobLabel: p.JobLabel,
 		util: p.UtilMetric, mem: p.MemActivityMetric, fb: p.FBUsedMetric,
-		memScale: p.MemActivityScale, maxBytes: p.MaxResponseBytes, client: p.Client, now: p.Now,
+		memScale: p.MemActivityScale, maxBytes: p.MaxResponseBytes, pieceBytes: p.PieceBytes, client: p.Client, now: p.Now,
 	}
 	if c.window <= 0 {
 		c.window = defaultPromWindow
@@ -221,6 +225,9 @@ func (p *Prometheus) config() promConfig {
 		if c.mem == memCopyUtil {
 			c.memScale = 1
 		}
+	}
+	if c.pieceBytes <= 0 {
+		c.pieceBytes = wholePieceBytes
 	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = defaultPromMaxBytes
@@ -364,7 +371,7 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 		steps := (end-from)/stepMs + 1
 		if from == first {
 			// Until an answer says better: 8 GPUs a node, 3 metrics.
-			steps = max(1, min(steps, wholePieceBytes/(int64(len(group))*8*3*pointBytes)))
+			steps = max(1, min(steps, c.pieceBytes/(int64(len(group))*8*3*pointBytes)))
 		}
 		for at := from; at <= end; {
 			to := min(end, at+(steps-1)*stepMs)
@@ -374,7 +381,7 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 			}
 			if n := (to-at)/stepMs + 1; len(st.body) > 0 {
 				// The next pieces sized by this one's answer.
-				steps = max(1, int64(wholePieceBytes)*n/int64(len(st.body)))
+				steps = max(1, c.pieceBytes*n/int64(len(st.body)))
 			}
 			samples, seen, holders, layouts := c.join(series, group)
 			for _, n := range group {
