@@ -64,7 +64,10 @@ type Agents struct {
 // heldNode is what Agents keeps of one node between cycles.
 type heldNode struct {
 	cursor string // the agent's cursor of its last answer; "" for none
-	gpus   map[int][]decide.Sample
+	// gpus holds each GPU's window reduced to what the decision reads of
+	// it (decide.Window): a restart's first read keeps a few bytes a
+	// sample, not the samples.
+	gpus map[int]*decide.Window
 	// holders are the jobs of the processes on each GPU in its newest
 	// sample (agent.Point.JobIDs), kept like gpus: an answer with no new
 	// sample for a GPU leaves its holders as they were.
@@ -133,7 +136,13 @@ type Result struct {
 	// the collector's own, kept for the next cycle: read them, and do
 	// not change or keep them past the cycle (the same holds for the
 	// slices of Holders).
-	Samples  map[decide.GPUKey][]decide.Sample
+	Samples map[decide.GPUKey][]decide.Sample
+	// Windows holds each GPU's window reduced to what the decision reads
+	// (decide.Window), where the source keeps it so (the agents); a GPU
+	// is in Samples or in Windows. The windows are the collector's own,
+	// kept for the next cycle: read them during the cycle, never change
+	// them.
+	Windows  map[decide.GPUKey]*decide.Window
 	Interval time.Duration // the agents' sample period
 	// Newest is the time of the newest sample seen (for the data-age metric).
 	Newest time.Time
@@ -210,7 +219,7 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 	a.collecting.Lock()
 	defer a.collecting.Unlock()
 	a.mu.Lock()
-	res := Result{Samples: make(map[decide.GPUKey][]decide.Sample, a.gpus), Failed: map[string]string{}, Refused: map[string]string{},
+	res := Result{Windows: make(map[decide.GPUKey]*decide.Window, a.gpus), Failed: map[string]string{}, Refused: map[string]string{},
 		Holders: make(map[decide.GPUKey][]int64, a.gpus)}
 	if a.held == nil {
 		a.held = map[string]*heldNode{}
@@ -271,9 +280,9 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 			if iv := time.Duration(snap.IntervalSeconds * float64(time.Second)); iv > res.Interval {
 				res.Interval = iv
 			}
-			for idx, samples := range h.gpus {
-				res.Samples[decide.GPUKey{Node: node, Index: idx}] = samples
-				if last := samples[len(samples)-1].At; last.After(res.Newest) {
+			for idx, w := range h.gpus {
+				res.Windows[decide.GPUKey{Node: node, Index: idx}] = w
+				if last := w.Newest(); last.After(res.Newest) {
 					res.Newest = last
 				}
 			}
@@ -298,7 +307,7 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 		return x.At.Compare(y.At)
 	})
 	a.mu.Lock()
-	a.gpus = len(res.Samples)
+	a.gpus = len(res.Windows)
 	a.mu.Unlock()
 	if len(res.Failed) == len(nodes) {
 		return res, fmt.Errorf("no node agent answered (%d nodes; e.g. %s)", len(nodes), firstFailure(res.Failed))
@@ -311,24 +320,15 @@ func (a *Agents) Collect(ctx context.Context, nodes []string) (Result, error) {
 // samples of its own slot, and its jobs and processes of no job in its
 // newest sample as its holders. A MIG device whose activity was not
 // measured leaves a gap (stale).
-func (h *heldNode) updateMIG(g gpuWindow, slots map[migSlot]int) {
-	unsorted := map[int]bool{}
+func (h *heldNode) updateMIG(g gpuWindow, slots map[migSlot]int, iv time.Duration) {
 	for _, p := range g.Samples {
 		for _, m := range p.MIG {
 			key, ok := slots[migSlot{g.Index, m.GPUInstance}]
 			if !ok || !m.hasUtil || !m.hasMemAct {
 				continue
 			}
-			s := decide.Sample{At: p.At, UtilPercent: m.Util, MemActivityPercent: m.MemActivity, MemUsedMiB: m.MemUsedMiB}
-			held := h.gpus[key]
-			if n := len(held); n > 0 && !held[n-1].At.Before(s.At) {
-				unsorted[key] = true
-			}
-			h.gpus[key] = append(held, s)
+			h.window(key, iv).Add(decide.Sample{At: p.At, UtilPercent: m.Util, MemActivityPercent: m.MemActivity, MemUsedMiB: m.MemUsedMiB})
 		}
-	}
-	for key := range unsorted {
-		slices.SortStableFunc(h.gpus[key], func(x, y decide.Sample) int { return x.At.Compare(y.At) })
 	}
 	n := len(g.Samples)
 	if n == 0 {
@@ -367,7 +367,7 @@ func (h *heldNode) update(snap snapshot) error {
 			snap.Version, agent.SnapshotVersion)
 	case snap.Version < 2, snap.Full, h.cursor == "":
 		// Version 1 (no cursors) or a whole window: start over from it.
-		h.gpus = make(map[int][]decide.Sample, len(snap.GPUs))
+		h.gpus = make(map[int]*decide.Window, len(snap.GPUs))
 		h.holders = make(map[int][]int64, len(snap.GPUs))
 		h.unattributed = nil
 	case snap.After != h.cursor:
@@ -403,8 +403,9 @@ func (h *heldNode) update(snap snapshot) error {
 		}
 	}
 	slots, layout := migSlots(snap.GPUs, mig)
+	iv := time.Duration(snap.IntervalSeconds * float64(time.Second))
 	if layout != h.layout {
-		h.gpus = make(map[int][]decide.Sample, len(snap.GPUs))
+		h.gpus = make(map[int]*decide.Window, len(snap.GPUs))
 		h.holders = make(map[int][]int64, len(snap.GPUs))
 		h.unattributed = nil
 	}
@@ -412,34 +413,22 @@ func (h *heldNode) update(snap snapshot) error {
 	for _, g := range snap.GPUs {
 		if slots != nil {
 			if g.MIG {
-				h.updateMIG(g, slots)
+				h.updateMIG(g, slots, iv)
 				continue
 			}
 			g.Index = slots[migSlot{g.Index, -1}]
 		}
-		held := h.gpus[g.Index]
-		if held == nil {
-			// A whole window (a restart's first read): sized once, with
-			// room for a few cycles of new samples, instead of grown by
-			// doubling, which allocated twice the window and kept up to
-			// half of it unused.
-			held = make([]decide.Sample, 0, len(g.Samples)+len(g.Samples)/8+4)
-		}
-		sorted := true
+		var held *decide.Window
 		for _, p := range g.Samples {
 			if !p.hasUtil || !p.hasMemAct {
 				continue // not measured: leaves a gap, which reads as stale
 			}
-			s := decide.Sample{At: p.At, UtilPercent: p.Util, MemActivityPercent: p.MemActivity, MemUsedMiB: p.MemUsedMiB}
-			if n := len(held); n > 0 && !held[n-1].At.Before(s.At) {
-				sorted = false
+			if held == nil {
+				held = h.window(g.Index, iv)
+				held.Grow(len(g.Samples))
 			}
-			held = append(held, s)
+			held.Add(decide.Sample{At: p.At, UtilPercent: p.Util, MemActivityPercent: p.MemActivity, MemUsedMiB: p.MemUsedMiB})
 		}
-		if !sorted {
-			slices.SortStableFunc(held, func(x, y decide.Sample) int { return x.At.Compare(y.At) })
-		}
-		h.gpus[g.Index] = held
 		switch n := len(g.Samples); {
 		case g.MIG:
 			// A GPU in MIG mode reported as a whole: it has no activity of
@@ -475,19 +464,31 @@ func (h *heldNode) update(snap snapshot) error {
 	// before the answer, and the oldest beyond its max_samples.
 	oldest := snap.TakenAt.Add(-time.Duration(snap.WindowSeconds * float64(time.Second)))
 	for idx, held := range h.gpus {
-		drop := sort.Search(len(held), func(i int) bool { return !held[i].At.Before(oldest) })
+		held.DropBefore(oldest)
 		if snap.MaxSamples > 0 {
-			drop = max(drop, len(held)-snap.MaxSamples)
+			held.KeepNewest(snap.MaxSamples)
 		}
-		if held = held[drop:]; len(held) == 0 {
+		if held.Len() == 0 {
 			delete(h.gpus, idx)
 			delete(h.holders, idx)
 			delete(h.unattributed, idx)
-			continue
 		}
-		h.gpus[idx] = held
 	}
 	return nil
+}
+
+// window returns the window of the GPU (or MIG device) of Slurm's index
+// idx, made when it has none.
+func (h *heldNode) window(idx int, iv time.Duration) *decide.Window {
+	w := h.gpus[idx]
+	if w == nil {
+		w = &decide.Window{}
+		h.gpus[idx] = w
+	}
+	if iv > 0 {
+		w.SetInterval(iv)
+	}
+	return w
 }
 
 // readBody reads at most limit+1 bytes of the answer into buf, grown to

@@ -74,7 +74,8 @@ func FuzzAgentSnapshot(f *testing.F) {
 				t.Fatalf("fault %+v kept", fl)
 			}
 		}
-		for key, ss := range res.Samples {
+		for key, w := range res.Windows {
+			_, ss := w.Recent()
 			if key.Node != "n1" {
 				t.Fatalf("samples of node %q from n1's agent", key.Node)
 			}

@@ -2,6 +2,7 @@ package collect_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -72,17 +73,31 @@ func TestAgentsHolders(t *testing.T) {
 	// it; one whose activity was not measured has none (stale), and a GPU
 	// in MIG mode has none as a whole.
 	wantMIG := []decide.Sample{{At: at, UtilPercent: 80, MemActivityPercent: 20, MemUsedMiB: 900}}
-	if diff := cmp.Diff(wantMIG, res.Samples[decide.GPUKey{Node: "gpu1", Index: 1}]); diff != "" {
+	if diff := cmp.Diff(wantMIG, held(res, decide.GPUKey{Node: "gpu1", Index: 1})); diff != "" {
 		t.Errorf("samples of GPU 1's instance 1 (Slurm's 1) (-want +got):\n%s", diff)
 	}
 	for _, i := range []int{2, 7} {
-		if ss := res.Samples[decide.GPUKey{Node: "gpu1", Index: i}]; len(ss) != 0 {
+		if ss := held(res, decide.GPUKey{Node: "gpu1", Index: i}); len(ss) != 0 {
 			t.Errorf("Slurm's GPU %d (a MIG device not measured): %d samples, want none", i, len(ss))
 		}
 	}
-	if got := len(res.Samples[decide.GPUKey{Node: "gpu1", Index: 3}]); got != 1 {
+	if got := len(held(res, decide.GPUKey{Node: "gpu1", Index: 3})); got != 1 {
 		t.Errorf("Slurm's GPU 3 (NVML's GPU 2): %d samples, want 1", got)
 	}
+}
+
+// held returns the samples the agents collector holds of a GPU, all of
+// them in a window as short as a test's (decide.WindowTail samples at
+// most), or those of Samples.
+func held(res collect.Result, key decide.GPUKey) []decide.Sample {
+	if w, ok := res.Windows[key]; ok {
+		if w.Len() > decide.WindowTail {
+			panic(fmt.Sprintf("%v holds %d samples, more than a test can read back", key, w.Len()))
+		}
+		_, ss := w.Recent()
+		return ss
+	}
+	return res.Samples[key]
 }
 
 func withProcs(p agent.Point, processes, unattributed int) agent.Point {

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,6 +114,10 @@ type Prometheus struct {
 	// whose answer is larger is asked again in halves, down to one step;
 	// only the first read of a node's window is ever that large.
 	MaxResponseBytes int64
+	// PieceBytes is about how large each answer of a whole window's read
+	// is made (default 8 MiB): the window is asked for in pieces of
+	// steps, each taken into the windows before the next.
+	PieceBytes int64
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Whole asks for every node's whole Window each cycle, as before the
@@ -152,11 +155,21 @@ func (p *Prometheus) held() *promState {
 	return p.state
 }
 
+// A whole window's read asks for pieces of steps whose answers are about
+// PieceBytes (default wholePieceBytes): the first sized by a guess of
+// pointBytes a point, each next by the last answer.
+const (
+	wholePieceBytes = 8 << 20
+	pointBytes      = 32 // `[1795896390,"97"],` and the series' labels
+)
+
 // promNode is what Prometheus keeps of one node between cycles: the
 // samples of its GPUs, and the last step they reach.
 type promNode struct {
 	last int64 // Unix ms of the newest step read; 0: none
-	gpus map[int][]decide.Sample
+	// gpus holds each GPU's window reduced to what the decision reads of
+	// it (decide.Window): a whole window costs a few bytes a step.
+	gpus map[int]*decide.Window
 	// holders are the jobs dcgm-exporter's job labels put on each GPU
 	// at its newest step, from the last answer; nil: no label.
 	holders map[int][]int64
@@ -174,22 +187,22 @@ type APIError = dcgmprom.APIError
 
 // promConfig is a Prometheus with the defaults filled in.
 type promConfig struct {
-	window, step        time.Duration
-	nodeLabel, gpuLabel string
-	jobLabel            string // "": none read
-	util, mem, fb       string
-	memScale            float64
-	maxBytes            int64
-	stripPort           bool // the node label is "instance": host:port
-	client              *http.Client
-	now                 func() time.Time
+	window, step         time.Duration
+	nodeLabel, gpuLabel  string
+	jobLabel             string // "": none read
+	util, mem, fb        string
+	memScale             float64
+	maxBytes, pieceBytes int64
+	stripPort            bool // the node label is "instance": host:port
+	client               *http.Client
+	now                  func() time.Time
 }
 
 func (p *Prometheus) config() promConfig {
 	c := promConfig{
 		window: p.Window, step: p.Step, nodeLabel: p.NodeLabel, gpuLabel: p.GPULabel, jobLabel: p.JobLabel,
 		util: p.UtilMetric, mem: p.MemActivityMetric, fb: p.FBUsedMetric,
-		memScale: p.MemActivityScale, maxBytes: p.MaxResponseBytes, client: p.Client, now: p.Now,
+		memScale: p.MemActivityScale, maxBytes: p.MaxResponseBytes, pieceBytes: p.PieceBytes, client: p.Client, now: p.Now,
 	}
 	if c.window <= 0 {
 		c.window = defaultPromWindow
@@ -212,6 +225,9 @@ func (p *Prometheus) config() promConfig {
 		if c.mem == memCopyUtil {
 			c.memScale = 1
 		}
+	}
+	if c.pieceBytes <= 0 {
+		c.pieceBytes = wholePieceBytes
 	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = defaultPromMaxBytes
@@ -306,7 +322,7 @@ func normNodes(nodes []string) []string {
 // idle. Collect returns an error when a query fails or no node has
 // samples.
 func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error) {
-	res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
+	res := Result{Windows: map[decide.GPUKey]*decide.Window{}, Failed: map[string]string{}}
 	nodes = normNodes(nodes)
 	if len(nodes) == 0 {
 		return res, nil
@@ -334,7 +350,7 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 	for _, n := range nodes {
 		h := st.held[n]
 		if h == nil || h.last < first {
-			h = &promNode{gpus: map[int][]decide.Sample{}}
+			h = &promNode{gpus: map[int]*decide.Window{}}
 		}
 		kept[n] = h
 		from := first
@@ -348,19 +364,51 @@ func (p *Prometheus) Collect(ctx context.Context, nodes []string) (Result, error
 
 	for _, from := range slices.Sorted(maps.Keys(groups)) {
 		group := groups[from]
-		series, err := p.queryRange(ctx, c, st, group, from, end)
-		if err != nil {
-			return res, err
+		// A whole window is read in pieces of steps, oldest first, each
+		// merged into the windows before the next is asked for: what a
+		// first read holds at once is one piece's answer, not the
+		// window's.
+		steps := (end-from)/stepMs + 1
+		if from == first {
+			// Until an answer says better: 8 GPUs a node, 3 metrics.
+			steps = max(1, min(steps, c.pieceBytes/(int64(len(group))*8*3*pointBytes)))
 		}
-		samples, seen, holders, layouts := c.join(series, group)
-		for _, n := range group {
-			h := kept[n]
-			if layouts[n] != h.layout {
-				h.gpus, h.layout = map[int][]decide.Sample{}, layouts[n]
+		for at := from; at <= end; {
+			to := min(end, at+(steps-1)*stepMs)
+			series, err := p.queryRange(ctx, c, st, group, at, to)
+			if err != nil {
+				return res, err
 			}
-			h.merge(samples[n], from, first)
-			// Every answer reaches the newest step: its labels are the map.
-			h.last, h.seen, h.holders = end, seen[n], holders[n]
+			if n := (to-at)/stepMs + 1; len(st.body) > 0 {
+				// The next pieces sized by this one's answer.
+				steps = max(1, c.pieceBytes*n/int64(len(st.body)))
+			}
+			samples, seen, holders, layouts := c.join(series, group)
+			for _, n := range group {
+				h := kept[n]
+				if layouts[n] != h.layout {
+					h.gpus, h.layout = map[int]*decide.Window{}, layouts[n]
+				}
+				h.merge(samples[n], at, first, c.step)
+				if seen[n] != nil || at == from {
+					h.seen = seen[n]
+				}
+				// The labels of each GPU's newest step are the map.
+				if at == from {
+					h.holders = holders[n]
+				} else {
+					for idx, jobs := range holders[n] {
+						if h.holders == nil {
+							h.holders = map[int][]int64{}
+						}
+						h.holders[idx] = jobs
+					}
+				}
+			}
+			at = to + stepMs
+		}
+		for _, n := range group {
+			kept[n].last = end // every read reaches the newest step
 		}
 	}
 	c.collected(nodes, kept, &res)
@@ -378,9 +426,9 @@ func (c promConfig) collected(nodes []string, held map[string]*promNode, res *Re
 			res.Failed[n] = c.whyNoSamples(n, h.seen)
 			continue
 		}
-		for idx, ss := range h.gpus {
-			res.Samples[decide.GPUKey{Node: n, Index: idx}] = ss
-			if at := ss[len(ss)-1].At; at.After(res.Newest) {
+		for idx, w := range h.gpus {
+			res.Windows[decide.GPUKey{Node: n, Index: idx}] = w
+			if at := w.Newest(); at.After(res.Newest) {
 				res.Newest = at
 			}
 		}
@@ -395,18 +443,30 @@ func (c promConfig) collected(nodes []string, held map[string]*promNode, res *Re
 }
 
 // merge puts a node's answer for the steps from..end in place of what it
-// held for them, and drops the samples before first.
-func (h *promNode) merge(answer map[int][]decide.Sample, from, first int64) {
-	for idx, ss := range h.gpus {
-		lo := sort.Search(len(ss), func(i int) bool { return ss[i].At.UnixMilli() >= first })
-		hi := sort.Search(len(ss), func(i int) bool { return ss[i].At.UnixMilli() >= from })
-		h.gpus[idx] = ss[lo:max(lo, hi)]
+// held for them, and drops the samples before first. The steps read again
+// are the newest (from is the last step read), in each window's tail; a
+// window that cannot drop them (more than decide.WindowTail steps read
+// again) starts over from the answer, short of samples (stale) until it
+// fills again, never judged on samples it should have dropped.
+func (h *promNode) merge(answer map[int][]decide.Sample, from, first int64, step time.Duration) {
+	for idx, w := range h.gpus {
+		w.DropBefore(time.UnixMilli(first))
+		if !w.DropFrom(time.UnixMilli(from)) {
+			h.gpus[idx] = &decide.Window{}
+		}
 	}
 	for idx, ss := range answer {
-		h.gpus[idx] = append(h.gpus[idx], ss...)
+		w := h.gpus[idx]
+		if w == nil {
+			w = &decide.Window{}
+			h.gpus[idx] = w
+		}
+		w.SetInterval(step)
+		w.Grow(len(ss))
+		w.Add(ss...)
 	}
-	for idx, ss := range h.gpus {
-		if len(ss) == 0 {
+	for idx, w := range h.gpus {
+		if w.Len() == 0 {
 			delete(h.gpus, idx)
 		}
 	}

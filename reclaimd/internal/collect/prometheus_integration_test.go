@@ -115,16 +115,17 @@ func TestPrometheusRealServer(t *testing.T) {
 				{Node: "gpu2", Index: 0}: {97, 62.4518, 71732},
 				{Node: "gpu2", Index: 1}: {88, 41.2906, 71732},
 			}
-			if len(res.Samples) != len(wants) {
-				t.Errorf("Samples has %d GPUs, want %d: %v", len(res.Samples), len(wants), keys(res.Samples))
+			if len(res.Windows) != len(wants) {
+				t.Errorf("Windows has %d GPUs, want %d: %v", len(res.Windows), len(wants), keys(res.Windows))
 			}
 			for key, w := range wants {
-				samples := res.Samples[key]
-				if len(samples) < 5 {
-					t.Errorf("%s: %d samples, want several (at least 5 of the 30s window)", key, len(samples))
+				// The newest samples, whole: decide.WindowTail of them.
+				n, samples := recentOf(res, key)
+				if n < 5 {
+					t.Errorf("%s: %d samples, want several (at least 5 of the 30s window)", key, n)
 					continue
 				}
-				t.Logf("%s: %d samples from %s to %s", key, len(samples),
+				t.Logf("%s: %d samples, the newest %d from %s to %s", key, n, len(samples),
 					samples[0].At.Format(time.TimeOnly), samples[len(samples)-1].At.Format(time.TimeOnly))
 				for i, s := range samples {
 					if s.UtilPercent != w.util || !near(s.MemActivityPercent, w.mem) || s.MemUsedMiB != w.fb {
@@ -140,9 +141,21 @@ func TestPrometheusRealServer(t *testing.T) {
 	}
 }
 
+// recentOf returns how many samples the collector holds of a GPU (none:
+// it has no window) and its newest ones, whole (decide.WindowTail at
+// most).
+func recentOf(res collect.Result, key decide.GPUKey) (int, []decide.Sample) {
+	w, ok := res.Windows[key]
+	if !ok {
+		return 0, nil
+	}
+	_, ss := w.Recent()
+	return w.Len(), ss
+}
+
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
-func keys(m map[decide.GPUKey][]decide.Sample) []string {
+func keys[V any](m map[decide.GPUKey]V) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k.String())
@@ -193,16 +206,16 @@ func TestPrometheusRealServerJobsAndMIG(t *testing.T) {
 		t.Errorf("Holders = %v (from %v), want %v from dcgm-exporter's labels", res.Holders, res.MapFrom, wantHolders)
 	}
 	for key, util := range map[decide.GPUKey]float64{k("gpu2", 0): 0, k("gpu2", 1): 91.2043, k("gpu2", 2): 97, k("gpu1", 0): 95} {
-		ss := res.Samples[key]
-		if len(ss) < 3 {
-			t.Errorf("%s: %d samples, want several", key, len(ss))
+		n, ss := recentOf(res, key)
+		if n < 3 {
+			t.Errorf("%s: %d samples, want several", key, n)
 			continue
 		}
 		if got := ss[len(ss)-1].UtilPercent; got < util-1e-6 || got > util+1e-6 {
 			t.Errorf("%s: utilisation %v, want %v", key, got, util)
 		}
 	}
-	if _, ok := res.Samples[k("gpu2", 3)]; ok || len(res.Failed) != 0 {
+	if _, ok := res.Windows[k("gpu2", 3)]; ok || len(res.Failed) != 0 {
 		t.Errorf("gpu2 has a GPU 3 (%v) or a node failed (%v): want its MIG GPU judged only as its two MIG devices", ok, res.Failed)
 	}
 }

@@ -86,6 +86,17 @@ func readFixture(t testing.TB, name string) []byte {
 	return b
 }
 
+// recentSamples returns the newest samples the collector holds of each
+// GPU, whole (decide.WindowTail at most): every sample of a window as
+// short as most tests'.
+func recentSamples(res Result) map[decide.GPUKey][]decide.Sample {
+	out := make(map[decide.GPUKey][]decide.Sample, len(res.Windows))
+	for key, w := range res.Windows {
+		_, out[key] = w.Recent()
+	}
+	return out
+}
+
 // sampleOpts compare samples: ratios scaled to percent are not exact, and
 // a NaN (a value DCGM could not measure) equals a NaN.
 var sampleOpts = cmp.Options{cmpopts.EquateApprox(0, 1e-9), cmpopts.EquateNaNs()}
@@ -244,7 +255,7 @@ func TestPrometheusCollect(t *testing.T) {
 			if got := p.Query(tt.nodes); got != tt.wantQuery {
 				t.Errorf("Query() = %s\nwant %s", got, tt.wantQuery)
 			}
-			if diff := cmp.Diff(tt.wantSamples, res.Samples, sampleOpts); diff != "" {
+			if diff := cmp.Diff(tt.wantSamples, recentSamples(res), sampleOpts); diff != "" {
 				t.Errorf("Samples (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantFailed, res.Failed); diff != "" {
@@ -289,7 +300,7 @@ func TestPrometheusCapturedAnswer(t *testing.T) {
 				UtilPercent: w.util, MemActivityPercent: w.mem, MemUsedMiB: w.fb})
 		}
 	}
-	if diff := cmp.Diff(wantSamples, res.Samples, sampleOpts); diff != "" {
+	if diff := cmp.Diff(wantSamples, recentSamples(res), sampleOpts); diff != "" {
 		t.Errorf("Samples (-want +got):\n%s", diff)
 	}
 	if got := slices.Collect(mapKeys(res.Failed)); !slices.Equal(got, []string{"gpu9"}) {
@@ -378,7 +389,7 @@ func TestPrometheusErrors(t *testing.T) {
 			if apiErr.Type != tt.wantType || apiErr.HTTPStatus != tt.status || apiErr.Query != p.Query([]string{"gpu1"}) {
 				t.Errorf("APIError = %+v, want type %q, status %d and the query", apiErr, tt.wantType, tt.status)
 			}
-			if len(res.Samples) != 0 || res.Interval != 30*time.Second {
+			if len(res.Windows) != 0 || res.Interval != 30*time.Second {
 				t.Errorf("Result = %+v, want no samples and the step", res)
 			}
 			// An answer too large is asked again in halves, down to one step.
@@ -394,7 +405,7 @@ func TestPrometheusNoRequest(t *testing.T) {
 	p := &Prometheus{URL: srv.URL}
 	for _, nodes := range [][]string{nil, {}, {""}} {
 		res, err := p.Collect(context.Background(), nodes)
-		if err != nil || len(res.Samples) != 0 || len(res.Failed) != 0 {
+		if err != nil || len(res.Windows) != 0 || len(res.Failed) != 0 {
 			t.Errorf("Collect(%q) = %+v, %v; want an empty result", nodes, res, err)
 		}
 	}
@@ -472,15 +483,15 @@ func FuzzParseQueryRange(f *testing.F) {
 			return
 		}
 		for _, c := range []promConfig{(&Prometheus{}).config(), (&Prometheus{NodeLabel: "instance"}).config()} {
-			res := Result{Samples: map[decide.GPUKey][]decide.Sample{}, Failed: map[string]string{}}
+			res := Result{Windows: map[decide.GPUKey]*decide.Window{}, Failed: map[string]string{}}
 			samples, seen, _, _ := c.join(series, nodes)
 			held := map[string]*promNode{}
 			for _, n := range nodes {
-				held[n] = &promNode{gpus: map[int][]decide.Sample{}, seen: seen[n]}
-				held[n].merge(samples[n], 0, 0)
+				held[n] = &promNode{gpus: map[int]*decide.Window{}, seen: seen[n]}
+				held[n].merge(samples[n], 0, 0, c.step)
 			}
 			c.collected(nodes, held, &res)
-			for key, samples := range res.Samples {
+			for key, samples := range recentSamples(res) {
 				if !slices.Contains(nodes, key.Node) || res.Failed[key.Node] != "" {
 					t.Fatalf("samples for %s, which is not asked for or failed (%q)", key, res.Failed[key.Node])
 				}
@@ -501,7 +512,7 @@ func FuzzParseQueryRange(f *testing.F) {
 			}
 			for _, n := range nodes {
 				has := false
-				for key := range res.Samples {
+				for key := range res.Windows {
 					has = has || key.Node == n
 				}
 				if !has && res.Failed[n] == "" {
@@ -670,14 +681,14 @@ func TestPrometheusJobLabels(t *testing.T) {
 			}
 			// The per-job copies are one GPU's samples: one sample a step,
 			// of the GPU's own values.
-			if got := len(res.Samples); got != 4 {
-				t.Fatalf("%d GPUs, want 4: %v", got, slices.Collect(maps.Keys(res.Samples)))
+			if got := len(res.Windows); got != 4 {
+				t.Fatalf("%d GPUs, want 4: %v", got, slices.Collect(maps.Keys(res.Windows)))
 			}
 			for key, want := range map[decide.GPUKey]decide.Sample{k(0): {UtilPercent: 95, MemActivityPercent: 61.2, MemUsedMiB: 71730},
 				k(3): {UtilPercent: 0, MemActivityPercent: 0, MemUsedMiB: 2310}} {
-				ss := res.Samples[key]
-				if len(ss) != 121 {
-					t.Errorf("%s: %d samples, want 121 (an hour of 30 s steps, both ends)", key, len(ss))
+				ss := recentSamples(res)[key]
+				if n := res.Windows[key].Len(); n != 121 {
+					t.Errorf("%s: %d samples, want 121 (an hour of 30 s steps, both ends)", key, n)
 					continue
 				}
 				got := ss[len(ss)-1]
@@ -735,13 +746,13 @@ func TestPrometheusMIG(t *testing.T) {
 		k(1): {At: newest, UtilPercent: 91.2043, MemActivityPercent: 37.1588, MemUsedMiB: 9650}, // GPU 0, instance 9
 		k(2): {At: newest, UtilPercent: 97, MemActivityPercent: 62.4518, MemUsedMiB: 71732},     // GPU 1
 	}
-	if len(res.Samples) != len(want) {
-		t.Fatalf("%d GPUs and MIG devices, want %d: %v", len(res.Samples), len(want), slices.Collect(maps.Keys(res.Samples)))
+	if len(res.Windows) != len(want) {
+		t.Fatalf("%d GPUs and MIG devices, want %d: %v", len(res.Windows), len(want), slices.Collect(maps.Keys(res.Windows)))
 	}
 	for key, w := range want {
-		ss := res.Samples[key]
-		if len(ss) != 121 {
-			t.Errorf("%s: %d samples, want 121", key, len(ss))
+		ss := recentSamples(res)[key]
+		if n := res.Windows[key].Len(); n != 121 {
+			t.Errorf("%s: %d samples, want 121", key, n)
 			continue
 		}
 		if diff := cmp.Diff(w, ss[len(ss)-1], sampleOpts); diff != "" {
@@ -758,7 +769,7 @@ func TestPrometheusMIG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Samples) != 2 || len(res.Samples[k(1)]) != 2 || res.Samples[k(1)][1].UtilPercent != 97 {
-		t.Errorf("after instance 9 went: %v; want instance 1 and GPU 1 (now Slurm's 1), read afresh (2 steps)", res.Samples)
+	if got := recentSamples(res); len(got) != 2 || len(got[k(1)]) != 2 || got[k(1)][1].UtilPercent != 97 {
+		t.Errorf("after instance 9 went: %v; want instance 1 and GPU 1 (now Slurm's 1), read afresh (2 steps)", got)
 	}
 }

@@ -398,9 +398,12 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			cycleErr = append(cycleErr, "GPU faults: "+err.Error())
 		}
 	}
-	snap.Samples, snap.SampleInterval = res.Samples, res.Interval
+	snap.Samples, snap.Windows, snap.SampleInterval = res.Samples, res.Windows, res.Interval
 	snap.Mismatched = gpuMapMismatchesFrom(res.MapFrom, jobs, res.Holders, res.Unattributed)
 	snap.Placed = joinOnAgentMap(jobs, res.Holders, res.Unattributed, snap.Mismatched, res.Samples)
+	if res.Windows != nil {
+		joinOnAgentMap(jobs, res.Holders, res.Unattributed, snap.Mismatched, res.Windows)
+	}
 	for node, why := range snap.Mismatched {
 		c.cfg.Log.Warn(mismatchLog(res.MapFrom), "node", node, "detail", why)
 	}
@@ -699,7 +702,16 @@ func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[i
 		}
 		seen := 0.0
 		for _, g := range j.GPUs {
-			seen += idleSeconds(snap.Samples[decide.GPUKey{Node: g.Node, Index: g.Index}], since, at, iv, rule.Idle)
+			key := decide.GPUKey{Node: g.Node, Index: g.Index}
+			if w, ok := snap.Windows[key]; ok {
+				// A cycle reads a few new samples: they are among the
+				// window's whole ones, unless more than WindowTail came
+				// since the last (the time before those is not counted).
+				before, recent := w.Recent()
+				seen += idleSecondsAfter(before, recent, since, at, iv, rule.Idle)
+				continue
+			}
+			seen += idleSeconds(snap.Samples[key], since, at, iv, rule.Idle)
 		}
 		c.cfg.Metrics.IdleGPUSeconds.WithLabelValues(tenant).Add(seen)
 	}
@@ -709,14 +721,24 @@ func (c *Controller) account(snap decide.Snapshot, d decide.Decision, byID map[i
 // under def: each stands for the time since the sample before it, and at
 // most iv.
 func idleSeconds(samples []decide.Sample, since, at time.Time, iv time.Duration, def reclaimrules.IdleDef) float64 {
+	return idleSecondsAfter(time.Time{}, samples, since, at, iv, def)
+}
+
+// idleSecondsAfter is idleSeconds of samples that follow one taken at
+// before (zero: none).
+func idleSecondsAfter(before time.Time, samples []decide.Sample, since, at time.Time, iv time.Duration, def reclaimrules.IdleDef) float64 {
 	total := 0.0
 	for i, s := range samples {
 		if !s.At.After(since) || s.At.After(at) {
 			continue
 		}
 		from := s.At.Add(-iv)
-		if i > 0 && samples[i-1].At.After(from) {
-			from = samples[i-1].At
+		prev := before
+		if i > 0 {
+			prev = samples[i-1].At
+		}
+		if !prev.IsZero() && prev.After(from) {
+			from = prev
 		}
 		if s.UtilPercent <= def.MaxUtilPercent && s.MemActivityPercent <= def.MaxMemActivityPercent {
 			total += s.At.Sub(from).Seconds()

@@ -135,8 +135,8 @@ func gpuMapMismatchesFrom(from collect.MapSource, jobs []slurmrest.Job, holders 
 // own GPUs did. A job the map does not place (one without processes, an
 // idle job often has none) stays unjudged, as does every job of a node
 // with processes of no job.
-func joinOnAgentMap(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, unattributed map[decide.GPUKey]int,
-	mismatched map[string]string, samples map[decide.GPUKey][]decide.Sample) map[int64]bool {
+func joinOnAgentMap[V any](jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, unattributed map[decide.GPUKey]int,
+	mismatched map[string]string, samples map[decide.GPUKey]V) map[int64]bool {
 	if len(mismatched) == 0 {
 		return nil
 	}
@@ -200,15 +200,16 @@ func joinOnAgentMap(jobs []slurmrest.Job, holders map[decide.GPUKey][]int64, una
 	}
 	// Read every source before writing any target: two placed jobs may
 	// have each other's indices.
-	got := make([][]decide.Sample, len(moves))
+	got := make([]V, len(moves))
+	has := make([]bool, len(moves))
 	for i, m := range moves {
-		got[i] = samples[m.from]
+		got[i], has[i] = samples[m.from]
 	}
 	for _, m := range moves {
 		delete(samples, m.to)
 	}
 	for i, m := range moves {
-		if len(got[i]) > 0 {
+		if has[i] {
 			samples[m.to] = got[i]
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/strata-hpc/strata/reclaimd/internal/collect"
 	"github.com/strata-hpc/strata/reclaimd/internal/controller"
 	"github.com/strata-hpc/strata/reclaimd/internal/decide"
 )
@@ -30,6 +31,10 @@ func TestIncrementalSameDecisions(t *testing.T) {
 				wholeColl, incrColl = s.agentsCollector(true), s.agentsCollector(false)
 			} else {
 				wholeColl, incrColl = s.prometheus(true), s.prometheus(false)
+				// Its whole windows (the first cycle's) in pieces of a few
+				// steps, each taken in before the next.
+				s.coll.(*collect.Prometheus).PieceBytes = 20 << 10
+				incrColl.(*collect.Prometheus).PieceBytes = 20 << 10
 			}
 			whole := s.controller(wholeColl)
 			var nodes []string

@@ -3,9 +3,7 @@ package decide
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -441,7 +439,7 @@ func (c *cycle) evaluate(j *Job, rule reclaimrules.Rule, from time.Time) (Eviden
 	span := c.now.Sub(from)
 	stale := ""
 	for _, g := range j.GPUs {
-		ge, why := c.evaluateGPU(g, c.s.Samples[g], from, span, rule.Idle)
+		ge, why := c.evaluateGPU(g, from, span, rule.Idle)
 		if why != "" && stale == "" {
 			stale = g.String() + ": " + why
 		}
@@ -455,35 +453,25 @@ func (c *cycle) evaluate(j *Job, rule reclaimrules.Rule, from time.Time) (Eviden
 }
 
 // evaluateGPU reads one GPU's samples in (from, now]; each covers at most
-// one sample interval before it.
-func (c *cycle) evaluateGPU(g GPUKey, samples []Sample, from time.Time, span time.Duration, def reclaimrules.IdleDef) (GPUEvidence, string) {
+// one sample interval before it. The samples are the GPU's Window when
+// the snapshot gives one, else its Samples.
+func (c *cycle) evaluateGPU(g GPUKey, from time.Time, span time.Duration, def reclaimrules.IdleDef) (GPUEvidence, string) {
 	ge := GPUEvidence{GPU: g}
-	// A sample describes the interval before it, so one taken at from
-	// belongs to the time before the window (at a job's start: to the
-	// GPU's previous job).
-	i := sort.Search(len(samples), func(i int) bool { return samples[i].At.After(from) })
-	// Integer nanoseconds: time.Time's Sub costs more, and this is the
-	// inner loop of the whole cycle.
-	var covered int64
-	step, end := int64(c.interval), c.now.UnixNano()
-	prev, newest := from.UnixNano(), -1
-	invalid := false
-	for ; i < len(samples); i++ {
-		s := &samples[i]
-		at := s.At.UnixNano()
-		if at > end {
-			break
+	var st stats
+	if w, ok := c.s.Windows[g]; ok {
+		if !w.Exact(c.now) {
+			// Only the tail can be read after a now that is older than
+			// the samples: the GPU's source is ahead of this clock.
+			return ge, fmt.Sprintf("more than %d samples newer than now: the source's clock is ahead", WindowTail)
 		}
-		covered += min(at-prev, step)
-		prev, newest = at, i
-		ge.Samples++
-		if math.IsNaN(s.UtilPercent) || math.IsNaN(s.MemActivityPercent) {
-			invalid = true
-		}
-		ge.MaxUtilPercent = max(ge.MaxUtilPercent, s.UtilPercent)
-		ge.MaxMemActivityPercent = max(ge.MaxMemActivityPercent, s.MemActivityPercent)
-		ge.MaxMemUsedMiB = max(ge.MaxMemUsedMiB, s.MemUsedMiB)
+		st = w.stats(from, c.now.UnixNano(), int64(c.interval))
+	} else {
+		st = statsOf(c.s.Samples[g], from, c.now.UnixNano(), int64(c.interval))
 	}
+	covered := st.covered
+	ge.Samples = st.n
+	ge.MaxUtilPercent, ge.MaxMemActivityPercent, ge.MaxMemUsedMiB = st.maxU, st.maxM, st.maxUsed
+	invalid := st.invalid
 	if span > 0 {
 		ge.Coverage = min(float64(covered)/float64(span), 1)
 	}
@@ -493,7 +481,7 @@ func (c *cycle) evaluateGPU(g GPUKey, samples []Sample, from time.Time, span tim
 	case invalid:
 		return ge, "a sample has no value (NaN)"
 	}
-	ge.Newest = samples[newest].At
+	ge.Newest = st.newest
 	switch {
 	case c.now.Sub(ge.Newest) > 2*c.interval:
 		return ge, fmt.Sprintf("newest sample %s old, expected every %s", ago(c.now, ge.Newest), c.interval)

@@ -156,6 +156,10 @@ type Snapshot struct {
 	// Samples holds each GPU's recent samples, sorted by time. The caller
 	// keeps at least the longest rule window; older samples are ignored.
 	Samples map[GPUKey][]Sample
+	// Windows holds GPUs' samples reduced to what Decide reads of them
+	// (see Window), for a caller that keeps whole windows of many GPUs:
+	// a GPU with a Window is read from it, and not from Samples.
+	Windows map[GPUKey]*Window
 	// SampleInterval is how often the source samples a GPU (the agent's
 	// period, Prometheus's query step); 0 means DefaultSampleInterval.
 	SampleInterval time.Duration
