@@ -86,7 +86,7 @@ func OpenOptions(ctx context.Context, path, app string, migrations []Migration, 
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one writer; SQLite serialises writes anyway
-	if err := db.PingContext(ctx); err != nil {
+	if err := ping(ctx, db, o.BusyTimeout); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, explain(path, err))
 	}
@@ -182,6 +182,28 @@ func (r Retry) Do(ctx context.Context, fn func() error) error {
 		case <-t.C:
 		}
 		wait = min(2*wait, r.MaxWait)
+	}
+}
+
+// ping makes the first connection, trying again for up to busy while
+// SQLite answers "database is locked": turning a new, empty file to WAL
+// takes its exclusive lock, and SQLite answers a second process doing
+// the same at that moment at once, without waiting out busy_timeout
+// (seen with three processes opening one new file together).
+func ping(ctx context.Context, db *sql.DB, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	for {
+		err := db.PingContext(ctx)
+		if err == nil || !Busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
 	}
 }
 
