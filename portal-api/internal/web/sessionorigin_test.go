@@ -60,10 +60,7 @@ func TestBrowserSessionOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
-		chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
-		t.Fatal(err)
-	}
+	signInWithLink(t, ctx, bb.srv.URL, tok)
 	w.reset()
 	if err := chromedp.Do(ctx, chromedp.Navigate(sessURL+"/v1/sessions/s1/proxy/lab"),
 		chromedp.Poll[chromedp.Void](`document.title !== "running"`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {

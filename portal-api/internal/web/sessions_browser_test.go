@@ -23,10 +23,7 @@ func TestBrowserCountdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
-		chromedp.WaitVisible(chromedp.CSS(".who"))); err != nil {
-		t.Fatal(err)
-	}
+	signInWithLink(t, ctx, bb.srv.URL, tok)
 	for lang, want := range map[string]*regexp.Regexp{
 		"en": regexp.MustCompile(`^1 h (29|30) min$`),
 		"ko": regexp.MustCompile(`^1시간 (29|30)분$`),
@@ -67,8 +64,8 @@ func TestBrowserSessionForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
-		chromedp.WaitVisible(chromedp.CSS(".who")), chromedp.Navigate(bb.srv.URL+"/sessions/gpunotebook/start"), chromedp.WaitVisible(chromedp.CSS("#p-gpus"))); err != nil {
+	signInWithLink(t, ctx, bb.srv.URL, tok)
+	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/sessions/gpunotebook/start"), chromedp.WaitVisible(chromedp.CSS("#p-gpus"))); err != nil {
 		t.Fatal(err)
 	}
 	for value, overflow := range map[string]bool{"3": true, "2": false, "1": false} {

@@ -24,8 +24,8 @@ func TestBrowserSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/signin/link?t="+tok), chromedp.Click(chromedp.CSS("form[action='/signin/link'] button")),
-		chromedp.WaitVisible(chromedp.CSS(".who")), chromedp.Navigate(bb.srv.URL+"/submit/small")); err != nil {
+	signInWithLink(t, ctx, bb.srv.URL, tok)
+	if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/submit/small")); err != nil {
 		t.Fatal(err)
 	}
 	for value, mismatch := range map[string]bool{"A B": true, "!!!": true, "mine-1": false, "a-b-c": false} {
