@@ -144,7 +144,10 @@ func TestFencingRefusesStaleGeneration(t *testing.T) {
 	actionsTable(t, db)
 	ttl := 500 * time.Millisecond
 	a := &Lease{DB: open(), Name: "reclaimd/test", Holder: "a", TTL: ttl}
-	b := &Lease{DB: open(), Name: "reclaimd/test", Holder: "b", TTL: ttl}
+	// b's own claim is long: it is renewed below after the checks of a's
+	// stale writes, which on a loaded machine take longer than a's TTL,
+	// and a claim that ran out is taken again at a new generation.
+	b := &Lease{DB: open(), Name: "reclaimd/test", Holder: "b", TTL: 30 * time.Second}
 	if g, _ := a.Acquire(ctx); g != 1 {
 		t.Fatal("a does not hold the lease")
 	}
