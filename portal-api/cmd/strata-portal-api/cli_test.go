@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/cliexit"
@@ -48,8 +49,17 @@ clusters:
 	return path
 }
 
+// parseMu is held by a run while it parses its arguments: urfave/cli
+// writes its package-level help flag as each run parses, so two runs in
+// one test binary (a bed's subtests run side by side) must not parse at
+// once. runCLI holds it for the whole run; a test that starts serve holds
+// it until serve answers.
+var parseMu sync.Mutex
+
 func runCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	parseMu.Lock()
+	defer parseMu.Unlock()
 	var out, errOut bytes.Buffer
 	err := run(t.Context(), append([]string{"strata-portal-api"}, args...), &out, &errOut)
 	return out.String(), errOut.String(), err

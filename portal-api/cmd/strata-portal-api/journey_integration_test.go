@@ -181,6 +181,8 @@ clusters:
 // base URL once it answers.
 func serveJourney(t *testing.T, cfg, addr string) string {
 	t.Helper()
+	parseMu.Lock() // until serve answers
+	defer parseMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	var serveErr error

@@ -42,6 +42,8 @@ func TestServePages(t *testing.T) {
 // and the status and body of its first answer to GET /signin.
 func startServe(t *testing.T, cfg string) (addr string, c *http.Client, status int, body string) {
 	t.Helper()
+	parseMu.Lock() // until serve answers
+	defer parseMu.Unlock()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

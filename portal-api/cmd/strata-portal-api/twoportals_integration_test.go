@@ -32,6 +32,8 @@ type answer struct {
 // ends, and returns its base URL once it answers.
 func servePortal(t *testing.T, cfg string) string {
 	t.Helper()
+	parseMu.Lock() // until serve answers
+	defer parseMu.Unlock()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -506,3 +506,24 @@ func signInWithLink(t *testing.T, ctx context.Context, base, tok string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// clickAndLoad presses the button sel through the DOM and returns once the
+// page it brings has loaded whole: the document that was there is marked,
+// and the wait ends on an unmarked one that is complete.
+func clickAndLoad(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	js := `(window.__strataBefore = true, document.querySelector(` + jsString(sel) + `).click(), true)`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
+		t.Fatalf("click %s: %v", sel, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__strataBefore === undefined && document.readyState === "complete"`))
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			where, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+			t.Fatalf("no new page loaded 20 s after pressing %s: at %s (%v)", sel, where, err)
+		}
+	}
+}

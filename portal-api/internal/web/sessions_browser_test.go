@@ -31,17 +31,23 @@ func TestBrowserCountdown(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(bb.srv.URL+"/sessions"), chromedp.WaitVisible(chromedp.CSS("time[data-countdown]"))); err != nil {
 			t.Fatal(err)
 		}
-		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#pref-lang"), lang), chromedp.Click(chromedp.CSS(".prefs button")),
-			chromedp.WaitVisible(chromedp.CSS(`html[lang="`+lang+`"]`)), chromedp.WaitVisible(chromedp.CSS("time[data-countdown]"))); err != nil {
+		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#pref-lang"), lang)); err != nil {
 			t.Fatal(err)
 		}
+		// The page may already be in lang: wait for the one the form
+		// brings, or the next navigation aborts it (net::ERR_ABORTED).
+		clickAndLoad(t, ctx, ".prefs button")
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`html[lang="`+lang+`"]`)), chromedp.WaitVisible(chromedp.CSS("time[data-countdown]"))); err != nil {
+			t.Fatal(err)
+		}
+		// The script counts once the document has loaded, which on a
+		// loaded machine comes seconds after the element is visible.
 		var got string
-		for range 20 {
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			got, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("time[data-countdown]").textContent`))
 			if err == nil && want.MatchString(got) {
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 		if !want.MatchString(got) {
 			t.Errorf("%s: the countdown reads %q, want %s (%v)", lang, got, want, err)

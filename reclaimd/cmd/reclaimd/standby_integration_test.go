@@ -356,8 +356,15 @@ func TestControllerWaitsForTheDatabase(t *testing.T) {
 	l.Close() // closed: connections are refused until the proxy opens it
 	u.Host = addr
 	a := startDaemon(t, standbyConfig(t, pg, u.String()))
-	code, body := a.get(t, "/healthz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the database") || !strings.Contains(body, addr) {
+	// Ready comes before the first try to open the store has failed:
+	// /healthz names the database once it has.
+	var code int
+	var body string
+	eventually(t, 20*time.Second, func() bool {
+		code, body = a.get(t, "/healthz")
+		return strings.Contains(body, addr)
+	}, "/healthz names the database it waits for")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the database") {
 		t.Errorf("/healthz while the database does not answer: %d %q; want 503 naming the database", code, body)
 	}
 	if m := a.metric(t, "strata_reclaim_database_connected"); m != "strata_reclaim_database_connected 0" {
@@ -395,7 +402,10 @@ func TestControllerWaitsForTheDatabase(t *testing.T) {
 			}()
 		}
 	}()
-	eventually(t, 10*time.Second, func() bool {
+	// The controller tries again 2, 4, 8, 16 s apart (then each minute):
+	// opened any time in its first 30 s, the proxy is found at most 16 s
+	// later, and a loaded machine may take that long to get here.
+	eventually(t, 40*time.Second, func() bool {
 		return a.metric(t, "strata_reclaim_database_connected") == "strata_reclaim_database_connected 1"
 	},
 		"the controller opens the store once the database answers")
