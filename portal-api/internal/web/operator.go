@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,13 +139,46 @@ func (h *Handler) operatorExtras(ov api.Overview) operatorLists {
 }
 
 // jobFilter is the filter of /operator/jobs, from its query: cluster,
-// tenant, project, user, state, class.
+// tenant, project, user, state, class; and its page: limit (1 to
+// maxJobs, maxJobs by default) and offset, as the API's.
 type jobFilter struct {
 	Cluster, Tenant, Project, User, State, Class string
+	Limit, Offset                                int
+}
+
+// pageOf reads limit and offset from q: a value that is no number, or
+// out of range, is the default, as a person who edits the address
+// expects a page rather than an error.
+func pageOf(q url.Values) (limit, offset int) {
+	limit, offset = maxJobs, 0
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n >= 1 && n <= maxJobs {
+		limit = n
+	}
+	if n, err := strconv.Atoi(q.Get("offset")); err == nil && n >= 0 {
+		offset = n
+	}
+	return limit, offset
+}
+
+// at is the address of the filter's page that starts at offset.
+func (f jobFilter) at(offset int) string {
+	q := url.Values{}
+	for _, kv := range [][2]string{{"cluster", f.Cluster}, {"tenant", f.Tenant}, {"project", f.Project}, {"user", f.User}, {"state", f.State}, {"class", f.Class}} {
+		if kv[1] != "" {
+			q.Set(kv[0], kv[1])
+		}
+	}
+	if f.Limit != maxJobs {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	return "/operator/jobs?" + q.Encode()
 }
 
 func (f jobFilter) params() api.ListJobsParams {
-	p := api.ListJobsParams{}
+	p := api.ListJobsParams{Limit: ptrTo(f.Limit), Offset: ptrTo(f.Offset)}
 	for dst, v := range map[**string]string{&p.Cluster: f.Cluster, &p.Tenant: f.Tenant, &p.Project: f.Project, &p.User: f.User, &p.State: f.State, &p.Class: f.Class} {
 		if v != "" {
 			*dst = ptrTo(v)
@@ -169,6 +203,11 @@ type operatorJobsData struct {
 	Rows   []jobRow
 	Total  int
 	Error  bool
+	// First and Last number the rows shown (from 1), when the filter
+	// holds more jobs than one page; Prev and Next are the pages beside
+	// it ("" where there is none).
+	First, Last int
+	Prev, Next  string
 }
 
 // operatorJobs is the list behind a number of the operator screen: the
@@ -176,6 +215,7 @@ type operatorJobsData struct {
 func (h *Handler) operatorJobs(w http.ResponseWriter, r *http.Request, v visitor) {
 	q := r.URL.Query()
 	f := jobFilter{Cluster: q.Get("cluster"), Tenant: q.Get("tenant"), Project: q.Get("project"), User: q.Get("user"), State: q.Get("state"), Class: q.Get("class")}
+	f.Limit, f.Offset = pageOf(q)
 	// Only an operator reads this list: the same rule as the screen's.
 	if _, err := h.cfg.Source.Overview(r.Context(), identityOf(v)); err != nil && core.AsProblem(err).Status == http.StatusForbidden {
 		h.problem(w, r, http.StatusForbidden, "error.forbidden.title", "operator.forbidden")
@@ -191,6 +231,18 @@ func (h *Handler) operatorJobs(w http.ResponseWriter, r *http.Request, v visitor
 		d.Rows = append(d.Rows, jobRow{Job: j, GPUs: len(j.Gpus), TimeLeft: clock(j.TimeLeftSeconds), Why: why(v.l, j.Reason)})
 	}
 	d.Total = page.Total
+	switch {
+	case len(d.Rows) == 0 && d.Total > 0: // past the last page
+		d.Prev = f.at(0)
+	case len(d.Rows) < d.Total:
+		d.First, d.Last = f.Offset+1, f.Offset+len(d.Rows)
+		if f.Offset > 0 {
+			d.Prev = f.at(max(0, f.Offset-f.Limit))
+		}
+		if d.Last < d.Total {
+			d.Next = f.at(d.Last)
+		}
+	}
 	h.render(w, r, http.StatusOK, "operator_jobs", h.page(r, v, "operator.jobs.title", "operator", d))
 }
 

@@ -2,11 +2,14 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -289,4 +292,63 @@ func newTLSServer(t *testing.T, h http.Handler) *httptest.Server {
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// TestOperatorJobsPages: a list longer than its page says which rows it
+// shows of how many and links the pages beside it; walking the next
+// links one job a page gives every job of the whole list once, in its
+// order; a page past the end says so and links the first; and a limit
+// or offset that is no number is the default page.
+func TestOperatorJobsPages(t *testing.T) {
+	b := newAPIBed(t)
+	ops := b.client(t)
+	b.signIn(t, ops, "ops")
+	jobLink := regexp.MustCompile(`<a href="/jobs/gpu1/(\d+)">`)
+	_, whole := get(t, ops, b.srv.URL+"/operator/jobs?cluster=gpu1")
+	var all []string
+	for _, m := range jobLink.FindAllStringSubmatch(whole, -1) {
+		all = append(all, m[1])
+	}
+	if len(all) < 3 {
+		t.Fatalf("the bed's gpu1 has %d jobs: three or more are needed", len(all))
+	}
+	if strings.Contains(whole, `class="pager"`) {
+		t.Errorf("a list that fits one page has pages")
+	}
+	var walked []string
+	next := "/operator/jobs?cluster=gpu1&limit=1"
+	for i := 0; next != ""; i++ {
+		if i > len(all) {
+			t.Fatalf("more pages than jobs: at %s", next)
+		}
+		resp, page := get(t, ops, b.srv.URL+next)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", next, resp.Status)
+		}
+		for _, m := range jobLink.FindAllStringSubmatch(page, -1) {
+			walked = append(walked, m[1])
+		}
+		if want := fmt.Sprintf("Jobs %d to %d of %d", i+1, i+1, len(all)); !strings.Contains(page, want) {
+			t.Errorf("%s does not say %q", next, want)
+		}
+		if prev := strings.Contains(page, `rel="prev"`); prev != (i > 0) {
+			t.Errorf("%s: a link to the previous page is %v", next, prev)
+		}
+		next = ""
+		if m := regexp.MustCompile(`<a href="([^"]+)" rel="next">`).FindStringSubmatch(page); m != nil {
+			next = html.UnescapeString(m[1])
+		}
+	}
+	if !slices.Equal(walked, all) {
+		t.Errorf("the pages one job each give %v, the whole list %v", walked, all)
+	}
+	_, past := get(t, ops, b.srv.URL+"/operator/jobs?cluster=gpu1&offset=100000")
+	if jobLink.MatchString(past) || !strings.Contains(past, fmt.Sprintf("past the last of the %d jobs", len(all))) ||
+		!strings.Contains(past, `href="/operator/jobs?cluster=gpu1"`) {
+		t.Errorf("a page past the end: %s", main(past))
+	}
+	_, odd := get(t, ops, b.srv.URL+"/operator/jobs?cluster=gpu1&limit=x&offset=-3")
+	if n := len(jobLink.FindAllString(odd, -1)); n != len(all) {
+		t.Errorf("limit=x&offset=-3 lists %d jobs, want the default page's %d", n, len(all))
+	}
 }
