@@ -53,6 +53,6 @@ func Mount(api, pages http.Handler, reportURI string) http.Handler {
 	mux.Handle("/v1/", api)
 	mux.Handle("/healthz", api)
 	mux.Handle("/metrics", api)
-	mux.Handle("/", pages)
+	mux.Handle("/", Compress(pages))
 	return Secure(mux, reportURI)
 }
