@@ -303,6 +303,11 @@ func TestBrowserWeight(t *testing.T) {
 		if w.resources < 5 {
 			t.Errorf("%s: only %d resources seen: the page, its stylesheet, two scripts and the notices at least", w.path, w.resources)
 		}
+		// Sent compressed: headers add a few hundred bytes a resource
+		// to the gzipped bodies, never twice as much.
+		if w.sent > w.gzipped*3/2 {
+			t.Errorf("%s: %.1f KB sent for %.1f KB gzipped: sent uncompressed", w.path, float64(w.sent)/1024, float64(w.gzipped)/1024)
+		}
 	}
 	if r := bb.cspReports(); len(r) > 0 {
 		t.Errorf("%d CSP violation reports: %v", len(r), r)
