@@ -116,7 +116,7 @@ func (l *Lease) margin() time.Duration { return l.ttl / 5 }
 // take it. A failed renewal (the database unreachable) keeps what this
 // bridge held until it runs out by its own clock.
 func (l *Lease) Acquire(ctx context.Context) (bool, error) {
-	if !l.s.db.pg {
+	if !l.s.db.Postgres {
 		l.set(1, l.now().Add(100*365*24*time.Hour))
 		return true, nil
 	}
@@ -177,7 +177,7 @@ func (l *Lease) Check(ctx context.Context, gen int64) error {
 		return lost(fmt.Sprintf("the lease is now of generation %d", held))
 	case l.now().Add(l.margin()).After(until):
 		return lost("the lease was not renewed in time (this process was paused or the database was slow)")
-	case !l.s.db.pg:
+	case !l.s.db.Postgres:
 		return nil
 	}
 	var ok int
@@ -197,7 +197,7 @@ func (l *Lease) Check(ctx context.Context, gen int64) error {
 func (l *Lease) Release(ctx context.Context) error {
 	gen := l.Generation()
 	l.set(0, time.Time{})
-	if !l.s.db.pg || gen == 0 {
+	if !l.s.db.Postgres || gen == 0 {
 		return nil
 	}
 	if _, err := l.s.db.ExecContext(ctx, `UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND generation = ?`,
@@ -230,7 +230,7 @@ func (l *Lease) State(ctx context.Context) (LeaseState, error) {
 	if g := l.Generation(); g != 0 {
 		st.Role = RoleActive
 	}
-	if !l.s.db.pg {
+	if !l.s.db.Postgres {
 		st.Holder, st.Generation = l.holder, l.Generation()
 		return st, nil
 	}
@@ -280,7 +280,7 @@ func (s *Store) fence(ctx context.Context, tx *txx) (int64, error) {
 	if !has && l != nil {
 		gen = l.Generation()
 	}
-	if !s.db.pg {
+	if !s.db.Postgres {
 		return gen, nil
 	}
 	if l == nil {
