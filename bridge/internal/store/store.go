@@ -189,6 +189,7 @@ var migrations = []sqlite.Migration{
 	{Name: "versions.tier", SQL: `ALTER TABLE versions ADD COLUMN tier TEXT NOT NULL DEFAULT 'dedicated';`,
 		Postgres: `ALTER TABLE versions ADD COLUMN tier TEXT NOT NULL DEFAULT 'dedicated';`},
 	leaseMigration,
+	leaseTimesMigration,
 }
 
 // Store is the bridge's database, SQLite or PostgreSQL.
