@@ -173,6 +173,50 @@ func (t Term) Valid() error {
 	return nil
 }
 
+// TermOf is the term of generation gen, as an action that started under
+// it carries it: it is valid only while gen is still the generation held.
+func (l *Lease) TermOf(gen int64) Term { return Term{l: l, Gen: gen} }
+
+// ValidFor is Valid with a margin: nil only while the term is held by
+// this host's clock for at least margin more, so that a holder paused
+// right after the check still holds it when its call lands.
+func (t Term) ValidFor(margin time.Duration) error {
+	if err := t.Valid(); err != nil || t.l == nil {
+		return err
+	}
+	t.l.mu.Lock()
+	until, wall := t.l.until, t.l.wall
+	t.l.mu.Unlock()
+	now := t.l.clock()
+	if now.Add(margin).After(until) || now.Round(0).Add(margin).After(wall) {
+		return fmt.Errorf("%w (%s, generation %d): less than %s of it left, not renewed in time (this process was paused or the database was slow)",
+			ErrLost, t.l.Name, t.Gen, margin)
+	}
+	return nil
+}
+
+// Confirm asks the database whether the term is still held with at
+// least margin left by the database's clock: nil; ErrLost when another
+// holder has it, it ran out, or less than margin is left; another error
+// when the database could not be asked. For a call outside the database
+// that is to be made only while the database agrees.
+func (t Term) Confirm(ctx context.Context, margin time.Duration) error {
+	if t.l == nil {
+		return nil
+	}
+	var one int
+	err := t.l.DB.QueryRowContext(ctx, `SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND generation = $3
+		AND expires_at > clock_timestamp() + make_interval(secs => $4::float8 / 1000)`,
+		t.l.Name, t.l.Holder, t.Gen, margin.Milliseconds()).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w (%s, generation %d): the database says another holder has it, or it has less than %s left", ErrLost, t.l.Name, t.Gen, margin)
+	}
+	if err != nil {
+		return fmt.Errorf("lease %s: %w", t.l.Name, err)
+	}
+	return nil
+}
+
 // Check fences a write transaction: nil when the database still holds the
 // term, ErrLost when not. The lease row is read FOR SHARE, so a take-over
 // waits until tx ends.
@@ -215,6 +259,29 @@ type State struct {
 func (l *Lease) State() State {
 	gen := l.held()
 	return State{Name: l.Name, Holder: l.Holder, Held: gen != 0, Generation: gen, TTLSeconds: int(l.ttl().Seconds())}
+}
+
+// Record is a lease's row as the database has it.
+type Record struct {
+	Holder     string
+	Generation int64
+	ExpiresAt  time.Time
+	// Live: the claim has not run out by the database's clock.
+	Live bool
+}
+
+// Read reads the row of the lease name: found false when nobody ever
+// held it. For what a standby says of the active holder.
+func Read(ctx context.Context, db *sql.DB, name string) (r Record, found bool, err error) {
+	err = db.QueryRowContext(ctx, `SELECT holder, generation, expires_at, expires_at > clock_timestamp() FROM leases WHERE name = $1`, name).
+		Scan(&r.Holder, &r.Generation, &r.ExpiresAt, &r.Live)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read the lease %s: %w", name, err)
+	}
+	return r, true, nil
 }
 
 // Keep holds the lease for as long as ctx lasts: it tries to take it

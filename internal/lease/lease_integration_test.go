@@ -257,6 +257,54 @@ func TestPausedHolderMakesNoCall(t *testing.T) {
 	}
 }
 
+// TestConfirmAndRead: the database confirms a term only while it names
+// that holder and generation with at least the margin left, whatever the
+// holder's own clock says; Read says who holds it.
+func TestConfirmAndRead(t *testing.T) {
+	ctx := t.Context()
+	open := bedDB(t)
+	ttl := 2 * time.Second
+	a := &Lease{DB: open(), Name: "strata-bridge", Holder: "a", TTL: ttl}
+	b := &Lease{DB: open(), Name: "strata-bridge", Holder: "b", TTL: ttl}
+	if _, found, err := Read(ctx, a.DB, a.Name); found || err != nil {
+		t.Fatalf("Read before anyone held it: found %v, %v", found, err)
+	}
+	if g, err := a.Acquire(ctx); g != 1 || err != nil {
+		t.Fatalf("a: %d, %v", g, err)
+	}
+	ta := a.Term()
+	if err := ta.Confirm(ctx, ttl/5); err != nil {
+		t.Errorf("the holder's term: %v", err)
+	}
+	if err := ta.Confirm(ctx, ttl+time.Second); !errors.Is(err, ErrLost) {
+		t.Errorf("a margin longer than the claim: %v", err)
+	}
+	if err := b.TermOf(1).Confirm(ctx, 0); !errors.Is(err, ErrLost) {
+		t.Errorf("another holder's term of the same generation: %v", err)
+	}
+	r, found, err := Read(ctx, b.DB, b.Name)
+	if err != nil || !found || r.Holder != "a" || r.Generation != 1 || !r.Live || time.Until(r.ExpiresAt) > ttl+time.Second {
+		t.Errorf("b reads %+v, %v, %v", r, found, err)
+	}
+	// The database hands the lease on (as after a take-over this host's
+	// clock has not seen yet): a's clock still says held, the database no.
+	if _, err := a.DB.ExecContext(ctx, `UPDATE leases SET holder = 'b', generation = 2 WHERE name = $1`, a.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := ta.Valid(); err != nil {
+		t.Fatalf("a's own clock: %v", err)
+	}
+	if err := ta.Confirm(ctx, 0); !errors.Is(err, ErrLost) {
+		t.Errorf("a's term after the database handed it on: %v", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := Read(ctx, a.DB, a.Name); r.Holder != "b" || !r.Live {
+		t.Errorf("a's release ended b's claim: %+v", r)
+	}
+}
+
 // TestKeep: two processes keep one lease; exactly one acts at a time; the
 // one that acts stops (its context ends, as in a clean stop) and the other
 // acts within a TTL and a try; the one whose database goes away (a host

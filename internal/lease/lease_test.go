@@ -34,3 +34,33 @@ func TestTermWithoutDatabase(t *testing.T) {
 		t.Errorf("state after the claim ended: %+v", l.State())
 	}
 }
+
+// TestTermValidFor: a term is valid for a margin only while at least
+// that much of the claim is left by this host's clock; a term of another
+// generation (TermOf) is not valid at all.
+func TestTermValidFor(t *testing.T) {
+	if err := Always.ValidFor(time.Hour); err != nil {
+		t.Errorf("Always: %v", err)
+	}
+	now := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	l := &Lease{Name: "strata-bridge", Holder: "a", TTL: 10 * time.Second, now: func() time.Time { return now }}
+	l.gen, l.until, l.wall = 3, now.Add(10*time.Second), now.Add(10*time.Second)
+	for _, tc := range []struct {
+		gen     int64
+		elapsed time.Duration
+		ok      bool
+	}{
+		{3, 0, true},
+		{3, 7 * time.Second, true},
+		{3, 8 * time.Second, true},                   // exactly the margin left
+		{3, 8*time.Second + time.Millisecond, false}, // less than the margin
+		{2, 0, false},                                // an earlier generation
+		{0, 0, false},
+	} {
+		now = time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC).Add(tc.elapsed)
+		err := l.TermOf(tc.gen).ValidFor(2 * time.Second)
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrLost)) {
+			t.Errorf("generation %d after %s: %v; want ok %v", tc.gen, tc.elapsed, err, tc.ok)
+		}
+	}
+}

@@ -14,6 +14,10 @@
 //
 // Two processes starting at once on one database (two portals behind one
 // address) migrate it once: the migrations run under an advisory lock.
+//
+// A store writes its queries once for both databases, with SQLite's ?
+// placeholders, and runs them through DB, which rebinds them for
+// PostgreSQL (Rebind).
 package pgsql
 
 import (

@@ -239,29 +239,9 @@ func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm boo
 	if !kube {
 		return e, nil
 	}
-	if e.serving, err = servingquota.Load(cfg.Policy.ServingFile); err != nil {
-		e.close()
-		return nil, fmt.Errorf("policy.serving_file: %w", err)
-	}
-	rc, err := restConfig(cfg.Kubernetes.Kubeconfig)
-	if err != nil {
+	if err := e.connect(ctx, log, slurm, tokens); err != nil {
 		e.close()
 		return nil, err
-	}
-	if e.kube, err = deploy.NewKube(rc, cfg.Kubernetes.FieldManager); err != nil {
-		e.close()
-		return nil, err
-	}
-	if slurm {
-		if tokens == nil {
-			tokens = &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}
-		}
-		if e.slurm, err = slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-			Tokens: tokens, Logger: log, MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20,
-			MaxAnswerSetting: "slurm.max_answer_mib in the bridge's configuration"}); err != nil {
-			e.close()
-			return nil, err
-		}
 	}
 	serving := e.serving
 	dcfg := deployerConfig(cfg, e.kube, e.store, func() *servingquota.File { return serving }, log, metrics)
@@ -273,6 +253,35 @@ func open(ctx context.Context, c *cli.Context, log *slog.Logger, kube, slurm boo
 		return nil, err
 	}
 	return e, nil
+}
+
+// connect reads serving.json and connects to the cluster, and to
+// slurmrestd when slurm is true, with tokens (nil: slurm.token_file as a
+// FileToken).
+func (e *env) connect(ctx context.Context, log *slog.Logger, slurm bool, tokens slurmrest.TokenSource) error {
+	cfg := e.cfg
+	var err error
+	if e.serving, err = servingquota.Load(cfg.Policy.ServingFile); err != nil {
+		return fmt.Errorf("policy.serving_file: %w", err)
+	}
+	rc, err := restConfig(cfg.Kubernetes.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if e.kube, err = deploy.NewKube(rc, cfg.Kubernetes.FieldManager); err != nil {
+		return err
+	}
+	if slurm {
+		if tokens == nil {
+			tokens = &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}
+		}
+		if e.slurm, err = slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
+			Tokens: tokens, Logger: log, MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20,
+			MaxAnswerSetting: "slurm.max_answer_mib in the bridge's configuration"}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openStore opens the store the configuration names: PostgreSQL when

@@ -217,6 +217,8 @@ func TestMetricsGolden(t *testing.T) {
 	if !co.Active() {
 		t.Fatal("not active on SQLite after one renewal")
 	}
+	// The store, open (strata_bridge_database_connected 1).
+	newDBWait("bridge.db", reg, http.NotFoundHandler()).opened(http.NotFoundHandler())
 
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/bridge/internal/api"
@@ -19,6 +18,7 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/watch"
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/daemon"
+	"github.com/strata-hpc/strata/internal/pgsql"
 	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -94,12 +94,40 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	}
 	reg := registry()
 	dm := deploy.NewMetrics(reg)
-	e, err := open(ctx, c, log, true, true, dm, slurmrest.SecretToken{File: slurmToken})
-	if err != nil {
+	metrics := metricsHandler(reg)
+	e := &env{cfg: cfg}
+	// Closed once Run has waited for the loops, deploys in flight
+	// included.
+	defer e.close()
+
+	// The store: a PostgreSQL database that does not answer is waited for
+	// in the lease loop, serving /healthz (dbwait.go); anything else wrong
+	// with it ends the start here.
+	storeName := cfg.Store.Path
+	if cfg.Store.Postgres() {
+		storeName = cfg.Store.Database
+	}
+	wait := newDBWait(storeName, reg, metrics)
+	openDB := func(ctx context.Context) (*store.Store, error) {
+		// Bounded: a database host that drops packets would hold the
+		// first try past systemd's start timeout, before READY=1.
+		ctx, cancel := context.WithTimeout(ctx, dbOpenTimeout)
+		defer cancel()
+		return openStore(ctx, cfg)
+	}
+	first, err := openDB(ctx)
+	switch {
+	case err != nil && !pgsql.Unreachable(err):
+		return err
+	case err != nil:
+		wait.failed(err)
+		log.Error("the database does not answer: the bridge acts on nothing until it does, and tries again", "database", storeName,
+			"retry_in", dbRetry, "error", err)
+	}
+	e.store = first
+	if err := e.connect(ctx, log, true, slurmrest.SecretToken{File: slurmToken}); err != nil {
 		return err
 	}
-	defer e.close()
-	cfg = e.cfg
 
 	// Everything SIGHUP re-reads; a bad file keeps the one in force. A
 	// file more to reload is one more daemon.Value here.
@@ -110,37 +138,77 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	})
 	reload := []daemon.Reloader{serving, token, slurmToken}
 
-	// The lease: on PostgreSQL one bridge of those sharing the database
-	// acts, the others stand by; on SQLite it is always held.
-	lease := e.store.NewLease(holder("strata-bridge run"), cfg.Store.LeaseTTL)
-	e.store.SetLease(lease)
-	dcfg := deployerConfig(cfg, e.kube, e.store, serving.Get, log, dm)
-	dcfg.Jobs = e.slurm
-	dcfg.Lease = lease
-	dep, err := deploy.New(dcfg)
-	if err != nil {
-		return err
+	// What acts, made once the store is open: the lease (on PostgreSQL one
+	// bridge of those sharing the database acts, the others stand by; on
+	// SQLite it is always held), the deployer, the watcher and the API.
+	var (
+		co      *ha.Coordinator
+		w       *watch.Watcher
+		started = make(chan struct{})
+	)
+	begin := func(st *store.Store) error {
+		lease := st.NewLease(holder("strata-bridge run"), cfg.Store.LeaseTTL)
+		st.SetLease(lease)
+		dcfg := deployerConfig(cfg, e.kube, st, serving.Get, log, dm)
+		dcfg.Jobs = e.slurm
+		dcfg.Lease = lease
+		dep, err := deploy.New(dcfg)
+		if err != nil {
+			return err
+		}
+		co = ha.New(ha.Config{Lease: lease, Deployer: dep, Store: st, Log: log, Metrics: ha.NewMetrics(reg)})
+		if w, err = watch.New(watch.Config{Slurm: e.slurm, Deployer: dep, Store: st, Interval: cfg.Slurm.PollInterval, Log: log,
+			Metrics: watch.NewMetrics(reg), Active: co.Active}); err != nil {
+			return err
+		}
+		wait.opened(api.Handler(api.Config{Deployer: dep, Store: st, Health: health(w, co, 3*cfg.Slurm.PollInterval, time.Now),
+			Metrics: metrics, Token: token.Get, AllowedHosts: apiHosts(cfg), Log: log}))
+		log.Info("strata-bridge starting", "listen", cfg.Listen, "slurmrestd", cfg.Slurm.URL, "parser", e.slurm.Info().Parser,
+			"poll_interval", cfg.Slurm.PollInterval, "field_manager", cfg.Kubernetes.FieldManager, "store", storeName,
+			"lease_holder", lease.Holder())
+		close(started)
+		return nil
 	}
-	co := ha.New(ha.Config{Lease: lease, Deployer: dep, Store: e.store, Log: log, Metrics: ha.NewMetrics(reg)})
-	w, err := watch.New(watch.Config{Slurm: e.slurm, Deployer: dep, Store: e.store, Interval: cfg.Slurm.PollInterval, Log: log,
-		Metrics: watch.NewMetrics(reg), Active: co.Active})
-	if err != nil {
-		return err
+	if first != nil {
+		if err := begin(first); err != nil {
+			return err
+		}
 	}
-	h := api.Handler(api.Config{Deployer: dep, Store: e.store, Health: health(w, co, 3*cfg.Slurm.PollInterval, time.Now),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Token: token.Get, AllowedHosts: apiHosts(cfg), Log: log})
-	storeName := cfg.Store.Path
-	if cfg.Store.Postgres() {
-		storeName = cfg.Store.Database
+	leaseLoop := func(ctx context.Context) error {
+		if e.store == nil {
+			st, err := waitStore(ctx, wait, log, openDB)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while waiting
+				}
+				return err
+			}
+			e.store = st
+			if err := begin(st); err != nil {
+				return err
+			}
+		}
+		return co.Run(ctx)
 	}
-	log.Info("strata-bridge starting", "listen", cfg.Listen, "slurmrestd", cfg.Slurm.URL, "parser", e.slurm.Info().Parser,
-		"poll_interval", cfg.Slurm.PollInterval, "field_manager", cfg.Kubernetes.FieldManager, "store", storeName,
-		"lease_holder", lease.Holder())
-	// The store closes (deferred above) only after Run has waited for the
-	// poll loop, deploys in flight included.
-	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: h,
-		Loops: []daemon.Loop{{Name: "lease", Run: co.Run, Stall: 10 * cfg.Store.LeaseTTL},
-			{Name: "poll", Run: w.Run, Stall: pollStall(cfg)}},
+	// The poll loop starts once the store is open, beating the watchdog
+	// while it waits.
+	pollLoop := func(ctx context.Context) error {
+		t := time.NewTicker(dbBeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-started:
+				return w.Run(ctx)
+			case <-t.C:
+				daemon.Beat(ctx)
+			}
+		}
+	}
+	return daemon.Run(ctx, daemon.Config{Log: log, Listen: cfg.Listen, Handler: wait,
+		Loops: []daemon.Loop{{Name: "lease", Run: leaseLoop, Stall: 10 * cfg.Store.LeaseTTL},
+			{Name: "poll", Run: pollLoop, Stall: pollStall(cfg)}},
 		Reload: reload, ShutdownTimeout: 20 * time.Second,
 		// A deploy answers after its rollout: the write bound must outlast it.
 		HTTPTimeouts: daemon.HTTPTimeouts{Write: cfg.Kubernetes.RolloutTimeout + time.Minute}})

@@ -79,6 +79,27 @@ func (d *daemonProc) deploy(ctx context.Context, job int64, token string) <-chan
 	return out
 }
 
+// runConfig is the configuration of a `strata-bridge run` on PostgreSQL
+// (database, its password in DIR/db.password) with a 3 s lease, against
+// the Slurm bed b and the Kubernetes bed (kc), listening on addr, its
+// files in dir.
+func runConfig(b *testbed.Bed, dir, kc, runtimes, addr, database string) string {
+	return strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "DIR", dir, "KUBECONFIG", kc, "RUNTIMES", runtimes,
+		"LISTEN", addr, "DATABASE", database).Replace(`apiVersion: strata/v1
+kind: BridgeConfig
+slurm: {url: URL, user: USER, token_file: DIR/bridge.jwt, poll_interval: 5s}
+kubernetes: {kubeconfig: KUBECONFIG, rollout_timeout: 60s}
+policy: {serving_file: DIR/serving.json}
+models:
+  allowed_roots: [DIR/shared]
+  mount: {kind: hostPath, path: /srv/shared, root: DIR/shared}
+runtimes: {dir: RUNTIMES}
+store: {path: DIR/unused.db, database: "DATABASE", database_password_file: DIR/db.password, lease_ttl: 3s}
+listen: LISTEN
+api: {token_file: DIR/bridge-api.token}
+`)
+}
+
 // TestTwoBridgesFailOver: two `strata-bridge run` processes on one
 // PostgreSQL database, against a Slurm test bed and the Kubernetes test
 // bed. One is active, the other stands by (its /healthz says so). The
@@ -178,20 +199,7 @@ func TestTwoBridgesFailOver(t *testing.T) {
 
 	start := func(name string) *daemonProc {
 		addr := freeAddr(t)
-		cfg := strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "DIR", dir, "KUBECONFIG", kc, "RUNTIMES", runtimes,
-			"LISTEN", addr, "DATABASE", pg.URL).Replace(`apiVersion: strata/v1
-kind: BridgeConfig
-slurm: {url: URL, user: USER, token_file: DIR/bridge.jwt, poll_interval: 5s}
-kubernetes: {kubeconfig: KUBECONFIG, rollout_timeout: 60s}
-policy: {serving_file: DIR/serving.json}
-models:
-  allowed_roots: [DIR/shared]
-  mount: {kind: hostPath, path: /srv/shared, root: DIR/shared}
-runtimes: {dir: RUNTIMES}
-store: {path: DIR/unused.db, database: "DATABASE", database_password_file: DIR/db.password, lease_ttl: 3s}
-listen: LISTEN
-api: {token_file: DIR/bridge-api.token}
-`)
+		cfg := runConfig(b, dir, kc, runtimes, addr, pg.URL)
 		file := filepath.Join(dir, name+".yaml")
 		if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)

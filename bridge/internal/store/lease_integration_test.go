@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/pgsql"
 	"github.com/strata-hpc/strata/internal/pgtest"
 )
 
@@ -172,13 +173,99 @@ func TestLeasePausedHolderMakesNoCall(t *testing.T) {
 	if err := la.Check(ctx, gen); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("check after a learnt it lost: %v", err)
 	}
-	// Even when a's clock says the lease is still good (a forged local
-	// view), the database says no.
-	la.set(gen, time.Now().Add(time.Hour))
+}
+
+// TestLeaseCheckAsksTheDatabase: even when the holder's own clock says
+// its lease is good, Check asks the database, and refuses once the
+// database names another holder (as after a take-over this host has not
+// seen yet).
+func TestLeaseCheckAsksTheDatabase(t *testing.T) {
+	ctx := t.Context()
+	a, _, la, _ := twoBridges(t, 20*time.Second)
+	acquire(t, la, true)
+	gen := la.Generation()
+	if err := la.Check(ctx, gen); err != nil {
+		t.Fatalf("the holder's check: %v", err)
+	}
+	if _, err := a.db.ExecContext(ctx, `UPDATE leases SET holder = 'bridge-b', generation = generation + 1 WHERE name = ?`, LeaseName); err != nil {
+		t.Fatal(err)
+	}
+	if la.Generation() != gen {
+		t.Fatalf("a's own view: generation %d; want %d still", la.Generation(), gen)
+	}
 	err := la.Check(ctx, gen)
 	var lost *LostError
 	if !errors.As(err, &lost) || lost.Why != "the database says another bridge holds it, or it is about to run out" {
 		t.Errorf("check against the database: %v", err)
+	}
+	if err := a.AddEvent(ctx, Event{Name: "m", Action: "deploy", Outcome: "ready", At: t0}); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("a's write: %v; want refused", err)
+	}
+}
+
+// TestLeaseUpgradeFromMilliseconds: a PostgreSQL database of the schema
+// before (the lease's times in milliseconds) is upgraded with its lease
+// kept: a lease held at the upgrade still holds off another bridge until
+// it runs out, and the next holder's generation follows the old one, so
+// the rows of the old generations stay fenced off.
+func TestLeaseUpgradeFromMilliseconds(t *testing.T) {
+	ctx := t.Context()
+	db := pgtest.New(t)
+	cfg := pgsql.Config{URL: db.URL, PasswordFile: db.PasswordFile}
+	old, err := pgsql.Open(ctx, cfg, App, migrations[:len(migrations)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ExecContext(ctx, `INSERT INTO leases(name, holder, generation, expires_at, acquired_at)
+		VALUES ($1, 'old-bridge', 7, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT + 30000, 1764417600000)`, LeaseName); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.ExecContext(ctx, `INSERT INTO events(name, job_id, action, outcome, message, at, generation)
+		VALUES ('llama', 101, 'deploy', 'ready', '1/1 ready', 1764417660000, 7)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := OpenDatabase(ctx, Database{URL: db.URL, PasswordFile: db.PasswordFile})
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+		t.Fatalf("schema version %d, %v; want %d", v, err, len(migrations))
+	}
+	l := s.NewLease("new-bridge", 5*time.Second)
+	s.SetLease(l)
+	acquire(t, l, false)
+	st, err := l.State(ctx)
+	if err != nil || st.Holder != "old-bridge" || st.Generation != 7 || st.Role != RoleStandby {
+		t.Errorf("the lease after the upgrade: %+v, %v; want old-bridge's, generation 7", st, err)
+	}
+	if left := time.Until(st.ExpiresAt); left < 20*time.Second || left > 31*time.Second {
+		t.Errorf("the lease's expiry after the upgrade is %s away; want about 30s", left)
+	}
+	var acquired time.Time
+	if err := s.db.QueryRowContext(ctx, `SELECT acquired_at FROM leases WHERE name = ?`, LeaseName).Scan(&acquired); err != nil ||
+		!acquired.Equal(time.UnixMilli(1764417600000)) {
+		t.Errorf("acquired_at after the upgrade: %v, %v", acquired, err)
+	}
+	// The old bridge's lease runs out (here: at once): the new one takes
+	// it, at the next generation.
+	if _, err := s.db.ExecContext(ctx, `UPDATE leases SET expires_at = clock_timestamp() WHERE name = ?`, LeaseName); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, l, true)
+	if l.Generation() != 8 {
+		t.Errorf("generation after the take-over: %d; want 8", l.Generation())
+	}
+	if err := s.AddEvent(WithGeneration(ctx, 7), Event{Name: "llama", Action: "deploy", Outcome: "ready", At: t0}); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("a write of the old generation: %v; want refused", err)
+	}
+	if err := s.AddEvent(ctx, Event{Name: "llama", Action: "deploy", Outcome: "ready", At: t0}); err != nil {
+		t.Errorf("the new holder's write: %v", err)
+	}
+	if ev, err := s.Events(ctx, "llama"); err != nil || len(ev) != 2 {
+		t.Errorf("events: %+v, %v; want the old one and the new one", ev, err)
 	}
 }
 

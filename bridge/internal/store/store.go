@@ -189,6 +189,7 @@ var migrations = []sqlite.Migration{
 	{Name: "versions.tier", SQL: `ALTER TABLE versions ADD COLUMN tier TEXT NOT NULL DEFAULT 'dedicated';`,
 		Postgres: `ALTER TABLE versions ADD COLUMN tier TEXT NOT NULL DEFAULT 'dedicated';`},
 	leaseMigration,
+	leaseTimesMigration,
 }
 
 // Store is the bridge's database, SQLite or PostgreSQL.
@@ -246,7 +247,7 @@ func OpenDatabase(ctx context.Context, d Database) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: &dbx{DB: db, pg: true}, retry: sqlite.DefaultRetry}, nil
+	return &Store{db: &dbx{DB: db, Postgres: true}, retry: sqlite.DefaultRetry}, nil
 }
 
 // SchemaVersion is the number of migrations the database has had.

@@ -162,7 +162,7 @@ func OpenDatabase(ctx context.Context, d Database) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: &dbx{DB: db, pg: true}, now: time.Now}, nil
+	return &Store{db: &dbx{DB: db, Postgres: true}, now: time.Now}, nil
 }
 
 // SchemaVersion is the number of migrations the database has had, and
@@ -480,7 +480,7 @@ const SharedSettleGrace = 10 * time.Minute
 func (s *Store) Unfinished(ctx context.Context) ([]Audit, error) {
 	now := s.now()
 	legacy := now.UnixMilli() + 1
-	if s.db.pg {
+	if s.db.Postgres {
 		legacy = now.Add(-SharedSettleGrace).UnixMilli()
 	}
 	return s.audits(ctx, `SELECT `+auditColumns+` FROM audit a LEFT JOIN portal_instances i ON i.name = a.instance

@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/lease"
+	"github.com/strata-hpc/strata/internal/pgsql"
 )
 
 // The controller needs slurmrestd to pick its data parser before its first
@@ -168,7 +167,7 @@ func openStore[T any](ctx context.Context, w *waiting, log *slog.Logger, target 
 	wait := connectRetry
 	for {
 		st, err := open(ctx)
-		if err == nil || !unreachable(err) {
+		if err == nil || !pgsql.Unreachable(err) {
 			return st, err
 		}
 		w.mu.Lock()
@@ -188,19 +187,3 @@ func openStore[T any](ctx context.Context, w *waiting, log *slog.Logger, target 
 
 // openTimeout bounds one try to open the store: connecting and migrating.
 var openTimeout = 30 * time.Second
-
-// unreachable says whether err is a failure to reach the database server
-// (refused, timed out, no route, a name that does not resolve, a server
-// starting up or shutting down), not a refusal of who we are or of what
-// we asked.
-func unreachable(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		// 57P03: the database system is starting up / shutting down.
-		return pe.Code == "57P03"
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded)
-}

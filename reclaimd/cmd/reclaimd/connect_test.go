@@ -3,11 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/strata-hpc/strata/internal/daemon/notifytest"
 )
@@ -137,28 +131,5 @@ api:
 	}
 	if n := strings.Count(logs.String(), "slurmrestd does not answer"); n < 2 {
 		t.Errorf("%d tries logged, want 2 or more:\n%s", n, logs.String())
-	}
-}
-
-// TestUnreachable: only a database server that cannot be reached (or is
-// starting up) is waited for at start; a refusal of who reclaimd is or of
-// what it asked ends the start.
-func TestUnreachable(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"refused", fmt.Errorf("database: connect to x: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), true},
-		{"timed out", fmt.Errorf("database: %w", context.DeadlineExceeded), true},
-		{"starting up", fmt.Errorf("database: %w", &pgconn.PgError{Code: "57P03"}), true},
-		{"bad password", fmt.Errorf("database: %w", &pgconn.PgError{Code: "28P01"}), false},
-		{"no such database", fmt.Errorf("database: %w", &pgconn.PgError{Code: "3D000"}), false},
-		{"newer schema", errors.New("schema version 99 is newer than this reclaimd knows"), false},
-		{"password file", &os.PathError{Op: "open", Path: "/etc/strata/reclaimd-db.password", Err: os.ErrNotExist}, false},
-	} {
-		if got := unreachable(tc.err); got != tc.want {
-			t.Errorf("%s: unreachable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
-		}
 	}
 }

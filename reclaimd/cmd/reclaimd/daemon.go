@@ -15,6 +15,7 @@ import (
 	"github.com/strata-hpc/strata/internal/buildinfo"
 	"github.com/strata-hpc/strata/internal/daemon"
 	"github.com/strata-hpc/strata/internal/lease"
+	"github.com/strata-hpc/strata/internal/pgsql"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/secretfile"
 	"github.com/strata-hpc/strata/internal/slurmrest"
@@ -160,7 +161,7 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		return store.OpenDatabase(ctx, store.Database{Setting: cfg.DatabaseSetting(), PasswordFile: cfg.DatabasePasswordFile, Rule: secretRule})
 	}
 	first, err := openDB(ctx)
-	if err != nil && !unreachable(err) {
+	if err != nil && !pgsql.Unreachable(err) {
 		return err
 	}
 	act := func(ctx context.Context, term lease.Term) error {

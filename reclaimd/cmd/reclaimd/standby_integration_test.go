@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -343,30 +342,15 @@ func TestStandbyServesTheReads(t *testing.T) {
 // does not exist) still ends the start, with the reason.
 func TestControllerWaitsForTheDatabase(t *testing.T) {
 	pg := pgtest.New(t)
-	u, err := url.Parse(pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := u.Host
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // closed: connections are refused until the proxy opens it
-	u.Host = addr
-	a := startDaemon(t, standbyConfig(t, pg, u.String()))
-	// Ready comes before the first try to open the store has failed:
-	// /healthz names the database once it has.
-	var code int
-	var body string
-	eventually(t, 20*time.Second, func() bool {
-		code, body = a.get(t, "/healthz")
-		return strings.Contains(body, addr)
-	}, "/healthz names the database it waits for")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the database") {
-		t.Errorf("/healthz while the database does not answer: %d %q; want 503 naming the database", code, body)
-	}
+	// The database's address refuses connections until the proxy opens it.
+	dbURL, addr := pgtest.Unanswered(t, pg)
+	a := startDaemon(t, standbyConfig(t, pg, dbURL))
+	// Polled, not read once: the first answers may come before the first
+	// try to reach the database has failed.
+	eventually(t, 30*time.Second, func() bool {
+		code, body := a.get(t, "/healthz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "waiting for the database") && strings.Contains(body, addr)
+	}, "/healthz while the database does not answer: 503 naming the database")
 	if m := a.metric(t, "strata_reclaim_database_connected"); m != "strata_reclaim_database_connected 0" {
 		t.Errorf("while waiting: %q", m)
 	}
@@ -379,37 +363,14 @@ func TestControllerWaitsForTheDatabase(t *testing.T) {
 	}
 
 	// The database's address opens: a proxy to the bed's server.
-	l, err = net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("reopen %s: %v", addr, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				s, err := net.Dial("tcp", server)
-				if err != nil {
-					return
-				}
-				defer s.Close()
-				go func() { _, _ = io.Copy(s, c) }()
-				_, _ = io.Copy(c, s)
-			}()
-		}
-	}()
-	// The controller tries again 2, 4, 8, 16 s apart (then each minute):
-	// opened any time in its first 30 s, the proxy is found at most 16 s
-	// later, and a loaded machine may take that long to get here.
-	eventually(t, 40*time.Second, func() bool {
+	pgtest.Proxy(t, pg, addr)
+	// The retries back off (2, 4, 8, 16, 32 s): the next may be 32 s away,
+	// and on a loaded machine later.
+	eventually(t, 75*time.Second, func() bool {
 		return a.metric(t, "strata_reclaim_database_connected") == "strata_reclaim_database_connected 1"
 	},
 		"the controller opens the store once the database answers")
-	eventually(t, 5*time.Second, func() bool { return a.metric(t, "strata_reclaim_lease_held") == "strata_reclaim_lease_held 1" },
+	eventually(t, 20*time.Second, func() bool { return a.metric(t, "strata_reclaim_lease_held") == "strata_reclaim_lease_held 1" },
 		"the controller takes the lease")
 	if code, body := a.get(t, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for slurmrestd") {
 		t.Errorf("/healthz with the database open and slurmrestd down: %d %q", code, body)
@@ -419,7 +380,10 @@ func TestControllerWaitsForTheDatabase(t *testing.T) {
 	}
 
 	// A database that answers and refuses: not waited for.
-	u, _ = url.Parse(pg.URL)
+	u, err := url.Parse(pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	u.Path = "/strata_no_such_database"
 	cmd := exec.Command(os.Args[0], "--config", standbyConfig(t, pg, u.String()), "run")
 	cmd.Env = append(os.Environ(), "RECLAIMD_TEST_AS_MAIN=1")

@@ -11,8 +11,8 @@ import (
 // once with ? placeholders, the column user quoted ("user": a reserved
 // word in PostgreSQL), new ids read with RETURNING id rather than
 // LastInsertId (which PostgreSQL's driver does not give), booleans
-// written as 0 and 1. dbx and txx turn the placeholders into
-// PostgreSQL's $1, $2, ... on PostgreSQL.
+// written as 0 and 1. pgsql.DB and pgsql.Tx (dbx and txx here) turn the
+// placeholders into PostgreSQL's $1, $2, ... on PostgreSQL.
 
 // Dialects of the database.
 const (
@@ -20,46 +20,10 @@ const (
 	DialectPostgres = "postgres"
 )
 
-type dbx struct {
-	*sql.DB
-	pg bool
-}
-
-func (d *dbx) bind(q string) string {
-	if d.pg {
-		return pgsql.Rebind(q)
-	}
-	return q
-}
-
-func (d *dbx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return d.DB.ExecContext(ctx, d.bind(q), args...)
-}
-
-func (d *dbx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return d.DB.QueryContext(ctx, d.bind(q), args...)
-}
-
-func (d *dbx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return d.DB.QueryRowContext(ctx, d.bind(q), args...)
-}
-
-type txx struct {
-	*sql.Tx
-	d *dbx
-}
-
-func (t *txx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(ctx, t.d.bind(q), args...)
-}
-
-func (t *txx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.Tx.QueryContext(ctx, t.d.bind(q), args...)
-}
-
-func (t *txx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.Tx.QueryRowContext(ctx, t.d.bind(q), args...)
-}
+type (
+	dbx = pgsql.DB
+	txx = pgsql.Tx
+)
 
 // Fence is checked inside every write's transaction before it writes: a
 // controller that lost its lease (internal/lease) writes nothing.
@@ -75,11 +39,11 @@ func (s *Store) write(ctx context.Context, fn func(tx *txx) error) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	if s.fence != nil {
-		if err := s.fence.Check(ctx, tx); err != nil {
+		if err := s.fence.Check(ctx, tx.Tx); err != nil {
 			return err
 		}
 	}
-	if err := fn(&txx{Tx: tx, d: s.db}); err != nil {
+	if err := fn(tx); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -87,7 +51,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *txx) error) error {
 
 // Dialect is the database's kind: DialectSQLite or DialectPostgres.
 func (s *Store) Dialect() string {
-	if s.db.pg {
+	if s.db.Postgres {
 		return DialectPostgres
 	}
 	return DialectSQLite

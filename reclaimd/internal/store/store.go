@@ -212,7 +212,7 @@ func OpenDatabase(ctx context.Context, d Database) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: &dbx{DB: db, pg: true}}, nil
+	return &Store{db: &dbx{DB: db, Postgres: true}}, nil
 }
 
 // SchemaVersion is the number of migrations the database has had.
