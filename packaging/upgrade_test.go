@@ -25,7 +25,7 @@ func TestUpgradeKeepsRendered(t *testing.T) {
 	repo := repoRoot(t)
 	bin := twoBinaries(t, repo)
 	nfpm := nfpmTool(t, repo)
-	newVersion := "0.0.1~git1.upgrade"
+	newVersion := upgradeVersion
 
 	// The new packages' tree: the repository's files, with a changed example.
 	tree := t.TempDir()
@@ -99,26 +99,48 @@ func TestUpgradeKeepsRendered(t *testing.T) {
 // STRATA_PACKAGES when set, else built here (no other part's).
 func twoBinaries(t *testing.T, repo string) string {
 	t.Helper()
+	return binariesOf(t, repo, "strata-policy", "reclaimd")
+}
+
+// commands are the packaged binaries' main packages and whether they are
+// built with cgo.
+var commands = map[string]struct {
+	pkg string
+	cgo bool
+}{
+	"topogen":           {"./topogen/cmd/topogen", true},
+	"strata-policy":     {"./policy/cmd/strata-policy", false},
+	"reclaimd":          {"./reclaimd/cmd/reclaimd", true},
+	"strata-bridge":     {"./bridge/cmd/strata-bridge", true},
+	"strata-portal-api": {"./portal-api/cmd/strata-portal-api", true},
+}
+
+// binariesOf returns a folder with the named binaries: those of
+// STRATA_PACKAGES when set, else built here (those alone).
+func binariesOf(t *testing.T, repo string, names ...string) string {
+	t.Helper()
 	if d := os.Getenv("STRATA_PACKAGES"); d != "" {
 		return filepath.Join(d, "bin")
 	}
 	bin := t.TempDir()
-	build := func(cgo, pkg string) {
-		cmd := exec.Command("go", "build", "-trimpath", "-o", bin+"/", pkg)
+	for _, name := range names {
+		c, ok := commands[name]
+		if !ok {
+			t.Fatalf("no main package known for %s", name)
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-o", bin+"/", c.pkg)
 		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+map[bool]string{false: "0", true: "1"}[c.cgo])
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+			t.Fatalf("go build %s: %v\n%s", c.pkg, err, out)
 		}
 	}
-	build("0", "./policy/cmd/strata-policy")
-	build("1", "./reclaimd/cmd/reclaimd")
 	return bin
 }
 
 // docsOf returns the folder of the man pages and completion the packages
 // ship: make packages' (beside STRATA_PACKAGES' binaries), or written here
-// by the two binaries' gen-docs verb from tree's examples, as make
+// by the gen-docs verb of each binary in bin from tree's examples, as make
 // packages writes them.
 func docsOf(t *testing.T, tree, bin string) string {
 	t.Helper()
@@ -126,7 +148,10 @@ func docsOf(t *testing.T, tree, bin string) string {
 		return filepath.Join(d, "doc")
 	}
 	doc := t.TempDir()
-	for _, b := range []string{"strata-policy", "reclaimd"} {
+	for _, b := range binaries {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			continue
+		}
 		out := filepath.Join(doc, b)
 		run(t, tree, filepath.Join(bin, b), "gen-docs", "--out", out, "--examples", "etc/strata")
 		pages, _ := filepath.Glob(filepath.Join(out, "*.[158]"))

@@ -14,7 +14,8 @@ Commands:
   kernel    fetch Debian's 6.1 cloud kernel and build the initramfs (cached)
   image     build the node's disk image from the cached root of --variant (cached)
   probe     find out whether this machine boots the kernel under KVM (cached)
-  start     boot the VM for instance --inst (needs kernel and image)
+  start     boot the VM for instance --inst (needs kernel and image); with --systemd
+            its PID 1 is the root's systemd, not the bed's guest-init
   stop      stop the VM of --inst (by the PID qemu recorded)
   exec      run a command in the running VM as root:  vm.sh exec --inst DIR -- CMD...
 
@@ -28,6 +29,9 @@ Options (or the variables in brackets):
   --slurmd-port P  forwarded from 127.0.0.1:P on the host to slurmd in the guest
   --agent-port P   forwarded from 127.0.0.1:P to the guest's exec agent
   --accel A      tcg, kvm or auto (the probe decides)                      [NODE_VM_ACCEL, auto]
+  --systemd      boot /lib/systemd/systemd into strata-node.target: the network and
+                 the exec agent, none of the root's services, no slurmd port, no
+                 scratch disk (a private instance for tests of units and packages)
 USAGE
 }
 
@@ -43,6 +47,7 @@ NODE_VM_CPUS=${NODE_VM_CPUS:-2}
 NODE_VM_MEM=${NODE_VM_MEM:-1024}
 NODE_VM_GPUS=${NODE_VM_GPUS:-4}
 NODE_VM_ACCEL=${NODE_VM_ACCEL:-auto}
+NODE_VM_SYSTEMD=${NODE_VM_SYSTEMD:-0}
 SLURMD_PORT=${SLURMD_PORT:-}
 AGENT_PORT=${AGENT_PORT:-}
 while [ $# -gt 0 ]; do
@@ -56,15 +61,18 @@ while [ $# -gt 0 ]; do
     --slurmd-port) SLURMD_PORT=$2; shift 2 ;;
     --agent-port) AGENT_PORT=$2; shift 2 ;;
     --accel) NODE_VM_ACCEL=$2; shift 2 ;;
+    --systemd) NODE_VM_SYSTEMD=1; shift ;;
     --) shift; break ;;
     -h|--help) usage; exit 0 ;;
     *) echo "vm.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
-# Bump NODE_RECIPE when the initramfs, the image's packages, the guest init or the agent's protocol change
-# (the agent is built into the image).
+# Bump NODE_RECIPE when the image's packages, the guest init or the agent's protocol change
+# (the agent is built into the image); INITRD_RECIPE when initramfs-init or MODS change (the
+# images stay).
 NODE_RECIPE=1
+INITRD_RECIPE=2
 # The guest's extra packages: xfs_quota/xfs_io for the quota script, crun for containers.
 NODE_PACKAGES="xfsprogs crun"
 MODS="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk failover net_failover virtio_net libcrc32c xfs"
@@ -84,22 +92,28 @@ locked() { # name cmd...: one at a time per machine (two beds start together)
   ( flock 9; "$@" ) 9>"$NC/.lock-$name"
 }
 
+initrd_path() { echo "$NC/initrd-$1-i$INITRD_RECIPE.cpio.gz"; }
+
 cmd_kernel() {
   mkdir -p "$NC"
-  if [ -s "$NC/kernel-version" ] && [ -s "$NC/initrd-$(kver)-r$NODE_RECIPE.cpio.gz" ]; then return 0; fi
+  if [ -s "$NC/kernel-version" ] && [ -s "$(initrd_path "$(kver)")" ]; then return 0; fi
   local t0; t0=$(now)
   command -v busybox >/dev/null && busybox --list | grep -qx switch_root \
     || die "busybox (static) is missing: apt-get install busybox-static"
   ldd "$(command -v busybox)" >/dev/null 2>&1 && die "busybox is not the static build: apt-get install busybox-static"
-  local pkg
-  pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | awk '{print $1}' | sort -V | tail -1)
+  local pkg=""
+  # A new initramfs for the cached kernel keeps that kernel (and its probe), while the mirror serves it.
+  if [ -s "$NC/kernel-version" ] && [ -s "$NC/vmlinuz-$(kver)" ] && apt-cache show "linux-image-$(kver)" >/dev/null 2>&1; then
+    pkg=linux-image-$(kver)
+  fi
+  [ -n "$pkg" ] || pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | awk '{print $1}' | sort -V | tail -1)
   [ -n "$pkg" ] || die "apt-cache knows no linux-image-6.1.0-*-cloud-amd64 (apt-get update; Debian 12's main suite serves it)"
   local k=$NC/k.$$
   rm -rf "$k"; mkdir -p "$k"
   (cd "$NC" && apt-get download "$pkg" >/dev/null 2>&1) || die "apt-get download $pkg failed"
   dpkg-deb -x "$NC/${pkg}_"*.deb "$k"
   local v=${pkg#linux-image-}
-  cp "$k/boot/vmlinuz-$v" "$NC/vmlinuz-$v"
+  cp "$k/boot/vmlinuz-$v" "$NC/vmlinuz-$v.tmp"; mv "$NC/vmlinuz-$v.tmp" "$NC/vmlinuz-$v"
   # The initramfs: static busybox and the modules that reach the root disk, the
   # network and XFS (the guest's root has no kmod: everything is loaded here).
   local ir=$k/initramfs m f
@@ -112,7 +126,8 @@ cmd_kernel() {
   done
   cp "$HERE/initramfs-init" "$ir/init"; chmod 755 "$ir/init"
   printf '%s\n' $MODS >"$ir/lib/modules/order"
-  (cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) >"$NC/initrd-$v-r$NODE_RECIPE.cpio.gz"
+  (cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1) >"$(initrd_path "$v").tmp"
+  mv "$(initrd_path "$v").tmp" "$(initrd_path "$v")"
   echo "$v" >"$NC/kernel-version"
   rm -rf "$k" "$NC/${pkg}_"*.deb
   log "kernel $v and initramfs cached in $NC after $(since "$t0")s"
@@ -158,7 +173,7 @@ cmd_image() {
 qemu_base() { # accel: the command line shared by the probe and the node
   local accel=$1 v; v=$(kver)
   QEMU=(qemu-system-x86_64 -nodefaults -no-user-config -nographic -machine q35 -m "$NODE_VM_MEM"
-    -kernel "$NC/vmlinuz-$v" -initrd "$NC/initrd-$v-r$NODE_RECIPE.cpio.gz" -serial stdio)
+    -kernel "$NC/vmlinuz-$v" -initrd "$(initrd_path "$v")" -serial stdio)
   if [ "$accel" = kvm ]; then QEMU+=(-accel kvm -cpu host); else QEMU+=(-accel tcg,thread=multi,tb-size=256 -cpu max); fi
 }
 
@@ -183,7 +198,8 @@ agent() { # cmd...: run in the guest
 
 cmd_start() {
   local d; d=$(vm_dir)
-  [ -n "$SLURMD_PORT" ] && [ -n "$AGENT_PORT" ] || die "--slurmd-port and --agent-port are required"
+  [ -n "$AGENT_PORT" ] || die "--agent-port is required"
+  [ -n "$SLURMD_PORT" ] || [ "$NODE_VM_SYSTEMD" = 1 ] || die "--slurmd-port is required (but with --systemd)"
   locked kernel cmd_kernel; locked "image-$VARIANT" cmd_image
   local accel=$NODE_VM_ACCEL
   [ "$accel" = auto ] && accel=$(locked kernel cmd_probe)
@@ -191,18 +207,27 @@ cmd_start() {
     || die "go build of the node agent failed"
   mkdir -p "$d"
   cmd_stop_quiet
-  # The XFS scratch disk: sparse, made on the host (mkfs.xfs needs no mount), fresh at every start.
-  command -v mkfs.xfs >/dev/null || die "mkfs.xfs is missing: apt-get install xfsprogs"
-  rm -f "$d/scratch.xfs"; truncate -s 2G "$d/scratch.xfs"; mkfs.xfs -q "$d/scratch.xfs"
   qemu_base "$accel"
+  QEMU+=(-smp "$NODE_VM_CPUS" -name "strata-$NODE_VM_NAME"
+    -drive "file=$(image_path),format=raw,if=virtio,snapshot=on,cache=unsafe")
   # user networking: the guest reaches the host's loopback as 10.0.2.2, and only
   # 127.0.0.1 on the host is forwarded to it (slurmd and the exec agent).
-  QEMU+=(-smp "$NODE_VM_CPUS" -name "strata-$NODE_VM_NAME"
-    -drive "file=$(image_path),format=raw,if=virtio,snapshot=on,cache=unsafe"
-    -drive "file=$d/scratch.xfs,format=raw,if=virtio,cache=unsafe"
-    -netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$SLURMD_PORT-:$SLURMD_PORT,hostfwd=tcp:127.0.0.1:$AGENT_PORT-:$AGENT_PORT"
+  local fwd="hostfwd=tcp:127.0.0.1:$AGENT_PORT-:$AGENT_PORT"
+  local append="console=ttyS0 panic=-1 quiet strata.node=$NODE_VM_NAME strata.agent=$AGENT_PORT"
+  if [ "$NODE_VM_SYSTEMD" = 1 ]; then
+    # systemd's own boot: no slurmd, no fake GPUs, no scratch disk.
+    append+=" strata.init=systemd systemd.unit=strata-node.target systemd.show_status=1"
+  else
+    # The XFS scratch disk: sparse, made on the host (mkfs.xfs needs no mount), fresh at every start.
+    command -v mkfs.xfs >/dev/null || die "mkfs.xfs is missing: apt-get install xfsprogs"
+    rm -f "$d/scratch.xfs"; truncate -s 2G "$d/scratch.xfs"; mkfs.xfs -q "$d/scratch.xfs"
+    QEMU+=(-drive "file=$d/scratch.xfs,format=raw,if=virtio,cache=unsafe")
+    fwd="hostfwd=tcp:127.0.0.1:$SLURMD_PORT-:$SLURMD_PORT,$fwd"
+    append+=" strata.gpus=$NODE_VM_GPUS"
+  fi
+  QEMU+=(-netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,$fwd"
     -device virtio-net-pci,netdev=n0
-    -append "console=ttyS0 panic=-1 quiet strata.node=$NODE_VM_NAME strata.gpus=$NODE_VM_GPUS strata.agent=$AGENT_PORT"
+    -append "$append"
     -pidfile "$d/qemu.pid")
   local t0; t0=$(now)
   TMPDIR=$d setsid "${QEMU[@]}" >"$d/console.log" 2>&1 </dev/null &
@@ -214,7 +239,14 @@ cmd_start() {
     fi
     sleep 1
   done
-  log "VM up ($accel, $NODE_VM_CPUS vCPU, $NODE_VM_MEM MB) after $(since "$t0")s"
+  if [ "$NODE_VM_SYSTEMD" = 1 ]; then
+    # The agent answers once strata-node.target's units have started; PID 1 must be systemd.
+    [ "$(agent cat /proc/1/comm 2>/dev/null)" = systemd ] || { tail -30 "$d/console.log" >&2; die "the VM's PID 1 is not systemd (console: $d/console.log)"; }
+    echo systemd >"$d/init"
+  else
+    echo guest-init >"$d/init"
+  fi
+  log "VM up ($accel, $NODE_VM_CPUS vCPU, $NODE_VM_MEM MB, $(cat "$d/init")) after $(since "$t0")s"
   echo "$(since "$t0")" >"$d/boot-seconds"
 }
 
