@@ -180,8 +180,14 @@ func (s *Server) checkLaunch(tok, id string) (string, bool) {
 
 // serveLaunch is launchRoute: the token's user, if the session is still
 // theirs, gets the session's cookie on this origin and is sent on to the
-// server (303, so the token leaves the address bar and is never sent to
-// the session's server).
+// server by a page of this origin that refreshes to it at once (the token
+// leaves the address bar, and no-referrer keeps it from the session's
+// server). Not a 303: a redirect goes on with the navigation that the
+// pages began, and where the session origin is another site than the
+// pages' (a host of its own, as isolation would have it) the browser then
+// withholds the SameSite=Strict cookie it has just been given, so the
+// first request to the server came without it. The refresh is a
+// navigation of this origin's own page, which carries the cookie.
 func (s *Server) serveLaunch(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("session")
 	w.Header().Set("Cache-Control", "no-store")
@@ -200,8 +206,22 @@ func (s *Server) serveLaunch(w http.ResponseWriter, r *http.Request) {
 	// Made from a page session, not a personal token: a revocation of
 	// the user ends it (cookieRevoked).
 	s.setCookie(w, r, rec.ID, cookieClaims{user: rec.User, made: s.cfg.Now()})
-	http.Redirect(w, r, sessionproxy.Prefix+rec.ID+"/proxy/", http.StatusSeeOther)
+	to := sessionproxy.Prefix + rec.ID + "/proxy/"
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
+	w.Header().Set("Refresh", "0; url="+to)
+	// The id is 32 hex digits (SessionOwned found it): nothing to escape.
+	_, _ = fmt.Fprintf(w, launchPage, to, to)
 }
+
+// launchPage is serveLaunch's answer, with the server's address twice:
+// the refresh, and a link for a browser that does not follow it.
+const launchPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<meta http-equiv="refresh" content="0; url=%s"><title>Opening the session</title></head>
+<body><p><a href="%s">Open the session</a></p></body></html>
+`
 
 // noSessionOrigin is the answer where a browser would reach a session
 // but the portal has no session origin: a session's script on the pages'

@@ -119,8 +119,15 @@ func TestSessionOrigin(t *testing.T) {
 			got = c
 		}
 	}
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/v1/sessions/"+s.ID+"/proxy/" || got == nil || !got.HttpOnly ||
-		got.Path != "/v1/sessions/"+s.ID+"/proxy" || got.Domain != "" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+	// Not a redirect: the browser would send the new SameSite=Strict
+	// cookie on none of a redirect chain that the pages (another site)
+	// began. A page of the session origin's own refreshes to the server.
+	to := "/v1/sessions/" + s.ID + "/proxy/"
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Location") != "" || resp.Header.Get("Refresh") != "0; url="+to ||
+		!strings.Contains(body, `<meta http-equiv="refresh" content="0; url=`+to+`">`) || !strings.Contains(body, `<a href="`+to+`">`) ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || got == nil || !got.HttpOnly || got.SameSite != http.SameSiteStrictMode ||
+		got.Path != "/v1/sessions/"+s.ID+"/proxy" || got.Domain != "" || resp.Header.Get("Referrer-Policy") != "no-referrer" ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Fatalf("launch: %d %v %+v %s", resp.StatusCode, resp.Header, got, body)
 	}
 	if resp, body := originReq(t, ts, sess, "GET", proxy, "", &http.Cookie{Name: got.Name, Value: got.Value}); resp.StatusCode != http.StatusOK {
