@@ -168,6 +168,10 @@ type jobData struct {
 	Reclaim []reclaimRow
 	Actions []api.JobAction
 	Done    string
+	// Serve offers to serve the model of a completed job, on a cluster
+	// whose bridge answered; Served are the deployments serving it now.
+	Serve  bool
+	Served []api.Deployment
 }
 
 func (h *Handler) jobOf(w http.ResponseWriter, r *http.Request, v visitor) (api.Job, bool) {
@@ -196,6 +200,10 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, v visitor) {
 		Done: r.URL.Query().Get("done")}
 	if j.GpuHours != nil {
 		d.Actions = nil // slurmdbd's record of a job slurmctld has forgotten: nothing to control
+	}
+	if _, ok := h.cfg.Source.(DeploySource); ok && j.Served != nil && j.GpuHours == nil {
+		d.Served = *j.Served
+		d.Serve = j.State == "COMPLETED"
 	}
 	if len(j.Gpus) > 0 {
 		use, err := h.cfg.Source.JobGPU(r.Context(), id, j.Cluster, j.Id)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
@@ -13,14 +14,17 @@ import (
 )
 
 // DeploySource is what the deployments pages ask of the core: the
-// deployments the caller may read, one with its versions, and rollback
-// and delete as the caller. The core asks rbac and the cluster's bridge,
+// deployments the caller may read, one with its versions, and deploy,
+// rollback and delete as the caller. The core asks rbac and the cluster's bridge,
 // as for the API.
 type DeploySource interface {
 	Deployments(ctx context.Context, id auth.Identity) (api.DeploymentList, error)
 	Deployment(ctx context.Context, id auth.Identity, cluster, name string) (api.DeploymentDetail, error)
 	Rollback(ctx context.Context, id auth.Identity, cluster, name, to string) error
 	DeleteDeployment(ctx context.Context, id auth.Identity, cluster, name string) error
+	// Deploy serves a finished job's model (name: for a job that did not
+	// ask to be served), or with dry says what it would do.
+	Deploy(ctx context.Context, id auth.Identity, cluster string, job int64, name string, dry bool) (api.DeployResult, error)
 }
 
 func (s coreSource) Deployments(ctx context.Context, id auth.Identity) (api.DeploymentList, error) {
@@ -47,6 +51,18 @@ func (s coreSource) DeleteDeployment(ctx context.Context, id auth.Identity, clus
 	return errOf(p)
 }
 
+func (s coreSource) Deploy(ctx context.Context, id auth.Identity, cluster string, job int64, name string, dry bool) (api.DeployResult, error) {
+	req := api.DeployRequest{Cluster: cluster, Job: job}
+	if name != "" {
+		req.Name = &name
+	}
+	if dry {
+		req.DryRun = &dry
+	}
+	res, p := s.c.Deploy(ctx, id, req)
+	return res, errOf(p)
+}
+
 func (h *Handler) routeDeployments(mux *http.ServeMux) {
 	if _, ok := h.cfg.Source.(DeploySource); !ok {
 		return
@@ -55,6 +71,8 @@ func (h *Handler) routeDeployments(mux *http.ServeMux) {
 	mux.HandleFunc("GET /deployments/{cluster}/{name}", h.signedIn(h.deploymentPage))
 	mux.HandleFunc("GET /deployments/{cluster}/{name}/confirm/{action}", h.signedIn(h.deploymentConfirm))
 	mux.HandleFunc("POST /deployments/{cluster}/{name}/{action}", h.signedIn(h.deploymentAction))
+	mux.HandleFunc("GET /jobs/{cluster}/{id}/serve", h.signedIn(h.serveForm))
+	mux.HandleFunc("POST /jobs/{cluster}/{id}/serve", h.signedIn(h.serveModel))
 }
 
 // deploymentGroup is one project's deployments on one cluster.
@@ -168,8 +186,9 @@ func (h *Handler) deploymentPage(w http.ResponseWriter, r *http.Request, v visit
 	if pl, err := h.cfg.Source.Projects(r.Context(), identityOf(v)); err == nil {
 		data.MayChange = mayChange(pl, d.Deployment)
 	}
-	if r.URL.Query().Get("done") == "rollback" {
-		data.Done = "deploy.done.rollback"
+	switch r.URL.Query().Get("done") {
+	case "rollback", "deploy":
+		data.Done = "deploy.done." + r.URL.Query().Get("done")
 	}
 	h.render(w, r, http.StatusOK, "deployment", h.page(r, v, "deploy.detail.title", "deployments", data))
 }
@@ -257,4 +276,52 @@ func when(t *time.Time) string {
 		return "–"
 	}
 	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// serveData is the page that serves a finished job's model: the name
+// asked, and the bridge's plan (a check) or its refusal.
+type serveData struct {
+	Job     api.Job
+	Name    string
+	Plan    *api.DeployResult
+	Problem *core.Problem
+}
+
+// serveForm asks how to serve a job's model: a name for a job that did
+// not ask for one, then a check (the bridge's dry run) or the deploy.
+func (h *Handler) serveForm(w http.ResponseWriter, r *http.Request, v visitor) {
+	if j, ok := h.jobOf(w, r, v); ok {
+		h.render(w, r, http.StatusOK, "job_serve", h.page(r, v, "serve.title", "jobs", serveData{Job: j}))
+	}
+}
+
+// serveModel checks (action=check: the bridge's dry run, which changes
+// nothing) or deploys the job's model as the caller: the core asks rbac
+// (deploy models), that the job completed, and audits the deploy. A
+// deploy leads to its deployment's page; a refusal comes back on the
+// form in the core's words.
+func (h *Handler) serveModel(w http.ResponseWriter, r *http.Request, v visitor) {
+	j, ok := h.jobOf(w, r, v)
+	if !ok {
+		return
+	}
+	action, name := r.PostFormValue("action"), strings.TrimSpace(r.PostFormValue("name"))
+	if action != "check" && action != "deploy" {
+		h.problem(w, r, http.StatusBadRequest, "error.forbidden.title", "serve.missing")
+		return
+	}
+	d := serveData{Job: j, Name: name}
+	res, err := h.cfg.Source.(DeploySource).Deploy(r.Context(), identityOf(v), j.Cluster, j.Id, name, action == "check")
+	if err != nil {
+		h.log.Info("model not served", "user", v.sess.User, "cluster", j.Cluster, "job_id", j.Id, "dry_run", action == "check", "error", err)
+		d.Problem = core.AsProblem(err)
+		h.render(w, r, d.Problem.Status, "job_serve", h.page(r, v, "serve.title", "jobs", d))
+		return
+	}
+	if action == "check" {
+		d.Plan = &res
+		h.render(w, r, http.StatusOK, "job_serve", h.page(r, v, "serve.title", "jobs", d))
+		return
+	}
+	http.Redirect(w, r, "/deployments/"+url.PathEscape(j.Cluster)+"/"+url.PathEscape(res.Name)+"?done=deploy", http.StatusSeeOther)
 }

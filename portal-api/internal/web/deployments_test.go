@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/strata-hpc/strata/portal-api/internal/api"
 	"github.com/strata-hpc/strata/portal-api/internal/bridgeclient"
+	"github.com/strata-hpc/strata/portal-api/internal/cluster/clustertest"
 	"github.com/strata-hpc/strata/portal-api/internal/i18n"
 )
 
@@ -82,6 +84,29 @@ func (b *fakeBridge) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		return 0, false
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/deploy" {
+		// Serving a finished job of acme/llm's: "taken" is another
+		// tenant's name; without a name, the job's own (its marker).
+		var req struct {
+			Job    int64  `json:"job"`
+			Name   string `json:"name"`
+			DryRun bool   `json:"dry_run"`
+		}
+		_ = json.Unmarshal(body, &req)
+		if req.Name == "taken" {
+			reply(http.StatusUnprocessableEntity, map[string]string{"error": "name taken is held by tenant globex", "check": "name"})
+			return
+		}
+		name, outcome := cmp.Or(req.Name, "from-marker"), "ready"
+		if req.DryRun {
+			outcome = "dry-run"
+		}
+		reply(http.StatusOK, map[string]any{"action": "deploy", "name": name, "namespace": "strata-acme", "tenant": "acme", "project": "llm",
+			"job_id": req.Job, "version": fmt.Sprintf("job-%d", req.Job), "dry_run": req.DryRun, "changed": true, "outcome": outcome,
+			"message": "would create 2 objects", "objects": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+				"namespace": "strata-acme", "name": name, "action": "create"}}})
+		return
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/deployments/")
 	name, action, _ := strings.Cut(rest, "/")
@@ -242,5 +267,97 @@ func TestMayChange(t *testing.T) {
 		if got := mayChange(api.ProjectList{Projects: tc.projects}, tc.d); got != tc.want {
 			t.Errorf("%s: mayChange = %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// TestServeModelPage: alice (mem) is offered to serve the model of her
+// completed job (not of her running one, which the page shows served by
+// llm-chat), in English and Korean; a check sends the bridge a dry run
+// and shows its plan; a deploy leads to the deployment's page; a name
+// another tenant holds comes back on the form, refused; a running job's
+// deploy is refused by the core before the bridge is asked, as are a
+// cross-site post, a viewer's and bob's (gmem), who finds neither the job
+// nor its serve page.
+func TestServeModelPage(t *testing.T) {
+	done := clustertest.Job{ID: 910103, User: "mem", Account: "acme-llm", State: "COMPLETED", Name: "llm-done"}
+	b, _ := submitBedWith(t, "../service/testdata/templates", append(slices.Clone(pagesGPU1), done), pagesGPU2)
+	fb := b.bridge
+	alice := b.client(t)
+	b.signIn(t, alice, "mem")
+	for _, lang := range []string{"en", "ko"} {
+		l := i18n.For(lang, "")
+		resp, page := get(t, alice, b.srv.URL+"/jobs/gpu1/910103", "Accept-Language", lang)
+		for _, want := range []string{`href="/jobs/gpu1/910103/serve"`, html.EscapeString(l.T("job.serve.open")), html.EscapeString(l.T("job.serve.lead"))} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s: the completed job's page (%s) lacks %q", lang, resp.Status, want)
+			}
+		}
+		resp, page = get(t, alice, b.srv.URL+"/jobs/gpu1/910103/serve", "Accept-Language", lang)
+		for _, want := range []string{`action="/jobs/gpu1/910103/serve"`, `name="name"`, `value="check"`, `value="deploy"`,
+			html.EscapeString(l.T("serve.heading", "gpu1", "910103"))} {
+			if resp.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+				t.Errorf("%s: the serve page (%s) lacks %q", lang, resp.Status, want)
+			}
+		}
+	}
+	_, running := get(t, alice, b.srv.URL+"/jobs/gpu1/910101")
+	if strings.Contains(running, "/serve") || !strings.Contains(running, `href="/deployments/gpu1/llm-chat"`) {
+		t.Errorf("the running job's page offers to serve it, or does not show llm-chat serving it: %s", main(running))
+	}
+
+	serve := func(c *http.Client, job string, v url.Values, headers ...string) (answer, string) {
+		t.Helper()
+		return post(t, c, b.srv.URL+"/jobs/gpu1/"+job+"/serve", v, headers...)
+	}
+	resp, plan := serve(alice, "910103", url.Values{"action": {"check"}, "name": {"llm-done"}}, sameOrigin...)
+	for _, want := range []string{"strata-acme", "Deployment/llm-done", "job-910103", `value="llm-done"`} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(plan, want) {
+			t.Errorf("the check (%s) does not show %q: %s", resp.Status, want, main(plan))
+		}
+	}
+	if a := fb.actions(); len(a) != 1 || a[0] != `POST /v1/deploy {"job":910103,"name":"llm-done","dry_run":true}` {
+		t.Errorf("the check sent the bridge %v, want one dry run", a)
+	}
+	resp, refused := serve(alice, "910103", url.Values{"action": {"deploy"}, "name": {"taken"}}, sameOrigin...)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(refused, "the deployment name is in use by another tenant") ||
+		strings.Contains(refused, "globex") || !strings.Contains(refused, html.EscapeString(i18n.For("", "").T("serve.refused"))) {
+		t.Errorf("a name another tenant holds: %s %s", resp.Status, main(refused))
+	}
+	resp, _ = serve(alice, "910103", url.Values{"action": {"deploy"}, "name": {"llm-done"}}, sameOrigin...)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/deployments/gpu1/llm-done?done=deploy" {
+		t.Errorf("deploy: %s to %q", resp.Status, resp.Header.Get("Location"))
+	}
+	if a := fb.actions(); len(a) != 3 || a[2] != `POST /v1/deploy {"job":910103,"name":"llm-done"}` {
+		t.Errorf("the bridge saw %v, want the deploy last", a)
+	}
+
+	// Refused before the bridge is asked.
+	viewer := b.client(t)
+	b.signIn(t, viewer, "view")
+	bob := b.client(t)
+	b.signIn(t, bob, "gmem")
+	for _, tc := range []struct {
+		who     string
+		c       *http.Client
+		job     string
+		v       url.Values
+		headers []string
+		want    int
+	}{
+		{"alice, a running job", alice, "910101", url.Values{"action": {"deploy"}, "name": {"x"}}, sameOrigin, http.StatusConflict},
+		{"alice, no action", alice, "910103", url.Values{"name": {"x"}}, sameOrigin, http.StatusBadRequest},
+		{"alice, cross-site", alice, "910103", url.Values{"action": {"deploy"}, "name": {"x"}}, []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+		{"a viewer", viewer, "910103", url.Values{"action": {"deploy"}, "name": {"x"}}, sameOrigin, http.StatusForbidden},
+		{"bob", bob, "910103", url.Values{"action": {"deploy"}, "name": {"x"}}, sameOrigin, http.StatusNotFound},
+	} {
+		if resp, _ := serve(tc.c, tc.job, tc.v, tc.headers...); resp.StatusCode != tc.want {
+			t.Errorf("%s: %s, want %d", tc.who, resp.Status, tc.want)
+		}
+	}
+	if resp, page := get(t, bob, b.srv.URL+"/jobs/gpu1/910103/serve"); resp.StatusCode != http.StatusNotFound || strings.Contains(page, "llm-done") {
+		t.Errorf("bob opens alice's serve page: %s", resp.Status)
+	}
+	if a := fb.actions(); len(a) != 3 {
+		t.Errorf("refused requests reached the bridge: %v", a[3:])
 	}
 }
