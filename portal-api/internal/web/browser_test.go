@@ -176,7 +176,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	signedOut := []string{"/signin"}
-	signedIn := []string{"/", "/jobs", "/jobs/finished?" + finishedWindow, "/jobs/gpu1/930001", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/submit", "/submit/small", "/nowhere",
+	signedIn := []string{"/", "/jobs", "/jobs/finished?" + finishedWindow, "/jobs/gpu1/930001", "/jobs/gpu1/910101", "/jobs/gpu1/910102", "/jobs/gpu1/910102/confirm/cancel", "/jobs/gpu1/910101/serve", "/submit", "/submit/small", "/nowhere",
 		"/sessions", "/sessions/" + testSession + "/confirm/end", "/sessions/gpunotebook/start",
 		"/deployments", "/deployments/gpu1/llm-chat", "/deployments/gpu1/llm-chat/confirm/rollback?to=job-910100", "/notices"}
 
