@@ -13,22 +13,34 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/strata-hpc/strata/internal/browsertest"
+	"github.com/strata-hpc/strata/internal/kubetest"
+	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
 	"github.com/strata-hpc/strata/portal-api/internal/i18n"
+	"github.com/strata-hpc/strata/portal-api/internal/session/sessiontest"
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 	"github.com/strata-hpc/strata/portal-api/internal/web"
 )
@@ -103,8 +115,10 @@ func journeyProvider(t *testing.T, redirect string, users ...string) string {
 // bed's account (project main of tenant lab, 4 GPUs by the policy's line
 // 52), bob of another tenant, and the beds' Slurm admin (root) the
 // clusters' operator. The pages sign in through journeyProvider's code
-// flow. It returns the file and the portal's address.
-func journeyConfig(t *testing.T, beds []*testbed.Bed, alice, bob, operator string) (string, string) {
+// flow; sessions are on their own host (localhost, the pages on
+// 127.0.0.1), and a bed named in bridges has that strata-bridge. It
+// returns the file and the portal's address.
+func journeyConfig(t *testing.T, beds []*testbed.Bed, alice, bob, operator string, bridges map[string]journeyBridge) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -124,6 +138,18 @@ func journeyConfig(t *testing.T, beds []*testbed.Bed, alice, bob, operator strin
 		t.Fatal(err)
 	}
 	write("templates/finetune.yaml", journeyTemplate)
+	// The product's session templates, as packaged.
+	for _, name := range []string{"terminal.yaml", "jupyterlab.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../../etc/strata/templates", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write("templates/"+name, string(data))
+	}
+	// Sessions on a host of their own: localhost, where the pages are on
+	// 127.0.0.1. Both are loopback, and a browser keeps cookies per host,
+	// so neither origin's cookie reaches the other.
+	_, port, _ := net.SplitHostPort(addr)
 	issuer := journeyProvider(t, "http://"+addr+"/signin/callback", alice, bob, operator)
 	secret := write("pages-secret", "pages-secret")
 	cfg := `apiVersion: strata/v1
@@ -132,7 +158,7 @@ listen: ` + addr + `
 database: ` + filepath.Join(dir, "portal.db") + `
 templates_dir: ` + filepath.Join(dir, "templates") + `
 sessions:
-  origin: https://sessions.portal.test
+  origin: http://localhost:` + port + `
 auth:
   oidc:
     issuer: ` + issuer + `
@@ -156,11 +182,13 @@ clusters:
 		policy := write(b.Name+"-policy.json", fmt.Sprintf(`{"apiVersion": "strata/v1", "kind": "JobPolicy", "source": "policy.yaml",
   "cluster": %q, "default_class": "batch", "classes_line": 10,
   "classes": {"batch": {"partition": %q, "default_time": 10, "max_time": 120, "requeue": true, "whole_nodes": false,
-    "switches": 0, "max_gpus_per_job": 0, "line": 20, "max_time_line": 22, "max_gpus_line": 20, "whole_nodes_line": 20}},
+    "switches": 0, "max_gpus_per_job": 0, "line": 20, "max_time_line": 22, "max_gpus_line": 20, "whole_nodes_line": 20},
+    "interactive": {"partition": %q, "default_time": 120, "max_time": 720, "requeue": false, "whole_nodes": false,
+    "switches": 0, "max_gpus_per_job": 2, "line": 30, "max_time_line": 32, "max_gpus_line": 33, "whole_nodes_line": 30}},
   "partitions": {%q: "batch"},
-  "accounts": {%q: {"tenant": "lab", "project": "main", "line": 50, "classes": ["batch"], "classes_line": 51,
+  "accounts": {%q: {"tenant": "lab", "project": "main", "line": 50, "classes": ["batch", "interactive"], "classes_line": 51,
     "gpus": {"limit": 4, "owner": "account %s", "line": 52}, "gpus_by_type": {}, "members": [%q], "viewers": {}}},
-  "users": {%q: %q}}`, b.Cluster, b.Partition, b.Partition, b.Account, b.Account, alice, alice, b.Account))
+  "users": {%q: %q}}`, b.Cluster, b.Partition, b.Partition, b.Partition, b.Account, b.Account, alice, alice, b.Account))
 		cfg += `  - name: ` + b.Name + `
     slurm_cluster: ` + b.Cluster + `
     slurmrestd_url: ` + b.URL + `
@@ -173,6 +201,12 @@ clusters:
     poll_interval: 2s
     stale_after: 30s
 `
+		if b.Sessions {
+			cfg += `    session_root: ` + sessionRoot(t, b, alice, bob) + "\n"
+		}
+		if br, ok := bridges[b.Name]; ok {
+			cfg += `    bridge_url: ` + br.URL + "\n" + `    bridge_token_file: ` + br.TokenFile + "\n"
+		}
 	}
 	return write("portal-api.yaml", cfg), addr
 }
@@ -224,8 +258,14 @@ func serveJourney(t *testing.T, cfg, addr string) string {
 // gives them) and places, picks her project on each cluster and is told in
 // English and in Korean that 6 GPUs would be refused (the policy's line
 // and the 4 GPUs it allows), submits the fine-tuning template and sees it
-// running with its 2 GPUs. bob signs in and no page he opens holds
-// alice's job ids, job names, name or page session. The operator's screen
+// running with its 2 GPUs. On a bed with the session servers she starts
+// a terminal and JupyterLab from the sessions page and opens each in a
+// new tab on the sessions' origin: the terminal shows her session's job
+// id for echo $SLURM_JOB_ID, JupyterLab its launcher. With the Kubernetes
+// bed she serves a finished job's model from its page (checked first),
+// and the Deployment rolls out in her tenant's namespace. bob signs in
+// and no page he opens holds alice's job ids, job names, session ids,
+// deployment, name or page session. The operator's screen
 // shows what GET /v1/overview returns, and a node is drained and resumed
 // from it, as scontrol on the bed shows.
 func TestJourneyOnTheBeds(t *testing.T) {
@@ -235,8 +275,34 @@ func TestJourneyOnTheBeds(t *testing.T) {
 		b.DumpLogsOnFailure(t)
 	}
 	alice, bob, operator := beds[0].Users[0], beds[0].Users[1], beds[0].AdminUser
-	cfg, addr := journeyConfig(t, beds, alice, bob, operator)
+	// The Kubernetes bed, where one is given: a strata-bridge for the
+	// first cluster, serving tenant lab in a namespace of the test's.
+	var kube *journeyKube
+	if os.Getenv(kubetest.EnvVar) != "" || os.Getenv(kubetest.KubeconfigVar) != "" {
+		kube = newJourneyKube(t, beds[0])
+	} else if os.Getenv("CI") == "true" {
+		t.Errorf("no Kubernetes test bed (%s): serving a model is not tried", kubetest.EnvVar)
+	} else {
+		t.Logf("no Kubernetes test bed (%s): serving a model is not tried", kubetest.EnvVar)
+	}
+	bridges := map[string]journeyBridge{}
+	if kube != nil {
+		bridges[kube.bed.Name] = kube.bridge
+	}
+	cfg, addr := journeyConfig(t, beds, alice, bob, operator, bridges)
+	// The beds' node names resolve inside their roots only: the portal
+	// reaches a session's server at the bed's node address, as the
+	// service's session tests do.
+	for _, b := range beds {
+		if b.Sessions {
+			sessionTransport = &http.Transport{DialContext: sessiontest.NodeDialer(b)}
+			t.Cleanup(func() { sessionTransport = nil })
+			break
+		}
+	}
 	base := serveJourney(t, cfg, addr)
+	_, port, _ := net.SplitHostPort(addr)
+	sessionsOrigin := "http://localhost:" + port
 	en, ko := i18n.For("en", ""), i18n.For("ko", "")
 
 	// Every job alice has on a bed is cancelled when the test ends.
@@ -473,6 +539,239 @@ func TestJourneyOnTheBeds(t *testing.T) {
 		t.Logf("%s: job %d %+v", b.Name, id, r)
 	}
 
+	// Sessions, on a bed with the session servers: alice starts a
+	// terminal and JupyterLab from the sessions page and opens each in a
+	// new tab, on the session origin.
+	var sessionIDs []string
+	if sb := sessionsBed(beds); sb == nil {
+		t.Errorf("no bed has the session servers (testbed.sh up --sessions): the sessions are not tried")
+	} else {
+		type sessionView struct {
+			ID        string  `json:"id"`
+			JobID     *int64  `json:"job_id"`
+			Template  string  `json:"template"`
+			Cluster   string  `json:"cluster"`
+			State     string  `json:"state"`
+			Ready     bool    `json:"ready"`
+			URL       string  `json:"url"`
+			EndReason *string `json:"end_reason"`
+		}
+		// start starts a session of tmpl from its form, as alice, and
+		// returns it as the API shows it.
+		start := func(tmpl string) sessionView {
+			t.Helper()
+			var before struct{ Sessions []sessionView }
+			apiGet(aliceToken, "/v1/sessions", &before)
+			do(aliceTab, "the sessions page", chromedp.Navigate(base+"/sessions"), chromedp.WaitVisible(chromedp.CSS(`a[href="/sessions/`+tmpl+`/start"]`)))
+			clickAndLoad(t, aliceTab, `a[href="/sessions/`+tmpl+`/start"]`)
+			do(aliceTab, "the "+tmpl+" form", chromedp.WaitVisible(chromedp.CSS("#p-hours")), chromedp.SetValue(chromedp.CSS("#project"), sb.Name+"/"+sb.Account),
+				chromedp.SetValue(chromedp.CSS("#p-gpus"), "1"), chromedp.SetValue(chromedp.CSS("#p-hours"), "1"))
+			clickAndLoad(t, aliceTab, `button[value="start"]`)
+			if loc := eval(aliceTab, `location.pathname + location.search`); loc != "/sessions?done=start" {
+				t.Fatalf("starting a %s led to %s: %q", tmpl, loc, eval(aliceTab, `document.querySelector("main").innerText.slice(0, 400)`))
+			}
+			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+				var now struct{ Sessions []sessionView }
+				apiGet(aliceToken, "/v1/sessions", &now)
+				for _, v := range now.Sessions {
+					if v.Template != tmpl || v.Cluster != sb.Name || v.JobID == nil || slices.ContainsFunc(before.Sessions, func(o sessionView) bool { return o.ID == v.ID }) {
+						continue
+					}
+					keep(sb, *v.JobID)
+					sessionIDs = append(sessionIDs, v.ID)
+					return v
+				}
+			}
+			t.Fatalf("the %s alice started is not in GET /v1/sessions", tmpl)
+			return sessionView{}
+		}
+		// open waits until the session is ready, presses its card's Open
+		// (a link to a new tab) and returns that tab once it shows the
+		// session's server through the proxy on the session origin.
+		open := func(v sessionView) context.Context {
+			t.Helper()
+			for end := time.Now().Add(4 * time.Minute); !v.Ready; time.Sleep(time.Second) {
+				apiGet(aliceToken, "/v1/sessions/"+v.ID, &v)
+				if v.EndReason != nil {
+					t.Fatalf("session %s (%s) ended: %s", v.ID, v.Template, *v.EndReason)
+				}
+				if time.Now().After(end) {
+					t.Fatalf("session %s (%s) not ready after 4 minutes: %+v", v.ID, v.Template, v)
+				}
+			}
+			if want := sessionsOrigin + "/v1/sessions/" + v.ID + "/proxy/"; v.URL != want {
+				t.Errorf("session %s: url %q, want %q", v.ID, v.URL, want)
+			}
+			link := `a[href="/sessions/` + v.ID + `/open"]`
+			for end := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+				do(aliceTab, "the sessions page", chromedp.Navigate(base+"/sessions"), chromedp.WaitVisible(chromedp.CSS("main")))
+				if eval(aliceTab, `document.querySelector('`+link+`') ? "yes" : ""`) != "" {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("the sessions page offers no Open for %s (%s)", v.ID, v.Template)
+				}
+			}
+			if target := eval(aliceTab, `document.querySelector('`+link+`').target`); target != "_blank" {
+				t.Errorf("Open of %s opens in %q, not a new tab", v.ID, target)
+			}
+			tab := newTab(t, aliceTab, func() { do(aliceTab, "Open "+v.Template, chromedp.Click(chromedp.CSS(link))) })
+			want := sessionsOrigin + "/v1/sessions/" + v.ID + "/proxy/"
+			for end := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+				loc, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.readyState === "complete" ? location.href : ""`))
+				if err == nil && strings.HasPrefix(loc, want) {
+					t.Logf("%s opens at %s", v.Template, loc)
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("the new tab of %s is at %q (%v), want %s…", v.Template, loc, err, want)
+				}
+			}
+			return tab
+		}
+
+		// The terminal: ttyd's page, its xterm.js terminal (window.term),
+		// typed into as a person types.
+		term := start("terminal")
+		termTab := open(term)
+		screen := `(() => { const b = window.term.buffer.active, out = [];
+  for (let i = 0; i < b.length; i++) { const l = b.getLine(i); if (l) out.push(l.translateToString(true)); } return out.join("\n"); })()`
+		for end := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+			// The shell's prompt: ttyd has connected its WebSocket.
+			s, err := chromedp.Run(termTab, chromedp.Evaluate[string](`window.term ? `+screen+` : ""`))
+			if err == nil && strings.TrimSpace(s) != "" {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the terminal shows nothing after a minute (%v): %s", err, tabState(t, termTab, "terminal"))
+			}
+		}
+		// The command goes in as text input (as an input method gives
+		// it) and Enter as a key, each once: chromedp's key events
+		// (keyDown, then char) reach ttyd's terminal twice each.
+		do(termTab, "focus the terminal", chromedp.Evaluate[chromedp.Void](`window.term.focus()`))
+		if _, err := chromedp.Call(termTab, input.InsertText, input.InsertTextParams{Text: "echo $SLURM_JOB_ID"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			if _, err := chromedp.Call(termTab, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: typ, Key: "Enter", Code: "Enter",
+				WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		echoed := regexp.MustCompile(`(?m)^\s*` + strconv.FormatInt(*term.JobID, 10) + `\s*$`)
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+			s := eval(termTab, screen)
+			if echoed.MatchString(s) {
+				t.Logf("the terminal of job %d:\n%s", *term.JobID, strings.TrimSpace(s))
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the terminal does not show job %d's id after echo $SLURM_JOB_ID:\n%s\n%s", *term.JobID, s, tabState(t, termTab, "terminal"))
+			}
+		}
+
+		// JupyterLab: its own pages, through the proxy, render the lab's
+		// shell, and its file browser lists the job's folder (the
+		// server's contents API, through the proxy with the session's
+		// cookie). What the main area shows is alice's saved workspace.
+		lab := start("jupyterlab")
+		labTab := open(lab)
+		for end := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+			s, err := chromedp.Run(labTab, chromedp.Evaluate[string](`document.querySelector(".jp-LabShell") && document.title.endsWith("JupyterLab") &&
+  document.querySelector(".jp-DirListing-item") ? location.pathname : ""`))
+			if err == nil && strings.HasPrefix(s, "/v1/sessions/"+lab.ID+"/proxy/lab") {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("JupyterLab's shell and file browser are not shown after 3 minutes (at %q, %v): %s", s, err, tabState(t, labTab, "jupyterlab"))
+			}
+		}
+
+		// Neither origin's cookie reaches the other.
+		for _, c := range []struct{ url, foreign string }{{sessionsOrigin + "/", web.SessionCookie}, {base + "/", "strata_session"}} {
+			got, err := chromedp.Call(aliceTab, network.GetCookies, network.GetCookiesParams{URLs: []string{c.url}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ck := range got.Cookies {
+				if ck.Name == c.foreign {
+					t.Errorf("alice's browser sends %s the cookie %s", c.url, ck.Name)
+				}
+			}
+		}
+	}
+
+	// A finished job's model, served on the Kubernetes bed from the job's
+	// page: a check first (the bridge's dry run, which makes nothing),
+	// then the deploy, and the Deployment rolls out on kwok's GPU nodes
+	// in her tenant's namespace.
+	var served []string
+	if kube != nil {
+		b := kube.bed
+		name := testbed.Unique("journey-model-")
+		workdir := path.Join(kube.shared, name)
+		if err := os.MkdirAll(b.HostPath(workdir), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(b.HostPath(workdir), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.Client(t).Submit(testbed.Context(t), alice, slurmrest.JobSpec{Name: name, Script: "#!/bin/bash\nset -e\nprintf 'weights\\n' > model.bin\n",
+			Account: b.Account, Partition: b.Partition, WorkDir: workdir, StdOut: workdir + "/job.out", TimeLimit: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := res.JobID
+		keep(b, job)
+		names = append(names, name)
+		served = append(served, name)
+		testbed.WaitJob(t, b.Client(t), job, 2*time.Minute, "completed", func(j slurmrest.Job) bool { return j.State.Has("COMPLETED") })
+		jobPage := fmt.Sprintf("%s/jobs/%s/%d", base, b.Name, job)
+		link := fmt.Sprintf(`a[href="/jobs/%s/%d/serve"]`, b.Name, job)
+		for end := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+			do(aliceTab, "the finished job's page", chromedp.Navigate(jobPage), chromedp.WaitVisible(chromedp.CSS("main")))
+			if eval(aliceTab, `document.querySelector('`+link+`') ? "yes" : ""`) != "" {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the page of job %d does not offer to serve its model: %q", job, eval(aliceTab, `document.querySelector("main").innerText`))
+			}
+		}
+		clickAndLoad(t, aliceTab, link)
+		do(aliceTab, "name the deployment", chromedp.WaitVisible(chromedp.CSS("#serve-name")), chromedp.SetValue(chromedp.CSS("#serve-name"), name))
+		clickAndLoad(t, aliceTab, `button[value="check"]`)
+		plan := eval(aliceTab, `(document.querySelector("#serve-plan") || document.querySelector("main")).innerText`)
+		for _, want := range []string{kube.namespace, "Deployment/" + name, fmt.Sprintf("job-%d", job)} {
+			if !strings.Contains(plan, want) {
+				t.Errorf("the check of serving job %d does not show %q: %q", job, want, plan)
+			}
+		}
+		deployments := appsv1client.NewForConfigOrDie(kube.rc).Deployments(kube.namespace)
+		if _, err := deployments.Get(testbed.Context(t), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after the check, Deployment %s/%s: %v; want none", kube.namespace, name, err)
+		}
+		clickAndLoad(t, aliceTab, `button[value="deploy"]`)
+		want := fmt.Sprintf("%s/deployments/%s/%s?done=deploy", base, b.Name, name)
+		if loc := eval(aliceTab, `location.href`); loc != want {
+			t.Fatalf("the deploy led to %s, want %s: %q", loc, want, eval(aliceTab, `document.querySelector("main").innerText`))
+		}
+		page := eval(aliceTab, `document.querySelector("main").innerText`)
+		for _, w := range []string{name, kube.namespace, "ready", fmt.Sprintf("job-%d", job)} {
+			if !strings.Contains(page, w) {
+				t.Errorf("the deployment's page does not show %q: %q", w, page)
+			}
+		}
+		d, err := deployments.Get(testbed.Context(t), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("no Deployment %s/%s after the deploy from the page: %v", kube.namespace, name, err)
+		}
+		if d.Status.ReadyReplicas < 1 {
+			t.Errorf("Deployment %s/%s: %d replicas ready", kube.namespace, name, d.Status.ReadyReplicas)
+		}
+		t.Logf("job %d's model served as Deployment %s/%s, %d replicas ready", job, kube.namespace, name, d.Status.ReadyReplicas)
+	}
+
 	// bob signs in: no page holds alice's job ids, job names, name or page
 	// session.
 	cookies, err := chromedp.Call(aliceTab, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/"}})
@@ -490,10 +789,15 @@ func TestJourneyOnTheBeds(t *testing.T) {
 	}
 	bobTab := signInOIDC(bob)
 	foreign := []*regexp.Regexp{regexp.MustCompile(`\b` + regexp.QuoteMeta(alice) + `\b`), regexp.MustCompile(regexp.QuoteMeta(aliceSession))}
-	for _, n := range names {
+	for _, n := range append(names, sessionIDs...) {
 		foreign = append(foreign, regexp.MustCompile(regexp.QuoteMeta(n)))
 	}
 	pages := []string{"/", "/jobs", "/jobs/finished", "/submit", "/submit/finetune", "/sessions", "/deployments", "/operator"}
+	if kube != nil {
+		for _, n := range served {
+			pages = append(pages, "/deployments/"+kube.bed.Name+"/"+n)
+		}
+	}
 	for _, j := range aliceJobs {
 		// The beds' job ids are small numbers: look for them as the pages
 		// write a job (a link, "cluster id"), not as any number.
@@ -642,3 +946,234 @@ func TestJourneyOnTheBeds(t *testing.T) {
 		}
 	}
 }
+
+// sessionsBed is the first bed with the session servers, nil if none.
+func sessionsBed(beds []*testbed.Bed) *testbed.Bed {
+	for _, b := range beds {
+		if b.Sessions {
+			return b
+		}
+	}
+	return nil
+}
+
+// clickAndLoad presses the element sel through the DOM and returns once
+// the page it brings has loaded whole: the document that was there is
+// marked, and the wait ends on an unmarked one that is complete (at most
+// 90 s: a deploy waits for its rollout).
+func clickAndLoad(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	q, _ := json.Marshal(sel)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.__strataBefore = true, document.querySelector(`+string(q)+`).click(), true)`)); err != nil {
+		t.Fatalf("click %s: %v", sel, err)
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__strataBefore === undefined && document.readyState === "complete"`))
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			where, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+			t.Fatalf("no new page loaded 90 s after pressing %s: at %s (%v)", sel, where, err)
+		}
+	}
+}
+
+// newTab runs act in tab and returns the page it opened in a new tab of
+// the same browser context (the same cookies), closed when t ends.
+func newTab(t *testing.T, tab context.Context, act func()) context.Context {
+	t.Helper()
+	c := chromedp.FromContext(tab)
+	known := map[target.ID]bool{}
+	list, err := chromedp.Targets(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range list {
+		known[i.TargetID] = true
+	}
+	act()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		list, err := chromedp.Targets(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range list {
+			if i.Type == "page" && !known[i.TargetID] && i.BrowserContextID == c.BrowserContextID {
+				ctx, cancel := chromedp.NewContext(tab, chromedp.WithTargetID(i.TargetID))
+				t.Cleanup(cancel)
+				if err := chromedp.Do(ctx); err != nil {
+					t.Fatalf("attach to the new tab: %v", err)
+				}
+				return ctx
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no new tab opened within 30 s")
+		}
+	}
+}
+
+// tabState says what a tab shows, for a failure's message: its address,
+// title, text, the resources it loaded with their status, and a
+// screenshot kept among the test's artefacts.
+func tabState(t *testing.T, tab context.Context, name string) string {
+	t.Helper()
+	s, err := chromedp.Run(tab, chromedp.Evaluate[string](`JSON.stringify({href: location.href, title: document.title,
+  term: typeof window.term, text: document.body ? document.body.innerText.slice(0, 500) : "",
+  resources: performance.getEntriesByType("resource").map(e => e.name + " " + e.responseStatus)})`))
+	if err != nil {
+		s = err.Error()
+	}
+	if png, err := chromedp.Run(tab, chromedp.CaptureScreenshot()); err == nil {
+		f := filepath.Join(browsertest.ArtifactDir(t, "journey"), name+".png")
+		if os.WriteFile(f, png, 0o644) == nil {
+			s += " (screenshot " + f + ")"
+		}
+	}
+	return s
+}
+
+// journeyBridge is a cluster's strata-bridge as the portal's configuration
+// names it.
+type journeyBridge struct{ URL, TokenFile string }
+
+// journeyKube is the Kubernetes bed with a strata-bridge (the real daemon,
+// as its unit runs it) over bed's Slurm: tenant lab (the bed's account
+// as project main) serves in namespace, models from shared.
+type journeyKube struct {
+	bed       *testbed.Bed
+	rc        *rest.Config
+	namespace string
+	shared    string
+	bridge    journeyBridge
+}
+
+// journeyBridgeBinary builds strata-bridge once (or takes
+// STRATA_BRIDGE_BIN).
+var journeyBridgeBinary = sync.OnceValues(func() (string, error) {
+	if b := os.Getenv("STRATA_BRIDGE_BIN"); b != "" {
+		return b, nil
+	}
+	dir, err := os.MkdirTemp("", "strata-bridge-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "strata-bridge")
+	cmd := exec.Command("go", "build", "-o", bin, "./bridge/cmd/strata-bridge")
+	cmd.Dir = "../../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build strata-bridge: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// newJourneyKube starts strata-bridge for b on the Kubernetes bed until the
+// test ends, once it answers.
+func newJourneyKube(t *testing.T, b *testbed.Bed) *journeyKube {
+	t.Helper()
+	rc := kubetest.Config(t)
+	kubeconfig := os.Getenv(kubetest.KubeconfigVar)
+	if kb, err := kubetest.Load(os.Getenv(kubetest.EnvVar)); err == nil {
+		kubeconfig = kb.Kubeconfig
+	}
+	bin, err := journeyBridgeBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &journeyKube{bed: b, rc: rc, namespace: kubetest.Namespace(t, rc, "journey"), shared: path.Join(b.JobDir, testbed.Unique("journey-serve-"))}
+	if err := os.MkdirAll(b.HostPath(k.shared), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(b.HostPath(k.shared), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(b.HostPath(k.shared)) })
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	serving, err := json.Marshal(servingquota.File{APIVersion: servingquota.APIVersion, Kind: servingquota.Kind,
+		Tenants: []servingquota.Tenant{{Name: "lab", Namespace: k.namespace, GPUs: 4, Replicas: 4,
+			Projects: []servingquota.Project{{Name: "main", Account: b.Account}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt, err := os.ReadFile(b.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimes, err := filepath.Abs("../../../etc/strata/bridge/runtimes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const apiToken = "journey-bridge-token"
+	files := map[string]string{
+		"bridge.jwt":       string(jwt),
+		"bridge-api.token": apiToken + "\n",
+		"serving.json":     string(serving),
+		"bridge.yaml": strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "DIR", dir, "KUBECONFIG", kubeconfig,
+			"SHARED", k.shared, "JOBDIR", b.JobDir, "HOSTJOBS", b.HostPath(b.JobDir), "ROOT", b.Root, "RUNTIMES", runtimes,
+			"LISTEN", addr).Replace(`apiVersion: strata/v1
+kind: BridgeConfig
+slurm: {url: URL, user: USER, token_file: DIR/bridge.jwt, poll_interval: 5s}
+kubernetes: {kubeconfig: KUBECONFIG, rollout_timeout: 45s}
+policy: {serving_file: DIR/serving.json}
+models:
+  allowed_roots: [SHARED]
+  host_root: ROOT
+  mount: {kind: hostPath, root: JOBDIR, path: HOSTJOBS}
+runtimes: {dir: RUNTIMES}
+defaults: {runtime: vllm}
+store: {path: DIR/bridge.db}
+listen: LISTEN
+api: {token_file: DIR/bridge-api.token}
+`),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	ctx, stop := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-c", filepath.Join(dir, "bridge.yaml"), "run")
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 15 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		_ = cmd.Wait()
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("strata-bridge log:\n%s", logs.String())
+			mu.Unlock()
+		}
+	})
+	for end := time.Now().Add(45 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("strata-bridge did not turn healthy within 45 s")
+		}
+	}
+	k.bridge = journeyBridge{URL: "http://" + addr, TokenFile: filepath.Join(dir, "bridge-api.token")}
+	return k
+}
+
+// writerFunc is an io.Writer of a func.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -193,7 +194,8 @@ func cmdServe(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		Tokens: st, TokenPrefix: store.TokenPrefix, Proxies: cfg.TrustedProxies(), Header: cfg.Auth.Proxy.Header})
 	srv := service.New(service.Config{Clusters: clusters, Auth: a, Store: st, Templates: tmpl.Get, RatePerSecond: cfg.Limits.RatePerSecond,
 		Burst: cfg.Limits.Burst, MaxBodyBytes: cfg.Limits.MaxBodyBytes, Registry: reg,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin, MaxConns: cfg.Sessions.MaxConnections}, Log: log})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sessions: service.SessionConfig{CookieKey: key, Origin: origin, MaxConns: cfg.Sessions.MaxConnections, Transport: sessionTransport},
+		Log: log})
 
 	// This process names itself on every audit record it opens and beats
 	// while it runs; the records a stopped portal left open get what
@@ -279,6 +281,11 @@ func prometheusOf(cl config.Cluster) *service.Prometheus {
 const noOriginWarning = "sessions.origin is not set: browsers cannot open sessions (JupyterLab, code-server, terminals run their owner's script, " +
 	"which on the pages' host would act with the page session); API clients reach them with a bearer token. " +
 	"Set sessions.origin to a host apart from the pages', such as https://sessions.portal.example.org"
+
+// sessionTransport reaches the sessions' servers; nil (the proxy's own)
+// in the product. The tests on the Slurm beds set it: a bed's node names
+// resolve inside its root only, not on the host the portal runs on.
+var sessionTransport *http.Transport
 
 // sessionOrigin is sessions.origin as the service takes it; nil, with a
 // warning, when it is not set.
