@@ -1049,24 +1049,21 @@ type journeyKube struct {
 	bridge    journeyBridge
 }
 
-// journeyBridgeBinary builds strata-bridge once (or takes
-// STRATA_BRIDGE_BIN).
-var journeyBridgeBinary = sync.OnceValues(func() (string, error) {
+// journeyBridgeBinary builds strata-bridge into the test's temporary
+// folder, removed when it ends (or takes STRATA_BRIDGE_BIN).
+func journeyBridgeBinary(t *testing.T) string {
+	t.Helper()
 	if b := os.Getenv("STRATA_BRIDGE_BIN"); b != "" {
-		return b, nil
+		return b
 	}
-	dir, err := os.MkdirTemp("", "strata-bridge-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "strata-bridge")
+	bin := filepath.Join(t.TempDir(), "strata-bridge")
 	cmd := exec.Command("go", "build", "-o", bin, "./bridge/cmd/strata-bridge")
 	cmd.Dir = "../../.."
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build strata-bridge: %w\n%s", err, out)
+		t.Fatalf("go build strata-bridge: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // newJourneyKube starts strata-bridge for b on the Kubernetes bed until the
 // test ends, once it answers.
@@ -1077,10 +1074,7 @@ func newJourneyKube(t *testing.T, b *testbed.Bed) *journeyKube {
 	if kb, err := kubetest.Load(os.Getenv(kubetest.EnvVar)); err == nil {
 		kubeconfig = kb.Kubeconfig
 	}
-	bin, err := journeyBridgeBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := journeyBridgeBinary(t)
 	k := &journeyKube{bed: b, rc: rc, namespace: kubetest.Namespace(t, rc, "journey"), shared: path.Join(b.JobDir, testbed.Unique("journey-serve-"))}
 	if err := os.MkdirAll(b.HostPath(k.shared), 0o777); err != nil {
 		t.Fatal(err)
