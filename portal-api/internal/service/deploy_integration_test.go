@@ -35,6 +35,9 @@ import (
 	"github.com/strata-hpc/strata/portal-api/internal/store"
 )
 
+// bridgeDir is the folder bridgeBinary built into, removed by TestMain.
+var bridgeDir string
+
 // bridgeBinary builds strata-bridge once for the tests of this package
 // (or takes STRATA_BRIDGE_BIN): the portal meets the bridge through its
 // API only, so the test runs the real daemon, as its unit does.
@@ -46,6 +49,7 @@ var bridgeBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	bridgeDir = dir
 	bin := filepath.Join(dir, "strata-bridge")
 	cmd := exec.Command("go", "build", "-o", bin, "./bridge/cmd/strata-bridge")
 	cmd.Dir = "../../.."
@@ -54,6 +58,17 @@ var bridgeBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// TestMain removes the bridge binary's folder once the package's tests
+// are done (built once for all of them, it outlives each test's own
+// temporary folder).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bridgeDir != "" {
+		_ = os.RemoveAll(bridgeDir)
+	}
+	os.Exit(code)
+}
 
 // lockedBuffer collects a daemon's log while it runs.
 type lockedBuffer struct {
