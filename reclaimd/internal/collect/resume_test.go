@@ -21,7 +21,7 @@ func heldSeed() (agents, prom []byte) {
 	holders := map[int][]int64{0: {41, 42}, 3: {}, 5: nil}
 	a := &Agents{held: map[string]*heldNode{"n": {cursor: "i.7", gpus: gpus, holders: holders, unattributed: map[int]int{3: 2},
 		taken: base.Add(10 * time.Minute), keeps: time.Hour}}}
-	p := &Prometheus{state: &promState{held: map[string]*promNode{"n": {last: base.Add(10*time.Minute).UnixMilli(), gpus: gpus,
+	p := &Prometheus{state: &promState{held: map[string]*promNode{"n": {last: base.Add(10 * time.Minute).UnixMilli(), gpus: gpus,
 		holders: holders, seen: &nodeSeen{util: true, fb: true, badGPU: "x"}}}}}
 	return a.Held()["n"], p.Held()["n"]
 }
