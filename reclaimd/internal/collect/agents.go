@@ -59,6 +59,7 @@ type Agents struct {
 	mu         sync.Mutex
 	held       map[string]*heldNode // by node
 	gpus       int                  // the GPUs of the last Collect, to size the next one's maps
+	heldBuf    []byte               // Held's, kept from call to call
 }
 
 // heldNode is what Agents keeps of one node between cycles.

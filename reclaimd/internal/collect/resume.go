@@ -22,7 +22,9 @@ type Resumable interface {
 	// on: what was held under another kind is not resumed.
 	HeldKind() string
 	// Held returns each node's state, written compactly (a node in MIG
-	// mode is left out: it is read whole after a restart).
+	// mode is left out: it is read whole after a restart). The bytes are
+	// the collector's, written into a buffer kept from call to call:
+	// valid until its next Held.
 	Held() map[string][]byte
 	// Resume takes in the states Held gave (by node), as at now: a
 	// node's state older than its window, or unreadable, is left out
@@ -52,11 +54,13 @@ func (a *Agents) Held() map[string][]byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make(map[string][]byte, len(a.held))
+	b := a.heldBuf[:0]
 	for n, h := range a.held {
 		if h.cursor == "" || h.layout != "" || len(h.gpus) == 0 {
 			continue
 		}
-		b := []byte{heldEncoding}
+		start := len(b)
+		b = append(b, heldEncoding)
 		b = appendString(b, h.cursor)
 		b = binary.AppendVarint(b, h.taken.UnixNano())
 		b = binary.AppendVarint(b, int64(h.keeps))
@@ -66,8 +70,9 @@ func (a *Agents) Held() map[string][]byte {
 			b = binary.AppendVarint(b, int64(idx))
 			b = binary.AppendVarint(b, int64(h.unattributed[idx]))
 		}
-		out[n] = b
+		out[n] = b[start:len(b):len(b)]
 	}
+	a.heldBuf = b
 	return out
 }
 
@@ -136,11 +141,13 @@ func (p *Prometheus) Held() map[string][]byte {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := make(map[string][]byte, len(st.held))
+	b := st.heldBuf[:0]
 	for n, h := range st.held {
 		if h.last == 0 || h.layout != "" || len(h.gpus) == 0 {
 			continue
 		}
-		b := []byte{heldEncoding}
+		start := len(b)
+		b = append(b, heldEncoding)
 		b = binary.AppendVarint(b, h.last)
 		b = appendGPUs(b, h.gpus, h.holders)
 		seen := byte(0)
@@ -159,8 +166,9 @@ func (p *Prometheus) Held() map[string][]byte {
 		}
 		b = append(b, seen)
 		b = appendString(b, bad)
-		out[n] = b
+		out[n] = b[start:len(b):len(b)]
 	}
+	st.heldBuf = b
 	return out
 }
 

@@ -40,11 +40,7 @@ func (w *Window) AppendBinary(b []byte) []byte {
 		b = binary.AppendVarint(b, g.at)
 		b = binary.AppendVarint(b, g.over)
 	}
-	tail := make([]int64, len(w.tail))
-	for i := range w.tail {
-		tail[i] = w.tail[i].At.UnixNano()
-	}
-	b = appendTimes(b, tail)
+	b = appendTimesOf(b, len(w.tail), func(i int) int64 { return w.tail[i].At.UnixNano() })
 	for i := range w.tail {
 		s := &w.tail[i]
 		b = appendValue(b, s.UtilPercent)
@@ -58,16 +54,21 @@ func (w *Window) AppendBinary(b []byte) []byte {
 // differences between the next ones as runs of (difference change, run
 // length), so that a steady interval is one run.
 func appendTimes(b []byte, ts []int64) []byte {
-	b = binary.AppendUvarint(b, uint64(len(ts)))
-	if len(ts) == 0 {
+	return appendTimesOf(b, len(ts), func(i int) int64 { return ts[i] })
+}
+
+// appendTimesOf is appendTimes of the n times t(0), t(1), ...
+func appendTimesOf(b []byte, n int, t func(int) int64) []byte {
+	b = binary.AppendUvarint(b, uint64(n))
+	if n == 0 {
 		return b
 	}
-	b = binary.AppendVarint(b, ts[0])
+	b = binary.AppendVarint(b, t(0))
 	var prev int64 // the previous difference
-	for i := 1; i < len(ts); {
-		d := ts[i] - ts[i-1]
+	for i := 1; i < n; {
+		d := t(i) - t(i-1)
 		j := i + 1
-		for j < len(ts) && ts[j]-ts[j-1] == d {
+		for j < n && t(j)-t(j-1) == d {
 			j++
 		}
 		b = binary.AppendVarint(b, d-prev)
