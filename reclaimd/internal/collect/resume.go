@@ -21,11 +21,12 @@ type Resumable interface {
 	// HeldKind names the source and the settings the windows depend
 	// on: what was held under another kind is not resumed.
 	HeldKind() string
-	// Held returns each node's state, written compactly (a node in MIG
-	// mode is left out: it is read whole after a restart). The bytes are
-	// the collector's, written into a buffer kept from call to call:
-	// valid until its next Held.
-	Held() map[string][]byte
+	// Held returns the state of each node want wants (every node when
+	// want is nil), written compactly (a node in MIG mode is left out: it
+	// is read whole after a restart). The bytes are the collector's,
+	// written into a buffer kept from call to call: valid until its next
+	// Held.
+	Held(want func(node string) bool) map[string][]byte
 	// Resume takes in the states Held gave (by node), as at now: a
 	// node's state older than its window, or unreadable, is left out
 	// (that node is read whole). It returns the nodes resumed.
@@ -48,7 +49,7 @@ func (a *Agents) HeldKind() string { return "agents/v1" }
 // Held returns each node's state: the agent's cursor, the time and window
 // of its answer, and each GPU's window, holders and unattributed
 // processes.
-func (a *Agents) Held() map[string][]byte {
+func (a *Agents) Held(want func(node string) bool) map[string][]byte {
 	a.collecting.Lock()
 	defer a.collecting.Unlock()
 	a.mu.Lock()
@@ -56,7 +57,7 @@ func (a *Agents) Held() map[string][]byte {
 	out := make(map[string][]byte, len(a.held))
 	b := a.heldBuf[:0]
 	for n, h := range a.held {
-		if h.cursor == "" || h.layout != "" || len(h.gpus) == 0 {
+		if h.cursor == "" || h.layout != "" || len(h.gpus) == 0 || (want != nil && !want(n)) {
 			continue
 		}
 		start := len(b)
@@ -134,7 +135,7 @@ func (p *Prometheus) HeldKind() string {
 
 // Held returns each node's state: the last step read, each GPU's window
 // and the jobs of its labels, and what the last answer held of the node.
-func (p *Prometheus) Held() map[string][]byte {
+func (p *Prometheus) Held(want func(node string) bool) map[string][]byte {
 	st := p.held()
 	st.collecting.Lock()
 	defer st.collecting.Unlock()
@@ -143,7 +144,7 @@ func (p *Prometheus) Held() map[string][]byte {
 	out := make(map[string][]byte, len(st.held))
 	b := st.heldBuf[:0]
 	for n, h := range st.held {
-		if h.last == 0 || h.layout != "" || len(h.gpus) == 0 {
+		if h.last == 0 || h.layout != "" || len(h.gpus) == 0 || (want != nil && !want(n)) {
 			continue
 		}
 		start := len(b)

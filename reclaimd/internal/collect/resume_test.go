@@ -23,7 +23,7 @@ func heldSeed() (agents, prom []byte) {
 		taken: base.Add(10 * time.Minute), keeps: time.Hour}}}
 	p := &Prometheus{state: &promState{held: map[string]*promNode{"n": {last: base.Add(10 * time.Minute).UnixMilli(), gpus: gpus,
 		holders: holders, seen: &nodeSeen{util: true, fb: true, badGPU: "x"}}}}}
-	return a.Held()["n"], p.Held()["n"]
+	return a.Held(nil)["n"], p.Held(nil)["n"]
 }
 
 // FuzzDecodeHeld: whatever the bytes, a node state is refused or reads
@@ -40,12 +40,12 @@ func FuzzDecodeHeld(f *testing.F) {
 			if err != nil {
 				return
 			}
-			again = (&Prometheus{state: &promState{held: map[string]*promNode{"n": h}}}).Held()["n"]
+			again = (&Prometheus{state: &promState{held: map[string]*promNode{"n": h}}}).Held(nil)["n"]
 			h2, err := decodePromNode(again)
 			if err != nil {
 				t.Fatalf("%x read back as %x, which is refused: %v", b, again, err)
 			}
-			if third := (&Prometheus{state: &promState{held: map[string]*promNode{"n": h2}}}).Held()["n"]; !bytes.Equal(third, again) {
+			if third := (&Prometheus{state: &promState{held: map[string]*promNode{"n": h2}}}).Held(nil)["n"]; !bytes.Equal(third, again) {
 				t.Fatalf("%x does not read back the same", again)
 			}
 			return
@@ -54,7 +54,7 @@ func FuzzDecodeHeld(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again = (&Agents{held: map[string]*heldNode{"n": h}}).Held()["n"]
+		again = (&Agents{held: map[string]*heldNode{"n": h}}).Held(nil)["n"]
 		h2, err := decodeAgentNode(again)
 		if err != nil {
 			if len(h.gpus) == 0 {
@@ -62,7 +62,7 @@ func FuzzDecodeHeld(f *testing.F) {
 			}
 			t.Fatalf("%x read back as %x, which is refused: %v", b, again, err)
 		}
-		if third := (&Agents{held: map[string]*heldNode{"n": h2}}).Held()["n"]; !bytes.Equal(third, again) {
+		if third := (&Agents{held: map[string]*heldNode{"n": h2}}).Held(nil)["n"]; !bytes.Equal(third, again) {
 			t.Fatalf("%x does not read back the same", again)
 		}
 	})

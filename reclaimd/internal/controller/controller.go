@@ -477,7 +477,7 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			c.cfg.Log.Warn("the observed worth of reclaims was not brought up to date this cycle; the next cycle tries again", "error", err)
 		}
 	}
-	c.saveHeld(ctx, rules, start)
+	c.saveHeld(ctx, rules, nodes, start)
 	st := Status{At: start, SlurmOK: snap.SlurmOK, Source: snap.SourceOK, Jobs: len(snap.Jobs), Actions: len(d.Actions),
 		Error: strings.Join(cycleErr, "; ")}
 	c.mu.Lock()

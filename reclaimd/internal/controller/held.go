@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash/fnv"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/reclaimrules"
@@ -13,10 +14,27 @@ import (
 
 // heldState is what the controller knows of the windows it keeps in the
 // store for a restart (collect.Resumable): whether this process has read
-// them back yet, and the nodes it last saved.
+// them back yet, the nodes whose windows it has saved, and its saves.
 type heldState struct {
 	resumed bool
-	saved   map[string]bool // nil: never saved by this process
+	saved   map[string]bool // nil: none saved since the start (or a failed save)
+	cycle   uint32
+}
+
+// heldEvery is how many cycles apart each node's windows are written: a
+// tenth of the nodes each cycle (every node at a process's first save).
+// A node's windows are a few bytes a sample, two hours of them each time
+// (about 3 KB a GPU where the agents' sampling clock jitters), so
+// writing every node every cycle would cost each cycle about what the
+// restart saves; written a tenth at a time, a restart reads at most ten
+// cycles of samples more for a node than a steady cycle does.
+const heldEvery = 10
+
+// heldSlot is the save of the heldEvery that writes node's windows.
+func heldSlot(node string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	return h.Sum32() % heldEvery
 }
 
 // heldKind is the key the windows are kept under: the source and its
@@ -59,26 +77,46 @@ func (c *Controller) resumeHeld(ctx context.Context, rules reclaimrules.Rules, n
 // saveHeld writes the collector's windows to the store at the end of a
 // cycle, for the next restart. Its failure costs only that restart's
 // time (a whole read), so it is logged, never the cycle's error.
-func (c *Controller) saveHeld(ctx context.Context, rules reclaimrules.Rules, at time.Time) {
+//
+// Each save writes a tenth of the nodes (heldSlot), and the nodes not
+// saved yet; the first after a start (or a failed save) writes every
+// node and drops every other row. The nodes the cycle did not ask for
+// are dropped: their collector forgot them.
+func (c *Controller) saveHeld(ctx context.Context, rules reclaimrules.Rules, nodes []string, at time.Time) {
 	r, ok := c.cfg.Collector.(collect.Resumable)
 	if !ok {
 		return
 	}
-	states := r.Held()
+	first := c.held.saved == nil
+	slot := c.held.cycle % heldEvery
+	c.held.cycle++
+	var want func(string) bool
+	if !first {
+		want = func(n string) bool { return !c.held.saved[n] || heldSlot(n) == slot }
+	}
+	states := r.Held(want)
+	asked := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		asked[n] = true
+	}
 	var gone []string
 	for n := range c.held.saved {
-		if _, ok := states[n]; !ok {
+		if !asked[n] {
 			gone = append(gone, n)
 		}
 	}
-	first := c.held.saved == nil
 	if err := c.cfg.Store.SaveHeld(ctx, heldKind(r, rules), states, gone, first, at); err != nil {
 		c.cfg.Log.Warn("the windows were not kept for a restart this cycle; the next cycle tries again", "error", err)
 		c.held.saved = nil // the next save starts over
 		return
 	}
-	c.held.saved = make(map[string]bool, len(states))
+	if first {
+		c.held.saved = make(map[string]bool, len(states))
+	}
 	for n := range states {
 		c.held.saved[n] = true
+	}
+	for _, n := range gone {
+		delete(c.held.saved, n)
 	}
 }

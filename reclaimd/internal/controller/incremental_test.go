@@ -118,7 +118,7 @@ func (s *scaleBed) restart(t *testing.T, mode string) *bytes.Buffer {
 		p.PieceBytes = 20 << 10
 		return p
 	}
-	old := s.coll.(collect.Resumable).Held()
+	old := s.coll.(collect.Resumable).Held(nil)
 	if len(old) != s.nodes {
 		t.Fatalf("the collector keeps %d nodes' windows, want %d", len(old), s.nodes)
 	}
@@ -126,7 +126,7 @@ func (s *scaleBed) restart(t *testing.T, mode string) *bytes.Buffer {
 	if n := probe.Resume(old, s.clock()); n != s.nodes {
 		t.Fatalf("%d nodes resumed, want %d", n, s.nodes)
 	}
-	if diff := cmp.Diff(old, probe.Held()); diff != "" {
+	if diff := cmp.Diff(old, probe.Held(nil)); diff != "" {
 		t.Fatalf("the windows read back differ (-kept +read back):\n%s", diff)
 	}
 	// Read back an hour later, every window is older than the source's:

@@ -35,11 +35,6 @@ func (w *Window) AppendBinary(b []byte) []byte {
 		}
 		b = appendTimes(b, w.nan[k])
 	}
-	b = binary.AppendUvarint(b, uint64(len(w.gaps)))
-	for _, g := range w.gaps {
-		b = binary.AppendVarint(b, g.at)
-		b = binary.AppendVarint(b, g.over)
-	}
 	b = appendTimesOf(b, len(w.tail), func(i int) int64 { return w.tail[i].At.UnixNano() })
 	for i := range w.tail {
 		s := &w.tail[i]
@@ -210,7 +205,9 @@ func DecodeWindow(b []byte) (*Window, []byte, error) {
 		w.loc = time.Local
 	}
 	r := &windowReader{b: b[2:]}
-	w.gapStep = r.varint()
+	if w.gapStep = r.varint(); w.gapStep < 0 {
+		r.err = errors.New("a negative interval")
+	}
 	w.at = r.times()
 	for k := range w.max {
 		w.max[k].at = r.times()
@@ -221,12 +218,6 @@ func DecodeWindow(b []byte) (*Window, []byte, error) {
 			}
 		}
 		w.nan[k] = r.times()
-	}
-	if n := r.count(2); n > 0 {
-		w.gaps = make([]gap, n)
-		for i := range w.gaps {
-			w.gaps[i] = gap{at: r.varint(), over: r.varint()}
-		}
 	}
 	if ts := r.times(); len(ts) > 0 {
 		w.tail = make([]Sample, len(ts), max(len(ts), WindowTail+1))
@@ -242,6 +233,11 @@ func DecodeWindow(b []byte) (*Window, []byte, error) {
 	}
 	if r.err == nil {
 		r.err = w.check()
+	}
+	if r.err == nil && w.gapStep > 0 {
+		// The gaps follow from the times (a sampling clock's jitter makes
+		// one of every other sample: written, they were most of it).
+		w.measureGaps(w.gapStep)
 	}
 	if r.err != nil {
 		return nil, r.b, fmt.Errorf("window: %w", r.err)
@@ -274,11 +270,6 @@ func (w *Window) check() error {
 	for i := 1; i < len(w.tail); i++ {
 		if !w.tail[i].At.After(w.tail[i-1].At) {
 			return errors.New("the newest samples out of order")
-		}
-	}
-	for i := 1; i < len(w.gaps); i++ {
-		if w.gaps[i].at <= w.gaps[i-1].at {
-			return errors.New("gaps out of order")
 		}
 	}
 	return nil
