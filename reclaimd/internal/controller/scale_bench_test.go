@@ -38,13 +38,12 @@ import (
 // The scale benchmark's cluster: nodes × 8 GPUs, two running jobs per node
 // (every 4 nodes: one job of 16 GPUs over 2 nodes, and jobs of 1, 1, 2, 4
 // and 2, 2, 4 GPUs on the other two), agents sampling every 10 s and
-// keeping an hour (two in BenchmarkCycleScale, and Prometheus's window
-// as long), the controller cycling every 30 s under a 30-minute
+// keeping two hours (Prometheus's window as long; the tests choose
+// their own), the controller cycling every 30 s under a 30-minute
 // rule in dry-run mode (every decision is recorded in SQLite, nothing is
 // sent to Slurm).
 const (
 	scaleAgentInterval = 10 * time.Second
-	scaleAgentWindow   = time.Hour     // the tests'; a bed's window is its own
 	scaleBenchWindow   = 2 * time.Hour // BenchmarkCycleScale's
 	scaleCycle         = 30 * time.Second
 	scalePromStep      = 30 * time.Second
@@ -215,7 +214,7 @@ type scaleBed struct {
 	agentsURL        string
 
 	// window is what the agents (and Prometheus queries) keep, cycle the
-	// time between cycles: scaleAgentWindow and scaleCycle unless set.
+	// time between cycles (newScaleBedWith's).
 	window, cycle time.Duration
 
 	mu       sync.Mutex
@@ -319,16 +318,10 @@ func (a *answers) wrap(h http.Handler) http.Handler {
 
 func (s *scaleBed) clock() time.Time { s.mu.Lock(); defer s.mu.Unlock(); return s.now }
 
-// newScaleBed builds the bed with the agents' windows (or Prometheus's
-// history) full.
-// The agents replay a recording of loop (a short one keeps the setup of
-// a thousand agents short).
-func newScaleBed(tb testing.TB, nodes int, mode string, loop time.Duration) *scaleBed {
-	return newScaleBedWith(tb, nodes, mode, loop, scaleAgentWindow, scaleCycle)
-}
-
-// newScaleBedWith is newScaleBed with the agents' window and the time
-// between cycles chosen.
+// newScaleBedWith builds the bed with the agents' windows (or
+// Prometheus's history) full, given the agents' window (and Prometheus's)
+// and the time between cycles. The agents replay a recording of loop (a
+// short one keeps the setup of a thousand agents short).
 func newScaleBedWith(tb testing.TB, nodes int, mode string, loop, window, cycle time.Duration) *scaleBed {
 	tb.Helper()
 	ctx := tb.Context()
@@ -775,7 +768,7 @@ func benchSteady(b *testing.B, mode string, gpus int, keep bool) {
 		b.ReportMetric(perCycle/base, "x-cpu-vs-2000")
 	}
 	scaleSteady[key] = perCycle
-	b.ReportMetric(float64(heldBytes(s.coll.(collect.Resumable).Held()))/1e6, "kept-store-MB/cycle")
+	b.ReportMetric(float64(heldBytes(s.coll.(collect.Resumable).Held(nil)))/1e6, "kept-store-MB/cycle")
 }
 
 // heldBytes is the size of the nodes' states a cycle writes to the store.
