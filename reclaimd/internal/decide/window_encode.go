@@ -119,20 +119,6 @@ func (r *windowReader) varint() int64 {
 	return v
 }
 
-// count reads a length, refused when it could not fit in what is left
-// (each element takes a byte at least), so a corrupt length allocates
-// nothing.
-func (r *windowReader) count(per int) int {
-	n := r.uvarint()
-	if r.err == nil && n > uint64(len(r.b)/per)+1 {
-		r.err = fmt.Errorf("a length of %d is longer than the %d bytes left", n, len(r.b))
-	}
-	if r.err != nil {
-		return 0
-	}
-	return int(n)
-}
-
 // maxTimes bounds the times of one list read back: a corrupt length
 // allocates no more than it (runs of equal differences let a few bytes
 // stand for many times, so the bytes left bound nothing).
