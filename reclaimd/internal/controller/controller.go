@@ -477,7 +477,11 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 			c.cfg.Log.Warn("the observed worth of reclaims was not brought up to date this cycle; the next cycle tries again", "error", err)
 		}
 	}
-	c.saveHeld(ctx, rules, nodes, start)
+	if snap.SlurmOK {
+		// Without the job list no node was asked for, and the collector
+		// forgot them all; the rows kept are still a restart's best start.
+		c.saveHeld(ctx, rules, nodes, start)
+	}
 	st := Status{At: start, SlurmOK: snap.SlurmOK, Source: snap.SourceOK, Jobs: len(snap.Jobs), Actions: len(d.Actions),
 		Error: strings.Join(cycleErr, "; ")}
 	c.mu.Lock()
