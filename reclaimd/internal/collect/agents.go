@@ -59,6 +59,7 @@ type Agents struct {
 	mu         sync.Mutex
 	held       map[string]*heldNode // by node
 	gpus       int                  // the GPUs of the last Collect, to size the next one's maps
+	heldBuf    []byte               // Held's, kept from call to call
 }
 
 // heldNode is what Agents keeps of one node between cycles.
@@ -81,6 +82,11 @@ type heldNode struct {
 	// newest sample listed them, layout the order they make.
 	mig    map[int][]int
 	layout string
+	// taken and keeps are the time of the agent's last answer and the
+	// window it keeps: a state kept across a restart (Resume) older than
+	// the window is not resumed.
+	taken time.Time
+	keeps time.Duration
 }
 
 // migSlot is a GPU (gi -1) or one MIG device of a GPU, by its GPU instance.
@@ -378,6 +384,7 @@ func (h *heldNode) update(snap snapshot) error {
 	if snap.Version >= 2 {
 		h.cursor = snap.Cursor
 	}
+	h.taken, h.keeps = snap.TakenAt, time.Duration(snap.WindowSeconds*float64(time.Second))
 	// MIG: each MIG device is judged for itself, under Slurm's index of
 	// it. The layout comes from each MIG GPU's newest sample (what the
 	// node held where an answer has none); where it changes (MIG

@@ -139,6 +139,8 @@ type promState struct {
 	// and the sizes of the last, to size the next one's arrays.
 	body  []byte
 	sizes promSizes
+	// heldBuf is Held's, kept from call to call (under collecting).
+	heldBuf []byte
 }
 
 // promStates guards the making of each Prometheus's state, so that a

@@ -166,6 +166,9 @@ type Controller struct {
 	// jobInfo is the labels of each job's strata_reclaim_job_info series
 	// (gauge, like lastNodes): only what changed is set or deleted.
 	jobInfo map[int64][4]string
+	// held is the windows kept in the store for a restart (held.go;
+	// Cycle's, like lastNodes).
+	held heldState
 }
 
 // SkipEntry says why a job got no action in the last cycle.
@@ -369,6 +372,8 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		nodes = append(nodes, n)
 	}
 	c.lastNodes = len(nodes)
+	rules := c.cfg.Rules()
+	c.resumeHeld(ctx, rules, start)
 	res, err := c.cfg.Collector.Collect(ctx, nodes)
 	if err != nil {
 		snap.SourceOK = false
@@ -423,7 +428,6 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		}
 		snap.States[id] = st
 	}
-	rules := c.cfg.Rules()
 	d := decide.Decide(snap, start, rules)
 	c.noteSkips(d, snap, rules, start)
 	c.saveUpcoming(ctx)
@@ -472,6 +476,11 @@ func (c *Controller) Cycle(ctx context.Context) (decide.Decision, error) {
 		if err := c.observeWorth(ctx, all, start); err != nil {
 			c.cfg.Log.Warn("the observed worth of reclaims was not brought up to date this cycle; the next cycle tries again", "error", err)
 		}
+	}
+	if snap.SlurmOK {
+		// Without the job list no node was asked for, and the collector
+		// forgot them all; the rows kept are still a restart's best start.
+		c.saveHeld(ctx, rules, nodes, start)
 	}
 	st := Status{At: start, SlurmOK: snap.SlurmOK, Source: snap.SourceOK, Jobs: len(snap.Jobs), Actions: len(d.Actions),
 		Error: strings.Join(cycleErr, "; ")}

@@ -1,6 +1,10 @@
 package controller_test
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +22,9 @@ import (
 // cycle as before, decide the same, cycle after cycle: through warnings,
 // signals, requeues and recoveries, an agent that restarts with an empty
 // window, an agent that fails for two cycles and comes back before its cursor is
-// forgotten.
+// forgotten. Twice the controller reading by increments restarts: a new
+// controller and collector over its store resume the windows the last
+// one kept there and go on by increments, deciding as before.
 func TestIncrementalSameDecisions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("80 cycles, half of them reading whole windows")
@@ -52,8 +58,18 @@ func TestIncrementalSameDecisions(t *testing.T) {
 				case cycle == 37:
 					s.setDown(2, false)
 				}
+				var restarted *bytes.Buffer
+				if cycle == 30 || cycle == 61 {
+					restarted = s.restart(t, mode)
+				}
 				s.advance()
 				got, err1 := s.ctl.Cycle(t.Context())
+				if restarted != nil {
+					// Every node resumed from the store, none read whole.
+					if want := fmt.Sprintf("nodes=%d kept=%d", s.nodes, s.nodes); !strings.Contains(restarted.String(), want) {
+						t.Fatalf("cycle %d: the restarted controller did not resume every node (%s):\n%s", cycle, want, restarted)
+					}
+				}
 				want, err2 := whole.Cycle(t.Context())
 				if (err1 == nil) != (err2 == nil) {
 					t.Fatalf("cycle %d: errors %v and %v", cycle, err1, err2)
@@ -87,4 +103,39 @@ func TestIncrementalSameDecisions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restart replaces the bed's controller with a new one over its store
+// and a new collector, after checking that the windows its collector
+// would keep read back as they were; it returns the new controller's log.
+func (s *scaleBed) restart(t *testing.T, mode string) *bytes.Buffer {
+	t.Helper()
+	fresh := func() controller.Collector {
+		if mode == "agents" {
+			return s.agentsCollector(false)
+		}
+		p := s.prometheus(false)
+		p.PieceBytes = 20 << 10
+		return p
+	}
+	old := s.coll.(collect.Resumable).Held(nil)
+	if len(old) != s.nodes {
+		t.Fatalf("the collector keeps %d nodes' windows, want %d", len(old), s.nodes)
+	}
+	probe := fresh().(collect.Resumable)
+	if n := probe.Resume(old, s.clock()); n != s.nodes {
+		t.Fatalf("%d nodes resumed, want %d", n, s.nodes)
+	}
+	if diff := cmp.Diff(old, probe.Held(nil)); diff != "" {
+		t.Fatalf("the windows read back differ (-kept +read back):\n%s", diff)
+	}
+	// Read back an hour later, every window is older than the source's:
+	// none is resumed.
+	if n := fresh().(collect.Resumable).Resume(old, s.clock().Add(time.Hour)); n != 0 {
+		t.Fatalf("%d nodes resumed from windows an hour old, want none", n)
+	}
+	var log bytes.Buffer
+	s.coll = fresh()
+	s.ctl = s.controllerOn(s.coll, s.store, slog.New(slog.NewTextHandler(&log, nil)))
+	return &log
 }

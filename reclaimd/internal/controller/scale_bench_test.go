@@ -38,12 +38,13 @@ import (
 // The scale benchmark's cluster: nodes × 8 GPUs, two running jobs per node
 // (every 4 nodes: one job of 16 GPUs over 2 nodes, and jobs of 1, 1, 2, 4
 // and 2, 2, 4 GPUs on the other two), agents sampling every 10 s and
-// keeping an hour, the controller cycling every 30 s under a 30-minute
+// keeping two hours (Prometheus's window as long; the tests choose
+// their own), the controller cycling every 30 s under a 30-minute
 // rule in dry-run mode (every decision is recorded in SQLite, nothing is
 // sent to Slurm).
 const (
 	scaleAgentInterval = 10 * time.Second
-	scaleAgentWindow   = time.Hour // the bench's; a bed's window is its own
+	scaleBenchWindow   = 2 * time.Hour // BenchmarkCycleScale's
 	scaleCycle         = 30 * time.Second
 	scalePromStep      = 30 * time.Second
 	scaleRules         = `{"apiVersion": "strata/v1", "kind": "ReclaimRules", "dry_run": true,
@@ -202,15 +203,18 @@ type scaleBed struct {
 	rules  reclaimrules.Rules
 	agents []*agent.Agent
 	// newAgent starts node n's agent afresh (a restart: its window empty).
-	newAgent  func(n int) *agent.Agent
-	coll      controller.Collector // the controller's
-	nodes     int
-	byGPU     map[string]scaleJob
-	promURL   string
-	agentsURL string
+	newAgent func(n int) *agent.Agent
+	coll     controller.Collector // the controller's
+	// store is the controller's store; lastStore the last one controller
+	// made.
+	store, lastStore *store.Store
+	nodes            int
+	byGPU            map[string]scaleJob
+	promURL          string
+	agentsURL        string
 
 	// window is what the agents (and Prometheus queries) keep, cycle the
-	// time between cycles: scaleAgentWindow and scaleCycle unless set.
+	// time between cycles (newScaleBedWith's).
 	window, cycle time.Duration
 
 	mu       sync.Mutex
@@ -314,16 +318,10 @@ func (a *answers) wrap(h http.Handler) http.Handler {
 
 func (s *scaleBed) clock() time.Time { s.mu.Lock(); defer s.mu.Unlock(); return s.now }
 
-// newScaleBed builds the bed with the agents' windows (or Prometheus's
-// history) full.
-// The agents replay a recording of loop (a short one keeps the setup of
-// a thousand agents short).
-func newScaleBed(tb testing.TB, nodes int, mode string, loop time.Duration) *scaleBed {
-	return newScaleBedWith(tb, nodes, mode, loop, scaleAgentWindow, scaleCycle)
-}
-
-// newScaleBedWith is newScaleBed with the agents' window and the time
-// between cycles chosen.
+// newScaleBedWith builds the bed with the agents' windows (or
+// Prometheus's history) full, given the agents' window (and Prometheus's)
+// and the time between cycles. The agents replay a recording of loop (a
+// short one keeps the setup of a thousand agents short).
 func newScaleBedWith(tb testing.TB, nodes int, mode string, loop, window, cycle time.Duration) *scaleBed {
 	tb.Helper()
 	ctx := tb.Context()
@@ -370,6 +368,7 @@ func newScaleBedWith(tb testing.TB, nodes int, mode string, loop, window, cycle 
 	}
 	s.coll, s.nodes = coll, nodes
 	s.ctl = s.controller(coll)
+	s.store = s.lastStore
 	return s
 }
 
@@ -381,10 +380,17 @@ func (s *scaleBed) controller(coll controller.Collector) *controller.Controller 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
+	s.lastStore = st
+	return s.controllerOn(coll, st, slog.New(slog.DiscardHandler))
+}
+
+// controllerOn makes a controller over the bed with the store st (a
+// restart: the store of the controller before).
+func (s *scaleBed) controllerOn(coll controller.Collector, st *store.Store, log *slog.Logger) *controller.Controller {
 	ctl, err := controller.New(controller.Config{Slurm: s.slurm, Collector: coll, Store: st,
-		Rules: func() reclaimrules.Rules { return s.rules }, Now: s.clock, Log: slog.New(slog.DiscardHandler)})
+		Rules: func() reclaimrules.Rules { return s.rules }, Now: s.clock, Log: log})
 	if err != nil {
-		tb.Fatal(err)
+		s.tb.Fatal(err)
 	}
 	return ctl
 }
@@ -630,10 +636,13 @@ func liveHeap() uint64 {
 // controller's cost per cycle: CPU time (cpu-ms/cycle) and memory
 // allocated (MB/cycle), and for the larger cluster the ratio of its CPU
 // time to the smaller's (x-cpu-vs-2000: 4 is linear). Each size has a
-// first-cycle case too (…/first, benchFirstCycle): a restart's cycle,
-// which reads every node's whole window. The goal is 300 ms and 50 MB at
-// 8,000 GPUs for a steady cycle, and for a first cycle 3 × a steady
-// cycle's CPU and 100 MB of peak heap:
+// first-cycle case too (benchFirstCycle): a restart's cycle, resuming
+// the windows the controller before kept in the store (…/first), or
+// reading every node's whole window (…/first-cold). Windows are two
+// hours. The steady case reports the size of the windows kept in the
+// store each cycle too (kept-store-MB/cycle). The goal is 300 ms and
+// 50 MB at 8,000 GPUs for a steady cycle, and for a first cycle 3 × a
+// steady cycle's CPU and 100 MB of peak heap:
 //
 //	go test -run '^$' -bench CycleScale -benchtime 10x ./reclaimd/internal/controller/
 //
@@ -651,105 +660,149 @@ func BenchmarkCycleScale(b *testing.B) {
 	for _, mode := range []string{"agents", "prometheus"} {
 		for _, gpus := range []int{2000, 8000} {
 			b.Run(fmt.Sprintf("%s/gpus=%d", mode, gpus), func(b *testing.B) {
-				s := newScaleBed(b, gpus/8, mode, 2*time.Minute)
-				ctx := b.Context()
-				// ahead asks the stand-ins what the controller's collector
-				// will ask, a cycle before it does.
-				var ahead controller.Collector
-				if mode == "agents" {
-					ahead = s.agentsCollector(false)
-				} else {
-					ahead = s.prometheus(false)
-				}
-				nodes := make([]string, s.nodes)
-				for n := range s.nodes {
-					nodes[n] = scaleNode(n)
-				}
-				// A first cycle reads the whole windows and fills the store.
-				s.advance()
-				if _, err := ahead.Collect(ctx, nodes); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.ctl.Cycle(ctx); err != nil {
-					b.Fatal(err)
-				}
-				// Every timed cycle's answers, made now.
-				times := make([]time.Time, b.N)
-				s.answers.record(true)
-				for i := range b.N {
-					s.advance()
-					times[i] = s.clock()
-					if _, err := ahead.Collect(ctx, nodes); err != nil {
-						b.Fatal(err)
-					}
-				}
-				s.answers.record(false)
-				url := s.serveAnswers()
-				if mode == "agents" {
-					s.agentsURL = url
-				} else {
-					s.coll.(*collect.Prometheus).URL = url
-				}
-				runtime.GC()
-				var cpu time.Duration
-				var alloc uint64
-				var ms runtime.MemStats
-				b.ResetTimer()
-				b.StopTimer()
-				for i := 0; i < b.N; i++ {
-					s.mu.Lock()
-					s.now = times[i]
-					s.mu.Unlock()
-					runtime.ReadMemStats(&ms)
-					before, c0 := ms.TotalAlloc, cpuTime(b)
-					b.StartTimer()
-					d, err := s.ctl.Cycle(ctx)
-					b.StopTimer()
-					cpu += cpuTime(b) - c0
-					runtime.ReadMemStats(&ms)
-					alloc += ms.TotalAlloc - before
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(d.States) != gpus/4 {
-						b.Fatalf("%d jobs judged, want %d", len(d.States), gpus/4)
-					}
-				}
-				if n := standInMisses(b, url); n > 0 {
-					b.Fatalf("%d requests had no answer made ahead", n)
-				}
-				perCycle := float64(cpu.Microseconds()) / 1e3 / float64(b.N)
-				b.ReportMetric(perCycle, "cpu-ms/cycle")
-				b.ReportMetric(float64(alloc)/float64(b.N)/1e6, "MB/cycle")
-				if gpus == 2000 {
-					scaleBaseline[mode] = perCycle
-				} else if base := scaleBaseline[mode]; base > 0 {
-					b.ReportMetric(perCycle/base, "x-cpu-vs-2000")
-				}
-				scaleSteady[fmt.Sprintf("%s/%d", mode, gpus)] = perCycle
+				benchSteady(b, mode, gpus, true)
+			})
+			b.Run(fmt.Sprintf("%s/gpus=%d/unkept", mode, gpus), func(b *testing.B) {
+				benchSteady(b, mode, gpus, false)
 			})
 			b.Run(fmt.Sprintf("%s/gpus=%d/first", mode, gpus), func(b *testing.B) {
-				benchFirstCycle(b, mode, gpus)
+				benchFirstCycle(b, mode, gpus, true)
+			})
+			b.Run(fmt.Sprintf("%s/gpus=%d/first-cold", mode, gpus), func(b *testing.B) {
+				benchFirstCycle(b, mode, gpus, false)
 			})
 		}
 	}
 }
 
+// benchSteady is BenchmarkCycleScale's steady case: cycles of a
+// controller that has run before; keep false hides the collector's
+// Resumable (…/unkept), so that the controller keeps no windows in its
+// store, for what keeping them costs a cycle (x-cpu-kept-vs-unkept, when
+// the case that keeps them ran before it).
+func benchSteady(b *testing.B, mode string, gpus int, keep bool) {
+	s := newScaleBedWith(b, gpus/8, mode, 2*time.Minute, scaleBenchWindow, scaleCycle)
+	if !keep {
+		s.ctl = s.controller(unkept{s.coll})
+	}
+	ctx := b.Context()
+	// ahead asks the stand-ins what the controller's collector
+	// will ask, a cycle before it does.
+	var ahead controller.Collector
+	if mode == "agents" {
+		ahead = s.agentsCollector(false)
+	} else {
+		ahead = s.prometheus(false)
+	}
+	nodes := make([]string, s.nodes)
+	for n := range s.nodes {
+		nodes[n] = scaleNode(n)
+	}
+	// A first cycle reads the whole windows and fills the store.
+	s.advance()
+	if _, err := ahead.Collect(ctx, nodes); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.ctl.Cycle(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// Every timed cycle's answers, made now.
+	times := make([]time.Time, b.N)
+	s.answers.record(true)
+	for i := range b.N {
+		s.advance()
+		times[i] = s.clock()
+		if _, err := ahead.Collect(ctx, nodes); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.answers.record(false)
+	url := s.serveAnswers()
+	if mode == "agents" {
+		s.agentsURL = url
+	} else {
+		s.coll.(*collect.Prometheus).URL = url
+	}
+	runtime.GC()
+	var cpu time.Duration
+	var alloc uint64
+	var ms runtime.MemStats
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		s.mu.Lock()
+		s.now = times[i]
+		s.mu.Unlock()
+		runtime.ReadMemStats(&ms)
+		before, c0 := ms.TotalAlloc, cpuTime(b)
+		b.StartTimer()
+		d, err := s.ctl.Cycle(ctx)
+		b.StopTimer()
+		cpu += cpuTime(b) - c0
+		runtime.ReadMemStats(&ms)
+		alloc += ms.TotalAlloc - before
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(d.States) != gpus/4 {
+			b.Fatalf("%d jobs judged, want %d", len(d.States), gpus/4)
+		}
+	}
+	if n := standInMisses(b, url); n > 0 {
+		b.Fatalf("%d requests had no answer made ahead", n)
+	}
+	perCycle := float64(cpu.Microseconds()) / 1e3 / float64(b.N)
+	b.ReportMetric(perCycle, "cpu-ms/cycle")
+	b.ReportMetric(float64(alloc)/float64(b.N)/1e6, "MB/cycle")
+	key := fmt.Sprintf("%s/%d", mode, gpus)
+	if !keep {
+		// What keeping the windows costs a steady cycle.
+		if kept := scaleSteady[key]; kept > 0 {
+			b.ReportMetric(kept/perCycle, "x-cpu-kept-vs-unkept")
+		}
+		return
+	}
+	if gpus == 2000 {
+		scaleBaseline[mode] = perCycle
+	} else if base := scaleBaseline[mode]; base > 0 {
+		b.ReportMetric(perCycle/base, "x-cpu-vs-2000")
+	}
+	scaleSteady[key] = perCycle
+	b.ReportMetric(float64(heldBytes(s.coll.(collect.Resumable).Held(nil)))/1e6, "kept-store-MB/cycle")
+}
+
+// heldBytes is the size of the nodes' states a cycle writes to the store.
+func heldBytes(held map[string][]byte) int {
+	n := 0
+	for node, b := range held {
+		n += len(node) + len(b)
+	}
+	return n
+}
+
+// unkept hides a collector's Resumable: a controller over it keeps no
+// windows in its store, as before restarts resumed.
+type unkept struct{ controller.Collector }
+
 // benchFirstCycle is a restart's first cycle: a controller that has just
-// started over the store of the one before, its collector holding no
-// window, so that it reads every node's whole window (the agents' hour,
-// or Prometheus's window). It reports the CPU time and memory allocated
-// per first cycle, their CPU's ratio to a steady cycle of the same
-// cluster (x-cpu-vs-steady, when the steady case ran before it), the
-// peak of the heap during the cycle over the live heap before it
+// started, its collector holding no window. With resume (…/first), it
+// starts over the store of the one before, which kept its windows there
+// at the end of the cycle before (30 s earlier), so its first cycle reads
+// them back and asks each source only for what is newer; without
+// (…/first-cold: a first start, or windows kept under other settings or
+// older than the window), it reads every node's whole window (the
+// agents' two hours, or Prometheus's). It reports the CPU time and
+// memory allocated per first cycle, their CPU's ratio to a steady cycle
+// of the same cluster (x-cpu-vs-steady, when the steady case ran before
+// it), the peak of the heap during the cycle over the live heap before it
 // (peak-heap-MB: what the restart holds at its highest, the windows it
 // keeps included, none of the agents' (which run in this process too);
 // it counts garbage the collector has not reclaimed yet, so it is an
 // upper bound), and what the controller holds once the cycle is over
 // (kept-MB: the live heap after a collection, over the one before: the
 // windows it keeps for the next cycles).
-func benchFirstCycle(b *testing.B, mode string, gpus int) {
-	s := newScaleBed(b, gpus/8, mode, 2*time.Minute)
+func benchFirstCycle(b *testing.B, mode string, gpus int, resume bool) {
+	s := newScaleBedWith(b, gpus/8, mode, 2*time.Minute, scaleBenchWindow, scaleCycle)
 	ctx := b.Context()
 	nodes := make([]string, s.nodes)
 	for n := range s.nodes {
@@ -761,22 +814,42 @@ func benchFirstCycle(b *testing.B, mode string, gpus int) {
 		}
 		return s.prometheus(false)
 	}
+	// ahead asks the stand-ins what each restart will ask: a restart
+	// resumed from the windows kept a cycle before asks what a steady
+	// cycle asks (the cursor, or the last step, of the cycle before).
+	ahead := fresh()
 	// The controller before the restart: a cycle fills the store.
 	s.advance()
 	if _, err := s.ctl.Cycle(ctx); err != nil {
 		b.Fatal(err)
 	}
-	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "restart.db"))
-	if err != nil {
+	st := s.store
+	if !resume {
+		var err error
+		if st, err = store.Open(ctx, filepath.Join(b.TempDir(), "restart.db")); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+	}
+	if _, err := ahead.Collect(ctx, nodes); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { st.Close() })
-	// The answers to a whole-window read, made now: every restart below
-	// happens at this moment.
-	s.advance()
+	// The answers, made now: each restart happens a cycle after the last
+	// (resumed), or at one moment, every restart reading whole windows.
+	times := make([]time.Time, b.N)
 	s.answers.record(true)
-	if _, err := fresh().Collect(ctx, nodes); err != nil {
-		b.Fatal(err)
+	for i := range b.N {
+		if i == 0 || resume {
+			s.advance()
+			if resume {
+				if _, err := ahead.Collect(ctx, nodes); err != nil {
+					b.Fatal(err)
+				}
+			} else if _, err := fresh().Collect(ctx, nodes); err != nil {
+				b.Fatal(err)
+			}
+		}
+		times[i] = s.clock()
 	}
 	s.answers.record(false)
 	url := s.serveAnswers()
@@ -791,7 +864,13 @@ func benchFirstCycle(b *testing.B, mode string, gpus int) {
 	b.ResetTimer()
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
+		s.mu.Lock()
+		s.now = times[i]
+		s.mu.Unlock()
 		coll := fresh()
+		if !resume {
+			coll = unkept{coll}
+		}
 		ctl, err := controller.New(controller.Config{Slurm: s.slurm, Collector: coll, Store: st,
 			Rules: func() reclaimrules.Rules { return s.rules }, Now: s.clock, Log: slog.New(slog.DiscardHandler)})
 		if err != nil {

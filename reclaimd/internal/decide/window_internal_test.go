@@ -229,3 +229,93 @@ func TestWindowKeepsLittle(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowEncodingWhole: a window read back holds every field as it was
+// written, the gaps and their interval included (Equal compares only what
+// Decide reads through them), for windows fed in and out of order.
+func TestWindowEncodingWhole(t *testing.T) {
+	base := time.Unix(1795983272, 0).UTC()
+	for _, tc := range []struct {
+		name string
+		at   []time.Duration // sample times after base
+		step time.Duration
+	}{
+		{"empty", nil, 0},
+		{"steady", steadyTimes(400, 10*time.Second), 10 * time.Second},
+		{"jittered and late", []time.Duration{0, 10*time.Second + 3, 20*time.Second - 7, 95 * time.Second, 40 * time.Second,
+			105 * time.Second, 106 * time.Second, 200 * time.Second}, 10 * time.Second},
+		{"no interval", steadyTimes(40, 30*time.Second), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Window{}
+			if tc.step > 0 {
+				w.SetInterval(tc.step)
+			}
+			for i, d := range tc.at {
+				v := float64(i % 7)
+				switch i % 5 {
+				case 1:
+					v = math.NaN()
+				case 2:
+					v = 0.25 + float64(i)
+				case 3:
+					v = math.Copysign(0, -1)
+				}
+				w.Add(Sample{At: base.Add(d), UtilPercent: v, MemActivityPercent: float64(i % 3), MemUsedMiB: 1e17 + float64(i)})
+			}
+			got, rest, err := DecodeWindow(w.AppendBinary(nil))
+			if err != nil || len(rest) != 0 {
+				t.Fatalf("decode: %v, %d bytes left", err, len(rest))
+			}
+			same := func(a, b *Window) bool {
+				return a.Equal(b) && slices.Equal(a.gaps, b.gaps) && a.gapStep == b.gapStep && a.Len() == b.Len()
+			}
+			if !same(w, got) {
+				t.Fatalf("read back:\n%+v\nwritten:\n%+v", got, w)
+			}
+			// And it goes on as the window it was written from.
+			next := Sample{At: base.Add(time.Hour), UtilPercent: 3}
+			for range WindowTail + 2 {
+				w.Add(next)
+				got.Add(next)
+				next.At = next.At.Add(10 * time.Second)
+			}
+			if !same(w, got) {
+				t.Fatal("fed on, the window read back differs")
+			}
+		})
+	}
+}
+
+func steadyTimes(n int, step time.Duration) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = time.Duration(i) * step
+	}
+	return out
+}
+
+// FuzzDecodeWindow: whatever the bytes, DecodeWindow returns an error or
+// a window that writes back to the bytes it read.
+func FuzzDecodeWindow(f *testing.F) {
+	w := &Window{}
+	w.SetInterval(10 * time.Second)
+	base := time.Unix(1795983272, 0).UTC()
+	for i := range 40 {
+		w.Add(Sample{At: base.Add(time.Duration(i) * 10 * time.Second), UtilPercent: float64(i % 9), MemActivityPercent: 0.5})
+	}
+	f.Add(w.AppendBinary(nil))
+	f.Add((&Window{}).AppendBinary(nil))
+	f.Add([]byte{1, 0, 0, 5, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, rest, err := DecodeWindow(b)
+		if err != nil {
+			return
+		}
+		again := got.AppendBinary(nil)
+		if back, _, err := DecodeWindow(again); err != nil || !back.Equal(got) {
+			t.Fatalf("a window read from %x does not read back: %v", b, err)
+		}
+		_ = rest
+	})
+}

@@ -56,7 +56,40 @@ func TestDecideFromWindows(t *testing.T) {
 		if d := cmp.Diff(want, decide.Decide(w, n, r), cmpopts.EquateNaNs()); d != "" {
 			t.Fatalf("seed %d: (-from samples +from windows):\n%s", seed, d)
 		}
+		// The same windows written and read back, as a controller that
+		// restarts reads them from its store.
+		w.Windows = restored(t, w.Windows)
+		if d := cmp.Diff(want, decide.Decide(w, n, r), cmpopts.EquateNaNs()); d != "" {
+			t.Fatalf("seed %d: (-from samples +from windows read back):\n%s", seed, d)
+		}
 	}
+}
+
+// restored writes each window (all into one buffer, as a node's are
+// kept) and reads it back, failing unless each reads back equal.
+func restored(t *testing.T, ws map[decide.GPUKey]*decide.Window) map[decide.GPUKey]*decide.Window {
+	t.Helper()
+	keys := make([]decide.GPUKey, 0, len(ws))
+	var b []byte
+	for g, w := range ws {
+		keys = append(keys, g)
+		b = w.AppendBinary(b)
+	}
+	out := make(map[decide.GPUKey]*decide.Window, len(ws))
+	for _, g := range keys {
+		w, rest, err := decide.DecodeWindow(b)
+		if err != nil {
+			t.Fatalf("%v: %v", g, err)
+		}
+		if !w.Equal(ws[g]) {
+			t.Fatalf("%v: read back another window", g)
+		}
+		out[g], b = w, rest
+	}
+	if len(b) != 0 {
+		t.Fatalf("%d bytes left over", len(b))
+	}
+	return out
 }
 
 // TestDecideFromWindowsOverCycles: a controller that streams each
@@ -106,6 +139,11 @@ func TestDecideFromWindowsOverCycles(t *testing.T) {
 			want := decide.Decide(a, now, r)
 			if d := cmp.Diff(want, decide.Decide(b, now, r), cmpopts.EquateNaNs()); d != "" {
 				t.Fatalf("seed %d, cycle %d: (-from samples +from windows):\n%s", seed, c, d)
+			}
+			if c%10 == 9 {
+				// A restart: the windows read back from what was written
+				// of them, and fed on from there.
+				windows = restored(t, windows)
 			}
 			states = want.States
 		}

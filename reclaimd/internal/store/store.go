@@ -176,6 +176,7 @@ CREATE TABLE node_health (
 	// PostgreSQL only, where a standby shares the database.
 	{Name: "controller lease", SQL: lease.SQLiteTable, Postgres: lease.Table},
 	upcomingMigration,
+	heldMigration,
 }
 
 // App names reclaimd in the error for a database of a newer release.
