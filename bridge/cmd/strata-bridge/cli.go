@@ -272,16 +272,22 @@ func (e *env) connect(ctx context.Context, log *slog.Logger, slurm bool, tokens 
 		return err
 	}
 	if slurm {
-		if tokens == nil {
-			tokens = &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}
-		}
-		if e.slurm, err = slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
-			Tokens: tokens, Logger: log, MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20,
-			MaxAnswerSetting: "slurm.max_answer_mib in the bridge's configuration"}); err != nil {
+		if e.slurm, err = dialSlurm(ctx, cfg, log, tokens); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dialSlurm connects to slurmrestd and picks its data parser, with tokens
+// (nil: slurm.token_file as a FileToken).
+func dialSlurm(ctx context.Context, cfg *config.Config, log *slog.Logger, tokens slurmrest.TokenSource) (*slurmrest.Client, error) {
+	if tokens == nil {
+		tokens = &slurmrest.FileToken{Path: cfg.Slurm.TokenFile}
+	}
+	return slurmrest.New(ctx, slurmrest.Config{URL: cfg.Slurm.URL, User: cfg.Slurm.User,
+		Tokens: tokens, Logger: log, MaxAnswerBytes: int64(cfg.Slurm.MaxAnswerMiB) << 20,
+		MaxAnswerSetting: "slurm.max_answer_mib in the bridge's configuration"})
 }
 
 // openStore opens the store the configuration names: PostgreSQL when

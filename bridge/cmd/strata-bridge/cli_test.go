@@ -217,8 +217,9 @@ func TestMetricsGolden(t *testing.T) {
 	if !co.Active() {
 		t.Fatal("not active on SQLite after one renewal")
 	}
-	// The store, open (strata_bridge_database_connected 1).
-	newDBWait("bridge.db", reg, http.NotFoundHandler()).opened(http.NotFoundHandler())
+	// The store open and slurmrestd reached (strata_bridge_database_connected and
+	// strata_bridge_slurmrestd_connected 1).
+	newDBWait("bridge.db", "http://slurmrestd:6820", reg, http.NotFoundHandler()).opened(http.NotFoundHandler())
 
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()

@@ -102,12 +102,13 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 
 	// The store: a PostgreSQL database that does not answer is waited for
 	// in the lease loop, serving /healthz (dbwait.go); anything else wrong
-	// with it ends the start here.
+	// with it ends the start here. slurmrestd is waited for there too, from
+	// its first try.
 	storeName := cfg.Store.Path
 	if cfg.Store.Postgres() {
 		storeName = cfg.Store.Database
 	}
-	wait := newDBWait(storeName, reg, metrics)
+	wait := newDBWait(storeName, cfg.Slurm.URL, reg, metrics)
 	openDB := func(ctx context.Context) (*store.Store, error) {
 		// Bounded: a database host that drops packets would hold the
 		// first try past systemd's start timeout, before READY=1.
@@ -120,13 +121,20 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	case err != nil && !pgsql.Unreachable(err):
 		return err
 	case err != nil:
-		wait.failed(err)
-		log.Error("the database does not answer: the bridge acts on nothing until it does, and tries again", "database", storeName,
-			"retry_in", dbRetry, "error", err)
+		wait.failed(log, wait.db, err, daemon.StartBackoff.First)
+	default:
+		wait.reached(wait.db)
 	}
 	e.store = first
-	if err := e.connect(ctx, log, true, slurmrest.SecretToken{File: slurmToken}); err != nil {
+	if err := e.connect(ctx, log, false, nil); err != nil {
 		return err
+	}
+	dial := func(ctx context.Context) (*slurmrest.Client, error) {
+		// Bounded: a slurmrestd host that drops packets would hold each
+		// try for as many HTTP timeouts as there are parsers to probe.
+		ctx, cancel := context.WithTimeout(ctx, slurmConnectTimeout)
+		defer cancel()
+		return dialSlurm(ctx, cfg, log, slurmrest.SecretToken{File: slurmToken})
 	}
 
 	// Everything SIGHUP re-reads; a bad file keeps the one in force. A
@@ -138,9 +146,10 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 	})
 	reload := []daemon.Reloader{serving, token, slurmToken}
 
-	// What acts, made once the store is open: the lease (on PostgreSQL one
-	// bridge of those sharing the database acts, the others stand by; on
-	// SQLite it is always held), the deployer, the watcher and the API.
+	// What acts, made once the store is open and slurmrestd answered: the
+	// lease (on PostgreSQL one bridge of those sharing the database acts,
+	// the others stand by; on SQLite it is always held), the deployer, the
+	// watcher and the API.
 	var (
 		co      *ha.Coordinator
 		w       *watch.Watcher
@@ -169,14 +178,14 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 		close(started)
 		return nil
 	}
-	if first != nil {
-		if err := begin(first); err != nil {
-			return err
-		}
-	}
 	leaseLoop := func(ctx context.Context) error {
+		sl, err := await(ctx, wait, wait.slurm, log, dial)
+		if err != nil {
+			return nil // stopped while waiting: it waits out every other error
+		}
+		e.slurm = sl
 		if e.store == nil {
-			st, err := waitStore(ctx, wait, log, openDB)
+			st, err := await(ctx, wait, wait.db, log, openDB)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil // stopped while waiting
@@ -184,14 +193,14 @@ func cmdRun(ctx context.Context, c *cli.Context, log *slog.Logger) error {
 				return err
 			}
 			e.store = st
-			if err := begin(st); err != nil {
-				return err
-			}
+		}
+		if err := begin(e.store); err != nil {
+			return err
 		}
 		return co.Run(ctx)
 	}
-	// The poll loop starts once the store is open, beating the watchdog
-	// while it waits.
+	// The poll loop starts once the store is open and slurmrestd
+	// answered, beating the watchdog while it waits.
 	pollLoop := func(ctx context.Context) error {
 		t := time.NewTicker(dbBeat)
 		defer t.Stop()

@@ -26,13 +26,6 @@ import (
 // than what is wrong. So it serves at once, says what it waits for in
 // /healthz and strata_reclaim_slurmrestd_connected, and tries again.
 
-// connectRetry is the first wait between tries; it doubles up to
-// connectRetryMax.
-var (
-	connectRetry    = 2 * time.Second
-	connectRetryMax = time.Minute
-)
-
 // waiting is the controller's state before slurmrestd answered: what
 // /healthz says, and the handler that takes over once the controller runs.
 type waiting struct {
@@ -133,28 +126,19 @@ func (w *waiting) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 }
 
 // connect calls dial until it succeeds or ctx ends, logging each failure
-// and beating the watchdog between tries (waiting is not being stuck).
+// and beating the watchdog while it waits (waiting is not being stuck).
 func connect[T any](ctx context.Context, w *waiting, log *slog.Logger, dial func(context.Context) (T, error)) (T, error) {
-	wait := connectRetry
-	for {
-		c, err := dial(ctx)
-		if err == nil {
-			w.connected.Set(1)
-			return c, nil
-		}
+	c, err := daemon.Retry(ctx, daemon.StartBackoff, dial, func(err error, wait time.Duration) bool {
 		w.mu.Lock()
 		w.lastErr = err
 		w.mu.Unlock()
 		log.Error("slurmrestd does not answer: reclaimd acts on nothing until it does, and tries again", "url", w.url, "retry_in", wait, "error", err)
-		daemon.Beat(ctx)
-		select {
-		case <-ctx.Done():
-			var zero T
-			return zero, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, connectRetryMax)
+		return true
+	})
+	if err == nil {
+		w.connected.Set(1)
 	}
+	return c, err
 }
 
 // openStore opens the store, waiting for a PostgreSQL database that does
@@ -164,25 +148,16 @@ func connect[T any](ctx context.Context, w *waiting, log *slog.Logger, dial func
 // server is waited for; a bad URL or password file, a refused login or a
 // schema newer than this reclaimd ends the start, as before.
 func openStore[T any](ctx context.Context, w *waiting, log *slog.Logger, target string, open func(context.Context) (T, error)) (T, error) {
-	wait := connectRetry
-	for {
-		st, err := open(ctx)
-		if err == nil || !pgsql.Unreachable(err) {
-			return st, err
+	return daemon.Retry(ctx, daemon.StartBackoff, open, func(err error, wait time.Duration) bool {
+		if !pgsql.Unreachable(err) {
+			return false
 		}
 		w.mu.Lock()
 		w.dbWait, w.dbTarget = err, target
 		w.mu.Unlock()
 		log.Error("the database does not answer: reclaimd acts on nothing until it does, and tries again", "database", target, "retry_in", wait, "error", err)
-		daemon.Beat(ctx)
-		select {
-		case <-ctx.Done():
-			var zero T
-			return zero, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, connectRetryMax)
-	}
+		return true
+	})
 }
 
 // openTimeout bounds one try to open the store: connecting and migrating.
