@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,9 +33,9 @@ import (
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/strata-hpc/strata/internal/bridgetest"
 	"github.com/strata-hpc/strata/internal/browsertest"
 	"github.com/strata-hpc/strata/internal/kubetest"
-	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/testbed"
 	"github.com/strata-hpc/strata/portal-api/internal/i18n"
@@ -1049,125 +1048,20 @@ type journeyKube struct {
 	bridge    journeyBridge
 }
 
-// journeyBridgeBinary builds strata-bridge into the test's temporary
-// folder, removed when it ends (or takes STRATA_BRIDGE_BIN).
-func journeyBridgeBinary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("STRATA_BRIDGE_BIN"); b != "" {
-		return b
-	}
-	bin := filepath.Join(t.TempDir(), "strata-bridge")
-	cmd := exec.Command("go", "build", "-o", bin, "./bridge/cmd/strata-bridge")
-	cmd.Dir = "../../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build strata-bridge: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // newJourneyKube starts strata-bridge for b on the Kubernetes bed until the
-// test ends, once it answers.
+// test ends, once it answers; built into the test's temporary folder (or
+// STRATA_BRIDGE_BIN).
 func newJourneyKube(t *testing.T, b *testbed.Bed) *journeyKube {
 	t.Helper()
 	rc := kubetest.Config(t)
-	kubeconfig := os.Getenv(kubetest.KubeconfigVar)
-	if kb, err := kubetest.Load(os.Getenv(kubetest.EnvVar)); err == nil {
-		kubeconfig = kb.Kubeconfig
-	}
-	bin := journeyBridgeBinary(t)
-	k := &journeyKube{bed: b, rc: rc, namespace: kubetest.Namespace(t, rc, "journey"), shared: path.Join(b.JobDir, testbed.Unique("journey-serve-"))}
-	if err := os.MkdirAll(b.HostPath(k.shared), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(b.HostPath(k.shared), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(b.HostPath(k.shared)) })
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	bin, err := bridgetest.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	serving, err := json.Marshal(servingquota.File{APIVersion: servingquota.APIVersion, Kind: servingquota.Kind,
-		Tenants: []servingquota.Tenant{{Name: "lab", Namespace: k.namespace, GPUs: 4, Replicas: 4,
-			Projects: []servingquota.Project{{Name: "main", Account: b.Account}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwt, err := os.ReadFile(b.TokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtimes, err := filepath.Abs("../../../etc/strata/bridge/runtimes")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const apiToken = "journey-bridge-token"
-	files := map[string]string{
-		"bridge.jwt":       string(jwt),
-		"bridge-api.token": apiToken + "\n",
-		"serving.json":     string(serving),
-		"bridge.yaml": strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "DIR", dir, "KUBECONFIG", kubeconfig,
-			"SHARED", k.shared, "JOBDIR", b.JobDir, "HOSTJOBS", b.HostPath(b.JobDir), "ROOT", b.Root, "RUNTIMES", runtimes,
-			"LISTEN", addr).Replace(`apiVersion: strata/v1
-kind: BridgeConfig
-slurm: {url: URL, user: USER, token_file: DIR/bridge.jwt, poll_interval: 5s}
-kubernetes: {kubeconfig: KUBECONFIG, rollout_timeout: 45s}
-policy: {serving_file: DIR/serving.json}
-models:
-  allowed_roots: [SHARED]
-  host_root: ROOT
-  mount: {kind: hostPath, root: JOBDIR, path: HOSTJOBS}
-runtimes: {dir: RUNTIMES}
-defaults: {runtime: vllm}
-store: {path: DIR/bridge.db}
-listen: LISTEN
-api: {token_file: DIR/bridge-api.token}
-`),
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var logs strings.Builder
-	var mu sync.Mutex
-	ctx, stop := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-c", filepath.Join(dir, "bridge.yaml"), "run")
-	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 15 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop()
-		_ = cmd.Wait()
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("strata-bridge log:\n%s", logs.String())
-			mu.Unlock()
-		}
-	})
-	for end := time.Now().Add(45 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(end) {
-			t.Fatalf("strata-bridge did not turn healthy within 45 s")
-		}
-	}
-	k.bridge = journeyBridge{URL: "http://" + addr, TokenFile: filepath.Join(dir, "bridge-api.token")}
+	k := &journeyKube{bed: b, rc: rc, namespace: kubetest.Namespace(t, rc, "journey")}
+	br := bridgetest.Start(t, b, bridgetest.Options{Binary: bin, Namespace: k.namespace, Tenant: "lab", Project: "main",
+		Prefix: "journey-serve-", RolloutTimeout: "45s"})
+	k.shared = br.Shared
+	k.bridge = journeyBridge{URL: br.URL, TokenFile: br.TokenFile}
 	return k
 }
-
-// writerFunc is an io.Writer of a func.
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

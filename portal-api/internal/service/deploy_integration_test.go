@@ -4,15 +4,12 @@ package service
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -23,9 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
+	"github.com/strata-hpc/strata/internal/bridgetest"
 	"github.com/strata-hpc/strata/internal/kubetest"
 	"github.com/strata-hpc/strata/internal/secretfile"
-	"github.com/strata-hpc/strata/internal/servingquota"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
 	"github.com/strata-hpc/strata/internal/testbed"
@@ -42,21 +39,15 @@ var bridgeDir string
 // (or takes STRATA_BRIDGE_BIN): the portal meets the bridge through its
 // API only, so the test runs the real daemon, as its unit does.
 var bridgeBinary = sync.OnceValues(func() (string, error) {
-	if b := os.Getenv("STRATA_BRIDGE_BIN"); b != "" {
-		return b, nil
+	if os.Getenv("STRATA_BRIDGE_BIN") != "" {
+		return bridgetest.Build("")
 	}
 	dir, err := os.MkdirTemp("", "strata-bridge-bin-")
 	if err != nil {
 		return "", err
 	}
 	bridgeDir = dir
-	bin := filepath.Join(dir, "strata-bridge")
-	cmd := exec.Command("go", "build", "-o", bin, "./bridge/cmd/strata-bridge")
-	cmd.Dir = "../../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build strata-bridge: %w\n%s", err, out)
-	}
-	return bin, nil
+	return bridgetest.Build(dir)
 })
 
 // TestMain removes the bridge binary's folder once the package's tests
@@ -70,20 +61,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedBuffer collects a daemon's log while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // TestDeployThroughPortal: on each Slurm test bed and the Kubernetes test
 // bed, `strata-bridge run` (its API with a token) and the portal over
 // both. alice's job writes a model into the bed's shared folder and
@@ -94,11 +71,6 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 // act is in the audit log.
 func TestDeployThroughPortal(t *testing.T) {
 	rc := kubetest.Config(t)
-	kb, err := kubetest.Load(os.Getenv(kubetest.EnvVar))
-	kubeconfig := os.Getenv(kubetest.KubeconfigVar)
-	if err == nil {
-		kubeconfig = kb.Kubeconfig
-	}
 	bin, err := bridgeBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -110,91 +82,11 @@ func TestDeployThroughPortal(t *testing.T) {
 		ns := kubetest.Namespace(t, rc, "portal-deploy-"+strings.ReplaceAll(b.Version, ".", ""))
 		dir := t.TempDir()
 
-		// The models' folder in the bed's shared path, that alice may write.
-		shared := path.Join(b.JobDir, testbed.Unique("portal-serve-"))
-		if err := os.MkdirAll(b.HostPath(shared), 0o777); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(b.HostPath(shared), 0o777); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(b.HostPath(shared)) })
-
-		// The bridge: its config, serving.json (tenant lab, project main:
-		// the bed's account, as tenantsOf has it), the tokens.
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		serving, err := json.Marshal(servingquota.File{APIVersion: servingquota.APIVersion, Kind: servingquota.Kind,
-			Tenants: []servingquota.Tenant{{Name: "lab", Namespace: ns, GPUs: 4, Replicas: 4,
-				Projects: []servingquota.Project{{Name: "main", Account: b.Account}}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		jwt, err := os.ReadFile(b.TokenFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runtimes, _ := filepath.Abs("../../../etc/strata/bridge/runtimes")
-		const apiToken = "portal-integration-bridge-token"
-		files := map[string]string{
-			"bridge.jwt":       string(jwt),
-			"bridge-api.token": apiToken + "\n",
-			"serving.json":     string(serving),
-			"bridge.yaml": strings.NewReplacer("URL", b.URL, "USER", b.AdminUser, "DIR", dir, "KUBECONFIG", kubeconfig,
-				"SHARED", shared, "JOBDIR", b.JobDir, "HOSTJOBS", b.HostPath(b.JobDir), "ROOT", b.Root, "RUNTIMES", runtimes,
-				"LISTEN", addr).Replace(`apiVersion: strata/v1
-kind: BridgeConfig
-slurm: {url: URL, user: USER, token_file: DIR/bridge.jwt, poll_interval: 5s}
-kubernetes: {kubeconfig: KUBECONFIG, rollout_timeout: 1m}
-policy: {serving_file: DIR/serving.json}
-models:
-  allowed_roots: [SHARED]
-  host_root: ROOT
-  mount: {kind: hostPath, root: JOBDIR, path: HOSTJOBS}
-runtimes: {dir: RUNTIMES}
-defaults: {runtime: vllm}
-store: {path: DIR/bridge.db}
-listen: LISTEN
-api: {token_file: DIR/bridge-api.token}
-`),
-		}
-		for name, data := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var logs lockedBuffer
-		bctx, stop := context.WithCancel(ctx)
-		cmd := exec.CommandContext(bctx, bin, "-c", filepath.Join(dir, "bridge.yaml"), "run")
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-		cmd.WaitDelay = 15 * time.Second
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stop()
-			_ = cmd.Wait()
-			if t.Failed() {
-				t.Logf("strata-bridge log:\n%s", logs.String())
-			}
-		})
-		healthy := false
-		for end := time.Now().Add(45 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-				resp.Body.Close()
-				if healthy = resp.StatusCode == http.StatusOK; healthy {
-					break
-				}
-			}
-		}
-		if !healthy {
-			t.Fatalf("strata-bridge did not turn healthy within 45 s")
-		}
+		// The bridge: tenant lab, project main (the bed's account, as
+		// tenantsOf has it), models beneath a folder of its own.
+		br := bridgetest.Start(t, b, bridgetest.Options{Binary: bin, Namespace: ns, Tenant: "lab", Project: "main",
+			Prefix: "portal-serve-", RolloutTimeout: "1m"})
+		shared := br.Shared
 
 		// The portal over the bed and the bridge, the token read as
 		// serve reads it.
@@ -215,8 +107,8 @@ api: {token_file: DIR/bridge-api.token}
 		}
 		p := cluster.New(cluster.Config{Name: "c1", Slurm: slurmrest.Config{URL: b.URL, User: b.AdminUser, Tokens: signer}, Interval: time.Second})
 		m := tenantsOf(t, b, alice, bob)
-		token := &secretfile.File{Path: filepath.Join(dir, "bridge-api.token"), What: "bridge_token_file"}
-		bridge := bridgeclient.New(bridgeclient.Config{URL: "http://" + addr, Token: token.Get, HTTP: &http.Client{Timeout: 90 * time.Second}})
+		token := &secretfile.File{Path: br.TokenFile, What: "bridge_token_file"}
+		bridge := bridgeclient.New(bridgeclient.Config{URL: br.URL, Token: token.Get, HTTP: &http.Client{Timeout: 90 * time.Second}})
 		srv := httptest.NewServer(New(Config{Clusters: []Cluster{{Poller: p, Tenants: func() *tenantmap.Map { return m }, Bridge: bridge}},
 			Auth: auth.New(auth.Config{Tokens: st, TokenPrefix: store.TokenPrefix}), Store: st}))
 		t.Cleanup(srv.Close)
