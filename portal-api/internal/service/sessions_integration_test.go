@@ -520,8 +520,19 @@ func TestIntegrationSessionJupyterLab(t *testing.T) {
 				cookie = c
 			}
 		}
-		if lresp.StatusCode != http.StatusOK || cookie == nil || !strings.HasPrefix(lresp.Request.URL.String(), p.origin+"/v1/sessions/"+s.ID+"/proxy/") {
-			t.Fatalf("launch %s: %d at %s, cookie %+v", launch, lresp.StatusCode, lresp.Request.URL, cookie)
+		// The launch answers a page of the sessions' origin that
+		// refreshes to the server (a redirect would lose the cookie
+		// where that origin is another site): followed as a browser does.
+		to, ok := strings.CutPrefix(lresp.Header.Get("Refresh"), "0; url=")
+		if lresp.StatusCode != http.StatusOK || cookie == nil || !ok || to != "/v1/sessions/"+s.ID+"/proxy/" {
+			t.Fatalf("launch %s: %d, Refresh %q, cookie %+v", launch, lresp.StatusCode, lresp.Header.Get("Refresh"), cookie)
+		}
+		if lresp, err = browser.Get(p.origin + to); err != nil {
+			t.Fatal(err)
+		}
+		lresp.Body.Close()
+		if lresp.StatusCode != http.StatusOK || !strings.HasPrefix(lresp.Request.URL.String(), p.origin+"/v1/sessions/"+s.ID+"/proxy/") {
+			t.Fatalf("the refresh to %s: %d at %s", to, lresp.StatusCode, lresp.Request.URL)
 		}
 		if pu, _ := url.Parse(p.srv.URL + "/v1/sessions/" + s.ID + "/proxy/lab"); len(jar.Cookies(pu)) != 0 {
 			t.Errorf("the session's cookie is sent to the pages' origin: %v", jar.Cookies(pu))
