@@ -141,11 +141,18 @@ note "tenants acme (project llm: alice, at most 8 GPUs) and globex (project rl: 
   "every strata-policy command here also gets --url $STRATA_TB_REST_URL --token-file $STRATA_TB_ADMIN_TOKEN_FILE" \
   "(plan, apply and drift also --sacctmgr $TB/sacctmgr: they read the associations through it)"
 rc=0; run strata-policy plan || rc=$?
-[ $rc = 2 ] || die "plan exited $rc; a fresh bed needs changes (exit 2)"
+[ $rc = 3 ] || die "plan exited $rc; a fresh bed needs changes (exit 3)"
 run strata-policy apply --apply
 rc=0; run strata-policy plan || rc=$?
 [ $rc = 0 ] || die "plan after apply exited $rc, want 0 (nothing left to change)"
 run strata-policy render --output-dir "$OUT" --slurm-dir "$SLURM_DIR"
+# render links each file in --slurm-dir to the current generation under
+# --output-dir. The bed's slurmctld runs chrooted in the bed's root, where
+# a link to $OUT (outside the root) does not resolve: the files themselves.
+for f in "$SLURM_DIR"/strata/*; do
+  if [ -L "$f" ]; then cp --remove-destination "$(readlink -f "$f")" "$f"; fi
+done
+note "(the bed's slurmctld runs chrooted in $STRATA_TB_ROOT: render's links into $OUT are replaced there by the files they point to)"
 note "job_submit.lua reads $SLURM_DIR/strata/policy.lua again at most every 5 s: waiting 6 s"
 sleep 6
 
@@ -308,9 +315,12 @@ install -d -m 1777 "$STRATA_TB_ROOT$SERVE_DIR/$PMODEL"
 note "alice's next job writes a model and asks nothing of the bridge; through the portal she serves it as $PMODEL:"
 PJOB=$(AS=alice run sbatch --parsable -J "$PMODEL" -D "$SERVE_DIR/$PMODEL" --wrap 'printf "weights of another small model\n" > model.bin')
 echo "$PJOB"
+# The list, not the job's own page: that one falls back to slurmdbd and
+# shows the job completed before the poller has it, and a deploy goes by
+# the poller's snapshot.
 for i in $(seq 60); do
-  portal GET "/v1/jobs/$STRATA_TB_CLUSTER/$PJOB" 3>/dev/null
-  [ "$CODE" = 200 ] && jq -e '.state == "COMPLETED"' "$PORTAL_ANSWER" >/dev/null && break
+  portal GET "/v1/jobs?cluster=$STRATA_TB_CLUSTER" 3>/dev/null
+  [ "$CODE" = 200 ] && jq -e --argjson id "$PJOB" 'any(.jobs[]; .id == $id and .state == "COMPLETED")' "$PORTAL_ANSWER" >/dev/null && break
   [ "$i" = 60 ] && die "the portal does not show job $PJOB completed within 60 s: $CODE $(head -c 500 "$PORTAL_ANSWER")"
   sleep 1
 done
