@@ -252,15 +252,15 @@ func serveJourney(t *testing.T, cfg, addr string) string {
 }
 
 // TestJourneyOnTheBeds: one portal, started by serve, serves both Slurm
-// releases' beds as two clusters to a real browser. alice signs in with a
-// one-time link, sees her pending jobs with their reasons (as the API
-// gives them) and places, picks her project on each cluster and is told in
-// English and in Korean that 6 GPUs would be refused (the policy's line
+// releases' beds as two clusters to a real browser. alice signs in
+// through a real OpenID provider's code flow, sees her pending jobs with
+// their reasons (as the API gives them) and places, picks her project on
+// each cluster and is told in English and in Korean that 6 GPUs would be refused (the policy's line
 // and the 4 GPUs it allows), submits the fine-tuning template and sees it
 // running with its 2 GPUs. On a bed with the session servers she starts
 // a terminal and JupyterLab from the sessions page and opens each in a
 // new tab on the sessions' origin: the terminal shows her session's job
-// id for echo $SLURM_JOB_ID, JupyterLab its launcher. With the Kubernetes
+// id for echo $SLURM_JOB_ID, JupyterLab its file browser. With the Kubernetes
 // bed she serves a finished job's model from its page (checked first),
 // and the Deployment rolls out in her tenant's namespace. bob signs in
 // and no page he opens holds alice's job ids, job names, session ids,
