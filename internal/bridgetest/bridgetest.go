@@ -110,14 +110,14 @@ func Start(t *testing.T, b *testbed.Bed, o Options) *Bridge {
 	if err := os.Chmod(b.HostPath(shared), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(b.HostPath(shared)) })
+	t.Cleanup(func() { _ = os.RemoveAll(b.HostPath(shared)) })
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 	serving, err := json.Marshal(servingquota.File{APIVersion: servingquota.APIVersion, Kind: servingquota.Kind,
 		Tenants: []servingquota.Tenant{{Name: o.Tenant, Namespace: o.Namespace, GPUs: 4, Replicas: 4,
 			Projects: []servingquota.Project{{Name: o.Project, Account: b.Account}}}}})
