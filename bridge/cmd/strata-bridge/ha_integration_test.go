@@ -22,6 +22,7 @@ import (
 	"github.com/strata-hpc/strata/bridge/internal/store"
 	"github.com/strata-hpc/strata/internal/kubetest"
 	"github.com/strata-hpc/strata/internal/pgtest"
+	"github.com/strata-hpc/strata/internal/proctest"
 	"github.com/strata-hpc/strata/internal/testbed"
 )
 
@@ -294,9 +295,7 @@ func TestTwoBridgesFailOver(t *testing.T) {
 	// a is paused in the middle of deploying alpha.
 	answer := a.deploy(ctx, jobs["alpha"], apiToken)
 	uid := inTheMiddle("alpha")
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	proctest.Pause(t, a.cmd.Process, 10*time.Second)
 	applying("alpha")
 	took := waitRole(s, store.RoleActive, 30*time.Second)
 	t.Logf("b took over and finished alpha %s after a was paused", took)

@@ -110,8 +110,20 @@ api:
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for slurmrestd at http://127.0.0.1:1") {
-		t.Errorf("GET /healthz while slurmrestd is down: %d %q, want 503 naming slurmrestd", code, body)
+	// READY=1 comes before the loop wires the store it opened: for that
+	// moment /healthz says the store is not open yet. It is 503 all along,
+	// and names slurmrestd once the loop waits for it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, body := get("/healthz")
+		if code != http.StatusServiceUnavailable {
+			t.Fatalf("GET /healthz while slurmrestd is down: %d %q, want 503", code, body)
+		}
+		if strings.Contains(body, "waiting for slurmrestd at http://127.0.0.1:1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /healthz while slurmrestd is down: %q, want it to name slurmrestd within 10 s", body)
+		}
 	}
 	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "\nstrata_reclaim_slurmrestd_connected 0\n") ||
 		!strings.Contains(body, `part="reclaimd"`) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-hpc/strata/internal/lease"
 	"github.com/strata-hpc/strata/internal/pgtest"
+	"github.com/strata-hpc/strata/internal/proctest"
 	"github.com/strata-hpc/strata/internal/reclaimrules"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/tenantmap"
@@ -343,9 +344,7 @@ func TestPausedControllerMakesNoCall(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	proctest.Pause(t, a.cmd.Process, 10*time.Second)
 	before := len(s.srv.Requests())
 	if err := tx.Commit(); err != nil { // a's insert goes through, its transaction waits for a
 		t.Fatal(err)
