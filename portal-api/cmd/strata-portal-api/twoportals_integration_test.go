@@ -192,6 +192,22 @@ func TestTwoPortalsOneDatabase(t *testing.T) {
 		t.Errorf("portal 1: / without a cookie: %s: the check above proves nothing", resp.Status)
 	}
 
+	// Each portal acts on the jobs of its own poll of slurmrestd: it
+	// knows them once its first poll is in, which serve does not wait for.
+	// (A job's own page asks slurmdbd for a job the poll has not brought
+	// yet; the list is the poll's.)
+	for i, p := range portals {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			resp, body := do(p, "GET", "/v1/jobs", tok, "", nil)
+			if resp.StatusCode == http.StatusOK && strings.Contains(body, "910101") && strings.Contains(body, "910102") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("portal %d: jobs 910101 and 910102 not listed 30 s after the start: %s %s", i, resp.Status, body)
+			}
+		}
+	}
+
 	// Actions, alternately through each portal: each is recorded once.
 	actions := []struct {
 		portal int
