@@ -214,7 +214,10 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) SampleOnce(ctx context.Context) error {
 	a.sampling.Lock()
 	defer a.sampling.Unlock()
-	now := a.cfg.Now().UTC()
+	// Stamped to the millisecond, as Prometheus stamps its samples: the
+	// controller keeps each sample's time in 4 bytes for its window, where
+	// a time of nanoseconds takes 8 (decide.Window).
+	now := a.cfg.Now().UTC().Truncate(time.Millisecond)
 	// Faults first, and whatever the sample gives: a GPU that fell off
 	// the bus (Xid 79) fails the sample, and its Xid must still go out.
 	faults := a.readFaults(ctx, now)

@@ -372,3 +372,25 @@ func readAll(t *testing.T, r io.Reader) []byte {
 	}
 	return b
 }
+
+// TestSamplesStampedToTheMillisecond: a sample taken at a time of
+// nanoseconds is stamped to the millisecond, as Prometheus stamps its
+// samples, so the controller keeps its time in 4 bytes.
+func TestSamplesStampedToTheMillisecond(t *testing.T) {
+	a, c := replayAgent(t, true)
+	c.mu.Lock()
+	c.t = t0.Add(1234567891 * time.Nanosecond)
+	c.mu.Unlock()
+	if err := a.SampleOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := t0.Add(1234 * time.Millisecond)
+	for _, g := range a.Snapshot().GPUs {
+		if len(g.Samples) == 0 {
+			t.Fatalf("GPU %d: no sample", g.Index)
+		}
+		if at := g.Samples[len(g.Samples)-1].At; !at.Equal(want) {
+			t.Errorf("GPU %d: sample at %s, want %s (the millisecond)", g.Index, at.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+		}
+	}
+}

@@ -15,8 +15,9 @@ const WindowTail = 16
 
 // Window is one GPU's samples reduced to what Decide reads of them, so
 // that a controller can keep a whole window of every GPU without keeping
-// every sample: for each sample only its time (8 bytes, for the counts
-// and the coverage), and of the values only those that are the maximum
+// every sample: for each sample only its time (4 bytes where it is a
+// whole millisecond, else 8: see times; for the counts and the
+// coverage), and of the values only those that are the maximum
 // of some window ending at the newest sample (a monotone queue per value:
 // one entry for a GPU whose value never rises, a few for a noisy one),
 // the gaps longer than the sample interval and the samples without a
@@ -35,7 +36,7 @@ type Window struct {
 	loc *time.Location // the samples' location, for Newest
 
 	// The reduced part: every sample older than the tail.
-	at   []int64 // each sample's time (Unix ns), ascending
+	at   times // each sample's time (Unix ns), ascending: 4 bytes each where it can
 	max  [3]maxQueue
 	nan  [3][]int64 // times of the samples whose value is NaN, ascending
 	gaps []gap      // between consecutive samples further apart than gapStep
@@ -82,7 +83,7 @@ func (w *Window) Add(samples ...Sample) {
 		switch {
 		case i < len(w.tail) && w.tail[i].At.Equal(s.At):
 			w.tail[i] = s
-		case i == 0 && len(w.at) > 0 && s.At.UnixNano() < w.at[len(w.at)-1]:
+		case i == 0 && w.at.Len() > 0 && s.At.UnixNano() < w.at.Last():
 			w.reduce(s) // older than the tail: a late sample
 		default:
 			if w.tail == nil {
@@ -102,22 +103,32 @@ func (w *Window) Add(samples ...Sample) {
 
 // Grow makes room for n more samples, so that a whole window read at once
 // is held in arrays of its size (grown by doubling, they would have
-// allocated twice it, and kept up to half of it unused).
+// allocated twice it, and kept up to half of it unused), with spare room
+// for the samples of the cycles after (spareTimes).
 func (w *Window) Grow(n int) {
 	if n > WindowTail {
-		w.at = slices.Grow(w.at, n-WindowTail)
+		w.at.Grow(n - WindowTail)
 	}
 }
+
+// spareTimes is the room a window of n sample times is given beyond them,
+// for the samples of the cycles to come: a window slides (DropBefore moves
+// its times down in their array), so an array with a few cycles' room is
+// never outgrown while the window keeps its length. Without it, the first
+// sample after a window was read whole, or read back after a restart, would
+// move every GPU's times into an array half as large again, and at 8,000
+// GPUs hold both at once.
+func spareTimes(n int) int { return n/16 + WindowTail }
 
 // reduce moves s into the reduced part.
 func (w *Window) reduce(s Sample) {
 	t := s.At.UnixNano()
 	// After every sample at its time, as a stable sort would place it.
-	i := len(w.at)
-	if i > 0 && w.at[i-1] > t {
-		i = sort.Search(len(w.at), func(i int) bool { return w.at[i] > t })
+	i := w.at.Len()
+	if i > 0 && w.at.At(i-1) > t {
+		i = w.at.After(t)
 	}
-	w.at = slices.Insert(w.at, i, t)
+	w.at.Insert(i, t)
 	for k := range w.max {
 		v := value(&s, k)
 		if math.IsNaN(v) {
@@ -128,9 +139,9 @@ func (w *Window) reduce(s Sample) {
 		w.max[k].put(t, v)
 	}
 	if w.gapStep > 0 {
-		if i == len(w.at)-1 {
-			if i > 0 && t-w.at[i-1] > w.gapStep {
-				w.gaps = append(w.gaps, gap{at: t, over: t - w.at[i-1] - w.gapStep})
+		if i == w.at.Len()-1 {
+			if prev := w.at.At(max(i-1, 0)); i > 0 && t-prev > w.gapStep {
+				w.gaps = append(w.gaps, gap{at: t, over: t - prev - w.gapStep})
 			}
 		} else {
 			w.measureGaps(w.gapStep) // out of order: rare
@@ -172,12 +183,11 @@ func (q *maxQueue) over(from, to int64) (float64, bool) {
 // older than its window.
 func (w *Window) DropBefore(t time.Time) {
 	n := t.UnixNano()
-	i := sort.Search(len(w.at), func(i int) bool { return w.at[i] >= n })
+	i := w.at.AtOrAfter(n)
 	if i > 0 {
-		w.at = w.at[i:]
-		if cap(w.at) > 2*len(w.at)+64 {
-			w.at = slices.Clone(w.at)
-		}
+		// Moved down in place: the array's room is kept for the samples
+		// to come (spareTimes), unless the window shrank to under half.
+		w.at.DropFront(i)
 		for k := range w.max {
 			q := &w.max[k]
 			j := sort.Search(len(q.at), func(j int) bool { return q.at[j] >= n })
@@ -188,7 +198,7 @@ func (w *Window) DropBefore(t time.Time) {
 		j := sort.Search(len(w.gaps), func(j int) bool { return w.gaps[j].at >= n })
 		w.gaps = w.gaps[j:]
 		// A gap is between two kept samples: the first kept one's is not.
-		if len(w.gaps) > 0 && len(w.at) > 0 && w.gaps[0].at == w.at[0] {
+		if len(w.gaps) > 0 && w.at.Len() > 0 && w.gaps[0].at == w.at.At(0) {
 			w.gaps = w.gaps[1:]
 		}
 	}
@@ -197,11 +207,11 @@ func (w *Window) DropBefore(t time.Time) {
 }
 
 // Len is the number of samples in the window.
-func (w *Window) Len() int { return len(w.at) + len(w.tail) }
+func (w *Window) Len() int { return w.at.Len() + len(w.tail) }
 
 // Bytes is about what the window holds in memory, its arrays' capacity.
 func (w *Window) Bytes() int {
-	n := 8*cap(w.at) + 16*cap(w.gaps) + 48*cap(w.tail)
+	n := w.at.Bytes() + 16*cap(w.gaps) + 48*cap(w.tail)
 	for k := range w.max {
 		n += 8*cap(w.max[k].at) + 8*cap(w.max[k].v) + 8*cap(w.nan[k])
 	}
@@ -211,7 +221,7 @@ func (w *Window) Bytes() int {
 // Exact says whether the window answers for now as its whole samples
 // would: every sample after now is in the tail.
 func (w *Window) Exact(now time.Time) bool {
-	return len(w.at) == 0 || w.at[len(w.at)-1] <= now.UnixNano()
+	return w.at.Len() == 0 || w.at.Last() <= now.UnixNano()
 }
 
 // SetInterval gives the interval the source samples at: the window then
@@ -227,9 +237,9 @@ func (w *Window) SetInterval(d time.Duration) {
 // measureGaps finds the gaps longer than step between reduced samples.
 func (w *Window) measureGaps(step int64) {
 	w.gaps = w.gaps[:0]
-	for i := 1; i < len(w.at); i++ {
-		if d := w.at[i] - w.at[i-1]; d > step {
-			w.gaps = append(w.gaps, gap{at: w.at[i], over: d - step})
+	for i := 1; i < w.at.Len(); i++ {
+		if d := w.at.At(i) - w.at.At(i-1); d > step {
+			w.gaps = append(w.gaps, gap{at: w.at.At(i), over: d - step})
 		}
 	}
 	w.gapStep = step
@@ -284,11 +294,11 @@ func statsOf(samples []Sample, from time.Time, end, step int64) stats {
 func (w *Window) stats(from time.Time, end, step int64) stats {
 	var st stats
 	f := from.UnixNano()
-	lo := sort.Search(len(w.at), func(i int) bool { return w.at[i] > f })
-	hi := len(w.at) // every reduced sample is at or before end
+	lo := w.at.After(f)
+	hi := w.at.Len() // every reduced sample is at or before end
 	prev := f
 	if lo < hi {
-		first, last := w.at[lo], w.at[hi-1]
+		first, last := w.at.At(lo), w.at.At(hi-1)
 		st.n = hi - lo
 		// Between consecutive samples each gap counts in full up to one
 		// step: their sum is the span from the first to the last, less
@@ -301,7 +311,7 @@ func (w *Window) stats(from time.Time, end, step int64) stats {
 			}
 		} else {
 			for i := lo + 1; i < hi; i++ {
-				if d := w.at[i] - w.at[i-1]; d > step {
+				if d := w.at.At(i) - w.at.At(i-1); d > step {
 					st.covered -= d - step
 				}
 			}
@@ -348,8 +358,8 @@ func (w *Window) Newest() time.Time {
 	if n := len(w.tail); n > 0 {
 		return w.tail[n-1].At
 	}
-	if n := len(w.at); n > 0 {
-		return time.Unix(0, w.at[n-1]).In(w.loc)
+	if w.at.Len() > 0 {
+		return time.Unix(0, w.at.Last()).In(w.loc)
 	}
 	return time.Time{}
 }
@@ -362,10 +372,10 @@ func (w *Window) KeepNewest(n int) {
 	switch {
 	case extra <= 0:
 		return
-	case extra < len(w.at):
-		w.DropBefore(time.Unix(0, w.at[extra]).In(w.loc))
-	case extra-len(w.at) < len(w.tail):
-		w.DropBefore(w.tail[extra-len(w.at)].At)
+	case extra < w.at.Len():
+		w.DropBefore(time.Unix(0, w.at.At(extra)).In(w.loc))
+	case extra-w.at.Len() < len(w.tail):
+		w.DropBefore(w.tail[extra-w.at.Len()].At)
 	default:
 		w.DropBefore(w.Newest().Add(1))
 	}
@@ -376,8 +386,8 @@ func (w *Window) KeepNewest(n int) {
 // when there is none): for what is counted of each new sample as it
 // comes, such as the time it shows idle.
 func (w *Window) Recent() (before time.Time, tail []Sample) {
-	if n := len(w.at); n > 0 {
-		before = time.Unix(0, w.at[n-1]).In(w.loc)
+	if w.at.Len() > 0 {
+		before = time.Unix(0, w.at.Last()).In(w.loc)
 	}
 	return before, w.tail
 }
@@ -396,7 +406,7 @@ func (w *Window) Equal(o *Window) bool {
 			return false
 		}
 	}
-	return slices.Equal(w.at, o.at) && w.Newest().Equal(o.Newest()) && slices.EqualFunc(w.tail, o.tail, func(x, y Sample) bool {
+	return w.at.Equal(&o.at) && w.Newest().Equal(o.Newest()) && slices.EqualFunc(w.tail, o.tail, func(x, y Sample) bool {
 		return x.At.Equal(y.At) && same([]float64{x.UtilPercent, x.MemActivityPercent, x.MemUsedMiB}, []float64{y.UtilPercent, y.MemActivityPercent, y.MemUsedMiB})
 	})
 }
@@ -406,7 +416,7 @@ func (w *Window) Equal(o *Window) bool {
 // be dropped from: it returns false, and drops nothing, when a reduced
 // sample is at t or after (more than WindowTail samples to drop).
 func (w *Window) DropFrom(t time.Time) bool {
-	if n := len(w.at); n > 0 && w.at[n-1] >= t.UnixNano() {
+	if w.at.Len() > 0 && w.at.Last() >= t.UnixNano() {
 		return false
 	}
 	j := sort.Search(len(w.tail), func(j int) bool { return !w.tail[j].At.Before(t) })

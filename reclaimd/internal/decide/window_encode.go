@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -27,7 +28,7 @@ func (w *Window) AppendBinary(b []byte) []byte {
 	}
 	b = append(b, utc)
 	b = binary.AppendVarint(b, w.gapStep)
-	b = appendTimes(b, w.at)
+	b = appendTimesOf(b, w.at.Len(), w.at.At)
 	for k := range w.max {
 		b = appendTimes(b, w.max[k].at)
 		for _, v := range w.max[k].v {
@@ -85,6 +86,11 @@ func appendValue(b []byte, v float64) []byte {
 
 func zigzag(i int64) uint64 { return uint64(i<<1) ^ uint64(i>>63) }
 
+// timesScratch holds the arrays a window's times are read into before
+// they are kept (4 bytes each where they can be: see times), so that
+// reading back thousands of windows does not leave an array of each.
+var timesScratch = sync.Pool{New: func() any { return new([]int64) }}
+
 // windowReader reads AppendBinary's format; the first error sticks.
 type windowReader struct {
 	b   []byte
@@ -124,7 +130,12 @@ func (r *windowReader) varint() int64 {
 // stand for many times, so the bytes left bound nothing).
 const maxTimes = 1 << 20
 
-func (r *windowReader) times() []int64 {
+// times reads ascending times into an array of their number.
+func (r *windowReader) times() []int64 { return r.timesInto(nil) }
+
+// timesInto reads ascending times, appended to buf[:0] (a scratch array
+// the caller keeps from window to window, or nil).
+func (r *windowReader) timesInto(buf []int64) []int64 {
 	n64 := r.uvarint()
 	if r.err == nil && n64 > maxTimes {
 		r.err = fmt.Errorf("%d times, more than %d", n64, maxTimes)
@@ -133,7 +144,7 @@ func (r *windowReader) times() []int64 {
 	if n == 0 || r.err != nil {
 		return nil
 	}
-	ts := make([]int64, 0, n)
+	ts := slices.Grow(buf[:0], n)
 	ts = append(ts, r.varint())
 	var d int64
 	for len(ts) < n && r.err == nil {
@@ -194,7 +205,10 @@ func DecodeWindow(b []byte) (*Window, []byte, error) {
 	if w.gapStep = r.varint(); w.gapStep < 0 {
 		r.err = errors.New("a negative interval")
 	}
-	w.at = r.times()
+	buf := timesScratch.Get().(*[]int64)
+	*buf = r.timesInto((*buf)[:0])
+	w.at.set(*buf)
+	timesScratch.Put(buf)
 	for k := range w.max {
 		w.max[k].at = r.times()
 		if n := len(w.max[k].at); n > 0 {
@@ -213,7 +227,7 @@ func DecodeWindow(b []byte) (*Window, []byte, error) {
 		if len(ts) > WindowTail {
 			r.err = fmt.Errorf("a tail of %d samples, more than %d", len(ts), WindowTail)
 		}
-		if n := len(w.at); n > 0 && r.err == nil && ts[0] < w.at[n-1] {
+		if w.at.Len() > 0 && r.err == nil && ts[0] < w.at.Last() {
 			r.err = errors.New("tail older than the reduced samples")
 		}
 	}

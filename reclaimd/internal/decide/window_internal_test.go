@@ -16,12 +16,18 @@ import (
 // a monotone queue), bursts and NaN.
 func windowSeries(rng *rand.Rand, start time.Time, n int, step time.Duration, loc *time.Location) []Sample {
 	shape := rng.IntN(5)
+	// Half the series are stamped to the millisecond, as the sources
+	// stamp them (the window keeps those times in 4 bytes each).
+	whole := rng.IntN(2) == 0
 	out := make([]Sample, 0, n)
 	at := start.UnixNano()
 	for i := range n {
 		at += int64(step) + rng.Int64N(int64(step)/5) - int64(step)/10
 		if rng.IntN(30) == 0 {
 			at += int64(step) * int64(1+rng.IntN(5)) // a gap
+		}
+		if whole {
+			at -= at % int64(time.Millisecond)
 		}
 		var u, m, used float64
 		switch shape {
@@ -100,7 +106,7 @@ func TestWindowStatsAsSamples(t *testing.T) {
 				// A source that reads its newest steps again drops them first.
 				k := len(want) - 1 - rng.IntN(min(len(want), WindowTail+3))
 				cut := want[k].At
-				if ok := w.DropFrom(cut); ok != (k >= len(w.at)) { // only the tail can go
+				if ok := w.DropFrom(cut); ok != (k >= w.at.Len()) { // only the tail can go
 					t.Fatalf("seed %d: DropFrom the %dth newest sample: %v", seed, len(want)-k, ok)
 				} else if ok {
 					want = want[:k]
@@ -225,6 +231,59 @@ func TestWindowKeepsLittle(t *testing.T) {
 				t.Errorf("%d samples kept in %d bytes (%.1f a sample), want at most %d", n, got, float64(got)/n, tc.maxBytes)
 			} else {
 				t.Logf("%d samples kept in %d bytes (%.1f a sample; a Sample is 48)", n, got, float64(got)/n)
+			}
+		})
+	}
+}
+
+// TestWindowSlidesInPlace: a two-hour window, read whole or read back
+// after a restart, slides cycle after cycle (a few new samples, as many
+// old ones dropped) in the array it was given: never moved into a larger
+// one, which at 8,000 GPUs would hold both arrays of every GPU at once
+// in the first cycle after a restart.
+func TestWindowSlidesInPlace(t *testing.T) {
+	const n, step = 720, 10 * time.Second
+	start := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(3, 4))
+	series := windowSeries(rng, start, n+300, step, time.UTC)
+	for i := range series {
+		series[i].At = series[i].At.Truncate(time.Millisecond)
+	}
+	whole := func() *Window {
+		w := &Window{}
+		w.SetInterval(step)
+		w.Grow(n)
+		w.Add(series[:n]...)
+		return w
+	}
+	readBack := func() *Window {
+		w, rest, err := DecodeWindow(whole().AppendBinary(nil))
+		if err != nil || len(rest) != 0 {
+			t.Fatalf("decode: %v, %d bytes left", err, len(rest))
+		}
+		return w
+	}
+	for name, w := range map[string]*Window{"read whole": whole(), "read back": readBack()} {
+		t.Run(name, func(t *testing.T) {
+			// Two hours of 10 s samples stamped to the millisecond: 4
+			// bytes a time.
+			if w.at.wide {
+				t.Fatalf("times of whole milliseconds kept 8 bytes each")
+			}
+			base, size := &w.at.ms[0], cap(w.at.ms)
+			if size > n+n/8+WindowTail {
+				t.Errorf("%d samples' times in an array of %d", w.at.Len(), size)
+			}
+			for c := range 100 { // cycles of 3 samples
+				next := series[n+3*c : n+3*c+3]
+				w.Add(next...)
+				w.DropBefore(series[3*c+3].At)
+				if &w.at.ms[0] != base || cap(w.at.ms) != size {
+					t.Fatalf("cycle %d: the times moved to another array (capacity %d, was %d)", c, cap(w.at.ms), size)
+				}
+			}
+			if got, want := w.Len(), n; got < want-3 || got > want+3 {
+				t.Errorf("%d samples after sliding, want about %d", got, want)
 			}
 		})
 	}
