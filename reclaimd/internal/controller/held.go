@@ -17,8 +17,12 @@ import (
 // them back yet, the nodes whose windows it has saved, and its saves.
 type heldState struct {
 	resumed bool
-	saved   map[string]bool // nil: none saved since the start (or a failed save)
-	cycle   uint32
+	// saved: the nodes with a row of this kind, true when it is current
+	// (saved by this process, or resumed from), false when it is to be
+	// written again at the next save; nil: none saved since the start (or
+	// a failed save), so the next save writes every node.
+	saved map[string]bool
+	cycle uint32
 }
 
 // heldEvery is how many cycles apart each node's windows are written: a
@@ -54,24 +58,49 @@ func heldKind(r collect.Resumable, rules reclaimrules.Rules) string {
 // once, before this process's first collection: that collection then asks
 // each resumed node's source only for what is newer. A node whose kept
 // state is older than its window, or kept under another kind, is read
-// whole, as is every node when the store cannot be read.
+// whole, as is every node when the store cannot be read. The rows are
+// read and taken in one node at a time, so that a restart holds no more
+// of them at once than one node's.
 func (c *Controller) resumeHeld(ctx context.Context, rules reclaimrules.Rules, now time.Time) {
 	r, ok := c.cfg.Collector.(collect.Resumable)
 	if !ok || c.held.resumed {
 		return
 	}
 	c.held.resumed = true
-	states, err := c.cfg.Store.Held(ctx, heldKind(r, rules))
+	kind := heldKind(r, rules)
+	// Of each node with a row: true once resumed (its row is as good as
+	// one this process wrote), false when not (its row is written again at
+	// the first save, or dropped when the node is not asked for).
+	rows := map[string]bool{}
+	n := 0
+	err := c.cfg.Store.EachHeld(ctx, kind, func(node string, state []byte) error {
+		resumed := r.Resume(map[string][]byte{node: state}, now) == 1
+		rows[node] = resumed
+		if resumed {
+			n++
+		}
+		return nil
+	})
 	if err != nil {
-		c.cfg.Log.Warn("the windows kept for a restart could not be read: every node's window is read whole", "error", err)
+		c.cfg.Log.Warn("the windows kept for a restart could not be read: every node not read back yet is read whole", "error", err)
 		return
 	}
-	if len(states) == 0 {
+	if len(rows) == 0 {
 		return
 	}
-	n := r.Resume(states, now)
 	c.cfg.Log.Info("resumed the windows kept by the last run: those nodes' sources are asked only for newer samples",
-		"nodes", n, "kept", len(states))
+		"nodes", n, "kept", len(rows))
+	if n == 0 {
+		return // the first save writes every node, as after a start
+	}
+	// The first save is then a cycle's: the nodes not resumed and a
+	// tenth of the others, not every node at once. What another kind
+	// left goes now, as the first save of a start would drop it.
+	if err := c.cfg.Store.DropHeldOtherThan(ctx, kind); err != nil {
+		c.cfg.Log.Warn("the windows another configuration kept were not dropped; the first save writes every node instead", "error", err)
+		return
+	}
+	c.held.saved = rows
 }
 
 // saveHeld writes the collector's windows to the store at the end of a
@@ -79,22 +108,38 @@ func (c *Controller) resumeHeld(ctx context.Context, rules reclaimrules.Rules, n
 // time (a whole read), so it is logged, never the cycle's error.
 //
 // Each save writes a tenth of the nodes (heldSlot), and the nodes not
-// saved yet; the first after a start (or a failed save) writes every
-// node and drops every other row. The nodes the cycle did not ask for
-// are dropped: their collector forgot them.
+// saved yet; the first after a start that resumed nothing (or after a
+// failed save) writes every node, a tenth at a time, and drops every
+// other row. The nodes the cycle did not ask for are dropped: their
+// collector forgot them.
 func (c *Controller) saveHeld(ctx context.Context, rules reclaimrules.Rules, nodes []string, at time.Time) {
 	r, ok := c.cfg.Collector.(collect.Resumable)
 	if !ok {
 		return
 	}
-	first := c.held.saved == nil
+	kind := heldKind(r, rules)
 	slot := c.held.cycle % heldEvery
 	c.held.cycle++
-	var want func(string) bool
-	if !first {
-		want = func(n string) bool { return !c.held.saved[n] || heldSlot(n) == slot }
+	if c.held.saved == nil {
+		// Every node, a tenth in each transaction: the states of a tenth
+		// of the nodes are held at once, not every node's (a few MB at
+		// 8,000 GPUs whose agents' clocks jitter). A save cut short
+		// leaves some nodes unsaved: a restart reads those whole.
+		saved := map[string]bool{}
+		for s := range uint32(heldEvery) {
+			states := r.Held(func(n string) bool { return heldSlot(n) == s })
+			if err := c.cfg.Store.SaveHeld(ctx, kind, states, nil, s == 0, at); err != nil {
+				c.cfg.Log.Warn("the windows were not kept for a restart this cycle; the next cycle tries again", "error", err)
+				return
+			}
+			for n := range states {
+				saved[n] = true
+			}
+		}
+		c.held.saved = saved
+		return
 	}
-	states := r.Held(want)
+	states := r.Held(func(n string) bool { return !c.held.saved[n] || heldSlot(n) == slot })
 	asked := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		asked[n] = true
@@ -105,13 +150,10 @@ func (c *Controller) saveHeld(ctx context.Context, rules reclaimrules.Rules, nod
 			gone = append(gone, n)
 		}
 	}
-	if err := c.cfg.Store.SaveHeld(ctx, heldKind(r, rules), states, gone, first, at); err != nil {
+	if err := c.cfg.Store.SaveHeld(ctx, kind, states, gone, false, at); err != nil {
 		c.cfg.Log.Warn("the windows were not kept for a restart this cycle; the next cycle tries again", "error", err)
 		c.held.saved = nil // the next save starts over
 		return
-	}
-	if first {
-		c.held.saved = make(map[string]bool, len(states))
 	}
 	for n := range states {
 		c.held.saved[n] = true

@@ -61,19 +61,43 @@ func (s *Store) SaveHeld(ctx context.Context, kind string, set map[string][]byte
 // Held returns the nodes' states saved under kind; rows of another kind
 // are left out.
 func (s *Store) Held(ctx context.Context, kind string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := s.EachHeld(ctx, kind, func(node string, state []byte) error {
+		out[node] = state
+		return nil
+	})
+	return out, err
+}
+
+// EachHeld calls fn with each node's state saved under kind, one row at a
+// time, so that a restart never holds every node's bytes at once; an
+// error of fn ends the read and is returned.
+func (s *Store) EachHeld(ctx context.Context, kind string, fn func(node string, state []byte) error) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT node, state FROM held_windows WHERE kind=?`, kind)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	out := map[string][]byte{}
 	for rows.Next() {
 		var node string
 		var b []byte
 		if err := rows.Scan(&node, &b); err != nil {
-			return nil, err
+			return err
 		}
-		out[node] = b
+		if err := fn(node, b); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
+}
+
+// DropHeldOtherThan removes the states saved under any kind but kind:
+// what another release, source or rule set left, once a restart resumed
+// from those of kind (a first save that writes every node drops them
+// too).
+func (s *Store) DropHeldOtherThan(ctx context.Context, kind string) error {
+	return s.write(ctx, func(tx *txx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM held_windows WHERE kind <> ?`, kind)
+		return err
+	})
 }

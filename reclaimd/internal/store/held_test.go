@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -48,5 +49,28 @@ func testHeld(t *testing.T, b *backend) {
 	}
 	if got, err := s.Held(ctx, "agents/v1 rules=a"); err != nil || len(got) != 0 {
 		t.Errorf("held under the old kind after a first save = %v, %v; want none", got, err)
+	}
+	// Read one row at a time; an error of the caller ends the read.
+	if err := s.SaveHeld(ctx, "agents/v1 rules=a", map[string][]byte{"n4": {4}}, nil, false, t0.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string][]byte{}
+	if err := s.EachHeld(ctx, "agents/v1 rules=b", func(node string, b []byte) error { seen[node] = b; return nil }); err != nil ||
+		!cmp.Equal(seen, map[string][]byte{"n3": {3}}) {
+		t.Errorf("each held under rules=b = %v, %v; want n3 alone", seen, err)
+	}
+	stop := errors.New("stop")
+	if err := s.EachHeld(ctx, "agents/v1 rules=b", func(string, []byte) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("each held with a caller that fails: %v, want its error", err)
+	}
+	// A restart that resumed from rules=b drops what rules=a left.
+	if err := s.DropHeldOtherThan(ctx, "agents/v1 rules=b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Held(ctx, "agents/v1 rules=a"); err != nil || len(got) != 0 {
+		t.Errorf("held under rules=a after dropping other kinds = %v, %v; want none", got, err)
+	}
+	if got, err := s.Held(ctx, "agents/v1 rules=b"); err != nil || !cmp.Equal(got, map[string][]byte{"n3": {3}}) {
+		t.Errorf("held under rules=b after dropping other kinds = %v, %v; want n3 kept", got, err)
 	}
 }
